@@ -1,0 +1,70 @@
+# qlink: top-level build. `make run` runs the main job, `make test` every test.
+# Both start with scripts/setup.sh, which installs what they need (pinned).
+
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+BUILD := build
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/qlink-target
+PY := $(CURDIR)/.venv/bin/python
+
+.PHONY: all setup build build-release build-asan build-fuzz run test test-c test-valgrind \
+        test-fuzz test-rust test-python bench-core clean
+
+all: build
+
+setup:
+	@scripts/setup.sh
+
+# ---- C: libqlink, plugins, tools (CMake)
+$(BUILD)/release/CMakeCache.txt:
+	cmake -S . -B $(BUILD)/release -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+$(BUILD)/asan/CMakeCache.txt:
+	cmake -S . -B $(BUILD)/asan -DCMAKE_BUILD_TYPE=Debug -DQL_SANITIZE=ON >/dev/null
+$(BUILD)/fuzz/CMakeCache.txt:
+	CC=clang-14 cmake -S . -B $(BUILD)/fuzz -DCMAKE_BUILD_TYPE=Debug -DQL_FUZZ=ON >/dev/null
+
+build-release: $(BUILD)/release/CMakeCache.txt
+	cmake --build $(BUILD)/release -j $(JOBS)
+build-asan: $(BUILD)/asan/CMakeCache.txt
+	cmake --build $(BUILD)/asan -j $(JOBS)
+build-fuzz: $(BUILD)/fuzz/CMakeCache.txt
+	cmake --build $(BUILD)/fuzz -j $(JOBS)
+
+build: setup build-release
+
+# ---- the main job
+run: build
+	@scripts/run.sh
+
+# ---- tests
+test: setup
+	$(MAKE) test-c test-valgrind test-fuzz test-rust test-python
+	@echo "make test: all suites passed"
+
+# Every C test under ASan + UBSan.
+test-c: build-asan
+	cd $(BUILD)/asan && ctest --output-on-failure -j $(JOBS)
+
+# The C test host and libqlink tests under valgrind's leak checker.
+test-valgrind: build-release
+	scripts/valgrind.sh $(BUILD)/release
+
+# A short libFuzzer run of every parser of outside input, over its corpus.
+test-fuzz: build-fuzz
+	scripts/fuzz-smoke.sh $(BUILD)/fuzz
+
+test-rust:
+	@if [ -f hosts/datafusion/Cargo.toml ]; then \
+	  cargo test --manifest-path hosts/datafusion/Cargo.toml --locked; \
+	else echo "test-rust: no Rust host yet"; fi
+
+test-python:
+	@if [ -d python/tests ]; then $(PY) -m pytest -q python/tests; \
+	else echo "test-python: no Python package yet"; fi
+
+# ---- benchmarks (print a table, write bench/results/*.json)
+bench-core: build-release
+	$(BUILD)/release/bench/core/ql_bench_core bench/results/core.json
+
+clean:
+	rm -rf $(BUILD)

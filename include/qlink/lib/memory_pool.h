@@ -1,0 +1,35 @@
+/* libqlink: a reference memory pool for hosts that lack one.
+ *
+ * A thread-safe pool with an optional byte limit and per-consumer
+ * accounting. try_grow fails with QL_ERESOURCES (SQLSTATE 53000) and a
+ * message naming the consumer, the request, the pool's reservation and
+ * limit, like DataFusion's ResourcesExhausted.
+ */
+#ifndef QLINK_LIB_MEMORY_POOL_H
+#define QLINK_LIB_MEMORY_POOL_H
+
+#include "qlink/services.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ql_ref_memory_pool;
+
+/* limit: bytes, or -1 for unbounded. */
+int ql_ref_memory_pool_new(int64_t limit, struct ql_ref_memory_pool **out, struct ql_error *error);
+/* Free the pool. Every reservation must have been released first; returns
+ * QL_ESTATE (and frees nothing) otherwise. */
+int ql_ref_memory_pool_free(struct ql_ref_memory_pool *pool, struct ql_error *error);
+/* The ABI view, valid while the pool lives. */
+const struct ql_memory_pool *ql_ref_memory_pool_view(struct ql_ref_memory_pool *pool);
+/* Live consumers (reservations not yet released). */
+int64_t ql_ref_memory_pool_consumers(const struct ql_ref_memory_pool *pool);
+/* The largest total reservation seen. */
+int64_t ql_ref_memory_pool_peak(const struct ql_ref_memory_pool *pool);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QLINK_LIB_MEMORY_POOL_H */
