@@ -106,7 +106,7 @@ enum ql_node_kind {
   QL_NODE_JOIN = 5,           /* join_type; exprs = left keys, exprs2 = right keys (equi pairs); condition = extra filter */
   QL_NODE_SORT = 6,           /* exprs = SORT expressions; fetch (top-k) or -1 */
   QL_NODE_LIMIT = 7,          /* skip, fetch (-1 none) */
-  QL_NODE_UNION = 8,          /* inputs; flags QL_NODE_DISTINCT for UNION (not ALL) */
+  QL_NODE_UNION = 8,          /* inputs; flags QL_NODE_UNION_DISTINCT for UNION (not ALL) */
   QL_NODE_SUBQUERY_ALIAS = 9, /* name = alias */
   QL_NODE_VALUES = 10,        /* exprs = row-major literals, n_rows rows of schema's width */
   QL_NODE_EMPTY_RELATION = 11,/* flags QL_NODE_PRODUCE_ONE_ROW */
@@ -122,7 +122,7 @@ enum ql_join_type {
 };
 
 enum ql_node_flags {
-  QL_NODE_DISTINCT = 1,           /* UNION */
+  QL_NODE_UNION_DISTINCT = 1,     /* UNION (not UNION ALL) */
   QL_NODE_PRODUCE_ONE_ROW = 2,    /* EMPTY_RELATION */
   QL_NODE_NULL_EQUALS_NULL = 4    /* JOIN: keys compare with IS NOT DISTINCT FROM */
 };
