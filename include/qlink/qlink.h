@@ -16,7 +16,7 @@
  *   qlink/planner.h   the planner hook
  *   qlink/plugin.h    the plugin descriptor and entry point
  *
- * docs/abi.md is the reference with every rule; libqlink (qlink/lib/*.h) is
+ * docs/abi.md is the reference with every rule; libqlink (the headers in qlink/lib/) is
  * the shared C runtime both sides may link.
  */
 #ifndef QLINK_QLINK_H
