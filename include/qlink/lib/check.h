@@ -28,6 +28,44 @@ struct ql_check_options {
  * when the plugin could not be loaded at all (reported as a violation too). */
 int ql_check_plugin(const char *path, const struct ql_check_options *options);
 
+/* ---- Driving helpers the kit is built on, for tools and tests that run a
+ * plugin's objects under a host. Every call they make into a plugin object
+ * is bracketed by the plugin's executor hooks (ql_plugin_enter/leave). */
+
+/* Every record batch of one or more streams, with the schema of the first.
+ * Owned by the caller: ql_batches_free. Zero-initialise before first use. */
+struct ql_batches {
+  struct ArrowSchema schema; /* release == NULL until a stream was collected */
+  int64_t n_batches;
+  int64_t capacity;
+  struct ArrowArray *batches; /* struct arrays, one per batch, in stream order */
+  int64_t n_rows;
+};
+
+/* Read `stream` to its end, appending its batches to `out`, then release it
+ * (also on failure). Errors: the stream's errno-style code mapped to a
+ * status, with get_last_error's message; QL_EDATA if a batch is not a struct
+ * array of the schema's width. */
+int ql_batches_collect(const struct ql_plugin *plugin, struct ArrowArrayStream *stream, struct ql_batches *out,
+                       struct ql_error *error);
+/* Plan `args` on `provider` (NULL: every column, no filter, no limit),
+ * execute every partition one after the other with task contexts from
+ * `host`, and collect the rows, partition 0 first. */
+struct ql_ref_host;
+int ql_batches_scan(const struct ql_plugin *plugin, const struct ql_table_provider *provider,
+                    struct ql_ref_host *host, const struct ql_scan_args *args, struct ql_batches *out,
+                    struct ql_error *error);
+void ql_batches_free(struct ql_batches *batches);
+/* Cell (column, row) over all batches: 1 and *out set when valid, 0 for NULL
+ * or when out of range. _i64 reads signed/unsigned integers and booleans,
+ * _f64 floating point (and integers), _str utf8/binary (not NUL-terminated). */
+int ql_batches_i64(const struct ql_batches *batches, int64_t column, int64_t row, int64_t *out);
+int ql_batches_f64(const struct ql_batches *batches, int64_t column, int64_t row, double *out);
+int ql_batches_str(const struct ql_batches *batches, int64_t column, int64_t row, const char **data, int64_t *size);
+/* Print as "csv" (header line, NULL as empty) or "jsonl" (one object a
+ * row). QL_EINVAL for another format. */
+int ql_batches_write(const struct ql_batches *batches, FILE *out, const char *format, struct ql_error *error);
+
 #ifdef __cplusplus
 }
 #endif

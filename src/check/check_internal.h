@@ -1,0 +1,62 @@
+/* The conformance kit's internals: the checker state shared by its files. */
+#ifndef QLINK_CHECK_INTERNAL_H
+#define QLINK_CHECK_INTERNAL_H
+
+#include <stdio.h>
+
+#include "qlink/lib/check.h"
+#include "qlink/lib/host.h"
+#include "qlink/lib/loader.h"
+#include "qlink/lib/status.h"
+
+struct ql_checker {
+  FILE *out;
+  int verbose;
+  int threads;
+  int violations;
+  const char *path;
+  const struct ql_check_options *options;
+  const struct ql_plugin *plugin; /* the loaded descriptor (after ql_plugin_load) */
+  struct ql_ref_host *host;
+};
+
+/* Report one violation: "VIOLATION <rule>: <what>". */
+void ql_check_violation(struct ql_checker *ck, const char *rule, const char *fmt, ...) QL_PRINTF_FORMAT(3, 4);
+/* In verbose mode, "check <what>". */
+void ql_check_note(struct ql_checker *ck, const char *fmt, ...) QL_PRINTF_FORMAT(2, 3);
+
+/* Call into the plugin bracketed by its executor hooks. */
+#define QLC_CALL(ck, rc, expr)                                \
+  do {                                                        \
+    void *qlc_token_ = ql_plugin_enter((ck)->plugin);         \
+    (rc) = (expr);                                            \
+    ql_plugin_leave((ck)->plugin, qlc_token_);                \
+  } while (0)
+#define QLC_DO(ck, stmt)                                      \
+  do {                                                        \
+    void *qlc_token_ = ql_plugin_enter((ck)->plugin);         \
+    stmt;                                                     \
+    ql_plugin_leave((ck)->plugin, qlc_token_);                \
+  } while (0)
+
+/* Exports of the ELF file at path (exports.c). */
+void ql_check_exports(struct ql_checker *ck, const char *path);
+/* Version negotiation and the descriptor, through dlopen (descriptor.c).
+ * Returns 0 if the plugin could be initialised at all. */
+int ql_check_descriptor(struct ql_checker *ck, const char *path);
+/* Every catalogue item (tables.c, objects.c). */
+void ql_check_table_provider(struct ql_checker *ck, const struct ql_item_info *item);
+void ql_check_schema_provider(struct ql_checker *ck, const struct ql_item_info *item);
+void ql_check_function(struct ql_checker *ck, const struct ql_item_info *item);
+void ql_check_planner(struct ql_checker *ck, const struct ql_item_info *item);
+
+/* Options for a provider from the specs ("name?k=v&..."), or none. */
+int ql_check_spec_options(struct ql_checker *ck, const char *name, struct ql_table_spec *spec);
+
+/* Internal to batches.c, shared with tables.c. */
+int ql_check_batches_push(struct ql_batches *b, struct ArrowArray *batch, struct ql_error *error);
+int ql_check_schema_equal(const struct ArrowSchema *a, const struct ArrowSchema *b);
+/* Rows and an FNV-1a hash over every cell, for comparing two runs. */
+uint64_t ql_check_batches_hash(const struct ql_batches *b);
+
+#endif /* QLINK_CHECK_INTERNAL_H */

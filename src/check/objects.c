@@ -1,0 +1,229 @@
+/* Conformance checks of functions, planners and schema providers. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_internal.h"
+#include "qlink/lib/arrow.h"
+#include "qlink/lib/ir.h"
+
+static void report(struct ql_checker *ck, const char *rule, const char *what, int rc, struct ql_error *err) {
+  ql_check_violation(ck, rule, "%s returned %s: %s", what, ql_status_name(rc),
+                     err->release && err->message ? err->message : "(no message)");
+}
+
+static void release_err(struct ql_checker *ck, struct ql_error *err) {
+  if (err->release) QLC_DO(ck, err->release(err));
+}
+
+/* A function's identity names this plugin as its library (gap G2). */
+static void check_identity(struct ql_checker *ck, const struct ql_item_info *item, const struct ql_function_id *id,
+                           int32_t kind) {
+  if (id->origin != QL_ORIGIN_USER || id->kind != kind || id->library == NULL ||
+      strcmp(id->library, ck->plugin->name) != 0 || id->name == NULL) {
+    ql_check_violation(ck, "function.identity", "'%s': identity must be origin USER, kind %d, library '%s', a name",
+                       item->name, kind, ck->plugin->name);
+  }
+}
+
+#define QLC_RELEASED(ck, obj, rule, name)                                                     \
+  do {                                                                                        \
+    QLC_DO(ck, (obj).release(&(obj)));                                                        \
+    if ((obj).release != NULL) ql_check_violation(ck, rule, "'%s': release left release set", name); \
+  } while (0)
+
+/* Open `item` (and a name not in the catalogue) through its kind's opener. */
+void ql_check_function(struct ql_checker *ck, const struct ql_item_info *item) {
+  ql_check_note(ck, "function '%s'", item->name);
+  const struct ql_plugin *pl = ck->plugin;
+  struct ql_error err = {0};
+  int rc = QL_OK, rc_unknown = QL_OK;
+  switch (item->kind) {
+    case QL_ITEM_SCALAR_FUNCTION: {
+      struct ql_scalar_function f = {0}, g = {0};
+      QLC_CALL(ck, rc, pl->scalar_function_open(pl, item->name, &f, &err));
+      if (rc == QL_OK) {
+        check_identity(ck, item, &f.id, QL_FUNCTION_SCALAR);
+        QLC_RELEASED(ck, f, "release.scalar_function", item->name);
+      }
+      release_err(ck, &err);
+      QLC_CALL(ck, rc_unknown, pl->scalar_function_open(pl, "qlink_check_no_such_function", &g, &err));
+      if (rc_unknown == QL_OK) QLC_DO(ck, g.release(&g));
+      break;
+    }
+    case QL_ITEM_AGGREGATE_FUNCTION: {
+      struct ql_aggregate_function f = {0}, g = {0};
+      QLC_CALL(ck, rc, pl->aggregate_function_open(pl, item->name, &f, &err));
+      if (rc == QL_OK) {
+        check_identity(ck, item, &f.id, QL_FUNCTION_AGGREGATE);
+        if (f.accumulator_new == NULL || f.state_schema == NULL || f.return_type == NULL) {
+          ql_check_violation(ck, "function.members", "'%s': accumulator_new, state_schema and return_type are required",
+                             item->name);
+        }
+        QLC_RELEASED(ck, f, "release.aggregate_function", item->name);
+      }
+      release_err(ck, &err);
+      QLC_CALL(ck, rc_unknown, pl->aggregate_function_open(pl, "qlink_check_no_such_function", &g, &err));
+      if (rc_unknown == QL_OK) QLC_DO(ck, g.release(&g));
+      break;
+    }
+    case QL_ITEM_WINDOW_FUNCTION: {
+      struct ql_window_function f = {0}, g = {0};
+      QLC_CALL(ck, rc, pl->window_function_open(pl, item->name, &f, &err));
+      if (rc == QL_OK) {
+        check_identity(ck, item, &f.id, QL_FUNCTION_WINDOW);
+        QLC_RELEASED(ck, f, "release.window_function", item->name);
+      }
+      release_err(ck, &err);
+      QLC_CALL(ck, rc_unknown, pl->window_function_open(pl, "qlink_check_no_such_function", &g, &err));
+      if (rc_unknown == QL_OK) QLC_DO(ck, g.release(&g));
+      break;
+    }
+    case QL_ITEM_TABLE_FUNCTION: {
+      struct ql_table_function f = {0}, g = {0};
+      QLC_CALL(ck, rc, pl->table_function_open(pl, item->name, &f, &err));
+      if (rc == QL_OK) {
+        check_identity(ck, item, &f.id, QL_FUNCTION_TABLE);
+        QLC_RELEASED(ck, f, "release.table_function", item->name);
+      }
+      release_err(ck, &err);
+      QLC_CALL(ck, rc_unknown, pl->table_function_open(pl, "qlink_check_no_such_function", &g, &err));
+      if (rc_unknown == QL_OK) QLC_DO(ck, g.release(&g));
+      break;
+    }
+    default:
+      return;
+  }
+  if (rc != QL_OK) report(ck, "open.function", item->name, rc, &err);
+  if (rc_unknown != QL_ENOTFOUND) {
+    ql_check_violation(ck, "open.unknown_name", "opening a function not in the catalogue returned %s, expected QL_ENOTFOUND",
+                       ql_status_name(rc_unknown));
+  }
+  release_err(ck, &err);
+}
+
+/* ---------------------------------------------------------------- planners */
+
+/* A one-node plan (EmptyRelation) every planner must answer without failing. */
+static int tiny_plan(struct ql_plan_view *out, struct ql_error *error) {
+  struct ArrowSchema schema = {0};
+  QL_RETURN_NOT_OK(ql_schema_init_struct(&schema, "", 0, error));
+  struct ql_ir_builder *b;
+  int rc = ql_ir_builder_new(&b, error);
+  if (rc == QL_OK) {
+    struct ql_plan_node n;
+    memset(&n, 0, sizeof n);
+    n.kind = QL_NODE_EMPTY_RELATION;
+    n.schema = &schema;
+    n.condition = -1;
+    n.n_projection = -1;
+    n.fetch = -1;
+    ql_node_id root = ql_ir_node(b, &n);
+    rc = ql_ir_builder_finish(b, root, out, error);
+    ql_ir_builder_free(b);
+  }
+  ql_schema_release(&schema);
+  return rc;
+}
+
+static int no_physical(const struct ql_planner_context *self, ql_node_id node, struct ql_execution_plan *out,
+                       struct ql_error *error) {
+  (void)self;
+  (void)out;
+  return ql_error_set(error, QL_ENOTSUP, "qlink-check plans no subtree physically (node %d)", (int)node);
+}
+
+static void check_planner_call(struct ql_checker *ck, const struct ql_item_info *item, const struct ql_planner *pl) {
+  struct ql_plan_view view = {0};
+  struct ql_error err = {0};
+  if (tiny_plan(&view, &err) != QL_OK) {
+    ql_check_violation(ck, "check.internal", "cannot build a plan: %s", ql_error_message(&err));
+    ql_error_release(&err);
+    return;
+  }
+  struct ql_planner_context ctx = {sizeof ctx, 0, ql_ref_host_session(ck->host), &view, no_physical, NULL};
+  struct ql_planner_result result;
+  memset(&result, 0, sizeof result);
+  result.struct_size = sizeof result;
+  int rc;
+  QLC_CALL(ck, rc, pl->plan(pl, &ctx, &result, &err));
+  if (rc != QL_OK) {
+    report(ck, "planner.call", item->name, rc, &err);
+  } else if (result.action == QL_PLANNER_REWRITE) {
+    if (result.rewrite.release == NULL || ql_ir_validate(&result.rewrite, NULL) != QL_OK) {
+      ql_check_violation(ck, "planner.rewrite", "'%s' rewrote a one-node plan into an invalid plan", item->name);
+    }
+    if (result.rewrite.release) QLC_DO(ck, result.rewrite.release(&result.rewrite));
+  } else if (result.action == QL_PLANNER_PHYSICAL) {
+    if (result.physical.release) QLC_DO(ck, result.physical.release(&result.physical));
+  } else if (result.action != QL_PLANNER_DECLINE) {
+    ql_check_violation(ck, "planner.action", "'%s' answered unknown action %d", item->name, result.action);
+  }
+  release_err(ck, &err);
+  view.release(&view);
+}
+
+void ql_check_planner(struct ql_checker *ck, const struct ql_item_info *item) {
+  ql_check_note(ck, "planner '%s'", item->name);
+  const struct ql_plugin *pl = ck->plugin;
+  struct ql_planner p = {0};
+  struct ql_error err = {0};
+  int rc;
+  QLC_CALL(ck, rc, pl->planner_open(pl, item->name, NULL, &p, &err));
+  if (rc != QL_OK) {
+    report(ck, "open.planner", item->name, rc, &err);
+    release_err(ck, &err);
+    return;
+  }
+  if (p.plan == NULL) {
+    ql_check_violation(ck, "planner.members", "'%s' has no plan member", item->name);
+  } else {
+    check_planner_call(ck, item, &p);
+  }
+  QLC_RELEASED(ck, p, "release.planner", item->name);
+  const char *key = "qlink_check_no_such_option", *value = "1";
+  struct ql_options bad = {1, &key, &value};
+  struct ql_planner q = {0};
+  QLC_CALL(ck, rc, pl->planner_open(pl, item->name, &bad, &q, &err));
+  if (rc == QL_OK) {
+    ql_check_violation(ck, "options.unknown", "planner '%s' opened with an unknown option", item->name);
+    QLC_DO(ck, q.release(&q));
+  } else if (rc != QL_EINVAL) {
+    report(ck, "options.unknown", "planner open with an unknown option", rc, &err);
+  }
+  release_err(ck, &err);
+}
+
+/* ---------------------------------------------------------- schema providers */
+
+void ql_check_schema_provider(struct ql_checker *ck, const struct ql_item_info *item) {
+  ql_check_note(ck, "schema provider '%s'", item->name);
+  struct ql_table_spec spec = {0};
+  if (ql_check_spec_options(ck, item->name, &spec) != QL_OK) return;
+  const struct ql_plugin *pl = ck->plugin;
+  struct ql_schema_provider sp = {0};
+  struct ql_error err = {0};
+  int rc;
+  QLC_CALL(ck, rc, pl->schema_provider_open(pl, item->name, &spec.options, ql_ref_host_session(ck->host), &sp, &err));
+  if (rc != QL_OK) {
+    report(ck, "open.schema_provider", item->name, rc, &err);
+  } else {
+    int64_t n;
+    QLC_CALL(ck, n, sp.table_count(&sp));
+    for (int64_t i = 0; i < n; i++) {
+      const char *name;
+      QLC_CALL(ck, name, sp.table_name(&sp, i));
+      struct ql_table_provider t = {0};
+      QLC_CALL(ck, rc, name ? sp.table(&sp, name, &t, &err) : QL_EINVAL);
+      if (rc != QL_OK) {
+        report(ck, "schema_provider.table", name ? name : "(null name)", rc, &err);
+        release_err(ck, &err);
+        continue;
+      }
+      QLC_RELEASED(ck, t, "release.table_provider", name);
+    }
+    QLC_RELEASED(ck, sp, "release.schema_provider", item->name);
+  }
+  release_err(ck, &err);
+  ql_table_spec_free(&spec);
+}

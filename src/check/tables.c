@@ -1,0 +1,572 @@
+/* Conformance checks of table providers, their execution plans and streams.
+ *
+ * Order per provider: open (with the spec's options), unknown option, unknown
+ * name, schema stability, moved struct, statistics, scan, bad partitions,
+ * sequential execution with stream semantics, statistics against the rows,
+ * concurrent execution against sequential, stream errors, release of every
+ * object, and the memory pool back to zero.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_internal.h"
+#include "qlink/lib/arrow.h"
+
+#define QLC_MAX_PARTITIONS 4096
+
+struct partition_result {
+  int ok;
+  int64_t rows;
+  uint64_t hash;
+};
+
+static void note_error(struct ql_checker *ck, const char *rule, const char *what, int rc, struct ql_error *err) {
+  ql_check_violation(ck, rule, "%s returned %s: %s", what, ql_status_name(rc),
+                     err->release && err->message ? err->message : "(no message)");
+}
+
+static void release_err(struct ql_checker *ck, struct ql_error *err) {
+  if (err->release) QLC_DO(ck, err->release(err));
+}
+
+/* --------------------------------------------------------------- opening */
+
+static int open_provider(struct ql_checker *ck, const char *name, const struct ql_options *options,
+                         struct ql_table_provider *out, struct ql_error *err) {
+  int rc;
+  memset(out, 0, sizeof *out);
+  QLC_CALL(ck, rc,
+           ck->plugin->table_provider_open(ck->plugin, name, options, ql_ref_host_session(ck->host), out, err));
+  return rc;
+}
+
+static void release_provider(struct ql_checker *ck, struct ql_table_provider *p, const char *name) {
+  if (p->release == NULL) return;
+  QLC_DO(ck, p->release(p));
+  if (p->release != NULL) {
+    ql_check_violation(ck, "release.table_provider", "'%s': release left release set", name);
+    p->release = NULL; /* never call it twice */
+  }
+}
+
+/* An unknown option is the caller's mistake: QL_EINVAL naming it. */
+static void check_unknown_option(struct ql_checker *ck, const char *name, const struct ql_options *options) {
+  static const char *const k_bad = "qlink_check_no_such_option";
+  int64_t n = options->count + 1;
+  const char **keys = calloc((size_t)n, sizeof *keys), **values = calloc((size_t)n, sizeof *values);
+  if (!keys || !values) {
+    free(keys);
+    free(values);
+    return;
+  }
+  for (int64_t i = 0; i < options->count; i++) {
+    keys[i] = options->keys[i];
+    values[i] = options->values[i];
+  }
+  keys[n - 1] = k_bad;
+  values[n - 1] = "1";
+  struct ql_options bad = {n, keys, values};
+  struct ql_table_provider p;
+  struct ql_error err = {0};
+  int rc = open_provider(ck, name, &bad, &p, &err);
+  if (rc == QL_OK) {
+    ql_check_violation(ck, "options.unknown", "'%s' opened with unknown option '%s'; expected QL_EINVAL", name, k_bad);
+    release_provider(ck, &p, name);
+  } else if (rc != QL_EINVAL) {
+    note_error(ck, "options.unknown", "open with an unknown option", rc, &err);
+  } else if (err.release == NULL || err.message == NULL || strstr(err.message, k_bad) == NULL) {
+    ql_check_violation(ck, "options.unknown", "'%s': the QL_EINVAL for an unknown option does not name '%s'", name,
+                       k_bad);
+  }
+  release_err(ck, &err);
+  free(keys);
+  free(values);
+}
+
+static void check_unknown_name(struct ql_checker *ck) {
+  struct ql_table_provider p;
+  struct ql_error err = {0};
+  int rc = open_provider(ck, "qlink_check_no_such_table", NULL, &p, &err);
+  if (rc == QL_OK) {
+    ql_check_violation(ck, "open.unknown_name", "a table provider not in the catalogue opened");
+    release_provider(ck, &p, "qlink_check_no_such_table");
+  } else if (rc != QL_ENOTFOUND) {
+    note_error(ck, "open.unknown_name", "opening a table provider not in the catalogue", rc, &err);
+  }
+  release_err(ck, &err);
+}
+
+/* ------------------------------------------------------------ schema */
+
+static int provider_schema(struct ql_checker *ck, const struct ql_table_provider *p, struct ArrowSchema *out) {
+  struct ql_error err = {0};
+  int rc;
+  memset(out, 0, sizeof *out);
+  QLC_CALL(ck, rc, p->get_schema(p, out, &err));
+  if (rc != QL_OK) note_error(ck, "schema.get", "get_schema", rc, &err);
+  release_err(ck, &err);
+  if (rc == QL_OK && (out->format == NULL || strcmp(out->format, "+s") != 0)) {
+    ql_check_violation(ck, "schema.struct", "the table schema has format '%s', expected a struct '+s'",
+                       out->format ? out->format : "(null)");
+    QLC_DO(ck, ql_schema_release(out));
+    return QL_EDATA;
+  }
+  return rc;
+}
+
+static void check_statistics_shape(struct ql_checker *ck, struct ql_statistics *st, int64_t n_columns,
+                                   const char *what) {
+  if (st->n_columns != n_columns || (n_columns > 0 && st->columns == NULL)) {
+    ql_check_violation(ck, "statistics.shape", "%s statistics have %" PRId64 " columns, the schema %" PRId64, what,
+                       st->n_columns, n_columns);
+  }
+  if (st->release == NULL) {
+    ql_check_violation(ck, "statistics.release", "%s statistics without release", what);
+    return;
+  }
+  QLC_DO(ck, st->release(st));
+  if (st->release != NULL) ql_check_violation(ck, "release.statistics", "%s statistics release left release set", what);
+}
+
+/* ------------------------------------------------------------ streams */
+
+/* Execute one partition, move the stream (bitwise copy, source marked
+ * released) and read the moved copy to its end, checking the end rules. */
+static int run_partition(struct ql_checker *ck, const struct ql_execution_plan *plan, int64_t partition,
+                         const struct ArrowSchema *plan_schema, struct ql_batches *out) {
+  struct ql_task_context ctx;
+  ql_ref_host_task_context(ck->host, partition, &ctx);
+  struct ArrowArrayStream original = {0}, stream;
+  struct ql_error err = {0};
+  int rc;
+  QLC_CALL(ck, rc, plan->execute(plan, partition, &ctx, &original, &err));
+  if (rc != QL_OK) {
+    note_error(ck, "execute", "execute", rc, &err);
+    release_err(ck, &err);
+    return rc;
+  }
+  stream = original;
+  original.release = NULL;
+  struct ArrowSchema schema = {0};
+  int code;
+  QLC_CALL(ck, code, stream.get_schema(&stream, &schema));
+  if (code != 0) {
+    ql_check_violation(ck, "stream.schema", "partition %" PRId64 ": get_schema failed with %d", partition, code);
+  } else {
+    if (!ql_check_schema_equal(&schema, plan_schema)) {
+      ql_check_violation(ck, "stream.schema", "partition %" PRId64 ": the stream's schema differs from the plan's",
+                         partition);
+    }
+    if (out->schema.release == NULL) {
+      ql_schema_move(&schema, &out->schema);
+    } else {
+      QLC_DO(ck, ql_schema_release(&schema));
+    }
+  }
+  int ended = 0;
+  while (code == 0) {
+    struct ArrowArray batch = {0};
+    QLC_CALL(ck, code, stream.get_next(&stream, &batch));
+    if (code != 0) {
+      const char *msg;
+      QLC_CALL(ck, msg, stream.get_last_error ? stream.get_last_error(&stream) : NULL);
+      ql_check_violation(ck, "stream.get_next", "partition %" PRId64 ": get_next failed with %d: %s", partition, code,
+                         msg ? msg : "(no message)");
+      break;
+    }
+    if (batch.release == NULL) {
+      ended = 1;
+      break;
+    }
+    if (batch.n_children != plan_schema->n_children || batch.length < 0) {
+      ql_check_violation(ck, "stream.batch_shape", "partition %" PRId64 ": a batch of %" PRId64
+                         " columns, the schema has %" PRId64, partition, batch.n_children, plan_schema->n_children);
+      QLC_DO(ck, ql_array_release(&batch));
+      code = -1;
+      break;
+    }
+    struct ql_error perr = {0};
+    if (ql_check_batches_push(out, &batch, &perr) != QL_OK) {
+      ql_error_release(&perr);
+      QLC_DO(ck, ql_array_release(&batch));
+      code = -1;
+    }
+  }
+  for (int again = 0; ended && again < 2; again++) {
+    struct ArrowArray batch = {0};
+    QLC_CALL(ck, code, stream.get_next(&stream, &batch));
+    if (code != 0 || batch.release != NULL) {
+      ql_check_violation(ck, "stream.end", "partition %" PRId64 ": get_next after the end returned %d%s, expected "
+                         "0 with a released array", partition, code, batch.release ? " and a batch" : "");
+      if (batch.release) QLC_DO(ck, batch.release(&batch));
+      break;
+    }
+  }
+  QLC_DO(ck, stream.release(&stream));
+  if (stream.release != NULL) {
+    ql_check_violation(ck, "release.stream", "partition %" PRId64 ": stream release left release set", partition);
+  }
+  return ended ? QL_OK : QL_EDATA;
+}
+
+/* ------------------------------------------------------- concurrency */
+
+struct worker {
+  struct ql_checker *ck;
+  const struct ql_execution_plan *plan;
+  pthread_barrier_t *barrier;
+  int index, threads;
+  int64_t partitions;
+  struct partition_result *results;
+};
+
+/* Execute every partition of this worker, wait until all workers did, then
+ * read them: streams of different partitions must not share state. */
+static void *worker_main(void *arg) {
+  struct worker *w = arg;
+  int64_t mine = 0;
+  for (int64_t p = w->index; p < w->partitions; p += w->threads) mine++;
+  struct ArrowArrayStream *streams = calloc((size_t)(mine > 0 ? mine : 1), sizeof *streams);
+  struct ql_task_context *ctxs = calloc((size_t)(mine > 0 ? mine : 1), sizeof *ctxs);
+  int64_t i = 0;
+  for (int64_t p = w->index; streams && ctxs && p < w->partitions; p += w->threads, i++) {
+    ql_ref_host_task_context(w->ck->host, p, &ctxs[i]);
+    struct ql_error err = {0};
+    int rc;
+    QLC_CALL(w->ck, rc, w->plan->execute(w->plan, p, &ctxs[i], &streams[i], &err));
+    if (rc != QL_OK) streams[i].release = NULL;
+    release_err(w->ck, &err);
+  }
+  pthread_barrier_wait(w->barrier);
+  i = 0;
+  for (int64_t p = w->index; streams && ctxs && p < w->partitions; p += w->threads, i++) {
+    if (streams[i].release == NULL) continue;
+    struct ql_batches b = {0};
+    struct ql_error err = {0};
+    if (ql_batches_collect(w->ck->plugin, &streams[i], &b, &err) == QL_OK) {
+      w->results[p].ok = 1;
+      w->results[p].rows = b.n_rows;
+      w->results[p].hash = ql_check_batches_hash(&b);
+    }
+    release_err(w->ck, &err);
+    QLC_DO(w->ck, ql_batches_free(&b));
+  }
+  free(streams);
+  free(ctxs);
+  return NULL;
+}
+
+static void check_concurrent(struct ql_checker *ck, const struct ql_execution_plan *plan, int64_t partitions,
+                             const struct partition_result *sequential) {
+  int threads = ck->threads;
+  struct partition_result *results = calloc((size_t)partitions, sizeof *results);
+  struct worker *workers = calloc((size_t)threads, sizeof *workers);
+  pthread_t *ids = calloc((size_t)threads, sizeof *ids);
+  pthread_barrier_t barrier;
+  if (!results || !workers || !ids || pthread_barrier_init(&barrier, NULL, (unsigned)threads) != 0) {
+    ql_check_violation(ck, "check.internal", "cannot set up %d threads", threads);
+    free(results);
+    free(workers);
+    free(ids);
+    return;
+  }
+  int started = 0;
+  for (int t = 0; t < threads; t++) {
+    workers[t] = (struct worker){ck, plan, &barrier, t, threads, partitions, results};
+    if (pthread_create(&ids[t], NULL, worker_main, &workers[t]) != 0) break;
+    started++;
+  }
+  if (started < threads) {
+    /* The barrier counts every thread: run the missing ones' share here. */
+    for (int t = started; t < threads; t++) worker_main(&workers[t]);
+  }
+  for (int t = 0; t < started; t++) pthread_join(ids[t], NULL);
+  pthread_barrier_destroy(&barrier);
+  for (int64_t p = 0; p < partitions; p++) {
+    if (!sequential[p].ok) continue;
+    if (!results[p].ok) {
+      ql_check_violation(ck, "concurrency.results", "partition %" PRId64 " failed when run concurrently", p);
+    } else if (results[p].rows != sequential[p].rows || results[p].hash != sequential[p].hash) {
+      ql_check_violation(ck, "concurrency.results", "partition %" PRId64 " gave %" PRId64
+                         " rows (hash %016" PRIx64 ") concurrently, %" PRId64 " rows (hash %016" PRIx64
+                         ") sequentially", p, results[p].rows, results[p].hash, sequential[p].rows,
+                         sequential[p].hash);
+    }
+  }
+  free(results);
+  free(workers);
+  free(ids);
+}
+
+/* ---------------------------------------------------- statistics vs rows */
+
+static void check_column_minmax(struct ql_checker *ck, const struct ql_batches *b, int64_t c,
+                                const struct ql_column_statistics *cs, const char *what) {
+  const char *f = b->schema.children[c]->format;
+  if (cs->min_max_precision != QL_PRECISION_EXACT || strcmp(f, "l") != 0 || b->n_rows == 0) return;
+  if (cs->min.format == NULL || strcmp(cs->min.format, "l") != 0 || cs->max.format == NULL ||
+      strcmp(cs->max.format, "l") != 0) {
+    ql_check_violation(ck, "statistics.min_max", "%s: column %" PRId64 " min/max not int64 scalars", what, c);
+    return;
+  }
+  int64_t lo = INT64_MAX, hi = INT64_MIN, nulls = 0, v;
+  for (int64_t r = 0; r < b->n_rows; r++) {
+    if (!ql_batches_i64(b, c, r, &v)) {
+      nulls++;
+      continue;
+    }
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  if (nulls < b->n_rows && (cs->min.value.i64 != lo || cs->max.value.i64 != hi)) {
+    ql_check_violation(ck, "statistics.min_max", "%s: column '%s' claims exact min %" PRId64 " max %" PRId64
+                       ", the rows have %" PRId64 "..%" PRId64, what, b->schema.children[c]->name,
+                       cs->min.value.i64, cs->max.value.i64, lo, hi);
+  }
+  if (cs->null_count_precision == QL_PRECISION_EXACT && cs->null_count != nulls) {
+    ql_check_violation(ck, "statistics.null_count", "%s: column '%s' claims %" PRId64 " nulls, the rows have %" PRId64,
+                       what, b->schema.children[c]->name, cs->null_count, nulls);
+  }
+}
+
+/* Exact statistics of the plan (partition -1) or of one partition must match its rows. */
+static void check_stats_rows(struct ql_checker *ck, const struct ql_execution_plan *plan, int64_t partition,
+                             const struct ql_batches *b) {
+  if (plan->get_statistics == NULL) return;
+  struct ql_statistics st = {0};
+  struct ql_error err = {0};
+  int rc;
+  char what[64];
+  snprintf(what, sizeof what, partition < 0 ? "plan" : "partition %" PRId64, partition);
+  QLC_CALL(ck, rc, plan->get_statistics(plan, partition, &st, &err));
+  if (rc != QL_OK) {
+    note_error(ck, "statistics.get", "execution plan get_statistics", rc, &err);
+    release_err(ck, &err);
+    return;
+  }
+  if (st.num_rows_precision == QL_PRECISION_EXACT && st.num_rows != b->n_rows) {
+    ql_check_violation(ck, "statistics.num_rows", "%s claims exactly %" PRId64 " rows but returned %" PRId64, what,
+                       st.num_rows, b->n_rows);
+  }
+  if (st.n_columns == b->schema.n_children && st.columns) {
+    for (int64_t c = 0; c < st.n_columns; c++) check_column_minmax(ck, b, c, &st.columns[c], what);
+  }
+  check_statistics_shape(ck, &st, b->schema.n_children, what);
+}
+
+/* ------------------------------------------------------------- the plan */
+
+static void check_bad_partition(struct ql_checker *ck, const struct ql_execution_plan *plan, int64_t partition) {
+  struct ql_task_context ctx;
+  ql_ref_host_task_context(ck->host, 0, &ctx);
+  struct ArrowArrayStream stream = {0};
+  struct ql_error err = {0};
+  int rc;
+  QLC_CALL(ck, rc, plan->execute(plan, partition, &ctx, &stream, &err));
+  if (rc == QL_OK) {
+    ql_check_violation(ck, "execute.bad_partition", "execute(partition %" PRId64 ") succeeded; expected an error",
+                       partition);
+    if (stream.release) QLC_DO(ck, stream.release(&stream));
+  }
+  release_err(ck, &err);
+}
+
+/* Run every partition sequentially, then check statistics and concurrency. */
+static void check_execution(struct ql_checker *ck, const struct ql_execution_plan *plan) {
+  struct ql_plan_properties props = {0};
+  struct ArrowSchema schema = {0};
+  struct ql_error err = {0};
+  int rc;
+  QLC_CALL(ck, rc, plan->get_properties(plan, &props, &err));
+  if (rc != QL_OK || props.partition_count < 0 || props.partition_count > QLC_MAX_PARTITIONS) {
+    ql_check_violation(ck, "plan.properties", "get_properties: %s, partition_count %" PRId64, ql_status_name(rc),
+                       props.partition_count);
+    release_err(ck, &err);
+    return;
+  }
+  QLC_CALL(ck, rc, plan->get_schema(plan, &schema, &err));
+  if (rc != QL_OK) {
+    note_error(ck, "plan.schema", "execution plan get_schema", rc, &err);
+    release_err(ck, &err);
+    return;
+  }
+  check_bad_partition(ck, plan, -1);
+  check_bad_partition(ck, plan, props.partition_count);
+  int64_t n = props.partition_count;
+  struct partition_result *seq = calloc((size_t)(n > 0 ? n : 1), sizeof *seq);
+  struct ql_batches all = {0};
+  for (int64_t p = 0; seq && p < n; p++) {
+    struct ql_batches b = {0};
+    if (run_partition(ck, plan, p, &schema, &b) == QL_OK) {
+      seq[p] = (struct partition_result){1, b.n_rows, ql_check_batches_hash(&b)};
+      check_stats_rows(ck, plan, p, &b);
+      if (all.schema.release == NULL) ql_schema_copy(&b.schema, &all.schema, NULL);
+      for (int64_t i = 0; i < b.n_batches; i++) {
+        struct ql_error perr = {0};
+        if (ql_check_batches_push(&all, &b.batches[i], &perr) != QL_OK) ql_error_release(&perr);
+      }
+      b.n_batches = 0;
+    }
+    QLC_DO(ck, ql_batches_free(&b));
+  }
+  if (all.schema.release == NULL) ql_schema_copy(&schema, &all.schema, NULL);
+  check_stats_rows(ck, plan, -1, &all);
+  QLC_DO(ck, ql_batches_free(&all));
+  if (seq && n > 0) check_concurrent(ck, plan, n, seq);
+  free(seq);
+  QLC_DO(ck, ql_schema_release(&schema));
+}
+
+/* With the cancellation flag set, a stream either ignores it or fails with a
+ * message from get_last_error. */
+static void check_stream_error(struct ql_checker *ck, const struct ql_execution_plan *plan) {
+  struct ql_task_context ctx;
+  ql_ref_host_task_context(ck->host, 0, &ctx);
+  struct ArrowArrayStream stream = {0};
+  struct ql_error err = {0};
+  int rc;
+  ql_ref_host_cancel(ck->host, 1);
+  QLC_CALL(ck, rc, plan->execute(plan, 0, &ctx, &stream, &err));
+  if (rc == QL_OK) {
+    struct ArrowArray batch = {0};
+    int code;
+    QLC_CALL(ck, code, stream.get_next(&stream, &batch));
+    if (code != 0) {
+      const char *msg;
+      QLC_CALL(ck, msg, stream.get_last_error ? stream.get_last_error(&stream) : NULL);
+      if (msg == NULL) ql_check_violation(ck, "stream.last_error", "get_next failed with %d but get_last_error is NULL", code);
+    } else if (batch.release) {
+      QLC_DO(ck, batch.release(&batch));
+    }
+    QLC_DO(ck, stream.release(&stream));
+  } else if (err.release == NULL) {
+    ql_check_violation(ck, "error.message", "execute of a cancelled task returned %s without an error",
+                       ql_status_name(rc));
+  }
+  release_err(ck, &err);
+  ql_ref_host_cancel(ck->host, 0);
+}
+
+static int scan(struct ql_checker *ck, const struct ql_table_provider *p, const struct ql_scan_args *args,
+                struct ql_execution_plan *out, struct ql_error *err) {
+  int rc;
+  memset(out, 0, sizeof *out);
+  QLC_CALL(ck, rc, p->scan(p, ql_ref_host_session(ck->host), args, out, err));
+  return rc;
+}
+
+static void release_plan(struct ql_checker *ck, struct ql_execution_plan *plan) {
+  QLC_DO(ck, plan->release(plan));
+  if (plan->release != NULL) {
+    ql_check_violation(ck, "release.execution_plan", "execution plan release left release set");
+    plan->release = NULL;
+  }
+}
+
+static void check_scans(struct ql_checker *ck, const struct ql_table_provider *p, const struct ArrowSchema *schema) {
+  struct ql_scan_args all = {sizeof all, -1, NULL, {NULL, 0, 0, NULL}, -1};
+  struct ql_execution_plan original, plan;
+  struct ql_error err = {0};
+  int rc = scan(ck, p, &all, &original, &err);
+  if (rc != QL_OK) {
+    note_error(ck, "scan", "scan of every column", rc, &err);
+    release_err(ck, &err);
+    return;
+  }
+  plan = original; /* a bitwise move: the copy must work, the source is released */
+  original.release = NULL;
+  const char *name, *display;
+  QLC_CALL(ck, name, plan.name ? plan.name(&plan) : NULL);
+  QLC_CALL(ck, display, plan.display ? plan.display(&plan) : NULL);
+  if (name == NULL || display == NULL) ql_check_violation(ck, "plan.display", "name or display returned NULL");
+  struct ArrowSchema ps = {0};
+  QLC_CALL(ck, rc, plan.get_schema(&plan, &ps, &err));
+  if (rc == QL_OK && !ql_check_schema_equal(&ps, schema)) {
+    ql_check_violation(ck, "scan.schema", "a scan of every column has a schema other than the table's");
+  }
+  if (rc == QL_OK) QLC_DO(ck, ql_schema_release(&ps));
+  release_err(ck, &err);
+  check_execution(ck, &plan);
+  check_stream_error(ck, &plan);
+  release_plan(ck, &plan);
+
+  /* Projection of the last column only. */
+  if (schema->n_children > 0) {
+    int32_t last = (int32_t)schema->n_children - 1;
+    struct ql_scan_args one = {sizeof one, 1, &last, {NULL, 0, 0, NULL}, -1};
+    rc = scan(ck, p, &one, &plan, &err);
+    if (rc != QL_OK) {
+      note_error(ck, "scan.projection", "scan with a projection", rc, &err);
+    } else {
+      memset(&ps, 0, sizeof ps);
+      QLC_CALL(ck, rc, plan.get_schema(&plan, &ps, &err));
+      if (rc != QL_OK || ps.n_children != 1 || strcmp(ps.children[0]->name, schema->children[last]->name) != 0) {
+        ql_check_violation(ck, "scan.projection", "a scan of column %d does not have exactly that column", last);
+      }
+      if (rc == QL_OK) QLC_DO(ck, ql_schema_release(&ps));
+      check_execution(ck, &plan);
+      release_plan(ck, &plan);
+    }
+    release_err(ck, &err);
+    int32_t bad = (int32_t)schema->n_children;
+    struct ql_scan_args wrong = {sizeof wrong, 1, &bad, {NULL, 0, 0, NULL}, -1};
+    rc = scan(ck, p, &wrong, &plan, &err);
+    if (rc == QL_OK) {
+      ql_check_violation(ck, "scan.bad_projection", "a scan of column %d (past the schema) succeeded", bad);
+      release_plan(ck, &plan);
+    }
+    release_err(ck, &err);
+  }
+}
+
+static void check_pool_empty(struct ql_checker *ck, const char *what) {
+  const struct ql_memory_pool *pool = ql_ref_host_runtime_env(ck->host)->memory_pool;
+  int64_t reserved = pool ? pool->reserved(pool) : 0;
+  if (reserved != 0) {
+    ql_check_violation(ck, "memory.reservations", "%" PRId64 " bytes still reserved after releasing every object of %s",
+                       reserved, what);
+  }
+}
+
+void ql_check_table_provider(struct ql_checker *ck, const struct ql_item_info *item) {
+  ql_check_note(ck, "table provider '%s'", item->name);
+  struct ql_table_spec spec = {0};
+  if (ql_check_spec_options(ck, item->name, &spec) != QL_OK) return;
+  struct ql_table_provider original, p;
+  struct ql_error err = {0};
+  int rc = open_provider(ck, item->name, &spec.options, &original, &err);
+  if (rc != QL_OK) {
+    note_error(ck, "open.table_provider", item->name, rc, &err);
+    release_err(ck, &err);
+    ql_table_spec_free(&spec);
+    return;
+  }
+  p = original;
+  original.release = NULL;
+  check_unknown_option(ck, item->name, &spec.options);
+  check_unknown_name(ck);
+  struct ArrowSchema s1, s2;
+  if (provider_schema(ck, &p, &s1) == QL_OK) {
+    if (provider_schema(ck, &p, &s2) == QL_OK) {
+      if (!ql_check_schema_equal(&s1, &s2)) ql_check_violation(ck, "schema.stable", "'%s': two get_schema calls differ", item->name);
+      QLC_DO(ck, ql_schema_release(&s2));
+    }
+    if (p.get_statistics) {
+      struct ql_statistics st = {0};
+      QLC_CALL(ck, rc, p.get_statistics(&p, &st, &err));
+      if (rc == QL_OK) {
+        check_statistics_shape(ck, &st, s1.n_children, "table");
+      } else {
+        note_error(ck, "statistics.get", "table get_statistics", rc, &err);
+      }
+      release_err(ck, &err);
+    }
+    check_scans(ck, &p, &s1);
+    QLC_DO(ck, ql_schema_release(&s1));
+  }
+  release_provider(ck, &p, item->name);
+  ql_table_spec_free(&spec);
+  check_pool_empty(ck, item->name);
+}
