@@ -83,7 +83,9 @@ struct ql_expr {
   /* COLUMN: relation qualifier ("t" of t.x), or NULL. */
   const char *qualifier;
   /* COLUMN: index into the concatenation of the owning node's inputs' output
-   * schemas (for a table scan: into the scan's output schema); -1 unknown. */
+   * schemas (a join's right keys too: left width + i); for a table scan's
+   * pushed filters, and in every struct ql_expr_list, into the table's full
+   * schema (as DataFusion's TableProvider::scan sees them); -1 unknown. */
   int32_t column_index;
   /* WINDOW_FUNCTION: args[0..n_func_args) are the function's arguments,
    * then n_partition_by partition expressions, then SORT expressions. */
