@@ -1,0 +1,582 @@
+/* qlink_zarr: xarray's default CF decoding, per element. See cf.h. */
+#include "cf.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qlink/lib/arrow.h"
+#include "qlink/lib/status.h"
+
+/* ------------------------------------------------------------ building */
+
+static void set_out(struct zr_decoder *d, int32_t out) {
+  static const char *formats[] = {"",  "b", "c", "s", "i", "l", "C", "S", "I",
+                                  "L", "f", "g", "",  "",  "u", "z"};
+  d->out = out;
+  snprintf(d->format, sizeof(d->format), "%s", formats[out]);
+  if (out == ZR_OUT_TIMESTAMP || out == ZR_OUT_DURATION) {
+    const char *unit = d->out_unit_ns == 1000000000LL ? "s"
+                       : d->out_unit_ns == 1000000LL  ? "m"
+                       : d->out_unit_ns == 1000LL     ? "u"
+                                                      : "n";
+    snprintf(d->format, sizeof(d->format), out == ZR_OUT_TIMESTAMP ? "ts%s:" : "tD%s", unit);
+  }
+}
+
+static int64_t arrow_unit_ns(int64_t unit_ns) {
+  /* Arrow timestamps and durations have s, ms, us and ns ticks only. */
+  if (unit_ns == 1 || unit_ns == 1000 || unit_ns == 1000000 || unit_ns == 1000000000LL) return unit_ns;
+  return 1000000000LL;
+}
+
+/* A fill value as a double (and int64 when integral): a JSON number,
+ * "NaN"/"Infinity" strings, or base64 of a float64 (xarray's v3 encoding).
+ * Returns 0 when the value masks nothing (NaN) or cannot be read. */
+static int fill_number(const json_t *v, double *f, int64_t *i, int *is_int) {
+  *is_int = 0;
+  if (json_is_integer(v)) {
+    *i = json_integer_value(v);
+    *f = (double)*i;
+    *is_int = 1;
+    return 1;
+  }
+  if (json_is_real(v)) {
+    *f = json_real_value(v);
+  } else if (json_is_boolean(v)) {
+    *f = json_is_true(v);
+  } else if (json_is_string(v)) {
+    const char *s = json_string_value(v);
+    if (strcmp(s, "NaN") == 0) return 0;
+    if (strcmp(s, "Infinity") == 0) {
+      *f = INFINITY;
+    } else if (strcmp(s, "-Infinity") == 0) {
+      *f = -INFINITY;
+    } else {
+      uint8_t *raw = NULL;
+      int64_t n = 0;
+      if (zr_base64_decode(s, &raw, &n) != QL_OK) return 0;
+      int ok = n == 8;
+      if (ok) memcpy(f, raw, 8); /* little-endian hosts only, as qlink targets */
+      free(raw);
+      if (!ok) return 0;
+    }
+  } else {
+    return 0;
+  }
+  if (isnan(*f)) return 0;
+  if (*f == floor(*f) && fabs(*f) < 9.2e18) {
+    *i = (int64_t)*f;
+    *is_int = 1;
+  }
+  return 1;
+}
+
+static void add_mask(struct zr_decoder *d, const json_t *v) {
+  if (!v || json_is_null(v)) return;
+  if (json_is_array(v)) {
+    for (size_t k = 0; k < json_array_size(v); k++) add_mask(d, json_array_get(v, k));
+    return;
+  }
+  double f;
+  int64_t i = 0;
+  int is_int;
+  if (!fill_number(v, &f, &i, &is_int) || d->n_mask >= ZR_MAX_MASKS) return;
+  d->mask_f[d->n_mask] = f;
+  d->mask_i[d->n_mask] = is_int ? i : INT64_MIN + 1; /* never equal to a time tick that matters */
+  d->n_mask++;
+}
+
+static int is_number(const json_t *v) { return json_is_number(v); }
+
+static int is_standard_calendar(const char *cal) {
+  return !cal || strcasecmp(cal, "standard") == 0 || strcasecmp(cal, "gregorian") == 0 ||
+         strcasecmp(cal, "proleptic_gregorian") == 0;
+}
+
+static void init_time(struct zr_decoder *d, const json_t *attrs) {
+  const char *units = json_string_value(json_object_get(attrs, "units"));
+  const char *cal = json_string_value(json_object_get(attrs, "calendar"));
+  if (!units || !strstr(units, " since ")) return;
+  if (d->in.type != ZR_INT && d->in.type != ZR_UINT && d->in.type != ZR_FLOAT) return;
+  int64_t ns, ref, y, m, day;
+  int rc = zr_cf_parse_time_units(units, &ns, &ref, &y, &m, &day);
+  if (rc == QL_EINVAL) return; /* not time units to xarray either: plain numbers */
+  int proleptic = cal && strcasecmp(cal, "proleptic_gregorian") == 0;
+  int before_reform = y < 1582 || (y == 1582 && (m < 10 || (m == 10 && day < 15)));
+  if (rc != QL_OK || !is_standard_calendar(cal) || (!proleptic && before_reform)) {
+    d->time_kept_numeric = 1;
+    return;
+  }
+  d->cf_time = 1;
+  d->ns_per_unit = ns;
+  d->ref_ns = ref;
+  d->out_unit_ns = 1;
+}
+
+static void init_duration(struct zr_decoder *d, const json_t *attrs) {
+  const char *dtype = json_string_value(json_object_get(attrs, "dtype"));
+  const char *units = json_string_value(json_object_get(attrs, "units"));
+  if (!dtype || !units || strncmp(dtype, "timedelta64[", 12) != 0) return;
+  if (d->in.type != ZR_INT && d->in.type != ZR_UINT && d->in.type != ZR_FLOAT) return;
+  char probe[64];
+  snprintf(probe, sizeof(probe), "%s since 2000-01-01", units);
+  int64_t ns, ref, y, m, day;
+  if (zr_cf_parse_time_units(probe, &ns, &ref, &y, &m, &day) != QL_OK) return;
+  struct zr_dtype target;
+  struct ql_error ignored;
+  memset(&ignored, 0, sizeof(ignored));
+  char typestr[32];
+  snprintf(typestr, sizeof(typestr), "<m8%s", dtype + 11);
+  if (zr_dtype_parse_v2(typestr, &target, &ignored) != QL_OK) {
+    ql_error_release(&ignored);
+    return;
+  }
+  d->cf_duration = 1;
+  d->ns_per_unit = ns;
+  d->out_unit_ns = arrow_unit_ns(target.unit_ns);
+}
+
+int zr_decoder_init(const struct zr_array *a, int32_t decode_times, struct zr_decoder *d, struct ql_error *error) {
+  memset(d, 0, sizeof(*d));
+  d->in = a->dtype;
+  d->in.big_endian = 0;
+  const json_t *attrs = a->attrs;
+  const char *unsig = json_string_value(json_object_get(attrs, "_Unsigned"));
+  if (unsig && strcmp(unsig, "true") == 0 && d->in.type == ZR_INT) d->in.type = ZR_UINT;
+  if (unsig && strcmp(unsig, "false") == 0 && d->in.type == ZR_UINT) d->in.type = ZR_INT;
+  switch (d->in.type) {
+    case ZR_UNICODE: set_out(d, ZR_OUT_UTF8); return QL_OK;
+    case ZR_BYTES: set_out(d, ZR_OUT_BINARY); return QL_OK;
+    case ZR_BOOL: set_out(d, ZR_OUT_BOOL); return QL_OK;
+    case ZR_DATETIME:
+    case ZR_TIMEDELTA:
+      d->out_unit_ns = arrow_unit_ns(d->in.unit_ns);
+      set_out(d, d->in.type == ZR_DATETIME ? ZR_OUT_TIMESTAMP : ZR_OUT_DURATION);
+      return QL_OK;
+    default: break;
+  }
+  const char *as = json_string_value(json_object_get(attrs, "dtype"));
+  if (as && strcmp(as, "bool") == 0 && (d->in.type == ZR_INT || d->in.type == ZR_UINT)) {
+    d->bool_from_int = 1;
+    set_out(d, ZR_OUT_BOOL);
+    return QL_OK;
+  }
+  /* Mask values: v2 takes _FillValue from the zarr fill_value, v3 from the
+   * attribute (xarray's use_zarr_fill_value_as_mask default). */
+  if (a->zarr_format == 2) {
+    if (!a->fill_is_null) add_mask(d, a->fill_json);
+  } else {
+    add_mask(d, json_object_get(attrs, "_FillValue"));
+  }
+  add_mask(d, json_object_get(attrs, "missing_value"));
+  if (d->in.type == ZR_UINT && unsig && strcmp(unsig, "true") == 0) {
+    /* fill values written as signed numbers view as unsigned */
+    for (int32_t k = 0; k < d->n_mask; k++) {
+      if (d->mask_f[k] < 0) d->mask_f[k] += ldexp(1.0, 8 * d->in.size);
+    }
+  }
+  const json_t *scale = json_object_get(attrs, "scale_factor");
+  const json_t *offset = json_object_get(attrs, "add_offset");
+  if (scale && !is_number(scale)) return ql_error_set(error, QL_ENOTSUP, "scale_factor is not a number");
+  if (offset && !is_number(offset)) return ql_error_set(error, QL_ENOTSUP, "add_offset is not a number");
+  d->has_scale = scale != NULL;
+  d->has_offset = offset != NULL;
+  d->scale = scale ? json_number_value(scale) : 1.0;
+  d->offset = offset ? json_number_value(offset) : 0.0;
+  if (decode_times) {
+    init_time(d, attrs);
+  } else {
+    const char *units = json_string_value(json_object_get(attrs, "units"));
+    d->time_kept_numeric = units && strstr(units, " since ") != NULL;
+  }
+  if (!d->cf_time) init_duration(d, attrs);
+  if (d->cf_time) {
+    set_out(d, ZR_OUT_TIMESTAMP);
+    return QL_OK;
+  }
+  if (d->cf_duration) {
+    set_out(d, ZR_OUT_DURATION);
+    return QL_OK;
+  }
+  if (d->has_scale || d->has_offset) {
+    set_out(d, ZR_OUT_F64);
+    return QL_OK;
+  }
+  int size = d->in.size;
+  if (d->in.type == ZR_FLOAT) {
+    set_out(d, size <= 4 ? ZR_OUT_F32 : ZR_OUT_F64);
+  } else if (d->n_mask > 0) {
+    set_out(d, size <= 2 ? ZR_OUT_F32 : ZR_OUT_F64);
+  } else {
+    int base = d->in.type == ZR_INT ? ZR_OUT_I8 : ZR_OUT_U8;
+    set_out(d, base + (size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 2 : 3));
+  }
+  return QL_OK;
+}
+
+/* ------------------------------------------------------------ decoding */
+
+/* Raw element as int64 / uint64 / double. */
+static void read_raw(const struct zr_dtype *t, const uint8_t *e, int64_t *i, uint64_t *u, double *f) {
+  switch (t->type) {
+    case ZR_INT:
+    case ZR_DATETIME:
+    case ZR_TIMEDELTA:
+      switch (t->size) {
+        case 1: { int8_t v; memcpy(&v, e, 1); *i = v; break; }
+        case 2: { int16_t v; memcpy(&v, e, 2); *i = v; break; }
+        case 4: { int32_t v; memcpy(&v, e, 4); *i = v; break; }
+        default: { int64_t v; memcpy(&v, e, 8); *i = v; break; }
+      }
+      *f = (double)*i;
+      *u = (uint64_t)*i;
+      break;
+    case ZR_UINT:
+    case ZR_BOOL:
+      switch (t->size) {
+        case 1: { uint8_t v; memcpy(&v, e, 1); *u = v; break; }
+        case 2: { uint16_t v; memcpy(&v, e, 2); *u = v; break; }
+        case 4: { uint32_t v; memcpy(&v, e, 4); *u = v; break; }
+        default: { uint64_t v; memcpy(&v, e, 8); *u = v; break; }
+      }
+      *f = (double)*u;
+      *i = (int64_t)*u;
+      break;
+    case ZR_FLOAT:
+      if (t->size == 2) {
+        uint16_t h;
+        memcpy(&h, e, 2);
+        *f = zr_half_to_float(h);
+      } else if (t->size == 4) {
+        float v;
+        memcpy(&v, e, 4);
+        *f = v;
+      } else {
+        memcpy(f, e, 8);
+      }
+      *i = 0;
+      *u = 0;
+      break;
+    default:
+      *i = 0;
+      *u = 0;
+      *f = 0;
+  }
+}
+
+static int masked_float(const struct zr_decoder *d, double x, int as_f32) {
+  for (int32_t k = 0; k < d->n_mask; k++) {
+    if (as_f32 ? (float)x == (float)d->mask_f[k] : x == d->mask_f[k]) return 1;
+  }
+  return 0;
+}
+
+static int decode_time(const struct zr_decoder *d, int64_t i, uint64_t u, double f, struct zr_value *out) {
+  out->kind = 0;
+  int is_float = d->in.type == ZR_FLOAT || d->has_scale || d->has_offset;
+  int64_t ticks;
+  if (!is_float) {
+    if (d->in.type == ZR_UINT && u > (uint64_t)INT64_MAX) return QL_EOVERFLOW;
+    for (int32_t k = 0; k < d->n_mask; k++) {
+      if (i == d->mask_i[k]) {
+        out->is_null = 1;
+        return QL_OK;
+      }
+    }
+    if (i == INT64_MIN) {
+      out->is_null = 1;
+      return QL_OK;
+    }
+    int64_t per_tick = d->ns_per_unit / d->out_unit_ns;
+    if (__builtin_mul_overflow(i, per_tick, &ticks)) return QL_EOVERFLOW;
+  } else {
+    double x = f;
+    if (masked_float(d, x, d->in.type == ZR_FLOAT && d->in.size <= 4 && !d->has_scale && !d->has_offset)) {
+      out->is_null = 1;
+      return QL_OK;
+    }
+    if (d->has_scale) x *= d->scale;
+    if (d->has_offset) x += d->offset;
+    if (isnan(x)) {
+      out->is_null = 1;
+      return QL_OK;
+    }
+    double v = x * (double)(d->ns_per_unit / d->out_unit_ns);
+    if (!(v > -9.2e18 && v < 9.2e18)) return QL_EOVERFLOW;
+    ticks = (int64_t)v; /* truncation, as numpy's astype(int64) */
+  }
+  int64_t ref = d->cf_time ? d->ref_ns / d->out_unit_ns : 0;
+  if (__builtin_add_overflow(ticks, ref, &out->i)) return QL_EOVERFLOW;
+  return QL_OK;
+}
+
+int zr_decode_value(const struct zr_decoder *d, const uint8_t *elem, struct zr_value *out) {
+  memset(out, 0, sizeof(*out));
+  int64_t i;
+  uint64_t u;
+  double f;
+  if (d->out == ZR_OUT_UTF8 || d->out == ZR_OUT_BINARY) {
+    out->kind = -1;
+    return QL_OK;
+  }
+  read_raw(&d->in, elem, &i, &u, &f);
+  if (d->cf_time || d->cf_duration) return decode_time(d, i, u, f, out);
+  switch (d->out) {
+    case ZR_OUT_BOOL:
+      out->kind = 0;
+      out->i = d->in.type == ZR_BOOL ? (u != 0) : (i != 0 || u != 0);
+      return QL_OK;
+    case ZR_OUT_TIMESTAMP:
+    case ZR_OUT_DURATION: {
+      out->kind = 0;
+      if (i == INT64_MIN) {
+        out->is_null = 1;
+        return QL_OK;
+      }
+      int64_t per = d->in.unit_ns / d->out_unit_ns;
+      if (d->in.unit_ns % d->out_unit_ns != 0) per = 1;
+      if (__builtin_mul_overflow(i, per, &out->i)) return QL_EOVERFLOW;
+      return QL_OK;
+    }
+    case ZR_OUT_F32:
+    case ZR_OUT_F64: {
+      out->kind = 2;
+      int f32 = d->out == ZR_OUT_F32;
+      double x = f32 ? (double)(float)f : f;
+      if (d->n_mask && masked_float(d, x, f32)) {
+        out->is_null = 1;
+        return QL_OK;
+      }
+      if (d->has_scale) x *= d->scale;
+      if (d->has_offset) x += d->offset;
+      out->f = f32 ? (double)(float)x : x;
+      return QL_OK;
+    }
+    default:
+      if (d->in.type == ZR_UINT) {
+        out->kind = 1;
+        out->u = u;
+      } else {
+        out->kind = 0;
+        out->i = i;
+      }
+      return QL_OK;
+  }
+}
+
+/* -------------------------------------------------------- column buffers */
+
+static int out_width(int32_t out) {
+  switch (out) {
+    case ZR_OUT_BOOL:
+    case ZR_OUT_I8:
+    case ZR_OUT_U8: return 1;
+    case ZR_OUT_I16:
+    case ZR_OUT_U16: return 2;
+    case ZR_OUT_I32:
+    case ZR_OUT_U32:
+    case ZR_OUT_F32: return 4;
+    case ZR_OUT_UTF8:
+    case ZR_OUT_BINARY: return 0;
+    default: return 8;
+  }
+}
+
+int zr_colbuf_init(struct zr_colbuf *b, int32_t out, int64_t capacity) {
+  memset(b, 0, sizeof(*b));
+  b->out = out;
+  b->width = out_width(out);
+  b->cap = capacity > 0 ? capacity : 1;
+  if (b->width) {
+    b->data = malloc((size_t)(b->cap * b->width));
+  } else {
+    b->offsets = malloc(sizeof(int32_t) * (size_t)(b->cap + 1));
+    b->data_cap = 64;
+    b->data = malloc((size_t)b->data_cap);
+    if (b->offsets) b->offsets[0] = 0;
+  }
+  if (!b->data || (!b->width && !b->offsets)) {
+    zr_colbuf_free(b);
+    return QL_ENOMEM;
+  }
+  return QL_OK;
+}
+
+void zr_colbuf_free(struct zr_colbuf *b) {
+  free(b->data);
+  free(b->valid);
+  free(b->offsets);
+  memset(b, 0, sizeof(*b));
+}
+
+static int grow_rows(struct zr_colbuf *b) {
+  if (b->n < b->cap) return QL_OK;
+  int64_t cap = b->cap * 2;
+  if (b->width) {
+    uint8_t *d = realloc(b->data, (size_t)(cap * b->width));
+    if (!d) return QL_ENOMEM;
+    b->data = d;
+  } else {
+    int32_t *o = realloc(b->offsets, sizeof(int32_t) * (size_t)(cap + 1));
+    if (!o) return QL_ENOMEM;
+    b->offsets = o;
+  }
+  if (b->valid) {
+    uint8_t *v = realloc(b->valid, (size_t)cap);
+    if (!v) return QL_ENOMEM;
+    b->valid = v;
+  }
+  b->cap = cap;
+  return QL_OK;
+}
+
+static int mark_null(struct zr_colbuf *b) {
+  if (!b->valid) {
+    b->valid = malloc((size_t)b->cap);
+    if (!b->valid) return QL_ENOMEM;
+    memset(b->valid, 1, (size_t)b->n);
+  }
+  b->valid[b->n] = 0;
+  b->null_count++;
+  return QL_OK;
+}
+
+static int reserve_bytes(struct zr_colbuf *b, int64_t more) {
+  if (b->data_len + more > INT32_MAX) return QL_EOVERFLOW;
+  if (b->data_len + more <= b->data_cap) return QL_OK;
+  int64_t cap = b->data_cap * 2;
+  while (cap < b->data_len + more) cap *= 2;
+  uint8_t *d = realloc(b->data, (size_t)cap);
+  if (!d) return QL_ENOMEM;
+  b->data = d;
+  b->data_cap = cap;
+  return QL_OK;
+}
+
+static int append_string(struct zr_colbuf *b, const struct zr_decoder *d, const uint8_t *elem) {
+  if (d->out == ZR_OUT_BINARY) {
+    int64_t n = d->in.size;
+    while (n > 0 && elem[n - 1] == 0) n--;
+    QL_RETURN_NOT_OK(reserve_bytes(b, n));
+    memcpy(b->data + b->data_len, elem, (size_t)n);
+    b->data_len += n;
+  } else {
+    int64_t units = d->in.size / 4;
+    while (units > 0) {
+      uint32_t cp;
+      memcpy(&cp, elem + 4 * (units - 1), 4);
+      if (cp != 0) break;
+      units--;
+    }
+    QL_RETURN_NOT_OK(reserve_bytes(b, units * 4));
+    for (int64_t k = 0; k < units; k++) {
+      uint32_t cp;
+      memcpy(&cp, elem + 4 * k, 4);
+      uint8_t *o = b->data + b->data_len;
+      if (cp < 0x80) {
+        o[0] = (uint8_t)cp;
+        b->data_len += 1;
+      } else if (cp < 0x800) {
+        o[0] = (uint8_t)(0xC0 | (cp >> 6));
+        o[1] = (uint8_t)(0x80 | (cp & 0x3F));
+        b->data_len += 2;
+      } else if (cp < 0x10000) {
+        if (cp >= 0xD800 && cp <= 0xDFFF) return QL_EDATA;
+        o[0] = (uint8_t)(0xE0 | (cp >> 12));
+        o[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (uint8_t)(0x80 | (cp & 0x3F));
+        b->data_len += 3;
+      } else if (cp <= 0x10FFFF) {
+        o[0] = (uint8_t)(0xF0 | (cp >> 18));
+        o[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
+        o[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+        o[3] = (uint8_t)(0x80 | (cp & 0x3F));
+        b->data_len += 4;
+      } else {
+        return QL_EDATA;
+      }
+    }
+  }
+  b->offsets[b->n + 1] = (int32_t)b->data_len;
+  return QL_OK;
+}
+
+int zr_colbuf_append(struct zr_colbuf *b, const struct zr_decoder *d, const uint8_t *elem) {
+  QL_RETURN_NOT_OK(grow_rows(b));
+  if (b->valid) b->valid[b->n] = 1;
+  if (!b->width) {
+    QL_RETURN_NOT_OK(append_string(b, d, elem));
+    b->n++;
+    return QL_OK;
+  }
+  /* Plain copies need no conversion: the common case, kept cheap. */
+  if (!d->n_mask && !d->has_scale && !d->has_offset && !d->cf_time && !d->cf_duration && !d->bool_from_int &&
+      d->in.size == b->width && d->out != ZR_OUT_TIMESTAMP && d->out != ZR_OUT_DURATION &&
+      !(d->out == ZR_OUT_BOOL)) {
+    memcpy(b->data + b->n * b->width, elem, (size_t)b->width);
+    b->n++;
+    return QL_OK;
+  }
+  struct zr_value v;
+  QL_RETURN_NOT_OK(zr_decode_value(d, elem, &v));
+  uint8_t *o = b->data + b->n * b->width;
+  if (v.is_null) {
+    QL_RETURN_NOT_OK(mark_null(b));
+    memset(o, 0, (size_t)b->width);
+    b->n++;
+    return QL_OK;
+  }
+  switch (b->out) {
+    case ZR_OUT_BOOL:
+    case ZR_OUT_I8:
+    case ZR_OUT_U8: o[0] = (uint8_t)(v.kind == 1 ? v.u : (uint64_t)v.i); break;
+    case ZR_OUT_I16:
+    case ZR_OUT_U16: { uint16_t x = (uint16_t)(v.kind == 1 ? v.u : (uint64_t)v.i); memcpy(o, &x, 2); break; }
+    case ZR_OUT_I32:
+    case ZR_OUT_U32: { uint32_t x = (uint32_t)(v.kind == 1 ? v.u : (uint64_t)v.i); memcpy(o, &x, 4); break; }
+    case ZR_OUT_F32: { float x = (float)v.f; memcpy(o, &x, 4); break; }
+    case ZR_OUT_F64: memcpy(o, &v.f, 8); break;
+    default: { uint64_t x = v.kind == 1 ? v.u : (uint64_t)v.i; memcpy(o, &x, 8); break; }
+  }
+  b->n++;
+  return QL_OK;
+}
+
+static uint8_t *pack_bits(const uint8_t *bytes, int64_t n) {
+  uint8_t *bits = calloc((size_t)((n + 7) / 8) + 1, 1);
+  if (!bits) return NULL;
+  for (int64_t k = 0; k < n; k++) {
+    if (bytes[k]) bits[k / 8] |= (uint8_t)(1u << (k % 8));
+  }
+  return bits;
+}
+
+int zr_colbuf_finish(struct zr_colbuf *b, struct ArrowArray *out, struct ql_error *error) {
+  uint8_t *validity = NULL;
+  if (b->valid) {
+    validity = pack_bits(b->valid, b->n);
+    if (!validity) return ql_error_set(error, QL_ENOMEM, "out of memory packing validity");
+  }
+  int rc;
+  if (b->out == ZR_OUT_BOOL) {
+    uint8_t *bits = pack_bits(b->data, b->n);
+    if (!bits) {
+      free(validity);
+      return ql_error_set(error, QL_ENOMEM, "out of memory packing booleans");
+    }
+    free(b->data);
+    b->data = NULL;
+    rc = ql_array_init_fixed(out, b->n, b->null_count, validity, bits, error);
+  } else if (!b->width) {
+    rc = ql_array_init_binary(out, b->n, b->null_count, validity, b->offsets, b->data, error);
+    b->offsets = NULL;
+    b->data = NULL;
+  } else {
+    rc = ql_array_init_fixed(out, b->n, b->null_count, validity, b->data, error);
+    b->data = NULL;
+  }
+  zr_colbuf_free(b);
+  return rc;
+}

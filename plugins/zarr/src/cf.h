@@ -1,0 +1,120 @@
+/* qlink_zarr: decoding stored elements into SQL values the way xarray
+ * decodes them by default (CF conventions).
+ *
+ * Sources: xarray's coding/variables.py (CFMaskCoder, CFScaleOffsetCoder,
+ * _choose_float_dtype, BooleanCoder, _Unsigned) and coding/times.py
+ * (decode_cf_datetime with the default use_cftime=None, time_unit "ns";
+ * decode_cf_timedelta for variables carrying a "dtype": "timedelta64[..]"
+ * attribute), and the CF conventions' "units: <unit> since <date>".
+ *
+ * xarray's rules, as followed here:
+ * - masked values: every non-NaN value of _FillValue and missing_value
+ *   (v2: the .zarray fill_value is _FillValue; v3: the "_FillValue"
+ *   attribute, floats base64-encoded), compared after casting the data to
+ *   the decoded type; a masked cell becomes SQL NULL; a NaN that is not a
+ *   fill value stays NaN.
+ * - decoded type: floats keep their width (float16 becomes float32);
+ *   integers with a fill value become float32 (<= 2 bytes) or float64;
+ *   scale_factor / add_offset (JSON numbers) give float64; integers without
+ *   either stay integers.
+ * - "<unit> since <date>" with calendar standard, gregorian or
+ *   proleptic_gregorian (or none) becomes timestamp[ns] when the reference
+ *   date and every value fit timestamp[ns] (and, for standard / gregorian,
+ *   the reference is not before 1582-10-15); otherwise (xarray would fall
+ *   back to cftime objects or fail) the column stays numeric and keeps its
+ *   units and calendar in the column metadata. Integers are multiplied
+ *   exactly; floats as float64 times nanoseconds-per-unit, truncated.
+ *
+ * Thread-safety: decoders are immutable once built.
+ */
+#ifndef QLINK_ZARR_CF_H
+#define QLINK_ZARR_CF_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "array.h"
+
+/* Output (Arrow) types. */
+enum zr_out {
+  ZR_OUT_BOOL = 1,
+  ZR_OUT_I8, ZR_OUT_I16, ZR_OUT_I32, ZR_OUT_I64,
+  ZR_OUT_U8, ZR_OUT_U16, ZR_OUT_U32, ZR_OUT_U64,
+  ZR_OUT_F32, ZR_OUT_F64,
+  ZR_OUT_TIMESTAMP, /* int64 in `out_unit_ns` ticks, no time zone */
+  ZR_OUT_DURATION,  /* int64 in `out_unit_ns` ticks */
+  ZR_OUT_UTF8,
+  ZR_OUT_BINARY
+};
+
+#define ZR_MAX_MASKS 8
+
+struct zr_decoder {
+  struct zr_dtype in; /* element type, native order */
+  int32_t out;        /* enum zr_out */
+  char format[8];     /* Arrow format string of `out` */
+  int32_t bool_from_int;
+  int32_t n_mask;
+  double mask_f[ZR_MAX_MASKS]; /* compared in the decoded float type */
+  int64_t mask_i[ZR_MAX_MASKS]; /* compared as integers (time-like integers) */
+  int32_t has_scale, has_offset;
+  double scale, offset;
+  /* CF datetime / timedelta */
+  int32_t cf_time;     /* 1: numbers since a reference date */
+  int32_t cf_duration; /* 1: numbers of a unit (timedelta) */
+  int64_t ns_per_unit; /* of the stored numbers */
+  int64_t ref_ns;      /* reference date, ns since the epoch */
+  int64_t out_unit_ns; /* TIMESTAMP / DURATION output tick */
+  int32_t time_kept_numeric; /* units looked like time but xarray would not decode to datetime64 */
+};
+
+/* One decoded value, for statistics and filters. */
+struct zr_value {
+  int32_t is_null;
+  int32_t kind; /* 0: i (int64), 1: u (uint64), 2: f (double) */
+  int64_t i;
+  uint64_t u;
+  double f;
+};
+
+/* Build the decoder of array `a` as xarray would decode it; with
+ * `decode_times` 0, CF times stay numbers (xarray's cftime fallback).
+ * Unsupported combinations are QL_ENOTSUP. */
+int zr_decoder_init(const struct zr_array *a, int32_t decode_times, struct zr_decoder *out, struct ql_error *error);
+
+/* Decode one element (native order) into a value; strings are not
+ * representable (kind -1, is_null 0). QL_EOVERFLOW when a time does not fit
+ * timestamp[ns]. */
+int zr_decode_value(const struct zr_decoder *d, const uint8_t *elem, struct zr_value *out);
+
+/* Parse "<unit> since <date>": nanoseconds per unit and the reference date
+ * in ns since 1970-01-01 (time zone offsets applied). QL_EINVAL if not such
+ * units; QL_EOVERFLOW if the date cannot be a timestamp[ns] (year 0 or
+ * outside 1677-09-21..2262-04-11); *year receives the reference year. */
+int zr_cf_parse_time_units(const char *units, int64_t *ns_per_unit, int64_t *ref_ns, int64_t *year, int64_t *month,
+                           int64_t *day);
+
+/* Days since 1970-01-01 of a proleptic Gregorian date. */
+int64_t zr_days_from_civil(int64_t y, int64_t m, int64_t d);
+
+/* A growing column of decoded cells of one output type. */
+struct zr_colbuf {
+  int32_t out;
+  int32_t width; /* bytes per value for fixed-width types */
+  int64_t n, cap;
+  uint8_t *data;  /* fixed-width values, or string bytes */
+  uint8_t *valid; /* NULL until the first null */
+  int64_t null_count;
+  int32_t *offsets; /* UTF8 / BINARY */
+  int64_t data_len, data_cap;
+};
+
+int zr_colbuf_init(struct zr_colbuf *b, int32_t out, int64_t capacity);
+void zr_colbuf_free(struct zr_colbuf *b);
+/* Decode one element and append it. QL_EOVERFLOW (time out of range) or
+ * QL_ENOMEM; QL_EDATA for invalid UTF-32. */
+int zr_colbuf_append(struct zr_colbuf *b, const struct zr_decoder *d, const uint8_t *elem);
+/* Move the buffers into an Arrow array (b is left empty). */
+int zr_colbuf_finish(struct zr_colbuf *b, struct ArrowArray *out, struct ql_error *error);
+
+#endif /* QLINK_ZARR_CF_H */

@@ -1,0 +1,620 @@
+/* qlink_zarr: codec pipeline parsing and chunk decoding. See codecs.h. */
+#include "codecs.h"
+
+#include <blosc.h>
+#include <lz4.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "ndcopy.h"
+#include "qlink/lib/status.h"
+
+/* No stage may produce more than this many bytes: a guard against
+ * decompression bombs in chunks whose decoded size is not known upfront. */
+#define ZR_MAX_STAGE_BYTES ((int64_t)1 << 30)
+
+/* ------------------------------------------------------------- parsing */
+
+static const char *strip_numcodecs(const char *name) {
+  return strncmp(name, "numcodecs.", 10) == 0 ? name + 10 : name;
+}
+
+static int codec_kind(int32_t id) {
+  /* 0: array -> array, 1: array -> bytes, 2: bytes -> bytes */
+  switch (id) {
+    case ZR_CODEC_TRANSPOSE: return 0;
+    case ZR_CODEC_BYTES:
+    case ZR_CODEC_SHARDING: return 1;
+    default: return 2;
+  }
+}
+
+static int parse_int_list(const json_t *list, int64_t *out, int32_t n) {
+  if (!json_is_array(list) || (int32_t)json_array_size(list) != n) return 0;
+  for (int32_t i = 0; i < n; i++) {
+    json_t *v = json_array_get(list, (size_t)i);
+    if (!json_is_integer(v)) return 0;
+    out[i] = json_integer_value(v);
+  }
+  return 1;
+}
+
+static int parse_transpose(const json_t *config, int32_t ndim, struct zr_codec *c, struct ql_error *error) {
+  json_t *order = json_object_get(config, "order");
+  c->n_order = ndim;
+  if (json_is_string(order)) {
+    /* early zarr-python 3 wrote "C" / "F" */
+    int f = strcmp(json_string_value(order), "F") == 0;
+    if (!f && strcmp(json_string_value(order), "C") != 0) {
+      return ql_error_set(error, QL_EDATA, "transpose: order must be a permutation, \"C\" or \"F\"");
+    }
+    for (int32_t i = 0; i < ndim; i++) c->order[i] = f ? ndim - 1 - i : i;
+    return QL_OK;
+  }
+  int64_t perm[ZR_MAX_DIMS];
+  if (!parse_int_list(order, perm, ndim)) {
+    return ql_error_set(error, QL_EDATA, "transpose: order must list %d axes", (int)ndim);
+  }
+  int seen[ZR_MAX_DIMS] = {0};
+  for (int32_t i = 0; i < ndim; i++) {
+    if (perm[i] < 0 || perm[i] >= ndim || seen[perm[i]]) {
+      return ql_error_set(error, QL_EDATA, "transpose: order is not a permutation of 0..%d", (int)ndim - 1);
+    }
+    seen[perm[i]] = 1;
+    c->order[i] = (int32_t)perm[i];
+  }
+  return QL_OK;
+}
+
+static int parse_sharding(const json_t *config, int32_t ndim, struct zr_codec *c, struct ql_error *error) {
+  if (!parse_int_list(json_object_get(config, "chunk_shape"), c->inner_chunks, ndim)) {
+    return ql_error_set(error, QL_EDATA, "sharding_indexed: chunk_shape must list %d extents", (int)ndim);
+  }
+  for (int32_t i = 0; i < ndim; i++) {
+    if (c->inner_chunks[i] <= 0) return ql_error_set(error, QL_EDATA, "sharding_indexed: chunk_shape not positive");
+  }
+  const char *loc = json_string_value(json_object_get(config, "index_location"));
+  c->index_at_end = !loc || strcmp(loc, "end") == 0;
+  if (loc && !c->index_at_end && strcmp(loc, "start") != 0) {
+    return ql_error_set(error, QL_EDATA, "sharding_indexed: index_location '%s' is not start or end", loc);
+  }
+  c->inner = calloc(1, sizeof(*c->inner));
+  c->index = calloc(1, sizeof(*c->index));
+  if (!c->inner || !c->index) return ql_error_set(error, QL_ENOMEM, "out of memory parsing sharding_indexed");
+  QL_RETURN_NOT_OK(zr_pipeline_parse_v3(json_object_get(config, "codecs"), ndim, c->inner, error));
+  json_t *index_codecs = json_object_get(config, "index_codecs");
+  QL_RETURN_NOT_OK(zr_pipeline_parse_v3(index_codecs, ndim + 1, c->index, error));
+  for (int32_t i = 0; i < c->index->n; i++) {
+    int32_t id = c->index->codecs[i].id;
+    if (id != ZR_CODEC_BYTES && id != ZR_CODEC_CRC32C && id != ZR_CODEC_TRANSPOSE) {
+      return ql_error_set(error, QL_ENOTSUP, "sharding_indexed: index codecs must have a fixed size (bytes, crc32c)");
+    }
+  }
+  return QL_OK;
+}
+
+static int parse_codec_v3(const json_t *j, int32_t ndim, struct zr_codec *c, struct ql_error *error) {
+  const char *name = NULL;
+  const json_t *config = NULL;
+  if (json_is_string(j)) {
+    name = json_string_value(j);
+  } else if (json_is_object(j)) {
+    name = json_string_value(json_object_get(j, "name"));
+    config = json_object_get(j, "configuration");
+  }
+  if (!name) return ql_error_set(error, QL_EDATA, "malformed codec entry (expected {name, configuration})");
+  const char *n = strip_numcodecs(name);
+  if (strcmp(n, "bytes") == 0 || strcmp(n, "endian") == 0) {
+    const char *endian = json_string_value(json_object_get(config, "endian"));
+    c->id = ZR_CODEC_BYTES;
+    c->big_endian = endian && strcmp(endian, "big") == 0;
+    if (endian && !c->big_endian && strcmp(endian, "little") != 0) {
+      return ql_error_set(error, QL_EDATA, "bytes codec: endian '%s' is not little or big", endian);
+    }
+    return QL_OK;
+  }
+  if (strcmp(n, "transpose") == 0) {
+    c->id = ZR_CODEC_TRANSPOSE;
+    return parse_transpose(config, ndim, c, error);
+  }
+  if (strcmp(n, "sharding_indexed") == 0) {
+    c->id = ZR_CODEC_SHARDING;
+    return parse_sharding(config, ndim, c, error);
+  }
+  static const struct {
+    const char *name;
+    int32_t id;
+  } bb[] = {{"blosc", ZR_CODEC_BLOSC}, {"zstd", ZR_CODEC_ZSTD}, {"gzip", ZR_CODEC_GZIP},
+            {"zlib", ZR_CODEC_ZLIB},   {"lz4", ZR_CODEC_LZ4},   {"crc32c", ZR_CODEC_CRC32C}};
+  for (size_t i = 0; i < sizeof(bb) / sizeof(bb[0]); i++) {
+    if (strcmp(n, bb[i].name) == 0) {
+      /* numcodecs.crc32c frames differently from the v3 crc32c codec */
+      if (bb[i].id == ZR_CODEC_CRC32C && n != name) break;
+      c->id = bb[i].id;
+      return QL_OK;
+    }
+  }
+  return ql_error_set(error, QL_ENOTSUP, "unsupported codec '%s'", name);
+}
+
+int zr_pipeline_parse_v3(const json_t *codecs, int32_t ndim, struct zr_pipeline *out, struct ql_error *error) {
+  memset(out, 0, sizeof(*out));
+  if (!json_is_array(codecs) || json_array_size(codecs) == 0 || json_array_size(codecs) > 64) {
+    return ql_error_set(error, QL_EDATA, "codecs must be a non-empty list");
+  }
+  out->codecs = calloc(json_array_size(codecs), sizeof(struct zr_codec));
+  if (!out->codecs) return ql_error_set(error, QL_ENOMEM, "out of memory parsing codecs");
+  int stage = 0, n_array_bytes = 0;
+  for (size_t i = 0; i < json_array_size(codecs); i++) {
+    struct zr_codec *c = &out->codecs[out->n++];
+    QL_RETURN_NOT_OK(parse_codec_v3(json_array_get(codecs, i), ndim, c, error));
+    int kind = codec_kind(c->id);
+    if (kind < stage) {
+      return ql_error_set(error, QL_EDATA, "codecs out of order: array->array, then one array->bytes, then bytes->bytes");
+    }
+    stage = kind;
+    n_array_bytes += kind == 1;
+  }
+  if (n_array_bytes != 1) {
+    return ql_error_set(error, QL_EDATA, "codecs need exactly one array->bytes codec (bytes or sharding_indexed), found %d",
+                        n_array_bytes);
+  }
+  return QL_OK;
+}
+
+int zr_pipeline_from_v2(const json_t *compressor, const json_t *filters, int32_t ndim, int32_t order_f,
+                        int32_t big_endian, struct zr_pipeline *out, struct ql_error *error) {
+  memset(out, 0, sizeof(*out));
+  if (filters && !json_is_null(filters) && !(json_is_array(filters) && json_array_size(filters) == 0)) {
+    const char *id = json_is_array(filters) ? json_string_value(json_object_get(json_array_get(filters, 0), "id")) : NULL;
+    return ql_error_set(error, QL_ENOTSUP, "unsupported v2 filter '%s'", id ? id : "(malformed)");
+  }
+  out->codecs = calloc(3, sizeof(struct zr_codec));
+  if (!out->codecs) return ql_error_set(error, QL_ENOMEM, "out of memory building the v2 pipeline");
+  if (order_f && ndim > 1) {
+    struct zr_codec *t = &out->codecs[out->n++];
+    t->id = ZR_CODEC_TRANSPOSE;
+    t->n_order = ndim;
+    for (int32_t i = 0; i < ndim; i++) t->order[i] = ndim - 1 - i;
+  }
+  struct zr_codec *b = &out->codecs[out->n++];
+  b->id = ZR_CODEC_BYTES;
+  b->big_endian = big_endian;
+  if (compressor && !json_is_null(compressor)) {
+    const char *id = json_string_value(json_object_get(compressor, "id"));
+    if (!id) return ql_error_set(error, QL_EDATA, "compressor without an id");
+    static const struct {
+      const char *name;
+      int32_t id;
+    } known[] = {{"blosc", ZR_CODEC_BLOSC}, {"zstd", ZR_CODEC_ZSTD}, {"gzip", ZR_CODEC_GZIP},
+                 {"zlib", ZR_CODEC_ZLIB},   {"lz4", ZR_CODEC_LZ4}};
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+      if (strcmp(id, known[i].name) == 0) {
+        out->codecs[out->n++].id = known[i].id;
+        return QL_OK;
+      }
+    }
+    return ql_error_set(error, QL_ENOTSUP, "unsupported compressor '%s'", id);
+  }
+  return QL_OK;
+}
+
+void zr_pipeline_free(struct zr_pipeline *p) {
+  if (!p || !p->codecs) return;
+  for (int32_t i = 0; i < p->n; i++) {
+    struct zr_codec *c = &p->codecs[i];
+    if (c->inner) zr_pipeline_free(c->inner);
+    if (c->index) zr_pipeline_free(c->index);
+    free(c->inner);
+    free(c->index);
+  }
+  free(p->codecs);
+  p->codecs = NULL;
+  p->n = 0;
+}
+
+static const char *codec_name(int32_t id) {
+  switch (id) {
+    case ZR_CODEC_BYTES: return "bytes";
+    case ZR_CODEC_TRANSPOSE: return "transpose";
+    case ZR_CODEC_SHARDING: return "sharding_indexed";
+    case ZR_CODEC_BLOSC: return "blosc";
+    case ZR_CODEC_ZSTD: return "zstd";
+    case ZR_CODEC_ZLIB: return "zlib";
+    case ZR_CODEC_GZIP: return "gzip";
+    case ZR_CODEC_LZ4: return "lz4";
+    case ZR_CODEC_CRC32C: return "crc32c";
+    default: return "?";
+  }
+}
+
+const char *zr_pipeline_describe(const struct zr_pipeline *p, char *buf, size_t cap) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int32_t i = 0; i < p->n && used + 1 < cap; i++) {
+    int w = snprintf(buf + used, cap - used, "%s%s", i ? "+" : "", codec_name(p->codecs[i].id));
+    if (w < 0) break;
+    used += (size_t)w;
+  }
+  return buf;
+}
+
+/* ---------------------------------------------------------------- crc32c */
+
+uint32_t zr_crc32c(const uint8_t *data, int64_t n) {
+  static uint32_t table[256];
+  static volatile int ready = 0;
+  if (!ready) {
+    /* Idempotent: racing threads write identical values. */
+    for (uint32_t i = 0; i < 256; i++) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+      table[i] = c;
+    }
+    ready = 1;
+  }
+  uint32_t crc = 0xFFFFFFFFu;
+  for (int64_t i = 0; i < n; i++) crc = table[(crc ^ data[i]) & 0xFF] ^ (crc >> 8);
+  return crc ^ 0xFFFFFFFFu;
+}
+
+/* ------------------------------------------------------ bytes -> bytes */
+
+struct zr_buf {
+  const uint8_t *data;
+  int64_t size;
+  uint8_t *owned; /* freed when replaced */
+};
+
+static void buf_replace(struct zr_buf *b, uint8_t *data, int64_t size) {
+  free(b->owned);
+  b->owned = data;
+  b->data = data;
+  b->size = size;
+}
+
+static int check_expected(const char *codec, int64_t got, int64_t expected, struct ql_error *error) {
+  if (expected >= 0 && got != expected) {
+    return ql_error_set(error, QL_EDATA, "%s: decoded %lld bytes, expected %lld", codec, (long long)got,
+                        (long long)expected);
+  }
+  return QL_OK;
+}
+
+static int decode_blosc(struct zr_buf *b, int64_t expected, struct ql_error *error) {
+  size_t nbytes = 0, cbytes = 0, blocksize = 0;
+  if (b->size < BLOSC_MIN_HEADER_LENGTH) return ql_error_set(error, QL_EDATA, "blosc: truncated header");
+  if (blosc_cbuffer_validate(b->data, (size_t)b->size, &nbytes) != 0) {
+    return ql_error_set(error, QL_EDATA, "blosc: invalid header");
+  }
+  blosc_cbuffer_sizes(b->data, &nbytes, &cbytes, &blocksize);
+  if ((int64_t)cbytes > b->size) {
+    return ql_error_set(error, QL_EDATA, "blosc: chunk truncated (%lld of %zu bytes)", (long long)b->size, cbytes);
+  }
+  QL_RETURN_NOT_OK(check_expected("blosc", (int64_t)nbytes, expected, error));
+  if ((int64_t)nbytes > ZR_MAX_STAGE_BYTES) return ql_error_set(error, QL_EDATA, "blosc: decoded size too large");
+  uint8_t *out = malloc(nbytes ? nbytes : 1);
+  if (!out) return ql_error_set(error, QL_ENOMEM, "blosc: out of memory for %zu bytes", nbytes);
+  int got = blosc_decompress_ctx(b->data, out, nbytes, 1);
+  if (got < 0 || (size_t)got != nbytes) {
+    free(out);
+    return ql_error_set(error, QL_EDATA, "blosc: corrupt chunk (decompressor returned %d)", got);
+  }
+  buf_replace(b, out, (int64_t)nbytes);
+  return QL_OK;
+}
+
+static int decode_zstd(struct zr_buf *b, int64_t expected, struct ql_error *error) {
+  unsigned long long content = ZSTD_getFrameContentSize(b->data, (size_t)b->size);
+  if (content == ZSTD_CONTENTSIZE_ERROR) return ql_error_set(error, QL_EDATA, "zstd: not a zstd frame");
+  int64_t cap = expected >= 0 ? expected : ZR_MAX_STAGE_BYTES;
+  if (content != ZSTD_CONTENTSIZE_UNKNOWN) {
+    if (content > (unsigned long long)cap) {
+      return check_expected("zstd", (int64_t)(content > (unsigned long long)INT64_MAX ? INT64_MAX : content),
+                            expected >= 0 ? expected : cap, error);
+    }
+    uint8_t *out = malloc(content ? (size_t)content : 1);
+    if (!out) return ql_error_set(error, QL_ENOMEM, "zstd: out of memory");
+    size_t got = ZSTD_decompress(out, (size_t)content, b->data, (size_t)b->size);
+    if (ZSTD_isError(got) || got != content) {
+      free(out);
+      return ql_error_set(error, QL_EDATA, "zstd: corrupt chunk (%s)",
+                          ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short output");
+    }
+    QL_RETURN_NOT_OK(check_expected("zstd", (int64_t)got, expected, error));
+    buf_replace(b, out, (int64_t)got);
+    return QL_OK;
+  }
+  /* Streamed frames carry no size: grow the output up to the cap. */
+  ZSTD_DStream *ds = ZSTD_createDStream();
+  if (!ds) return ql_error_set(error, QL_ENOMEM, "zstd: out of memory");
+  size_t capacity = expected >= 0 ? (size_t)expected + 1 : 1 << 16;
+  uint8_t *out = malloc(capacity);
+  ZSTD_inBuffer in = {b->data, (size_t)b->size, 0};
+  ZSTD_outBuffer ob = {out, capacity, 0};
+  int rc = out ? QL_OK : ql_error_set(error, QL_ENOMEM, "zstd: out of memory");
+  while (rc == QL_OK) {
+    size_t r = ZSTD_decompressStream(ds, &ob, &in);
+    if (ZSTD_isError(r)) {
+      rc = ql_error_set(error, QL_EDATA, "zstd: corrupt chunk (%s)", ZSTD_getErrorName(r));
+      break;
+    }
+    if (r == 0) break;
+    if (in.pos == in.size && ob.pos < ob.size) {
+      rc = ql_error_set(error, QL_EDATA, "zstd: truncated chunk");
+      break;
+    }
+    if (ob.pos == ob.size) {
+      if ((int64_t)capacity >= cap + 1) {
+        rc = ql_error_set(error, QL_EDATA, "zstd: decoded more than %lld bytes", (long long)cap);
+        break;
+      }
+      size_t next = capacity * 2 > (size_t)cap + 1 ? (size_t)cap + 1 : capacity * 2;
+      uint8_t *grown = realloc(out, next);
+      if (!grown) {
+        rc = ql_error_set(error, QL_ENOMEM, "zstd: out of memory");
+        break;
+      }
+      out = grown;
+      ob.dst = out;
+      ob.size = next;
+      capacity = next;
+    }
+  }
+  ZSTD_freeDStream(ds);
+  if (rc == QL_OK) rc = check_expected("zstd", (int64_t)ob.pos, expected, error);
+  if (rc != QL_OK) {
+    free(out);
+    return rc;
+  }
+  buf_replace(b, out, (int64_t)ob.pos);
+  return QL_OK;
+}
+
+static int decode_zlib(struct zr_buf *b, int64_t expected, int gzip, struct ql_error *error) {
+  const char *name = gzip ? "gzip" : "zlib";
+  int64_t cap = expected >= 0 ? expected : ZR_MAX_STAGE_BYTES;
+  z_stream zs;
+  memset(&zs, 0, sizeof(zs));
+  if (inflateInit2(&zs, gzip ? 15 + 16 : 15) != Z_OK) return ql_error_set(error, QL_ENOMEM, "%s: init failed", name);
+  size_t capacity = expected >= 0 ? (size_t)expected + 1 : 1 << 16;
+  uint8_t *out = malloc(capacity);
+  int rc = out ? QL_OK : ql_error_set(error, QL_ENOMEM, "%s: out of memory", name);
+  zs.next_in = (Bytef *)(uintptr_t)b->data;
+  size_t in_left = (size_t)b->size;
+  size_t produced = 0;
+  while (rc == QL_OK) {
+    uInt step_in = in_left > 0x40000000u ? 0x40000000u : (uInt)in_left;
+    zs.avail_in = step_in;
+    zs.next_out = out + produced;
+    zs.avail_out = (uInt)(capacity - produced);
+    int z = inflate(&zs, Z_NO_FLUSH);
+    in_left -= step_in - zs.avail_in;
+    produced = capacity - zs.avail_out;
+    if (z == Z_STREAM_END) break;
+    if (z != Z_OK && z != Z_BUF_ERROR) {
+      rc = ql_error_set(error, QL_EDATA, "%s: corrupt chunk (%s)", name, zs.msg ? zs.msg : "inflate error");
+      break;
+    }
+    if (zs.avail_out == 0) {
+      if ((int64_t)capacity >= cap + 1) {
+        rc = ql_error_set(error, QL_EDATA, "%s: decoded more than %lld bytes", name, (long long)cap);
+        break;
+      }
+      size_t next = capacity * 2 > (size_t)cap + 1 ? (size_t)cap + 1 : capacity * 2;
+      uint8_t *grown = realloc(out, next);
+      if (!grown) {
+        rc = ql_error_set(error, QL_ENOMEM, "%s: out of memory", name);
+        break;
+      }
+      out = grown;
+      capacity = next;
+    } else if (in_left == 0 && zs.avail_in == 0) {
+      rc = ql_error_set(error, QL_EDATA, "%s: truncated chunk", name);
+      break;
+    }
+  }
+  inflateEnd(&zs);
+  if (rc == QL_OK) rc = check_expected(name, (int64_t)produced, expected, error);
+  if (rc != QL_OK) {
+    free(out);
+    return rc;
+  }
+  buf_replace(b, out, (int64_t)produced);
+  return QL_OK;
+}
+
+static int decode_lz4(struct zr_buf *b, int64_t expected, struct ql_error *error) {
+  if (b->size < 4) return ql_error_set(error, QL_EDATA, "lz4: truncated header");
+  int64_t n = (int64_t)b->data[0] | (int64_t)b->data[1] << 8 | (int64_t)b->data[2] << 16 | (int64_t)b->data[3] << 24;
+  QL_RETURN_NOT_OK(check_expected("lz4", n, expected, error));
+  if (n > LZ4_MAX_INPUT_SIZE || n > ZR_MAX_STAGE_BYTES) return ql_error_set(error, QL_EDATA, "lz4: size too large");
+  if (b->size - 4 > INT32_MAX) return ql_error_set(error, QL_EDATA, "lz4: chunk too large");
+  uint8_t *out = malloc(n ? (size_t)n : 1);
+  if (!out) return ql_error_set(error, QL_ENOMEM, "lz4: out of memory");
+  int got = LZ4_decompress_safe((const char *)b->data + 4, (char *)out, (int)(b->size - 4), (int)n);
+  if (got != (int)n) {
+    free(out);
+    return ql_error_set(error, QL_EDATA, "lz4: corrupt chunk (decoded %d of %lld bytes)", got, (long long)n);
+  }
+  buf_replace(b, out, n);
+  return QL_OK;
+}
+
+static int decode_crc32c(struct zr_buf *b, struct ql_error *error) {
+  if (b->size < 4) return ql_error_set(error, QL_EDATA, "crc32c: chunk shorter than its checksum");
+  int64_t n = b->size - 4;
+  const uint8_t *t = b->data + n;
+  uint32_t stored = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
+  uint32_t actual = zr_crc32c(b->data, n);
+  if (stored != actual) {
+    return ql_error_set(error, QL_EDATA, "crc32c: checksum mismatch (stored %08x, computed %08x)", stored, actual);
+  }
+  b->size = n; /* the payload is a prefix: no copy */
+  return QL_OK;
+}
+
+static int decode_bytes_stage(const struct zr_codec *c, struct zr_buf *b, int64_t expected, struct ql_error *error) {
+  switch (c->id) {
+    case ZR_CODEC_BLOSC: return decode_blosc(b, expected, error);
+    case ZR_CODEC_ZSTD: return decode_zstd(b, expected, error);
+    case ZR_CODEC_ZLIB: return decode_zlib(b, expected, 0, error);
+    case ZR_CODEC_GZIP: return decode_zlib(b, expected, 1, error);
+    case ZR_CODEC_LZ4: return decode_lz4(b, expected, error);
+    case ZR_CODEC_CRC32C: {
+      QL_RETURN_NOT_OK(decode_crc32c(b, error));
+      return check_expected("crc32c", b->size, expected, error);
+    }
+    default: return ql_error_set(error, QL_EINTERNAL, "codec %s is not bytes->bytes", codec_name(c->id));
+  }
+}
+
+/* ------------------------------------------------------ array codecs */
+
+/* Undo a transpose: `enc` has shape enc_shape[i] = dec_shape[order[i]]. */
+static void untranspose(const struct zr_codec *c, int32_t ndim, const int64_t *dec_shape, const uint8_t *enc,
+                        uint8_t *dec, int64_t elsize) {
+  int64_t enc_shape[ZR_MAX_DIMS], enc_stride[ZR_MAX_DIMS], stride_of_dec_axis[ZR_MAX_DIMS];
+  for (int32_t i = 0; i < ndim; i++) enc_shape[i] = dec_shape[c->order[i]];
+  int64_t s = 1;
+  for (int32_t i = ndim - 1; i >= 0; i--) {
+    enc_stride[i] = s;
+    s *= enc_shape[i];
+  }
+  for (int32_t i = 0; i < ndim; i++) stride_of_dec_axis[c->order[i]] = enc_stride[i];
+  int64_t total = zr_product(dec_shape, ndim);
+  int64_t idx[ZR_MAX_DIMS] = {0};
+  int64_t src = 0;
+  for (int64_t k = 0; k < total; k++) {
+    memcpy(dec + k * elsize, enc + src * elsize, (size_t)elsize);
+    for (int32_t ax = ndim - 1; ax >= 0; ax--) {
+      src += stride_of_dec_axis[ax];
+      if (++idx[ax] < dec_shape[ax]) break;
+      src -= stride_of_dec_axis[ax] * idx[ax];
+      idx[ax] = 0;
+    }
+  }
+}
+
+static int decode_shard(const struct zr_codec *c, const struct zr_dtype *dtype, int32_t ndim, const int64_t *shape,
+                        const uint8_t *fill, const uint8_t *in, int64_t in_size, uint8_t *out,
+                        struct ql_error *error) {
+  int64_t grid[ZR_MAX_DIMS + 1];
+  for (int32_t i = 0; i < ndim; i++) {
+    if (shape[i] % c->inner_chunks[i] != 0) {
+      return ql_error_set(error, QL_EDATA, "sharding_indexed: shard extent %lld is not a multiple of inner chunk %lld",
+                          (long long)shape[i], (long long)c->inner_chunks[i]);
+    }
+    grid[i] = shape[i] / c->inner_chunks[i];
+  }
+  grid[ndim] = 2;
+  int64_t n_inner = zr_product(grid, ndim);
+  int64_t index_bytes = n_inner * 16;
+  for (int32_t i = 0; i < c->index->n; i++) index_bytes += c->index->codecs[i].id == ZR_CODEC_CRC32C ? 4 : 0;
+  if (n_inner < 0 || index_bytes > in_size) {
+    return ql_error_set(error, QL_EDATA, "sharding_indexed: shard of %lld bytes is shorter than its index (%lld)",
+                        (long long)in_size, (long long)index_bytes);
+  }
+  uint64_t *index = malloc((size_t)(n_inner * 16));
+  int64_t inner_n = zr_product(c->inner_chunks, ndim);
+  uint8_t *inner = malloc((size_t)(inner_n * dtype->size) + 1);
+  if (!index || !inner) {
+    free(index);
+    free(inner);
+    return ql_error_set(error, QL_ENOMEM, "sharding_indexed: out of memory");
+  }
+  struct zr_dtype u64 = {ZR_UINT, 8, 0, 8, 0, ""};
+  const uint8_t *index_src = c->index_at_end ? in + in_size - index_bytes : in;
+  int rc = zr_chunk_decode(c->index, &u64, ndim + 1, grid, (const uint8_t *)"\0\0\0\0\0\0\0\0", index_src,
+                           index_bytes, (uint8_t *)index, error);
+  if (rc != QL_OK) ql_error_prefix(error, "sharding_indexed index");
+  int64_t pos[ZR_MAX_DIMS] = {0}, origin[ZR_MAX_DIMS], zero[ZR_MAX_DIMS] = {0};
+  for (int64_t k = 0; rc == QL_OK && k < n_inner; k++) {
+    uint64_t off = index[2 * k], nb = index[2 * k + 1];
+    for (int32_t i = 0; i < ndim; i++) origin[i] = pos[i] * c->inner_chunks[i];
+    if (off == UINT64_MAX && nb == UINT64_MAX) {
+      zr_fill_elements(inner, inner_n, fill, dtype->size);
+    } else if (off > (uint64_t)in_size || nb > (uint64_t)in_size - off) {
+      rc = ql_error_set(error, QL_EDATA, "sharding_indexed: inner chunk %lld at %llu+%llu lies outside the shard (%lld bytes)",
+                        (long long)k, (unsigned long long)off, (unsigned long long)nb, (long long)in_size);
+      break;
+    } else {
+      rc = zr_chunk_decode(c->inner, dtype, ndim, c->inner_chunks, fill, in + off, (int64_t)nb, inner, error);
+      if (rc != QL_OK) {
+        ql_error_prefix(error, "inner chunk %lld", (long long)k);
+        break;
+      }
+    }
+    zr_copy_box(out, shape, origin, inner, c->inner_chunks, zero, c->inner_chunks, ndim, dtype->size);
+    for (int32_t ax = ndim - 1; ax >= 0; ax--) {
+      if (++pos[ax] < grid[ax]) break;
+      pos[ax] = 0;
+    }
+  }
+  free(index);
+  free(inner);
+  return rc;
+}
+
+int zr_chunk_decode(const struct zr_pipeline *p, const struct zr_dtype *dtype, int32_t ndim, const int64_t *shape,
+                    const uint8_t *fill, const uint8_t *in, int64_t in_size, uint8_t *out, struct ql_error *error) {
+  int32_t k = 0;
+  while (k < p->n && codec_kind(p->codecs[k].id) == 0) k++;
+  if (k >= p->n) return ql_error_set(error, QL_EINTERNAL, "pipeline without an array->bytes codec");
+  /* Shapes as each array->array codec sees them, encoding forwards. */
+  int64_t shapes[8][ZR_MAX_DIMS];
+  if (k >= 8) return ql_error_set(error, QL_ENOTSUP, "more than 7 array->array codecs");
+  memcpy(shapes[0], shape, sizeof(int64_t) * (size_t)ndim);
+  for (int32_t i = 0; i < k; i++) {
+    if (p->codecs[i].n_order != ndim) return ql_error_set(error, QL_EDATA, "transpose order has the wrong rank");
+    for (int32_t d = 0; d < ndim; d++) shapes[i + 1][d] = shapes[i][p->codecs[i].order[d]];
+  }
+  int64_t n_elem = zr_product(shape, ndim);
+  if (n_elem < 0 || (dtype->size > 0 && n_elem > INT64_MAX / dtype->size)) {
+    return ql_error_set(error, QL_EDATA, "chunk shape too large");
+  }
+  int64_t n_bytes = n_elem * dtype->size;
+  struct zr_buf b = {in, in_size, NULL};
+  int rc = QL_OK;
+  for (int32_t i = p->n - 1; i > k && rc == QL_OK; i--) {
+    int64_t expected = (i == k + 1 && p->codecs[k].id == ZR_CODEC_BYTES) ? n_bytes : -1;
+    rc = decode_bytes_stage(&p->codecs[i], &b, expected, error);
+  }
+  uint8_t *target = out;
+  uint8_t *tmp[2] = {NULL, NULL};
+  if (rc == QL_OK && k > 0) {
+    tmp[0] = malloc((size_t)n_bytes + 1);
+    tmp[1] = k > 1 ? malloc((size_t)n_bytes + 1) : NULL;
+    if (!tmp[0] || (k > 1 && !tmp[1])) rc = ql_error_set(error, QL_ENOMEM, "out of memory decoding a chunk");
+    target = tmp[0];
+  }
+  if (rc == QL_OK) {
+    const struct zr_codec *ab = &p->codecs[k];
+    if (ab->id == ZR_CODEC_BYTES) {
+      if (b.size != n_bytes) {
+        rc = ql_error_set(error, QL_EDATA, "chunk has %lld bytes, expected %lld (%lld elements of %d bytes)",
+                          (long long)b.size, (long long)n_bytes, (long long)n_elem, (int)dtype->size);
+      } else {
+        memcpy(target, b.data, (size_t)n_bytes);
+        struct zr_dtype stored = *dtype;
+        stored.big_endian = ab->big_endian;
+        zr_dtype_to_native(&stored, target, n_elem);
+      }
+    } else {
+      rc = decode_shard(ab, dtype, ndim, shapes[k], fill, b.data, b.size, target, error);
+    }
+  }
+  /* Undo array->array codecs in reverse, ping-ponging between buffers. */
+  for (int32_t i = k - 1; i >= 0 && rc == QL_OK; i--) {
+    uint8_t *dst = i == 0 ? out : (target == tmp[0] ? tmp[1] : tmp[0]);
+    untranspose(&p->codecs[i], ndim, shapes[i], target, dst, dtype->size);
+    target = dst;
+  }
+  free(tmp[0]);
+  free(tmp[1]);
+  free(b.owned);
+  return rc;
+}

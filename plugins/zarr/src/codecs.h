@@ -1,0 +1,78 @@
+/* qlink_zarr: the codec pipeline that turns a stored chunk into elements.
+ *
+ * Sources: Zarr v3 core specification, section "Codecs" (array -> array,
+ * array -> bytes, bytes -> bytes; decoding applies them in reverse), the
+ * "sharding_indexed", "transpose", "bytes", "crc32c", "blosc", "gzip", "zstd"
+ * codec specifications; numcodecs for the v2 compressors ("zlib", "gzip",
+ * "zstd", "blosc", "lz4" with its 4-byte little-endian size header).
+ *
+ * Thread-safety: decoding touches only its arguments (blosc through its
+ * context API), so chunks may be decoded from several threads at once.
+ */
+#ifndef QLINK_ZARR_CODECS_H
+#define QLINK_ZARR_CODECS_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "dtype.h"
+#include "qlink/error.h"
+
+#define ZR_MAX_DIMS 32
+
+enum zr_codec_id {
+  ZR_CODEC_BYTES = 1,     /* array -> bytes: element byte order */
+  ZR_CODEC_TRANSPOSE = 2, /* array -> array: axis permutation (v2 order "F" too) */
+  ZR_CODEC_SHARDING = 3,  /* array -> bytes: sharding_indexed */
+  ZR_CODEC_BLOSC = 4,     /* bytes -> bytes */
+  ZR_CODEC_ZSTD = 5,
+  ZR_CODEC_ZLIB = 6,
+  ZR_CODEC_GZIP = 7,
+  ZR_CODEC_LZ4 = 8,
+  ZR_CODEC_CRC32C = 9
+};
+
+struct zr_pipeline;
+
+struct zr_codec {
+  int32_t id;         /* enum zr_codec_id */
+  int32_t big_endian; /* BYTES: 1 for "big" */
+  int32_t n_order;    /* TRANSPOSE: rank; order[i] = source axis of encoded axis i */
+  int32_t order[ZR_MAX_DIMS];
+  /* SHARDING */
+  int32_t index_at_end;
+  int64_t inner_chunks[ZR_MAX_DIMS];
+  struct zr_pipeline *inner; /* codecs of each inner chunk */
+  struct zr_pipeline *index; /* codecs of the shard index */
+};
+
+/* Codecs in encoding order, as metadata lists them. */
+struct zr_pipeline {
+  int32_t n;
+  struct zr_codec *codecs;
+};
+
+/* Parse a v3 `codecs` list for an array of rank `ndim`. */
+int zr_pipeline_parse_v3(const json_t *codecs, int32_t ndim, struct zr_pipeline *out, struct ql_error *error);
+/* Build the pipeline of a v2 array: [transpose if order F] bytes(endian)
+ * [compressor]. `filters` must be null or empty (QL_ENOTSUP otherwise). */
+int zr_pipeline_from_v2(const json_t *compressor, const json_t *filters, int32_t ndim, int32_t order_f,
+                        int32_t big_endian, struct zr_pipeline *out, struct ql_error *error);
+void zr_pipeline_free(struct zr_pipeline *p);
+/* "blosc(lz4)+bytes" style summary for messages and EXPLAIN; into buf. */
+const char *zr_pipeline_describe(const struct zr_pipeline *p, char *buf, size_t cap);
+
+/* Decode one stored chunk (`in`, `in_size` bytes) of shape `shape` (rank
+ * `ndim`) into `out`: prod(shape) elements of `dtype`, native byte order,
+ * C order. `fill` (dtype->size bytes) fills inner chunks a shard does not
+ * store. Errors: QL_EDATA for a corrupt or truncated chunk (sizes,
+ * checksums, decompressor errors), QL_ENOTSUP for a codec combination that
+ * cannot apply. The message names the codec and the problem; the caller
+ * prefixes the store, array and chunk. */
+int zr_chunk_decode(const struct zr_pipeline *p, const struct zr_dtype *dtype, int32_t ndim, const int64_t *shape,
+                    const uint8_t *fill, const uint8_t *in, int64_t in_size, uint8_t *out, struct ql_error *error);
+
+/* CRC-32C (Castagnoli), as the crc32c codec stores it. */
+uint32_t zr_crc32c(const uint8_t *data, int64_t n);
+
+#endif /* QLINK_ZARR_CODECS_H */

@@ -1,0 +1,214 @@
+/* qlink_zarr: reading the arrays of a group, consolidated or by listing.
+ * See array.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array.h"
+#include "qlink/lib/status.h"
+
+void zr_group_free(struct zr_group *g) {
+  if (!g) return;
+  for (int64_t i = 0; i < g->n_arrays; i++) zr_array_free(&g->arrays[i]);
+  free(g->arrays);
+  if (g->attrs) json_decref(g->attrs);
+  memset(g, 0, sizeof(*g));
+}
+
+static int has_dims(const struct zr_array *a) { return a->ndim > 0 && a->dims[0] != NULL; }
+
+/* Append a parsed array, or drop it when xarray would not see it. */
+static int keep_array(struct zr_group *g, struct zr_array *a, struct ql_error *error) {
+  if (!has_dims(a)) {
+    zr_array_free(a);
+    return QL_OK;
+  }
+  struct zr_array *grown = realloc(g->arrays, sizeof(*grown) * (size_t)(g->n_arrays + 1));
+  if (!grown) {
+    zr_array_free(a);
+    return ql_error_set(error, QL_ENOMEM, "out of memory reading array metadata");
+  }
+  g->arrays = grown;
+  g->arrays[g->n_arrays++] = *a;
+  return QL_OK;
+}
+
+static int parse_one(const char *what, const char *name, int32_t format, const json_t *meta, const json_t *zattrs,
+                     struct zr_group *g, struct ql_error *error) {
+  struct zr_array a;
+  int rc = format == 3 ? zr_array_parse_v3(name, meta, &a, error) : zr_array_parse_v2(name, meta, zattrs, &a, error);
+  if (rc != QL_OK) {
+    zr_array_free(&a);
+    return ql_error_prefix(error, "zarr store %s: array '%s'", what, name);
+  }
+  return keep_array(g, &a, error);
+}
+
+static int by_name(const void *x, const void *y) {
+  return strcmp(((const struct zr_array *)x)->name, ((const struct zr_array *)y)->name);
+}
+
+static int valid_name(const char *name) {
+  return name[0] && strchr(name, '/') == NULL && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+}
+
+int zr_group_from_consolidated(const char *what, const json_t *root, struct zr_group *out, struct ql_error *error) {
+  memset(out, 0, sizeof(*out));
+  out->consolidated = 1;
+  if (!json_is_object(root)) return ql_error_set(error, QL_EDATA, "zarr store %s: metadata is not a JSON object", what);
+  json_t *fmt = json_object_get(root, "zarr_format");
+  const char *key;
+  json_t *value;
+  if (json_is_integer(fmt) && json_integer_value(fmt) == 3) {
+    out->zarr_format = 3;
+    const char *node_type = json_string_value(json_object_get(root, "node_type"));
+    if (!node_type || strcmp(node_type, "group") != 0) {
+      return ql_error_set(error, QL_EDATA, "zarr store %s: the root is not a group (node_type '%s')", what,
+                          node_type ? node_type : "missing");
+    }
+    json_t *attrs = json_object_get(root, "attributes");
+    out->attrs = json_is_object(attrs) ? json_incref(attrs) : json_object();
+    json_t *meta = json_object_get(json_object_get(root, "consolidated_metadata"), "metadata");
+    if (!json_is_object(meta)) {
+      return ql_error_set(error, QL_EDATA, "zarr store %s: no consolidated_metadata.metadata object", what);
+    }
+    json_object_foreach(meta, key, value) {
+      if (!valid_name(key)) continue; /* sub-group members are not in this Dataset */
+      const char *nt = json_string_value(json_object_get(value, "node_type"));
+      if (!nt || strcmp(nt, "array") != 0) continue;
+      QL_RETURN_NOT_OK(parse_one(what, key, 3, value, NULL, out, error));
+    }
+  } else {
+    /* v2 .zmetadata: {"metadata": {"x/.zarray": {...}, "x/.zattrs": {...}}} */
+    out->zarr_format = 2;
+    json_t *meta = json_object_get(root, "metadata");
+    if (!json_is_object(meta)) return ql_error_set(error, QL_EDATA, "zarr store %s: .zmetadata has no metadata object", what);
+    json_t *attrs = json_object_get(meta, ".zattrs");
+    out->attrs = json_is_object(attrs) ? json_incref(attrs) : json_object();
+    json_object_foreach(meta, key, value) {
+      size_t kl = strlen(key);
+      if (kl <= 8 || strcmp(key + kl - 8, "/.zarray") != 0) continue;
+      char name[1024];
+      if (kl - 8 >= sizeof(name)) continue;
+      memcpy(name, key, kl - 8);
+      name[kl - 8] = '\0';
+      if (!valid_name(name)) continue;
+      char attrs_key[1100];
+      snprintf(attrs_key, sizeof(attrs_key), "%s/.zattrs", name);
+      QL_RETURN_NOT_OK(parse_one(what, name, 2, value, json_object_get(meta, attrs_key), out, error));
+    }
+  }
+  if (out->n_arrays > 1) qsort(out->arrays, (size_t)out->n_arrays, sizeof(struct zr_array), by_name);
+  return QL_OK;
+}
+
+/* Read and parse one JSON document; QL_ENOTFOUND passes through. */
+static int load_json(const struct zr_store *store, const char *key, json_t **out, struct ql_error *error) {
+  struct ql_bytes bytes;
+  memset(&bytes, 0, sizeof(bytes));
+  *out = NULL;
+  QL_RETURN_NOT_OK(zr_store_get(store, key, &bytes, error));
+  json_error_t jerr;
+  *out = json_loadb((const char *)bytes.data, (size_t)bytes.size, JSON_DECODE_ANY, &jerr);
+  if (bytes.release) bytes.release(&bytes);
+  if (!*out) {
+    return ql_error_set(error, QL_EDATA, "zarr store %s: malformed JSON in '%s' at line %d: %s", store->url, key,
+                        jerr.line, jerr.text);
+  }
+  return QL_OK;
+}
+
+static int list_arrays(const struct zr_store *store, int32_t format, struct zr_group *out, struct ql_error *error) {
+  char **keys = NULL;
+  int64_t n = 0;
+  QL_RETURN_NOT_OK(zr_store_list(store, &keys, &n, error));
+  const char *doc = format == 3 ? "/zarr.json" : "/.zarray";
+  size_t dl = strlen(doc);
+  int rc = QL_OK;
+  for (int64_t i = 0; i < n && rc == QL_OK; i++) {
+    size_t kl = strlen(keys[i]);
+    if (kl <= dl || strcmp(keys[i] + kl - dl, doc) != 0) continue;
+    keys[i][kl - dl] = '\0';
+    const char *name = keys[i];
+    if (!valid_name(name)) continue;
+    char key[1100];
+    snprintf(key, sizeof(key), "%s%s", name, doc);
+    json_t *meta = NULL, *zattrs = NULL;
+    rc = load_json(store, key, &meta, error);
+    if (rc == QL_OK && format == 3) {
+      const char *nt = json_string_value(json_object_get(meta, "node_type"));
+      if (!nt || strcmp(nt, "array") != 0) {
+        json_decref(meta);
+        continue;
+      }
+    }
+    if (rc == QL_OK && format == 2) {
+      snprintf(key, sizeof(key), "%s/.zattrs", name);
+      struct ql_error quiet;
+      memset(&quiet, 0, sizeof(quiet));
+      int arc = load_json(store, key, &zattrs, &quiet);
+      if (arc != QL_OK && arc != QL_ENOTFOUND) {
+        ql_error_move(error, &quiet);
+        rc = arc;
+      }
+      ql_error_release(&quiet);
+    }
+    if (rc == QL_OK) rc = parse_one(store->url, name, format, meta, zattrs, out, error);
+    if (meta) json_decref(meta);
+    if (zattrs) json_decref(zattrs);
+  }
+  zr_store_list_free(keys, n);
+  if (rc == QL_OK && out->n_arrays > 1) qsort(out->arrays, (size_t)out->n_arrays, sizeof(struct zr_array), by_name);
+  return rc;
+}
+
+int zr_group_load(const struct zr_store *store, struct zr_group *out, struct ql_error *error) {
+  memset(out, 0, sizeof(*out));
+  json_t *root = NULL;
+  int rc = load_json(store, "zarr.json", &root, error);
+  if (rc == QL_OK) {
+    if (json_is_object(json_object_get(root, "consolidated_metadata")) &&
+        json_is_object(json_object_get(json_object_get(root, "consolidated_metadata"), "metadata"))) {
+      rc = zr_group_from_consolidated(store->url, root, out, error);
+      json_decref(root);
+      return rc;
+    }
+    const char *nt = json_string_value(json_object_get(root, "node_type"));
+    json_t *fmt = json_object_get(root, "zarr_format");
+    if (!json_is_integer(fmt) || json_integer_value(fmt) != 3 || !nt || strcmp(nt, "group") != 0) {
+      json_decref(root);
+      return ql_error_set(error, QL_EDATA, "zarr store %s: zarr.json is not a v3 group (node_type '%s')", store->url,
+                          nt ? nt : "missing");
+    }
+    json_t *attrs = json_object_get(root, "attributes");
+    out->attrs = json_is_object(attrs) ? json_incref(attrs) : json_object();
+    out->zarr_format = 3;
+    json_decref(root);
+    return list_arrays(store, 3, out, error);
+  }
+  if (rc != QL_ENOTFOUND) return rc;
+  ql_error_release(error);
+  rc = load_json(store, ".zmetadata", &root, error);
+  if (rc == QL_OK) {
+    rc = zr_group_from_consolidated(store->url, root, out, error);
+    json_decref(root);
+    return rc;
+  }
+  if (rc != QL_ENOTFOUND) return rc;
+  ql_error_release(error);
+  rc = load_json(store, ".zgroup", &root, error);
+  if (rc == QL_ENOTFOUND) {
+    return ql_error_set(error, QL_ENOTFOUND, "zarr store %s: not a Zarr group (no zarr.json, .zmetadata or .zgroup)",
+                        store->url);
+  }
+  if (rc != QL_OK) return rc;
+  json_decref(root);
+  out->zarr_format = 2;
+  json_t *attrs = NULL;
+  struct ql_error quiet;
+  memset(&quiet, 0, sizeof(quiet));
+  if (load_json(store, ".zattrs", &attrs, &quiet) != QL_OK) attrs = json_object();
+  ql_error_release(&quiet);
+  out->attrs = json_is_object(attrs) ? attrs : (attrs ? (json_decref(attrs), json_object()) : json_object());
+  return list_arrays(store, 2, out, error);
+}

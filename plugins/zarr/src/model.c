@@ -1,0 +1,504 @@
+/* qlink_zarr: building tables from a group. See model.h. */
+#include "model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ndcopy.h"
+#include "qlink/lib/arrow.h"
+#include "qlink/lib/status.h"
+
+/* ------------------------------------------------------------- reading */
+
+int zr_read_chunk(const struct zr_store *store, const struct zr_array *a, const int64_t *chunk, uint8_t *out,
+                  int64_t *bytes_read, struct ql_error *error) {
+  char key[2048];
+  *bytes_read = 0;
+  if (zr_chunk_key(a, chunk, key, sizeof(key)) != QL_OK) {
+    return ql_error_set(error, QL_EOVERFLOW, "zarr store %s: array '%s': chunk key too long", store->url, a->name);
+  }
+  int64_t n = zr_product(a->chunks, a->ndim);
+  struct ql_bytes bytes;
+  memset(&bytes, 0, sizeof(bytes));
+  int rc = zr_store_get(store, key, &bytes, error);
+  if (rc == QL_ENOTFOUND) {
+    /* never written: the array's fill value */
+    ql_error_release(error);
+    zr_fill_elements(out, n, a->fill, a->dtype.size);
+    return QL_OK;
+  }
+  if (rc != QL_OK) return ql_error_prefix(error, "array '%s'", a->name);
+  *bytes_read = bytes.size;
+  rc = zr_chunk_decode(&a->codecs, &a->dtype, a->ndim, a->chunks, a->fill, bytes.data, bytes.size, out, error);
+  if (bytes.release) bytes.release(&bytes);
+  if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: array '%s' chunk '%s'", store->url, a->name, key);
+  return QL_OK;
+}
+
+int zr_read_box(const struct zr_store *store, const struct zr_array *a, const int64_t *lo, const int64_t *count,
+                uint8_t *out, int64_t *chunks, int64_t *bytes, struct ql_error *error) {
+  int32_t nd = a->ndim;
+  int64_t c0[ZR_MAX_DIMS], c1[ZR_MAX_DIMS], c[ZR_MAX_DIMS];
+  for (int32_t i = 0; i < nd; i++) {
+    if (count[i] <= 0) return QL_OK;
+    c0[i] = lo[i] / a->chunks[i];
+    c1[i] = (lo[i] + count[i] - 1) / a->chunks[i];
+    c[i] = c0[i];
+  }
+  int64_t chunk_n = zr_product(a->chunks, nd);
+  if (chunk_n < 0 || chunk_n > ((int64_t)1 << 31) / (a->dtype.size ? a->dtype.size : 1)) {
+    return ql_error_set(error, QL_EDATA, "zarr store %s: array '%s': chunk of %lld elements is too large", store->url,
+                        a->name, (long long)chunk_n);
+  }
+  uint8_t *buf = malloc((size_t)(chunk_n * a->dtype.size) + 1);
+  if (!buf) return ql_error_set(error, QL_ENOMEM, "out of memory reading array '%s'", a->name);
+  int rc = QL_OK;
+  for (;;) {
+    int64_t got = 0;
+    rc = zr_read_chunk(store, a, c, buf, &got, error);
+    if (rc != QL_OK) break;
+    (*chunks)++;
+    *bytes += got;
+    int64_t dst_origin[ZR_MAX_DIMS], src_origin[ZR_MAX_DIMS], extent[ZR_MAX_DIMS];
+    for (int32_t i = 0; i < nd; i++) {
+      int64_t chunk_lo = c[i] * a->chunks[i];
+      int64_t from = lo[i] > chunk_lo ? lo[i] : chunk_lo;
+      int64_t to = lo[i] + count[i] < chunk_lo + a->chunks[i] ? lo[i] + count[i] : chunk_lo + a->chunks[i];
+      dst_origin[i] = from - lo[i];
+      src_origin[i] = from - chunk_lo;
+      extent[i] = to - from;
+    }
+    zr_copy_box(out, count, dst_origin, buf, a->chunks, src_origin, extent, nd, a->dtype.size);
+    int32_t ax = nd - 1;
+    while (ax >= 0) {
+      if (++c[ax] <= c1[ax]) break;
+      c[ax] = c0[ax];
+      ax--;
+    }
+    if (ax < 0) break;
+  }
+  free(buf);
+  return rc;
+}
+
+/* ----------------------------------------------------------- the model */
+
+static void free_table(struct zr_table *t) {
+  for (int32_t i = 0; i < t->n_columns; i++) free(t->columns[i].name);
+  free(t->columns);
+  free(t->name);
+  free(t->default_name);
+}
+
+static void dataset_free(struct zr_dataset *ds) {
+  for (int32_t i = 0; i < ds->n_tables; i++) free_table(&ds->tables[i]);
+  free(ds->tables);
+  for (int32_t i = 0; i < ds->n_dims; i++) {
+    free(ds->dims[i].name);
+    free(ds->dims[i].raw);
+    free(ds->dims[i].values);
+  }
+  free(ds->dims);
+  zr_group_free(&ds->group);
+  zr_store_close(&ds->store);
+  free(ds);
+}
+
+struct zr_dataset *zr_dataset_ref(struct zr_dataset *ds) {
+  atomic_fetch_add(&ds->refs, 1);
+  return ds;
+}
+
+void zr_dataset_unref(struct zr_dataset *ds) {
+  if (ds && atomic_fetch_sub(&ds->refs, 1) == 1) dataset_free(ds);
+}
+
+static int32_t find_dim(const struct zr_dataset *ds, const char *name) {
+  for (int32_t i = 0; i < ds->n_dims; i++) {
+    if (strcmp(ds->dims[i].name, name) == 0) return i;
+  }
+  return -1;
+}
+
+static int collect_dims(struct zr_dataset *ds, struct ql_error *error) {
+  const char *first_array[1024] = {0};
+  for (int64_t k = 0; k < ds->group.n_arrays; k++) {
+    const struct zr_array *a = &ds->group.arrays[k];
+    for (int32_t i = 0; i < a->ndim; i++) {
+      int32_t d = find_dim(ds, a->dims[i]);
+      if (d >= 0) {
+        if (ds->dims[d].size != a->shape[i]) {
+          return ql_error_set(error, QL_EDATA,
+                              "zarr store %s: array '%s' has dimension '%s' of size %lld, but array '%s' has %lld",
+                              ds->store.url, a->name, a->dims[i], (long long)a->shape[i],
+                              d < 1024 && first_array[d] ? first_array[d] : "?", (long long)ds->dims[d].size);
+        }
+        continue;
+      }
+      struct zr_dim *grown = realloc(ds->dims, sizeof(*grown) * (size_t)(ds->n_dims + 1));
+      if (!grown) return ql_error_set(error, QL_ENOMEM, "out of memory");
+      ds->dims = grown;
+      struct zr_dim *nd = &ds->dims[ds->n_dims];
+      memset(nd, 0, sizeof(*nd));
+      nd->name = strdup(a->dims[i]);
+      nd->size = a->shape[i];
+      nd->coord = -1;
+      if (!nd->name) return ql_error_set(error, QL_ENOMEM, "out of memory");
+      if (ds->n_dims < 1024) first_array[ds->n_dims] = a->name;
+      ds->n_dims++;
+    }
+  }
+  return QL_OK;
+}
+
+/* Does the whitespace-separated list `list` contain `name`? */
+static int list_has(const char *list, const char *name) {
+  if (!list) return 0;
+  size_t n = strlen(name);
+  const char *p = list;
+  while (*p) {
+    while (*p == ' ') p++;
+    const char *e = p;
+    while (*e && *e != ' ') e++;
+    if ((size_t)(e - p) == n && strncmp(p, name, n) == 0) return 1;
+    p = e;
+  }
+  return 0;
+}
+
+static int is_coordinate(const struct zr_dataset *ds, const struct zr_array *a) {
+  if (list_has(json_string_value(json_object_get(ds->group.attrs, "coordinates")), a->name)) return 1;
+  for (int64_t k = 0; k < ds->group.n_arrays; k++) {
+    const json_t *c = json_object_get(ds->group.arrays[k].attrs, "coordinates");
+    if (list_has(json_string_value(c), a->name)) return 1;
+  }
+  return 0;
+}
+
+static int decode_dim_values(struct zr_dim *d) {
+  d->has_nulls = 0;
+  d->has_nan = 0;
+  for (int64_t i = 0; i < d->size; i++) {
+    QL_RETURN_NOT_OK(zr_decode_value(&d->dec, d->raw + i * d->dec.in.size, &d->values[i]));
+    d->has_nulls |= d->values[i].is_null;
+    d->has_nan |= d->values[i].kind == 2 && d->values[i].f != d->values[i].f;
+  }
+  return QL_OK;
+}
+
+static int load_dim_values(struct zr_dataset *ds, struct zr_dim *d, struct ql_error *error) {
+  int64_t n = d->size;
+  if (d->coord < 0) {
+    d->raw = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    if (!d->raw) return ql_error_set(error, QL_ENOMEM, "out of memory");
+    for (int64_t i = 0; i < n; i++) memcpy(d->raw + 8 * i, &i, 8);
+    memset(&d->dec, 0, sizeof(d->dec));
+    d->dec.in.type = ZR_INT;
+    d->dec.in.size = 8;
+    d->dec.in.swap_unit = 8;
+    d->dec.out = ZR_OUT_I64;
+    snprintf(d->dec.format, sizeof(d->dec.format), "l");
+  } else {
+    const struct zr_array *a = &ds->group.arrays[d->coord];
+    d->raw = malloc((size_t)(n * a->dtype.size) + 1);
+    if (!d->raw) return ql_error_set(error, QL_ENOMEM, "out of memory reading coordinate '%s'", a->name);
+    int64_t chunks = 0, bytes = 0, lo = 0;
+    QL_RETURN_NOT_OK(zr_read_box(&ds->store, a, &lo, &n, d->raw, &chunks, &bytes, error));
+    int rc = zr_decoder_init(a, 1, &d->dec, error);
+    if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: array '%s'", ds->store.url, a->name);
+  }
+  d->values = calloc((size_t)(n ? n : 1), sizeof(struct zr_value));
+  if (!d->values) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  d->comparable = d->dec.out != ZR_OUT_UTF8 && d->dec.out != ZR_OUT_BINARY;
+  if (!d->comparable) return QL_OK;
+  int rc = decode_dim_values(d);
+  if (rc == QL_EOVERFLOW && d->dec.cf_time) {
+    /* xarray falls back to cftime objects here: keep the numbers */
+    QL_RETURN_NOT_OK(zr_decoder_init(&ds->group.arrays[d->coord], 0, &d->dec, error));
+    rc = decode_dim_values(d);
+  }
+  if (rc != QL_OK) {
+    return ql_error_set(error, QL_EDATA, "zarr store %s: coordinate '%s' cannot be decoded", ds->store.url, d->name);
+  }
+  return QL_OK;
+}
+
+static int64_t gcd64(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+static int add_column(struct zr_table *t, const char *name, int32_t role, struct zr_column **out) {
+  struct zr_column *grown = realloc(t->columns, sizeof(*grown) * (size_t)(t->n_columns + 1));
+  if (!grown) return QL_ENOMEM;
+  t->columns = grown;
+  struct zr_column *c = &t->columns[t->n_columns++];
+  memset(c, 0, sizeof(*c));
+  c->name = strdup(name);
+  c->role = role;
+  c->array = -1;
+  *out = c;
+  return c->name ? QL_OK : QL_ENOMEM;
+}
+
+/* Map the axes of array `a` onto table dimensions; 0 if one is missing. */
+static int map_axes(const struct zr_dataset *ds, const struct zr_table *t, const struct zr_array *a,
+                    struct zr_column *c) {
+  c->n_axes = a->ndim;
+  for (int32_t i = 0; i < a->ndim; i++) {
+    int32_t d = find_dim(ds, a->dims[i]);
+    int32_t found = -1;
+    for (int32_t k = 0; k < t->ndim; k++) {
+      if (t->dims[k] == d) found = k;
+    }
+    if (found < 0) return 0;
+    c->axes[i] = found;
+  }
+  return 1;
+}
+
+static int same_dims(const struct zr_array *a, const struct zr_array *b) {
+  if (a->ndim != b->ndim) return 0;
+  for (int32_t i = 0; i < a->ndim; i++) {
+    if (strcmp(a->dims[i], b->dims[i]) != 0) return 0;
+  }
+  return 1;
+}
+
+static int add_array_column(struct zr_dataset *ds, struct zr_table *t, int64_t k, int32_t role,
+                            struct ql_error *error) {
+  const struct zr_array *a = &ds->group.arrays[k];
+  struct zr_column *c;
+  if (add_column(t, a->name, role, &c) != QL_OK) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  c->array = (int32_t)k;
+  map_axes(ds, t, a, c);
+  int rc = zr_decoder_init(a, 1, &c->dec, error);
+  if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: array '%s'", ds->store.url, a->name);
+  return QL_OK;
+}
+
+static int build_table(struct zr_dataset *ds, const struct zr_array *proto, uint8_t *used, struct ql_error *error) {
+  struct zr_table *grown = realloc(ds->tables, sizeof(*grown) * (size_t)(ds->n_tables + 1));
+  if (!grown) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  ds->tables = grown;
+  struct zr_table *t = &ds->tables[ds->n_tables++];
+  memset(t, 0, sizeof(*t));
+  t->ndim = proto->ndim;
+  size_t name_len = 1;
+  t->n_rows = 1;
+  for (int32_t i = 0; i < t->ndim; i++) {
+    t->dims[i] = find_dim(ds, proto->dims[i]);
+    name_len += strlen(proto->dims[i]) + 1;
+    t->n_rows *= ds->dims[t->dims[i]].size;
+  }
+  t->default_name = malloc(name_len);
+  if (!t->default_name) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  t->default_name[0] = '\0';
+  for (int32_t i = 0; i < t->ndim; i++) {
+    if (i) strcat(t->default_name, "_");
+    strcat(t->default_name, proto->dims[i]);
+  }
+  t->name = strdup(t->default_name);
+  if (!t->name) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  for (int32_t i = 0; i < t->ndim; i++) {
+    struct zr_dim *d = &ds->dims[t->dims[i]];
+    struct zr_column *c;
+    if (add_column(t, d->name, ZR_ROLE_DIM, &c) != QL_OK) return ql_error_set(error, QL_ENOMEM, "out of memory");
+    c->dim = i;
+    c->array = d->coord;
+    c->dec = d->dec;
+  }
+  /* Non-dimension coordinates over a subset of the dimensions. */
+  for (int64_t k = 0; k < ds->group.n_arrays; k++) {
+    const struct zr_array *a = &ds->group.arrays[k];
+    struct zr_column probe;
+    if (used[k] != 2 || !map_axes(ds, t, a, &probe)) continue;
+    QL_RETURN_NOT_OK(add_array_column(ds, t, k, ZR_ROLE_COORD, error));
+  }
+  for (int64_t k = 0; k < ds->group.n_arrays; k++) {
+    const struct zr_array *a = &ds->group.arrays[k];
+    if (used[k] != 0 || !same_dims(a, proto)) continue;
+    used[k] = 3;
+    QL_RETURN_NOT_OK(add_array_column(ds, t, k, ZR_ROLE_VAR, error));
+  }
+  /* Partition extents: a common multiple of every array's chunk extent. */
+  for (int32_t i = 0; i < t->ndim; i++) {
+    int64_t size = ds->dims[t->dims[i]].size, step = 1;
+    for (int32_t c = 0; c < t->n_columns; c++) {
+      const struct zr_column *col = &t->columns[c];
+      if (col->role == ZR_ROLE_DIM) continue;
+      const struct zr_array *a = &ds->group.arrays[col->array];
+      for (int32_t ax = 0; ax < col->n_axes; ax++) {
+        if (col->axes[ax] != i) continue;
+        int64_t ch = a->chunks[ax];
+        step = step / gcd64(step, ch) * ch;
+        if (step >= size) step = size;
+      }
+    }
+    t->step[i] = step < 1 ? 1 : (step > size ? size : step);
+    if (size == 0) t->step[i] = 1;
+  }
+  return QL_OK;
+}
+
+static int apply_renames(struct zr_dataset *ds, const char *renames, struct ql_error *error) {
+  if (!renames || !renames[0]) return QL_OK;
+  char *copy = strdup(renames);
+  if (!copy) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  int rc = QL_OK;
+  char *save = NULL;
+  for (char *item = strtok_r(copy, ",", &save); item && rc == QL_OK; item = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(item, '=');
+    if (!eq || eq == item || !eq[1]) {
+      rc = ql_error_set(error, QL_EINVAL, "option 'tables': '%s' is not OLD=NEW", item);
+      break;
+    }
+    *eq = '\0';
+    int32_t found = -1;
+    for (int32_t i = 0; i < ds->n_tables; i++) {
+      if (strcmp(ds->tables[i].default_name, item) == 0) found = i;
+    }
+    if (found < 0) {
+      rc = ql_error_set(error, QL_EINVAL, "option 'tables': zarr store %s has no table '%s'", ds->store.url, item);
+      break;
+    }
+    char *name = strdup(eq + 1);
+    if (!name) {
+      rc = ql_error_set(error, QL_ENOMEM, "out of memory");
+      break;
+    }
+    free(ds->tables[found].name);
+    ds->tables[found].name = name;
+  }
+  free(copy);
+  for (int32_t i = 0; rc == QL_OK && i < ds->n_tables; i++) {
+    for (int32_t j = i + 1; j < ds->n_tables; j++) {
+      if (strcmp(ds->tables[i].name, ds->tables[j].name) == 0) {
+        rc = ql_error_set(error, QL_EINVAL, "option 'tables': two tables named '%s'", ds->tables[i].name);
+        break;
+      }
+    }
+  }
+  return rc;
+}
+
+static int build(struct zr_dataset *ds, const char *renames, struct ql_error *error) {
+  QL_RETURN_NOT_OK(collect_dims(ds, error));
+  int64_t n = ds->group.n_arrays;
+  /* used[k]: 0 data variable, 1 dimension coordinate, 2 other coordinate, 3 placed */
+  uint8_t *used = calloc((size_t)(n ? n : 1), 1);
+  if (!used) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  for (int64_t k = 0; k < n; k++) {
+    const struct zr_array *a = &ds->group.arrays[k];
+    if (a->ndim == 1 && strcmp(a->name, a->dims[0]) == 0) {
+      ds->dims[find_dim(ds, a->dims[0])].coord = (int32_t)k;
+      used[k] = 1;
+    } else if (is_coordinate(ds, a)) {
+      used[k] = 2;
+    }
+  }
+  int rc = QL_OK;
+  for (int32_t i = 0; i < ds->n_dims && rc == QL_OK; i++) rc = load_dim_values(ds, &ds->dims[i], error);
+  for (int64_t k = 0; k < n && rc == QL_OK; k++) {
+    if (used[k] == 0) rc = build_table(ds, &ds->group.arrays[k], used, error);
+  }
+  free(used);
+  if (rc == QL_OK) rc = apply_renames(ds, renames, error);
+  return rc;
+}
+
+int zr_dataset_open(const struct ql_object_store_registry *registry, const char *url, const char *renames,
+                    struct zr_dataset **out, struct ql_error *error) {
+  *out = NULL;
+  struct zr_dataset *ds = calloc(1, sizeof(*ds));
+  if (!ds) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  atomic_init(&ds->refs, 1);
+  int rc = zr_store_open(registry, url, &ds->store, error);
+  if (rc == QL_OK) rc = zr_group_load(&ds->store, &ds->group, error);
+  if (rc == QL_OK) rc = build(ds, renames, error);
+  if (rc == QL_OK && ds->n_tables == 0) {
+    rc = ql_error_set(error, QL_ENOTFOUND, "zarr store %s has no data variables with dimensions", url);
+  }
+  if (rc != QL_OK) {
+    dataset_free(ds);
+    return rc;
+  }
+  *out = ds;
+  return QL_OK;
+}
+
+int32_t zr_dataset_find_table(const struct zr_dataset *ds, const char *name) {
+  if (!name || !name[0]) {
+    int32_t best = -1;
+    for (int32_t i = 0; i < ds->n_tables; i++) {
+      if (best < 0 || ds->tables[i].n_rows > ds->tables[best].n_rows) best = i;
+    }
+    return best;
+  }
+  for (int32_t i = 0; i < ds->n_tables; i++) {
+    if (strcmp(ds->tables[i].name, name) == 0) return i;
+  }
+  for (int32_t i = 0; i < ds->n_tables; i++) {
+    if (strcmp(ds->tables[i].default_name, name) == 0) return i;
+  }
+  return -1;
+}
+
+/* ------------------------------------------------------------- schema */
+
+static int consumed_attr(const char *key, const struct zr_decoder *d) {
+  static const char *always[] = {"_FillValue", "missing_value", "scale_factor", "add_offset",
+                                 "_ARRAY_DIMENSIONS", "coordinates", "_Unsigned"};
+  for (size_t i = 0; i < sizeof(always) / sizeof(always[0]); i++) {
+    if (strcmp(key, always[i]) == 0) return 1;
+  }
+  if (strcmp(key, "dtype") == 0) return d->bool_from_int || d->cf_duration;
+  if (strcmp(key, "units") == 0 || strcmp(key, "calendar") == 0) return d->cf_time || d->cf_duration;
+  return 0;
+}
+
+static int field_metadata(struct ArrowSchema *f, const json_t *attrs, const struct zr_decoder *d,
+                          struct ql_error *error) {
+  size_t n = json_object_size(attrs);
+  if (n == 0) return QL_OK;
+  const char **keys = calloc(n, sizeof(char *));
+  char **values = calloc(n, sizeof(char *));
+  int64_t k = 0;
+  int rc = keys && values ? QL_OK : ql_error_set(error, QL_ENOMEM, "out of memory");
+  const char *key;
+  json_t *v;
+  json_object_foreach((json_t *)attrs, key, v) {
+    if (rc != QL_OK) break;
+    if (consumed_attr(key, d)) continue;
+    char *text = json_is_string(v) ? strdup(json_string_value(v)) : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    if (!text) continue;
+    keys[k] = key;
+    values[k] = text;
+    k++;
+  }
+  if (rc == QL_OK && k > 0) rc = ql_schema_set_metadata(f, k, keys, (const char *const *)values, error);
+  for (int64_t i = 0; i < k; i++) free(values[i]);
+  free(keys);
+  free(values);
+  return rc;
+}
+
+int zr_table_schema(const struct zr_dataset *ds, const struct zr_table *t, struct ArrowSchema *out,
+                    struct ql_error *error) {
+  QL_RETURN_NOT_OK(ql_schema_init_struct(out, "", t->n_columns, error));
+  for (int32_t i = 0; i < t->n_columns; i++) {
+    const struct zr_column *c = &t->columns[i];
+    int rc = ql_schema_init(out->children[i], c->dec.format, c->name, ARROW_FLAG_NULLABLE, error);
+    if (rc == QL_OK && c->array >= 0) rc = field_metadata(out->children[i], ds->group.arrays[c->array].attrs, &c->dec, error);
+    if (rc != QL_OK) {
+      ql_schema_release(out);
+      return rc;
+    }
+  }
+  return QL_OK;
+}

@@ -1,0 +1,97 @@
+/* qlink_zarr: the XQL table model over a Zarr group (an xarray Dataset).
+ *
+ * One table per set of data variables sharing the same dimensions (in
+ * order). Columns: the dimensions first (values of the coordinate array
+ * named like the dimension, or int64 positions 0..n-1 where there is none),
+ * then non-dimension coordinates whose dimensions are a subset of the
+ * table's, then the data variables, each group sorted by name. One row per
+ * coordinate tuple. A table's default name is its dimension names joined by
+ * '_'; the `tables` option ("time_lat_lon=era5,lat_lon=static") renames.
+ *
+ * Ownership: a zr_dataset is reference-counted (zr_dataset_ref/unref) and
+ * immutable once opened, so providers, plans and streams share it across
+ * threads.
+ */
+#ifndef QLINK_ZARR_MODEL_H
+#define QLINK_ZARR_MODEL_H
+
+#include <stdatomic.h>
+
+#include "array.h"
+#include "cf.h"
+#include "store.h"
+
+enum zr_role { ZR_ROLE_DIM = 1, ZR_ROLE_COORD = 2, ZR_ROLE_VAR = 3 };
+
+struct zr_dim {
+  char *name;
+  int64_t size;
+  int32_t coord;    /* index into group.arrays of the dimension coordinate, or -1 */
+  uint8_t *raw;     /* the coordinate's elements (native), or int64 positions */
+  struct zr_decoder dec;
+  struct zr_value *values; /* decoded coordinate values (for statistics and filters) */
+  int32_t comparable;      /* values are numbers / ticks (not strings) */
+  int32_t has_nulls;
+  int32_t has_nan;
+};
+
+struct zr_column {
+  char *name;
+  int32_t role;  /* enum zr_role */
+  int32_t dim;   /* ROLE_DIM: table dimension */
+  int32_t array; /* index into group.arrays (-1 for a dimension without coordinate) */
+  int32_t n_axes;
+  int32_t axes[ZR_MAX_DIMS]; /* table dimension of each array axis */
+  struct zr_decoder dec;
+};
+
+struct zr_table {
+  char *name;         /* as exposed (after renaming) */
+  char *default_name; /* dimension names joined by '_' */
+  int32_t ndim;
+  int32_t dims[ZR_MAX_DIMS]; /* indices into dataset.dims */
+  int64_t n_rows;
+  int64_t step[ZR_MAX_DIMS]; /* partition extent along each dimension: a common multiple of every chunk extent */
+  int32_t n_columns;
+  struct zr_column *columns;
+};
+
+struct zr_dataset {
+  atomic_int refs;
+  struct zr_store store;
+  struct zr_group group;
+  int32_t n_dims;
+  struct zr_dim *dims;
+  int32_t n_tables;
+  struct zr_table *tables;
+};
+
+/* Open the store at `url` through `registry`, read its metadata and
+ * coordinates, build the tables. `renames` is the `tables` option or NULL.
+ * Errors name the store, the array and the problem. */
+int zr_dataset_open(const struct ql_object_store_registry *registry, const char *url, const char *renames,
+                    struct zr_dataset **out, struct ql_error *error);
+struct zr_dataset *zr_dataset_ref(struct zr_dataset *ds);
+void zr_dataset_unref(struct zr_dataset *ds);
+
+/* The table named `name` (new or default name); NULL name: the only table,
+ * or the one with most rows. -1 if absent. */
+int32_t zr_dataset_find_table(const struct zr_dataset *ds, const char *name);
+
+/* Read and decode one whole chunk of array `a` at grid position `chunk`
+ * into `out` (prod(a->chunks) elements): a chunk that was never written
+ * reads as the fill value. *bytes_read receives the stored size. */
+int zr_read_chunk(const struct zr_store *store, const struct zr_array *a, const int64_t *chunk, uint8_t *out,
+                  int64_t *bytes_read, struct ql_error *error);
+
+/* Read the box [lo, lo+count) of array `a` into `out` (C order over count),
+ * chunk by chunk. *chunks and *bytes are incremented. */
+int zr_read_box(const struct zr_store *store, const struct zr_array *a, const int64_t *lo, const int64_t *count,
+                uint8_t *out, int64_t *chunks, int64_t *bytes, struct ql_error *error);
+
+/* Arrow schema of table `t` (a struct), with CF attributes as field
+ * metadata. */
+int zr_table_schema(const struct zr_dataset *ds, const struct zr_table *t, struct ArrowSchema *out,
+                    struct ql_error *error);
+
+#endif /* QLINK_ZARR_MODEL_H */

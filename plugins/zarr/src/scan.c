@@ -1,0 +1,529 @@
+/* qlink_zarr: ZarrScanExec and its partition streams. See scan.h. */
+#include "scan.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ndcopy.h"
+#include "qlink/lib/arrow.h"
+#include "qlink/lib/status.h"
+
+struct zr_partition {
+  int64_t start[ZR_MAX_DIMS];
+  int64_t count[ZR_MAX_DIMS];
+  int64_t rows; /* selected rows, before the limit */
+};
+
+/* What the plan and its streams share. */
+struct zr_scan {
+  atomic_int refs;
+  struct zr_dataset *ds;
+  int32_t table;
+  int32_t n_proj;
+  int32_t *proj; /* column indices into the table */
+  struct zr_selection sel;
+  int64_t limit;
+  int64_t n_parts;
+  struct zr_partition *parts;
+  int64_t n_blocks; /* before pruning */
+  char *display;
+  atomic_llong output_rows, chunks_read, bytes_read, elapsed_ns;
+};
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static struct zr_scan *scan_ref(struct zr_scan *s) {
+  atomic_fetch_add(&s->refs, 1);
+  return s;
+}
+
+static void scan_unref(struct zr_scan *s) {
+  if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
+  zr_selection_free(&s->sel);
+  free(s->proj);
+  free(s->parts);
+  free(s->display);
+  zr_dataset_unref(s->ds);
+  free(s);
+}
+
+static const struct zr_table *scan_table(const struct zr_scan *s) { return &s->ds->tables[s->table]; }
+
+/* ------------------------------------------------------------- stream */
+
+struct zr_stream {
+  struct zr_scan *scan;
+  const struct zr_partition *part;
+  const struct ql_task_context *ctx;
+  int loaded;
+  int64_t *sel[ZR_MAX_DIMS]; /* selected absolute positions per dimension */
+  int64_t nsel[ZR_MAX_DIMS];
+  int64_t lo[ZR_MAX_DIMS], extent[ZR_MAX_DIMS]; /* bounding box of the selection */
+  uint8_t **blocks;                             /* per projected column: its box, or NULL */
+  int64_t (*strides)[ZR_MAX_DIMS];              /* element strides of each block's axes */
+  int64_t pos[ZR_MAX_DIMS];                     /* odometer into sel */
+  int64_t emitted, total;
+  char *last_error;
+};
+
+static void stream_set_error(struct zr_stream *st, struct ql_error *err) {
+  free(st->last_error);
+  st->last_error = strdup(ql_error_message(err)[0] ? ql_error_message(err) : "zarr scan failed");
+}
+
+static int stream_load(struct zr_stream *st, struct ql_error *error) {
+  const struct zr_scan *s = st->scan;
+  const struct zr_table *t = scan_table(s);
+  const struct zr_partition *p = st->part;
+  st->total = 1;
+  for (int32_t k = 0; k < t->ndim; k++) {
+    st->sel[k] = malloc(sizeof(int64_t) * (size_t)(p->count[k] ? p->count[k] : 1));
+    if (!st->sel[k]) return ql_error_set(error, QL_ENOMEM, "out of memory");
+    int64_t n = 0;
+    for (int64_t i = p->start[k]; i < p->start[k] + p->count[k]; i++) {
+      if (!s->sel.mask[k] || s->sel.mask[k][i]) st->sel[k][n++] = i;
+    }
+    st->nsel[k] = n;
+    st->lo[k] = n ? st->sel[k][0] : 0;
+    st->extent[k] = n ? st->sel[k][n - 1] - st->sel[k][0] + 1 : 0;
+    st->total *= n;
+  }
+  if (s->limit >= 0 && s->limit < st->total) st->total = s->limit;
+  st->blocks = calloc((size_t)(s->n_proj ? s->n_proj : 1), sizeof(uint8_t *));
+  st->strides = calloc((size_t)(s->n_proj ? s->n_proj : 1), sizeof(*st->strides));
+  if (!st->blocks || !st->strides) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  if (st->total == 0) return QL_OK;
+  for (int32_t j = 0; j < s->n_proj; j++) {
+    const struct zr_column *c = &t->columns[s->proj[j]];
+    if (c->role == ZR_ROLE_DIM) continue;
+    const struct zr_array *a = &s->ds->group.arrays[c->array];
+    int64_t lo[ZR_MAX_DIMS], count[ZR_MAX_DIMS];
+    for (int32_t ax = 0; ax < c->n_axes; ax++) {
+      lo[ax] = st->lo[c->axes[ax]];
+      count[ax] = st->extent[c->axes[ax]];
+    }
+    int64_t n = zr_product(count, c->n_axes);
+    if (n < 0 || n > ((int64_t)1 << 34) / a->dtype.size) {
+      return ql_error_set(error, QL_ERESOURCES, "zarr store %s: array '%s': partition block too large",
+                          s->ds->store.url, a->name);
+    }
+    st->blocks[j] = malloc((size_t)(n * a->dtype.size) + 1);
+    if (!st->blocks[j]) return ql_error_set(error, QL_ENOMEM, "out of memory reading array '%s'", a->name);
+    int64_t stride = 1;
+    for (int32_t ax = c->n_axes - 1; ax >= 0; ax--) {
+      st->strides[j][ax] = stride;
+      stride *= count[ax];
+    }
+    int64_t chunks = 0, bytes = 0;
+    int rc = zr_read_box(&s->ds->store, a, lo, count, st->blocks[j], &chunks, &bytes, error);
+    atomic_fetch_add(&st->scan->chunks_read, chunks);
+    atomic_fetch_add(&st->scan->bytes_read, bytes);
+    if (rc != QL_OK) return rc;
+  }
+  return QL_OK;
+}
+
+static int fill_batch(struct zr_stream *st, int64_t n, struct ArrowArray *out, struct ql_error *error) {
+  const struct zr_scan *s = st->scan;
+  const struct zr_table *t = scan_table(s);
+  int32_t nd = t->ndim;
+  int64_t *idx = malloc(sizeof(int64_t) * (size_t)(n * (nd ? nd : 1)));
+  if (!idx) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  for (int64_t r = 0; r < n; r++) {
+    for (int32_t k = 0; k < nd; k++) idx[r * nd + k] = st->sel[k][st->pos[k]];
+    for (int32_t k = nd - 1; k >= 0; k--) {
+      if (++st->pos[k] < st->nsel[k]) break;
+      st->pos[k] = 0;
+    }
+  }
+  int rc = ql_array_init_struct(out, n, s->n_proj, error);
+  for (int32_t j = 0; rc == QL_OK && j < s->n_proj; j++) {
+    const struct zr_column *c = &t->columns[s->proj[j]];
+    struct zr_colbuf b;
+    if (zr_colbuf_init(&b, c->dec.out, n) != QL_OK) {
+      rc = ql_error_set(error, QL_ENOMEM, "out of memory");
+      break;
+    }
+    int64_t size = c->dec.in.size;
+    for (int64_t r = 0; rc == QL_OK && r < n; r++) {
+      const uint8_t *elem;
+      if (c->role == ZR_ROLE_DIM) {
+        elem = s->ds->dims[t->dims[c->dim]].raw + idx[r * nd + c->dim] * size;
+      } else {
+        int64_t off = 0;
+        for (int32_t ax = 0; ax < c->n_axes; ax++) {
+          off += (idx[r * nd + c->axes[ax]] - st->lo[c->axes[ax]]) * st->strides[j][ax];
+        }
+        elem = st->blocks[j] + off * size;
+      }
+      int arc = zr_colbuf_append(&b, &c->dec, elem);
+      if (arc != QL_OK) {
+        rc = ql_error_set(error, arc, "zarr store %s: column '%s': %s", s->ds->store.url, c->name,
+                          arc == QL_EOVERFLOW ? "a time value does not fit timestamp[ns] (or an offset overflows)"
+                          : arc == QL_EDATA   ? "invalid UTF-32 string"
+                                              : "out of memory");
+      }
+    }
+    if (rc == QL_OK) {
+      rc = zr_colbuf_finish(&b, out->children[j], error);
+    } else {
+      zr_colbuf_free(&b);
+    }
+  }
+  free(idx);
+  if (rc != QL_OK) ql_array_release(out);
+  return rc;
+}
+
+static int stream_get_schema(struct ArrowArrayStream *self, struct ArrowSchema *out) {
+  struct zr_stream *st = self->private_data;
+  struct ql_error err;
+  memset(&err, 0, sizeof(err));
+  struct ArrowSchema full;
+  int rc = zr_table_schema(st->scan->ds, scan_table(st->scan), &full, &err);
+  if (rc == QL_OK) {
+    rc = ql_schema_project(&full, st->scan->proj, st->scan->n_proj, out, &err);
+    ql_schema_release(&full);
+  }
+  if (rc != QL_OK) stream_set_error(st, &err);
+  ql_error_release(&err);
+  return rc == QL_OK ? 0 : ql_status_to_errno(rc);
+}
+
+static int stream_get_next(struct ArrowArrayStream *self, struct ArrowArray *out) {
+  struct zr_stream *st = self->private_data;
+  struct ql_error err;
+  memset(&err, 0, sizeof(err));
+  memset(out, 0, sizeof(*out));
+  const struct ql_task_context *ctx = st->ctx;
+  if (ctx && ctx->is_cancelled && ctx->is_cancelled(ctx)) {
+    ql_error_set(&err, QL_ECANCELLED, "zarr scan of %s cancelled", st->scan->ds->store.url);
+    stream_set_error(st, &err);
+    ql_error_release(&err);
+    return ql_status_to_errno(QL_ECANCELLED);
+  }
+  int64_t t0 = now_ns();
+  int rc = QL_OK;
+  if (!st->loaded) {
+    st->loaded = 1;
+    rc = st->part ? stream_load(st, &err) : QL_OK;
+  }
+  if (rc == QL_OK && st->part && st->emitted < st->total) {
+    int64_t batch = ctx && ctx->batch_size > 0 ? ctx->batch_size : 8192;
+    int64_t n = st->total - st->emitted < batch ? st->total - st->emitted : batch;
+    rc = fill_batch(st, n, out, &err);
+    if (rc == QL_OK) {
+      st->emitted += n;
+      atomic_fetch_add(&st->scan->output_rows, n);
+    }
+  }
+  atomic_fetch_add(&st->scan->elapsed_ns, now_ns() - t0);
+  if (rc != QL_OK) {
+    stream_set_error(st, &err);
+    ql_error_release(&err);
+    return ql_status_to_errno(rc);
+  }
+  return 0;
+}
+
+static const char *stream_last_error(struct ArrowArrayStream *self) {
+  struct zr_stream *st = self->private_data;
+  return st->last_error;
+}
+
+static void stream_release(struct ArrowArrayStream *self) {
+  struct zr_stream *st = self->private_data;
+  if (!self->release) return;
+  for (int32_t k = 0; k < ZR_MAX_DIMS; k++) free(st->sel[k]);
+  if (st->blocks) {
+    for (int32_t j = 0; j < st->scan->n_proj; j++) free(st->blocks[j]);
+  }
+  free(st->blocks);
+  free(st->strides);
+  free(st->last_error);
+  scan_unref(st->scan);
+  free(st);
+  self->release = NULL;
+}
+
+/* ---------------------------------------------------------------- plan */
+
+static struct zr_scan *plan_scan(const struct ql_execution_plan *self) { return self->private_data; }
+
+static const char *plan_name(const struct ql_execution_plan *self) {
+  (void)self;
+  return "ZarrScanExec";
+}
+
+static const char *plan_display(const struct ql_execution_plan *self) { return plan_scan(self)->display; }
+
+static int plan_get_schema(const struct ql_execution_plan *self, struct ArrowSchema *out, struct ql_error *error) {
+  const struct zr_scan *s = plan_scan(self);
+  struct ArrowSchema full;
+  QL_RETURN_NOT_OK(zr_table_schema(s->ds, scan_table(s), &full, error));
+  int rc = ql_schema_project(&full, s->proj, s->n_proj, out, error);
+  ql_schema_release(&full);
+  return rc;
+}
+
+static int plan_get_properties(const struct ql_execution_plan *self, struct ql_plan_properties *out,
+                               struct ql_error *error) {
+  (void)error;
+  memset(out, 0, sizeof(*out));
+  out->struct_size = sizeof(*out);
+  out->boundedness = QL_BOUNDED;
+  out->partition_count = plan_scan(self)->n_parts > 0 ? plan_scan(self)->n_parts : 1;
+  return QL_OK;
+}
+
+static int64_t plan_child_count(const struct ql_execution_plan *self) {
+  (void)self;
+  return 0;
+}
+
+static const struct ql_execution_plan *plan_child(const struct ql_execution_plan *self, int64_t i) {
+  (void)self;
+  (void)i;
+  return NULL;
+}
+
+static void plan_release(struct ql_execution_plan *self);
+static void plan_wrap(struct zr_scan *s, struct ql_execution_plan *out);
+
+static int plan_with_new_children(const struct ql_execution_plan *self, struct ql_execution_plan *children,
+                                  int64_t n_children, struct ql_execution_plan *out, struct ql_error *error) {
+  for (int64_t i = 0; i < n_children; i++) {
+    if (children[i].release) children[i].release(&children[i]);
+  }
+  if (n_children != 0) return ql_error_set(error, QL_EINVAL, "ZarrScanExec has no children (got %lld)", (long long)n_children);
+  plan_wrap(scan_ref(plan_scan(self)), out);
+  return QL_OK;
+}
+
+static int plan_execute(const struct ql_execution_plan *self, int64_t partition, const struct ql_task_context *ctx,
+                        struct ArrowArrayStream *out, struct ql_error *error) {
+  struct zr_scan *s = plan_scan(self);
+  int64_t count = s->n_parts > 0 ? s->n_parts : 1;
+  if (partition < 0 || partition >= count) {
+    return ql_error_set(error, QL_EINVAL, "ZarrScanExec: partition %lld out of range (0..%lld)", (long long)partition,
+                        (long long)count - 1);
+  }
+  struct zr_stream *st = calloc(1, sizeof(*st));
+  if (!st) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  st->scan = scan_ref(s);
+  st->part = s->n_parts > 0 ? &s->parts[partition] : NULL;
+  st->ctx = ctx;
+  memset(out, 0, sizeof(*out));
+  out->get_schema = stream_get_schema;
+  out->get_next = stream_get_next;
+  out->get_last_error = stream_last_error;
+  out->release = stream_release;
+  out->private_data = st;
+  return QL_OK;
+}
+
+static int plan_get_statistics(const struct ql_execution_plan *self, int64_t partition, struct ql_statistics *out,
+                               struct ql_error *error) {
+  const struct zr_scan *s = plan_scan(self);
+  const struct zr_table *t = scan_table(s);
+  if (partition < -1 || partition >= (s->n_parts > 0 ? s->n_parts : 1)) {
+    return ql_error_set(error, QL_EINVAL, "ZarrScanExec: no partition %lld", (long long)partition);
+  }
+  if (partition >= 0 && s->n_parts == 0) {
+    /* the one empty partition */
+    struct zr_selection none;
+    memset(&none, 0, sizeof(none));
+    int64_t zero[ZR_MAX_DIMS] = {0};
+    return zr_statistics(s->ds, t, &none, zero, zero, s->proj, s->n_proj, s->limit, out, error);
+  }
+  if (partition >= 0) {
+    const struct zr_partition *p = &s->parts[partition];
+    return zr_statistics(s->ds, t, &s->sel, p->start, p->count, s->proj, s->n_proj, s->limit, out, error);
+  }
+  QL_RETURN_NOT_OK(zr_statistics(s->ds, t, &s->sel, NULL, NULL, s->proj, s->n_proj, -1, out, error));
+  if (s->limit >= 0) {
+    int64_t rows = 0;
+    for (int64_t i = 0; i < s->n_parts; i++) rows += s->parts[i].rows < s->limit ? s->parts[i].rows : s->limit;
+    out->num_rows = rows;
+    for (int64_t i = 0; i < out->n_columns; i++) {
+      if (out->columns[i].min_max_precision == QL_PRECISION_EXACT) out->columns[i].min_max_precision = QL_PRECISION_INEXACT;
+    }
+  }
+  return QL_OK;
+}
+
+static void metrics_release(struct ql_metrics *m) {
+  if (!m->release) return;
+  free(m->items);
+  m->release = NULL;
+}
+
+static int plan_get_metrics(const struct ql_execution_plan *self, struct ql_metrics *out, struct ql_error *error) {
+  struct zr_scan *s = plan_scan(self);
+  memset(out, 0, sizeof(*out));
+  out->items = calloc(6, sizeof(struct ql_metric));
+  if (!out->items) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  struct ql_metric items[6] = {
+      {"output_rows", QL_METRIC_COUNT, 0, -1, atomic_load(&s->output_rows)},
+      {"chunks_read", QL_METRIC_COUNT, 0, -1, atomic_load(&s->chunks_read)},
+      {"bytes_read", QL_METRIC_BYTES, 0, -1, atomic_load(&s->bytes_read)},
+      {"elapsed_compute", QL_METRIC_TIME_NS, 0, -1, atomic_load(&s->elapsed_ns)},
+      {"partitions_pruned", QL_METRIC_COUNT, 0, -1, s->n_blocks - s->n_parts},
+      {"partitions", QL_METRIC_COUNT, 0, -1, s->n_parts}};
+  memcpy(out->items, items, sizeof(items));
+  out->count = 6;
+  out->release = metrics_release;
+  return QL_OK;
+}
+
+static void plan_release(struct ql_execution_plan *self) {
+  if (!self->release) return;
+  scan_unref(plan_scan(self));
+  self->release = NULL;
+  self->private_data = NULL;
+}
+
+static void plan_wrap(struct zr_scan *s, struct ql_execution_plan *out) {
+  memset(out, 0, sizeof(*out));
+  out->struct_size = sizeof(*out);
+  out->name = plan_name;
+  out->display = plan_display;
+  out->get_schema = plan_get_schema;
+  out->get_properties = plan_get_properties;
+  out->child_count = plan_child_count;
+  out->child = plan_child;
+  out->with_new_children = plan_with_new_children;
+  out->execute = plan_execute;
+  out->get_statistics = plan_get_statistics;
+  out->get_metrics = plan_get_metrics;
+  out->release = plan_release;
+  out->private_data = s;
+}
+
+/* --------------------------------------------------------- planning */
+
+static int plan_partitions(struct zr_scan *s, struct ql_error *error) {
+  const struct zr_table *t = scan_table(s);
+  int32_t nd = t->ndim;
+  int64_t nblocks[ZR_MAX_DIMS], b[ZR_MAX_DIMS] = {0};
+  s->n_blocks = 1;
+  for (int32_t k = 0; k < nd; k++) {
+    int64_t size = s->ds->dims[t->dims[k]].size;
+    nblocks[k] = size == 0 ? 0 : (size + t->step[k] - 1) / t->step[k];
+    s->n_blocks *= nblocks[k];
+  }
+  if (s->n_blocks == 0) return QL_OK;
+  /* Selected positions per block, so each block's row count is a product. */
+  int64_t *sel_count[ZR_MAX_DIMS] = {0};
+  int rc = QL_OK;
+  for (int32_t k = 0; k < nd && rc == QL_OK; k++) {
+    sel_count[k] = calloc((size_t)nblocks[k], sizeof(int64_t));
+    if (!sel_count[k]) {
+      rc = ql_error_set(error, QL_ENOMEM, "out of memory");
+      break;
+    }
+    int64_t size = s->ds->dims[t->dims[k]].size;
+    for (int64_t i = 0; i < size; i++) {
+      if (!s->sel.mask[k] || s->sel.mask[k][i]) sel_count[k][i / t->step[k]]++;
+    }
+  }
+  if (rc == QL_OK) {
+    s->parts = calloc((size_t)s->n_blocks, sizeof(struct zr_partition));
+    if (!s->parts) rc = ql_error_set(error, QL_ENOMEM, "out of memory: %lld partitions", (long long)s->n_blocks);
+  }
+  while (rc == QL_OK) {
+    int64_t rows = 1;
+    for (int32_t k = 0; k < nd; k++) rows *= sel_count[k][b[k]];
+    if (rows > 0) {
+      struct zr_partition *p = &s->parts[s->n_parts++];
+      p->rows = rows;
+      for (int32_t k = 0; k < nd; k++) {
+        int64_t size = s->ds->dims[t->dims[k]].size;
+        p->start[k] = b[k] * t->step[k];
+        p->count[k] = p->start[k] + t->step[k] <= size ? t->step[k] : size - p->start[k];
+      }
+    }
+    int32_t ax = nd - 1;
+    while (ax >= 0) {
+      if (++b[ax] < nblocks[ax]) break;
+      b[ax] = 0;
+      ax--;
+    }
+    if (ax < 0) break;
+  }
+  for (int32_t k = 0; k < nd; k++) free(sel_count[k]);
+  return rc;
+}
+
+static int build_display(struct zr_scan *s) {
+  const struct zr_table *t = scan_table(s);
+  size_t cap = 256 + strlen(s->ds->store.url) + strlen(t->name);
+  for (int32_t j = 0; j < s->n_proj; j++) cap += strlen(t->columns[s->proj[j]].name) + 2;
+  s->display = malloc(cap);
+  if (!s->display) return QL_ENOMEM;
+  size_t used = (size_t)snprintf(s->display, cap, "store=%s table=%s arrays=[", s->ds->store.url, t->name);
+  int first = 1;
+  for (int32_t j = 0; j < s->n_proj; j++) {
+    const struct zr_column *c = &t->columns[s->proj[j]];
+    if (c->role == ZR_ROLE_DIM) continue;
+    used += (size_t)snprintf(s->display + used, cap - used, "%s%s", first ? "" : ", ", c->name);
+    first = 0;
+  }
+  snprintf(s->display + used, cap - used, "] partitions=%lld/%lld pruned=%lld%s", (long long)s->n_parts,
+           (long long)s->n_blocks, (long long)(s->n_blocks - s->n_parts), s->limit >= 0 ? " limit" : "");
+  if (s->limit >= 0) {
+    used = strlen(s->display);
+    snprintf(s->display + used, cap - used, "=%lld", (long long)s->limit);
+  }
+  return QL_OK;
+}
+
+int zr_scan_plan_new(struct zr_dataset *ds, int32_t table, const struct ql_scan_args *args,
+                     struct ql_execution_plan *out, struct ql_error *error) {
+  struct zr_scan *s = calloc(1, sizeof(*s));
+  if (!s) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  atomic_init(&s->refs, 1);
+  s->ds = zr_dataset_ref(ds);
+  s->table = table;
+  s->limit = -1;
+  const struct zr_table *t = scan_table(s);
+  int rc = QL_OK;
+  int32_t n_proj = args && args->n_projection >= 0 ? args->n_projection : t->n_columns;
+  s->proj = calloc((size_t)(n_proj ? n_proj : 1), sizeof(int32_t));
+  if (!s->proj) rc = ql_error_set(error, QL_ENOMEM, "out of memory");
+  for (int32_t j = 0; rc == QL_OK && j < n_proj; j++) {
+    int32_t c = args && args->n_projection >= 0 ? args->projection[j] : j;
+    if (c < 0 || c >= t->n_columns) {
+      rc = ql_error_set(error, QL_EINVAL, "projection index %d out of range (table %s has %d columns)", c, t->name,
+                        t->n_columns);
+    }
+    s->proj[j] = c;
+  }
+  s->n_proj = n_proj;
+  s->sel.ndim = t->ndim;
+  if (rc == QL_OK && args && QL_HAS_MEMBER(args, struct ql_scan_args, filters) && args->filters.view) {
+    for (int32_t i = 0; rc == QL_OK && i < args->filters.n_exprs; i++) {
+      ql_expr_id e = args->filters.exprs[i];
+      if (zr_filter_supported(ds, t, args->filters.view, e)) {
+        rc = zr_filter_apply(ds, t, args->filters.view, e, &s->sel, error);
+      }
+    }
+  }
+  if (rc == QL_OK && args && QL_HAS_MEMBER(args, struct ql_scan_args, limit) && args->limit >= 0) s->limit = args->limit;
+  if (rc == QL_OK) rc = plan_partitions(s, error);
+  if (rc == QL_OK && build_display(s) != QL_OK) rc = ql_error_set(error, QL_ENOMEM, "out of memory");
+  if (rc != QL_OK) {
+    scan_unref(s);
+    return rc;
+  }
+  plan_wrap(s, out);
+  return QL_OK;
+}

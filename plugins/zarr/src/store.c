@@ -1,0 +1,106 @@
+/* qlink_zarr: object-store access. See store.h. */
+#include "store.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "qlink/lib/object_store.h"
+#include "qlink/lib/status.h"
+
+int zr_store_open(const struct ql_object_store_registry *registry, const char *url, struct zr_store *out,
+                  struct ql_error *error) {
+  memset(out, 0, sizeof(*out));
+  if (!registry || !registry->get_store) {
+    return ql_error_set(error, QL_ENOTSUP, "zarr store %s: the host offers no object-store registry", url);
+  }
+  char *store_url = NULL, *path = NULL;
+  int rc = ql_url_split(url, &store_url, &path, error);
+  if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s", url);
+  rc = registry->get_store(registry, store_url, &out->os, error);
+  if (rc != QL_OK) {
+    ql_error_prefix(error, "zarr store %s", url);
+    free(store_url);
+    free(path);
+    memset(out, 0, sizeof(*out));
+    return rc;
+  }
+  free(store_url);
+  out->root = path;
+  out->url = strdup(url);
+  if (!out->url) {
+    zr_store_close(out);
+    return ql_error_set(error, QL_ENOMEM, "out of memory");
+  }
+  return QL_OK;
+}
+
+void zr_store_close(struct zr_store *store) {
+  if (store->os.release) store->os.release(&store->os);
+  free(store->url);
+  free(store->root);
+  memset(store, 0, sizeof(*store));
+}
+
+static int full_path(const struct zr_store *store, const char *key, char **out, struct ql_error *error) {
+  if (!store->root || !store->root[0]) {
+    /* Joining onto "" still validates the key. */
+    int rc = ql_path_join("", key, out, error);
+    if (rc == QL_OK && (*out)[0] == '/') memmove(*out, *out + 1, strlen(*out));
+    return rc;
+  }
+  return ql_path_join(store->root, key, out, error);
+}
+
+int zr_store_get(const struct zr_store *store, const char *key, struct ql_bytes *out, struct ql_error *error) {
+  char *path = NULL;
+  int rc = full_path(store, key, &path, error);
+  if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: key '%s' lies outside the store", store->url, key);
+  rc = store->os.get_range(&store->os, path, 0, -1, out, error);
+  free(path);
+  if (rc == QL_ENOTFOUND) {
+    return ql_error_set(error, QL_ENOTFOUND, "zarr store %s: no object '%s'", store->url, key);
+  }
+  if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: reading '%s'", store->url, key);
+  return QL_OK;
+}
+
+void zr_store_list_free(char **keys, int64_t n) {
+  if (!keys) return;
+  for (int64_t i = 0; i < n; i++) free(keys[i]);
+  free(keys);
+}
+
+int zr_store_list(const struct zr_store *store, char ***out, int64_t *n, struct ql_error *error) {
+  *out = NULL;
+  *n = 0;
+  struct ql_object_list list;
+  memset(&list, 0, sizeof(list));
+  int rc = store->os.list(&store->os, store->root ? store->root : "", &list, error);
+  if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: listing", store->url);
+  size_t rl = store->root ? strlen(store->root) : 0;
+  char **keys = calloc((size_t)list.count + 1, sizeof(char *));
+  if (!keys) {
+    if (list.release) list.release(&list);
+    return ql_error_set(error, QL_ENOMEM, "out of memory listing %s", store->url);
+  }
+  int64_t k = 0;
+  for (int64_t i = 0; i < list.count; i++) {
+    const char *p = list.items[i].path;
+    if (!p) continue;
+    if (rl) {
+      if (strncmp(p, store->root, rl) != 0 || p[rl] != '/') continue;
+      p += rl + 1;
+    }
+    keys[k] = strdup(p);
+    if (!keys[k]) {
+      zr_store_list_free(keys, k);
+      if (list.release) list.release(&list);
+      return ql_error_set(error, QL_ENOMEM, "out of memory listing %s", store->url);
+    }
+    k++;
+  }
+  if (list.release) list.release(&list);
+  *out = keys;
+  *n = k;
+  return QL_OK;
+}

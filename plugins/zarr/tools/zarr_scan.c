@@ -1,0 +1,391 @@
+/* zarr-scan: scan one qlink_zarr table through libqlink's reference host
+ * and print JSON lines: a header {"columns", "formats", "metadata",
+ * "answers", "display"}, one JSON array per row, then {"stats": ...}.
+ *
+ *   zarr-scan PATH [--table T] [--tables OLD=NEW,...] [--columns a,b]
+ *             [--where FILTER]... [--limit N] [--batch N] [--list]
+ *
+ * FILTER: "col OP LIT" (OP: = != < <= > >=), "col between LIT LIT",
+ * "col notbetween LIT LIT", "col in LIT,LIT", "col notin LIT,LIT",
+ * "not FILTER", "FILTER or FILTER" (one level). LIT: an integer (int64), a
+ * number with '.', 'e', nan or inf (float64), ts:<ns> / tss:<s> / tsms:<ms>
+ * (timestamps), date:<days>, dur:<ns>. Floats print with 17 digits, NaN as
+ * NaN, binary as hex, timestamps and durations as integers.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qlink/lib/arrow.h"
+#include "qlink/lib/host.h"
+#include "qlink/lib/ir.h"
+#include "qlink/lib/status.h"
+#include "qlink/qlink.h"
+
+int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
+
+static int fail(struct ql_error *err, const char *what) {
+  fprintf(stderr, "zarr-scan: %s: %s\n", what, ql_error_message(err));
+  ql_error_release(err);
+  return 1;
+}
+
+static void json_string(const char *s, int64_t n) {
+  putchar('"');
+  for (int64_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '"' || c == '\\') {
+      printf("\\%c", c);
+    } else if (c < 0x20) {
+      printf("\\u%04x", c);
+    } else {
+      putchar(c);
+    }
+  }
+  putchar('"');
+}
+
+static void print_double(double v) {
+  if (isnan(v)) {
+    printf("NaN");
+  } else if (isinf(v)) {
+    printf(v > 0 ? "Infinity" : "-Infinity");
+  } else {
+    printf("%.17g", v);
+  }
+}
+
+static void print_cell(const char *fmt, const struct ArrowArray *a, int64_t i) {
+  if (!ql_array_is_valid(a, i)) {
+    printf("null");
+    return;
+  }
+  int64_t k = i + a->offset;
+  const void *d = a->buffers[1];
+  switch (fmt[0]) {
+    case 'b': printf("%s", (((const uint8_t *)d)[k / 8] >> (k % 8)) & 1 ? "true" : "false"); return;
+    case 'c': printf("%d", ((const int8_t *)d)[k]); return;
+    case 's': printf("%d", ((const int16_t *)d)[k]); return;
+    case 'i': printf("%d", ((const int32_t *)d)[k]); return;
+    case 'l': printf("%" PRId64, ((const int64_t *)d)[k]); return;
+    case 'C': printf("%u", ((const uint8_t *)d)[k]); return;
+    case 'S': printf("%u", ((const uint16_t *)d)[k]); return;
+    case 'I': printf("%u", ((const uint32_t *)d)[k]); return;
+    case 'L': printf("%" PRIu64, ((const uint64_t *)d)[k]); return;
+    case 'f': print_double(((const float *)d)[k]); return;
+    case 'g': print_double(((const double *)d)[k]); return;
+    case 't': printf("%" PRId64, ((const int64_t *)d)[k]); return;
+    case 'u':
+    case 'z': {
+      const int32_t *off = a->buffers[1];
+      const char *data = a->buffers[2];
+      if (fmt[0] == 'u') {
+        json_string(data + off[k], off[k + 1] - off[k]);
+      } else {
+        putchar('"');
+        for (int32_t j = off[k]; j < off[k + 1]; j++) printf("%02x", (unsigned char)data[j]);
+        putchar('"');
+      }
+      return;
+    }
+    default: printf("\"?\"");
+  }
+}
+
+static ql_expr_id literal(struct ql_ir_builder *b, const char *text) {
+  struct ql_scalar s;
+  memset(&s, 0, sizeof(s));
+  const char *colon = strchr(text, ':');
+  if (colon) {
+    static const struct {
+      const char *prefix, *format;
+    } kinds[] = {{"ts", "tsn:"}, {"tss", "tss:"}, {"tsms", "tsm:"}, {"date", "tdD"}, {"dur", "tDn"}};
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+      if ((size_t)(colon - text) == strlen(kinds[i].prefix) && strncmp(text, kinds[i].prefix, (size_t)(colon - text)) == 0) {
+        s.format = kinds[i].format;
+        s.value.i64 = strtoll(colon + 1, NULL, 10);
+        return ql_ir_literal(b, &s);
+      }
+    }
+  }
+  if (strpbrk(text, ".eEnNiI")) return ql_ir_literal_f64(b, strtod(text, NULL));
+  return ql_ir_literal_i64(b, strtoll(text, NULL, 10));
+}
+
+static int64_t find_column(const struct ArrowSchema *schema, const char *name) { return ql_schema_find(schema, name); }
+
+static ql_expr_id parse_filter(struct ql_ir_builder *b, const struct ArrowSchema *schema, char *text) {
+  char *or = strstr(text, " or ");
+  if (or) {
+    *or = '\0';
+    ql_expr_id l = parse_filter(b, schema, text);
+    ql_expr_id r = parse_filter(b, schema, or + 4);
+    return ql_ir_binary(b, QL_OP_OR, l, r);
+  }
+  if (strncmp(text, "not ", 4) == 0) return ql_ir_unary(b, QL_EXPR_NOT, parse_filter(b, schema, text + 4));
+  char col[256], op[32], rest[4096];
+  if (sscanf(text, "%255s %31s %4095[^\n]", col, op, rest) != 3) return -1;
+  int64_t ci = find_column(schema, col);
+  ql_expr_id c = ql_ir_column(b, col, NULL, (int32_t)ci);
+  static const struct {
+    const char *sym;
+    int32_t op;
+  } ops[] = {{"=", QL_OP_EQ}, {"!=", QL_OP_NE}, {"<", QL_OP_LT}, {"<=", QL_OP_LE}, {">", QL_OP_GT}, {">=", QL_OP_GE}};
+  for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+    if (strcmp(op, ops[i].sym) == 0) return ql_ir_binary(b, ops[i].op, c, literal(b, rest));
+  }
+  struct ql_expr e;
+  memset(&e, 0, sizeof(e));
+  ql_expr_id args[256];
+  int32_t n = 0;
+  args[n++] = c;
+  if (strcmp(op, "between") == 0 || strcmp(op, "notbetween") == 0) {
+    char lo[128], hi[128];
+    if (sscanf(rest, "%127s %127s", lo, hi) != 2) return -1;
+    args[n++] = literal(b, lo);
+    args[n++] = literal(b, hi);
+    e.kind = QL_EXPR_BETWEEN;
+    e.flags = op[0] == 'n' ? QL_EXPR_NEGATED : 0;
+  } else if (strcmp(op, "in") == 0 || strcmp(op, "notin") == 0) {
+    char *save = NULL;
+    for (char *t = strtok_r(rest, ",", &save); t && n < 255; t = strtok_r(NULL, ",", &save)) args[n++] = literal(b, t);
+    e.kind = QL_EXPR_IN_LIST;
+    e.flags = op[0] == 'n' ? QL_EXPR_NEGATED : 0;
+  } else {
+    return -1;
+  }
+  e.n_args = n;
+  e.args = args;
+  e.column_index = -1;
+  e.filter = -1;
+  return ql_ir_expr(b, &e);
+}
+
+static void print_scalar(const struct ql_scalar *s, int precision) {
+  if (precision == QL_PRECISION_ABSENT || s->is_null || !s->format) {
+    printf("null");
+    return;
+  }
+  if (s->format[0] == 'f' || s->format[0] == 'g') {
+    print_double(s->value.f64);
+  } else if (strchr("CSIL", s->format[0])) {
+    printf("%" PRIu64, s->value.u64);
+  } else {
+    printf("%" PRId64, s->value.i64);
+  }
+}
+
+static void print_stats(const char *label, const struct ql_statistics *st, const struct ArrowSchema *schema) {
+  printf("{\"%s\": {\"num_rows\": %" PRId64 ", \"exact\": %s, \"min\": {", label, st->num_rows,
+         st->num_rows_precision == QL_PRECISION_EXACT ? "true" : "false");
+  for (int64_t i = 0; i < st->n_columns; i++) {
+    printf("%s\"%s\": ", i ? ", " : "", schema->children[i]->name);
+    print_scalar(&st->columns[i].min, st->columns[i].min_max_precision);
+  }
+  printf("}, \"max\": {");
+  for (int64_t i = 0; i < st->n_columns; i++) {
+    printf("%s\"%s\": ", i ? ", " : "", schema->children[i]->name);
+    print_scalar(&st->columns[i].max, st->columns[i].min_max_precision);
+  }
+  printf("}}}\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: zarr-scan PATH [--table T] [--tables R] [--columns a,b] [--where F]... [--limit N] [--batch N] [--list]\n");
+    return 2;
+  }
+  const char *path = argv[1], *table = NULL, *tables = NULL, *columns = NULL;
+  const char *wheres[64];
+  int n_where = 0, list = 0;
+  int64_t limit = -1, batch = 0;
+  for (int i = 2; i < argc; i++) {
+    if (strcmp(argv[i], "--list") == 0) {
+      list = 1;
+    } else if (i + 1 < argc && strcmp(argv[i], "--table") == 0) {
+      table = argv[++i];
+    } else if (i + 1 < argc && strcmp(argv[i], "--tables") == 0) {
+      tables = argv[++i];
+    } else if (i + 1 < argc && strcmp(argv[i], "--columns") == 0) {
+      columns = argv[++i];
+    } else if (i + 1 < argc && strcmp(argv[i], "--where") == 0 && n_where < 64) {
+      wheres[n_where++] = argv[++i];
+    } else if (i + 1 < argc && strcmp(argv[i], "--limit") == 0) {
+      limit = strtoll(argv[++i], NULL, 10);
+    } else if (i + 1 < argc && strcmp(argv[i], "--batch") == 0) {
+      batch = strtoll(argv[++i], NULL, 10);
+    } else {
+      fprintf(stderr, "zarr-scan: unknown argument %s\n", argv[i]);
+      return 2;
+    }
+  }
+  struct ql_error err;
+  memset(&err, 0, sizeof(err));
+  struct ql_plugin plugin;
+  if (qlink_plugin_init(QL_ABI_VERSION, &plugin, &err) != QL_OK) return fail(&err, "init");
+  struct ql_ref_host_options ho = {-1, batch, 2};
+  struct ql_ref_host *host = NULL;
+  if (ql_ref_host_new(&ho, &host, &err) != QL_OK) return fail(&err, "host");
+  const struct ql_session *session = ql_ref_host_session(host);
+  const char *keys[3] = {"path"}, *values[3] = {path};
+  int64_t n_opt = 1;
+  if (tables) {
+    keys[n_opt] = "tables";
+    values[n_opt++] = tables;
+  }
+  int status = 0;
+  if (list) {
+    struct ql_options opts = {n_opt, keys, values};
+    struct ql_schema_provider sp;
+    if (plugin.schema_provider_open(&plugin, "store", &opts, session, &sp, &err) != QL_OK) return fail(&err, "open");
+    printf("{\"tables\": [");
+    for (int64_t i = 0; i < sp.table_count(&sp); i++) printf("%s\"%s\"", i ? ", " : "", sp.table_name(&sp, i));
+    printf("]}\n");
+    sp.release(&sp);
+  } else {
+    if (table) {
+      keys[n_opt] = "table";
+      values[n_opt++] = table;
+    }
+    struct ql_options opts = {n_opt, keys, values};
+    struct ql_table_provider tp;
+    if (plugin.table_provider_open(&plugin, "table", &opts, session, &tp, &err) != QL_OK) return fail(&err, "open");
+    struct ArrowSchema schema;
+    if (tp.get_schema(&tp, &schema, &err) != QL_OK) return fail(&err, "schema");
+    int32_t proj[256], n_proj = -1;
+    if (columns) {
+      n_proj = 0;
+      char *copy = strdup(columns), *save = NULL;
+      for (char *t = strtok_r(copy, ",", &save); t && n_proj < 256; t = strtok_r(NULL, ",", &save)) {
+        proj[n_proj++] = (int32_t)ql_schema_find(&schema, t);
+      }
+      free(copy);
+    }
+    struct ql_ir_builder *b = NULL;
+    ql_ir_builder_new(&b, &err);
+    ql_expr_id roots[64];
+    for (int i = 0; i < n_where; i++) {
+      char *copy = strdup(wheres[i]);
+      roots[i] = parse_filter(b, &schema, copy);
+      free(copy);
+      if (roots[i] < 0) {
+        fprintf(stderr, "zarr-scan: cannot parse filter '%s'\n", wheres[i]);
+        return 2;
+      }
+    }
+    struct ql_plan_view view;
+    memset(&view, 0, sizeof(view));
+    if (ql_ir_builder_finish(b, -1, &view, &err) != QL_OK) return fail(&err, "filters");
+    ql_ir_builder_free(b);
+    struct ql_expr_list fl = {&view, n_where, 0, roots};
+    int32_t answers[64] = {0};
+    if (n_where && tp.supports_filters(&tp, &fl, answers, &err) != QL_OK) return fail(&err, "supports_filters");
+    struct ql_scan_args args;
+    memset(&args, 0, sizeof(args));
+    args.struct_size = sizeof(args);
+    args.n_projection = n_proj;
+    args.projection = proj;
+    args.filters = fl;
+    args.limit = limit;
+    struct ql_execution_plan plan;
+    if (tp.scan(&tp, session, &args, &plan, &err) != QL_OK) return fail(&err, "scan");
+    struct ArrowSchema out_schema;
+    if (plan.get_schema(&plan, &out_schema, &err) != QL_OK) return fail(&err, "plan schema");
+    printf("{\"columns\": [");
+    for (int64_t i = 0; i < out_schema.n_children; i++) {
+      printf("%s", i ? ", " : "");
+      json_string(out_schema.children[i]->name, (int64_t)strlen(out_schema.children[i]->name));
+    }
+    printf("], \"formats\": [");
+    for (int64_t i = 0; i < out_schema.n_children; i++) printf("%s\"%s\"", i ? ", " : "", out_schema.children[i]->format);
+    printf("], \"metadata\": {");
+    for (int64_t i = 0; i < out_schema.n_children; i++) {
+      char *units = NULL, *calendar = NULL, *long_name = NULL;
+      ql_schema_metadata_get(out_schema.children[i], "units", &units);
+      ql_schema_metadata_get(out_schema.children[i], "calendar", &calendar);
+      ql_schema_metadata_get(out_schema.children[i], "long_name", &long_name);
+      printf("%s\"%s\": {", i ? ", " : "", out_schema.children[i]->name);
+      int first = 1;
+      if (units) {
+        printf("\"units\": ");
+        json_string(units, (int64_t)strlen(units));
+        first = 0;
+      }
+      if (calendar) {
+        printf("%s\"calendar\": ", first ? "" : ", ");
+        json_string(calendar, (int64_t)strlen(calendar));
+        first = 0;
+      }
+      if (long_name) {
+        printf("%s\"long_name\": ", first ? "" : ", ");
+        json_string(long_name, (int64_t)strlen(long_name));
+      }
+      printf("}");
+      free(units);
+      free(calendar);
+      free(long_name);
+    }
+    printf("}, \"answers\": [");
+    for (int i = 0; i < n_where; i++) printf("%s%d", i ? ", " : "", answers[i]);
+    printf("], \"name\": \"%s\", \"display\": ", plan.name(&plan));
+    json_string(plan.display(&plan), (int64_t)strlen(plan.display(&plan)));
+    struct ql_plan_properties props;
+    plan.get_properties(&plan, &props, &err);
+    printf(", \"partitions\": %" PRId64 "}\n", props.partition_count);
+    int64_t rows = 0, batches = 0, max_batch = 0;
+    for (int64_t p = 0; p < props.partition_count && status == 0; p++) {
+      struct ql_task_context ctx;
+      ql_ref_host_task_context(host, p, &ctx);
+      struct ArrowArrayStream stream;
+      if (plan.execute(&plan, p, &ctx, &stream, &err) != QL_OK) return fail(&err, "execute");
+      for (;;) {
+        struct ArrowArray batch_arr;
+        int rc = stream.get_next(&stream, &batch_arr);
+        if (rc != 0) {
+          fprintf(stderr, "zarr-scan: %s\n", stream.get_last_error(&stream));
+          status = 1;
+          break;
+        }
+        if (!batch_arr.release) break;
+        batches++;
+        if (batch_arr.length > max_batch) max_batch = batch_arr.length;
+        for (int64_t r = 0; r < batch_arr.length; r++) {
+          putchar('[');
+          for (int64_t c = 0; c < batch_arr.n_children; c++) {
+            if (c) printf(", ");
+            print_cell(out_schema.children[c]->format, batch_arr.children[c], r);
+          }
+          printf("]\n");
+        }
+        rows += batch_arr.length;
+        batch_arr.release(&batch_arr);
+      }
+      stream.release(&stream);
+    }
+    if (status == 0) {
+      struct ql_statistics st;
+      if (plan.get_statistics(&plan, -1, &st, &err) != QL_OK) return fail(&err, "statistics");
+      print_stats("plan_stats", &st, &out_schema);
+      st.release(&st);
+      if (tp.get_statistics(&tp, &st, &err) != QL_OK) return fail(&err, "statistics");
+      print_stats("table_stats", &st, &schema);
+      st.release(&st);
+      struct ql_metrics m;
+      plan.get_metrics(&plan, &m, &err);
+      printf("{\"metrics\": {");
+      for (int64_t i = 0; i < m.count; i++) printf("%s\"%s\": %" PRId64, i ? ", " : "", m.items[i].name, m.items[i].value);
+      printf(", \"rows\": %" PRId64 ", \"batches\": %" PRId64 ", \"max_batch\": %" PRId64 "}}\n", rows, batches, max_batch);
+      m.release(&m);
+    }
+    ql_schema_release(&out_schema);
+    plan.release(&plan);
+    if (view.release) view.release(&view);
+    ql_schema_release(&schema);
+    tp.release(&tp);
+  }
+  plugin.release(&plugin);
+  if (ql_ref_host_free(host, &err) != QL_OK) return fail(&err, "host");
+  return status;
+}
