@@ -1,0 +1,120 @@
+/* qlink_fold: a hash set of key tuples (see fold_keys.h). */
+#include "fold_keys.h"
+
+#include <string.h>
+
+#include "qlink/lib/status.h"
+
+void ql_fold_keys_init(struct ql_fold_keys *keys, int32_t width) {
+  memset(keys, 0, sizeof(*keys));
+  keys->width = width;
+}
+
+void ql_fold_keys_destroy(struct ql_fold_keys *keys, struct ql_fold_mem *mem) {
+  ql_fold_mem_free(mem, keys->values, keys->capacity * keys->width * 8);
+  ql_fold_mem_free(mem, keys->nulls, keys->capacity * 4);
+  ql_fold_mem_free(mem, keys->slots, keys->n_slots * 8);
+  ql_fold_mem_free(mem, keys->slot_hashes, keys->n_slots * 8);
+  ql_fold_keys_init(keys, keys->width);
+}
+
+static uint64_t ql_fold_mix(uint64_t h) {
+  /* splitmix64's finalizer: every input bit affects every output bit. */
+  h ^= h >> 30;
+  h *= UINT64_C(0xbf58476d1ce4e5b9);
+  h ^= h >> 27;
+  h *= UINT64_C(0x94d049bb133111eb);
+  h ^= h >> 31;
+  return h;
+}
+
+uint64_t ql_fold_keys_hash(const int64_t *values, uint32_t nulls, int32_t width) {
+  uint64_t h = ql_fold_mix(UINT64_C(0x9e3779b97f4a7c15) ^ nulls);
+  for (int32_t i = 0; i < width; i++) h = ql_fold_mix(h ^ (uint64_t)values[i]) + (uint64_t)i;
+  return h;
+}
+
+static int ql_fold_keys_equal(const struct ql_fold_keys *keys, int64_t number, const int64_t *values,
+                              uint32_t nulls) {
+  if (keys->nulls[number] != nulls) return 0;
+  const int64_t *v = keys->values + number * keys->width;
+  for (int32_t i = 0; i < keys->width; i++)
+    if (v[i] != values[i]) return 0;
+  return 1;
+}
+
+int64_t ql_fold_keys_find(const struct ql_fold_keys *keys, const int64_t *values, uint32_t nulls, uint64_t hash) {
+  if (keys->n_slots == 0) return -1;
+  uint64_t mask = (uint64_t)keys->n_slots - 1;
+  for (uint64_t s = hash & mask;; s = (s + 1) & mask) {
+    int64_t slot = keys->slots[s];
+    if (slot == 0) return -1;
+    if (keys->slot_hashes[s] == hash && ql_fold_keys_equal(keys, slot - 1, values, nulls)) return slot - 1;
+  }
+}
+
+static int ql_fold_keys_rehash(struct ql_fold_keys *keys, int64_t n_slots, struct ql_fold_mem *mem,
+                               struct ql_error *error) {
+  void *slots = NULL, *hashes = NULL;
+  QL_RETURN_NOT_OK(ql_fold_mem_resize(mem, &slots, 0, n_slots * 8, error));
+  int rc = ql_fold_mem_resize(mem, &hashes, 0, n_slots * 8, error);
+  if (rc != QL_OK) {
+    ql_fold_mem_free(mem, slots, n_slots * 8);
+    return rc;
+  }
+  int64_t *new_slots = slots;
+  uint64_t *new_hashes = hashes;
+  uint64_t mask = (uint64_t)n_slots - 1;
+  for (int64_t i = 0; i < keys->n_slots; i++) {
+    if (keys->slots[i] == 0) continue;
+    uint64_t s = keys->slot_hashes[i] & mask;
+    while (new_slots[s]) s = (s + 1) & mask;
+    new_slots[s] = keys->slots[i];
+    new_hashes[s] = keys->slot_hashes[i];
+  }
+  ql_fold_mem_free(mem, keys->slots, keys->n_slots * 8);
+  ql_fold_mem_free(mem, keys->slot_hashes, keys->n_slots * 8);
+  keys->slots = new_slots;
+  keys->slot_hashes = new_hashes;
+  keys->n_slots = n_slots;
+  return QL_OK;
+}
+
+int ql_fold_keys_insert(struct ql_fold_keys *keys, const int64_t *values, uint32_t nulls, uint64_t hash,
+                        int64_t *number, int *added, struct ql_fold_mem *mem, struct ql_error *error) {
+  int64_t found = ql_fold_keys_find(keys, values, nulls, hash);
+  *added = 0;
+  if (found >= 0) {
+    *number = found;
+    return QL_OK;
+  }
+  /* Keep the load factor at or below 1/2. */
+  if ((keys->count + 1) * 2 > keys->n_slots)
+    QL_RETURN_NOT_OK(ql_fold_keys_rehash(keys, keys->n_slots ? keys->n_slots * 2 : 16, mem, error));
+  if (keys->count == keys->capacity) {
+    int64_t cap = keys->capacity ? keys->capacity * 2 : 16;
+    void *v = keys->values, *n = keys->nulls;
+    QL_RETURN_NOT_OK(ql_fold_mem_resize(mem, &v, keys->capacity * keys->width * 8, cap * keys->width * 8, error));
+    keys->values = v;
+    int rc = ql_fold_mem_resize(mem, &n, keys->capacity * 4, cap * 4, error);
+    if (rc != QL_OK) {
+      /* Give the values' growth back so the accounting matches `capacity`. */
+      if (ql_fold_mem_resize(mem, &v, cap * keys->width * 8, keys->capacity * keys->width * 8, NULL) == QL_OK)
+        keys->values = v;
+      return rc;
+    }
+    keys->nulls = n;
+    keys->capacity = cap;
+  }
+  int64_t k = keys->count++;
+  if (keys->width) memcpy(keys->values + k * keys->width, values, (size_t)keys->width * 8);
+  keys->nulls[k] = nulls;
+  uint64_t mask = (uint64_t)keys->n_slots - 1;
+  uint64_t s = hash & mask;
+  while (keys->slots[s]) s = (s + 1) & mask;
+  keys->slots[s] = k + 1;
+  keys->slot_hashes[s] = hash;
+  *number = k;
+  *added = 1;
+  return QL_OK;
+}

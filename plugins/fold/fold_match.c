@@ -1,0 +1,366 @@
+/* qlink_fold: recognising a contraction in a plan view (see fold_spec.h). */
+#include "fold_spec.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "qlink/lib/status.h"
+
+static int ql_fold_decline(struct ql_fold_spec *s, const char *fmt, ...) QL_PRINTF_FORMAT(2, 3);
+static int ql_fold_decline(struct ql_fold_spec *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(s->why, sizeof(s->why), fmt, ap);
+  va_end(ap);
+  return 0;
+}
+
+int32_t ql_fold_format_storage(const char *f) {
+  if (!f) return 0;
+  if (!f[0]) return 0;
+  if (!f[1]) {
+    switch (f[0]) {
+      case 'c': return QL_FOLD_S8;
+      case 's': return QL_FOLD_S16;
+      case 'i': return QL_FOLD_S32;
+      case 'l': return QL_FOLD_S64;
+      case 'C': return QL_FOLD_U8;
+      case 'S': return QL_FOLD_U16;
+      case 'I': return QL_FOLD_U32;
+      case 'L': return QL_FOLD_U64;
+      case 'f': return QL_FOLD_F32;
+      case 'g': return QL_FOLD_F64;
+      default: return 0;
+    }
+  }
+  /* Temporal types: dates, times, timestamps, durations (Arrow C formats). */
+  if (!strcmp(f, "tdD") || !strcmp(f, "tts") || !strcmp(f, "ttm")) return QL_FOLD_S32;
+  if (!strcmp(f, "tdm") || !strcmp(f, "ttu") || !strcmp(f, "ttn")) return QL_FOLD_S64;
+  if (f[0] == 't' && (f[1] == 's' || f[1] == 'D') && strchr("smun", f[2]) && f[2]) return QL_FOLD_S64;
+  return 0;
+}
+
+static int ql_fold_is_plain_int(const char *f) { return f && f[0] && !f[1] && strchr("csilCSIL", f[0]); }
+
+/* Range width in bits and signedness of a plain integer format. */
+static void ql_fold_int_range(const char *f, int *bits, int *is_signed) {
+  const char *order = "csilCSIL";
+  int i = (int)(strchr(order, f[0]) - order);
+  *bits = 8 << (i % 4);
+  *is_signed = i < 4;
+}
+
+/* A cast the fold may apply: it changes no value (widening integers) or is
+ * the deterministic conversion to float64 that DataFusion applies too. */
+static int ql_fold_cast_ok(const char *from, const char *to) {
+  if (!strcmp(from, to)) return 1;
+  if (ql_fold_is_plain_int(from) && ql_fold_is_plain_int(to)) {
+    int fb, fs, tb, ts;
+    ql_fold_int_range(from, &fb, &fs);
+    ql_fold_int_range(to, &tb, &ts);
+    if (fs == ts) return tb >= fb;
+    return !fs && ts && tb > fb;
+  }
+  if (!strcmp(to, "g")) return ql_fold_is_plain_int(from) || !strcmp(from, "f");
+  return 0;
+}
+
+static int ql_fold_is_key_format(const char *f) {
+  int32_t s = ql_fold_format_storage(f);
+  return s != 0 && s != QL_FOLD_F32 && s != QL_FOLD_F64;
+}
+
+/* The struct-schema child `i` of node `id`, or NULL. */
+static const struct ArrowSchema *ql_fold_field(const struct ql_plan_view *v, ql_node_id id, int64_t i) {
+  const struct ArrowSchema *s = v->nodes[id].schema;
+  if (!s || i < 0 || i >= s->n_children || !s->children[i]) return NULL;
+  return s->children[i];
+}
+
+static int64_t ql_fold_width(const struct ql_plan_view *v, ql_node_id id) {
+  const struct ArrowSchema *s = v->nodes[id].schema;
+  return s ? s->n_children : 0;
+}
+
+/* Index of a column expression in the concatenation of `node`'s inputs. */
+static int32_t ql_fold_column_index(const struct ql_plan_view *v, ql_node_id node, const struct ql_expr *e) {
+  const struct ql_plan_node *n = &v->nodes[node];
+  int64_t total = 0;
+  for (int32_t k = 0; k < n->n_inputs; k++) total += ql_fold_width(v, n->inputs[k]);
+  if (e->column_index >= 0) return e->column_index < total ? e->column_index : -1;
+  if (!e->name) return -1;
+  /* No index from the producer: find the field by name and qualifier. */
+  int32_t found = -1;
+  int64_t base = 0;
+  for (int32_t k = 0; k < n->n_inputs; k++) {
+    const struct ql_plan_node *in = &v->nodes[n->inputs[k]];
+    int64_t w = ql_fold_width(v, n->inputs[k]);
+    for (int64_t i = 0; i < w; i++) {
+      const struct ArrowSchema *f = in->schema->children[i];
+      if (!f->name || strcmp(f->name, e->name)) continue;
+      const char *q = in->field_qualifiers ? in->field_qualifiers[i] : NULL;
+      if (e->qualifier && (!q || strcmp(q, e->qualifier))) continue;
+      if (found >= 0) return -1; /* ambiguous */
+      found = (int32_t)(base + i);
+    }
+    base += w;
+  }
+  return found;
+}
+
+/* Where an expression leads once aliases and column references are followed
+ * down to the join: either `column` >= 0, a column of the join's output (the
+ * concatenation of its inputs), or `expr`, another kind of expression over
+ * the input of `node`. */
+struct ql_fold_ref {
+  ql_node_id node;
+  ql_expr_id expr;
+  int32_t column;
+};
+
+static int ql_fold_chase(const struct ql_plan_view *v, ql_node_id join, ql_node_id node, ql_expr_id e,
+                         struct ql_fold_ref *out, struct ql_fold_spec *s) {
+  for (int guard = 0; guard < 10000; guard++) {
+    if (e < 0 || e >= v->n_exprs) return ql_fold_decline(s, "expression id %d out of range", e);
+    const struct ql_expr *ex = &v->exprs[e];
+    if (ex->kind == QL_EXPR_ALIAS && ex->n_args == 1) {
+      e = ex->args[0];
+      continue;
+    }
+    if (ex->kind != QL_EXPR_COLUMN) {
+      out->node = node;
+      out->expr = e;
+      out->column = -1;
+      return 1;
+    }
+    int32_t idx = ql_fold_column_index(v, node, ex);
+    if (idx < 0) return ql_fold_decline(s, "column %s cannot be resolved", ex->name ? ex->name : "?");
+    if (node == join) {
+      out->node = join;
+      out->expr = e;
+      out->column = idx;
+      return 1;
+    }
+    ql_node_id in = v->nodes[node].inputs[0];
+    while (in >= 0 && in < v->n_nodes && v->nodes[in].kind == QL_NODE_SUBQUERY_ALIAS && v->nodes[in].n_inputs == 1)
+      in = v->nodes[in].inputs[0];
+    if (in < 0 || in >= v->n_nodes) return ql_fold_decline(s, "node id %d out of range", in);
+    if (in == join) {
+      out->node = join;
+      out->expr = e;
+      out->column = idx;
+      return 1;
+    }
+    if (v->nodes[in].kind != QL_NODE_PROJECTION || idx >= v->nodes[in].n_exprs)
+      return ql_fold_decline(s, "column %s does not come from a projection or the join", ex->name ? ex->name : "?");
+    node = in;
+    e = v->nodes[in].exprs[idx];
+  }
+  return ql_fold_decline(s, "expression chain too deep");
+}
+
+static void ql_fold_operand_name(const struct ql_plan_view *v, ql_node_id input, int32_t col, char *buf, size_t cap) {
+  const struct ql_plan_node *n = &v->nodes[input];
+  const char *q = n->field_qualifiers ? n->field_qualifiers[col] : NULL;
+  const char *name = n->schema->children[col]->name;
+  snprintf(buf, cap, "%s%s%s", q ? q : "", q ? "." : "", name ? name : "?");
+}
+
+/* Resolve an expression over `node`'s input to a join-input column read
+ * through exact casts. */
+static int ql_fold_operand(const struct ql_plan_view *v, const struct ql_fold_spec *spec_in, ql_node_id node,
+                           ql_expr_id e, struct ql_fold_operand *out, struct ql_fold_spec *s) {
+  const char *casts[16];
+  int n_casts = 0;
+  struct ql_fold_ref r;
+  for (;;) {
+    if (!ql_fold_chase(v, spec_in->join, node, e, &r, s)) return 0;
+    if (r.column >= 0) break;
+    const struct ql_expr *ex = &v->exprs[r.expr];
+    if ((ex->kind == QL_EXPR_CAST || ex->kind == QL_EXPR_TRY_CAST) && ex->n_args == 1 && ex->type_format) {
+      if (n_casts == 16) return ql_fold_decline(s, "too many casts");
+      casts[n_casts++] = ex->type_format;
+      node = r.node;
+      e = ex->args[0];
+      continue;
+    }
+    return ql_fold_decline(s, "operand is a %d expression, not a column", ex->kind);
+  }
+  int64_t n_left = ql_fold_width(v, spec_in->inputs[0]);
+  out->side = r.column < n_left ? 0 : 1;
+  out->column = (int32_t)(out->side ? r.column - n_left : r.column);
+  const struct ArrowSchema *f = ql_fold_field(v, spec_in->inputs[out->side], out->column);
+  if (!f || !f->format) return ql_fold_decline(s, "join input column %d has no type", out->column);
+  out->storage = ql_fold_format_storage(f->format);
+  if (!out->storage) return ql_fold_decline(s, "column type '%s' is not supported", f->format);
+  const char *fmt = f->format;
+  for (int i = n_casts - 1; i >= 0; i--) {
+    if (!ql_fold_cast_ok(fmt, casts[i])) return ql_fold_decline(s, "cast from '%s' to '%s' may change values", fmt, casts[i]);
+    fmt = casts[i];
+  }
+  if (strlen(fmt) >= QL_FOLD_FORMAT_MAX) return ql_fold_decline(s, "type '%s' not supported", fmt);
+  strcpy(out->format, fmt);
+  out->as_f64 = 0;
+  ql_fold_operand_name(v, spec_in->inputs[out->side], out->column, out->name, sizeof(out->name));
+  return 1;
+}
+
+/* Down from the aggregate through projections and aliases to the join. */
+static int ql_fold_find_join(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_spec *s) {
+  ql_node_id id = v->nodes[agg].inputs[0];
+  for (;;) {
+    if (id < 0 || id >= v->n_nodes) return ql_fold_decline(s, "node id %d out of range", id);
+    const struct ql_plan_node *n = &v->nodes[id];
+    if (n->kind == QL_NODE_JOIN) break;
+    if ((n->kind != QL_NODE_PROJECTION && n->kind != QL_NODE_SUBQUERY_ALIAS) || n->n_inputs != 1)
+      return ql_fold_decline(s, "aggregate input is a %d node, not a join", n->kind);
+    id = n->inputs[0];
+  }
+  const struct ql_plan_node *j = &v->nodes[id];
+  if (j->n_inputs != 2) return ql_fold_decline(s, "join without two inputs");
+  for (int k = 0; k < 2; k++)
+    if (j->inputs[k] < 0 || j->inputs[k] >= v->n_nodes) return ql_fold_decline(s, "join input out of range");
+  if (j->join_type != QL_JOIN_INNER) return ql_fold_decline(s, "not an inner join");
+  if (j->condition >= 0) return ql_fold_decline(s, "join has a non-equi condition");
+  if (j->flags & QL_NODE_NULL_EQUALS_NULL) return ql_fold_decline(s, "join treats NULL keys as equal");
+  if (j->n_exprs < 1 || j->n_exprs != j->n_exprs2) return ql_fold_decline(s, "join has no equi-keys");
+  if (j->n_exprs > QL_FOLD_MAX_KEYS) return ql_fold_decline(s, "join has more than %d keys", QL_FOLD_MAX_KEYS);
+  s->join = id;
+  s->inputs[0] = j->inputs[0];
+  s->inputs[1] = j->inputs[1];
+  for (int k = 0; k < 2; k++)
+    if (!v->nodes[s->inputs[k]].schema) return ql_fold_decline(s, "join input without a schema");
+  return 1;
+}
+
+static int ql_fold_match_keys(const struct ql_plan_view *v, struct ql_fold_spec *s) {
+  const struct ql_plan_node *j = &v->nodes[s->join];
+  s->n_keys = j->n_exprs;
+  for (int32_t i = 0; i < j->n_exprs; i++) {
+    struct ql_fold_operand a, b;
+    if (!ql_fold_operand(v, s, s->join, j->exprs[i], &a, s)) return 0;
+    if (!ql_fold_operand(v, s, s->join, j->exprs2[i], &b, s)) return 0;
+    if (a.side == b.side) return ql_fold_decline(s, "join key pair %d compares columns of one input", i);
+    if (!ql_fold_is_key_format(a.format) || strcmp(a.format, b.format))
+      return ql_fold_decline(s, "join keys of types '%s' and '%s' not supported", a.format, b.format);
+    s->keys[a.side][i] = a;
+    s->keys[b.side][i] = b;
+  }
+  return 1;
+}
+
+static int ql_fold_match_groups(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_spec *s) {
+  const struct ql_plan_node *n = &v->nodes[agg];
+  if (n->n_exprs > QL_FOLD_MAX_GROUPS) return ql_fold_decline(s, "more than %d group keys", QL_FOLD_MAX_GROUPS);
+  s->n_groups = n->n_exprs;
+  for (int32_t i = 0; i < n->n_exprs; i++) {
+    struct ql_fold_operand *g = &s->groups[i];
+    if (!ql_fold_operand(v, s, agg, n->exprs[i], g, s)) return 0;
+    const struct ArrowSchema *f = ql_fold_field(v, agg, i);
+    if (!ql_fold_is_key_format(g->format) || !f || !f->format || strcmp(f->format, g->format))
+      return ql_fold_decline(s, "group key %d of type '%s' not supported", i, g->format);
+  }
+  return 1;
+}
+
+/* The aggregate expression: built-in sum of x * y. */
+static int ql_fold_match_sum(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_spec *s) {
+  const struct ql_plan_node *n = &v->nodes[agg];
+  if (n->n_exprs2 != 1) return ql_fold_decline(s, "%d aggregate expressions, not one", n->n_exprs2);
+  ql_expr_id e = n->exprs2[0];
+  while (e >= 0 && e < v->n_exprs && v->exprs[e].kind == QL_EXPR_ALIAS) e = v->exprs[e].args[0];
+  if (e < 0 || e >= v->n_exprs) return ql_fold_decline(s, "bad aggregate expression");
+  const struct ql_expr *sum = &v->exprs[e];
+  if (sum->kind != QL_EXPR_AGGREGATE_FUNCTION) return ql_fold_decline(s, "aggregate expression is not a function call");
+  if (sum->function.origin != QL_ORIGIN_BUILTIN || !sum->function.name || strcmp(sum->function.name, "sum"))
+    return ql_fold_decline(s, "aggregate is not the built-in sum");
+  if (sum->flags & QL_EXPR_DISTINCT) return ql_fold_decline(s, "sum(DISTINCT ...)");
+  if (sum->filter >= 0) return ql_fold_decline(s, "sum(...) FILTER (WHERE ...)");
+  if (sum->n_args != 1) return ql_fold_decline(s, "sum with %d arguments", sum->n_args);
+  /* Casts around the product must keep its type; checked once it is known. */
+  const char *casts[16];
+  int n_casts = 0;
+  struct ql_fold_ref r;
+  ql_node_id node = agg;
+  e = sum->args[0];
+  for (;;) {
+    if (!ql_fold_chase(v, s->join, node, e, &r, s)) return 0;
+    if (r.column >= 0) return ql_fold_decline(s, "sum of a column, not of a product");
+    const struct ql_expr *ex = &v->exprs[r.expr];
+    if ((ex->kind == QL_EXPR_CAST || ex->kind == QL_EXPR_TRY_CAST) && ex->n_args == 1 && ex->type_format &&
+        n_casts < 16) {
+      casts[n_casts++] = ex->type_format;
+      node = r.node;
+      e = ex->args[0];
+      continue;
+    }
+    if (ex->kind != QL_EXPR_BINARY || ex->op != QL_OP_MULTIPLY || ex->n_args != 2)
+      return ql_fold_decline(s, "sum argument is not a product");
+    break;
+  }
+  const struct ql_expr *mul = &v->exprs[r.expr];
+  struct ql_fold_operand x, y;
+  if (!ql_fold_operand(v, s, r.node, mul->args[0], &x, s)) return 0;
+  if (!ql_fold_operand(v, s, r.node, mul->args[1], &y, s)) return 0;
+  if (x.side == y.side) return ql_fold_decline(s, "both factors come from one join input");
+  if (strcmp(x.format, y.format) || (strcmp(x.format, "l") && strcmp(x.format, "g")))
+    return ql_fold_decline(s, "product of '%s' and '%s' not supported (int64 or float64 only)", x.format, y.format);
+  for (int i = 0; i < n_casts; i++)
+    if (strcmp(casts[i], x.format)) return ql_fold_decline(s, "cast of the product to '%s'", casts[i]);
+  const struct ArrowSchema *f = ql_fold_field(v, agg, n->n_exprs);
+  if (!f || !f->format || strcmp(f->format, x.format))
+    return ql_fold_decline(s, "sum result type '%s' differs from the product's", f && f->format ? f->format : "?");
+  s->value_type = x.format[0] == 'l' ? QL_FOLD_INT64 : QL_FOLD_FLOAT64;
+  x.as_f64 = y.as_f64 = s->value_type == QL_FOLD_FLOAT64;
+  s->values[x.side] = x;
+  s->values[y.side] = y;
+  return 1;
+}
+
+int ql_fold_match(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_spec *s) {
+  memset(s, 0, sizeof(*s));
+  s->aggregate = agg;
+  s->join = -1;
+  const struct ql_plan_node *n = &v->nodes[agg];
+  if (n->kind != QL_NODE_AGGREGATE) return ql_fold_decline(s, "not an aggregate");
+  if (n->n_inputs != 1 || !n->schema) return ql_fold_decline(s, "aggregate without one input and a schema");
+  if (n->schema->n_children != (int64_t)n->n_exprs + n->n_exprs2)
+    return ql_fold_decline(s, "aggregate schema width differs from its expressions");
+  if (!ql_fold_find_join(v, agg, s)) return 0;
+  if (!ql_fold_match_sum(v, agg, s)) return 0;
+  if (!ql_fold_match_keys(v, s)) return 0;
+  if (!ql_fold_match_groups(v, agg, s)) return 0;
+  return 1;
+}
+
+ql_node_id ql_fold_find(const struct ql_plan_view *v, struct ql_fold_spec *out) {
+  ql_node_id stack[256];
+  int top = 0;
+  struct ql_fold_spec first;
+  int seen_aggregate = 0;
+  memset(out, 0, sizeof(*out));
+  if (v->root < 0 || v->root >= v->n_nodes) {
+    ql_fold_decline(out, "plan has no root");
+    return -1;
+  }
+  stack[top++] = v->root;
+  while (top > 0) {
+    ql_node_id id = stack[--top];
+    const struct ql_plan_node *n = &v->nodes[id];
+    if (n->kind == QL_NODE_OTHER) continue; /* opaque: leave it and what is below alone */
+    if (n->kind == QL_NODE_AGGREGATE) {
+      if (ql_fold_match(v, id, out)) return id;
+      if (!seen_aggregate) first = *out;
+      seen_aggregate = 1;
+    }
+    /* Push inputs in reverse so the left subtree is visited first. */
+    for (int32_t k = n->n_inputs - 1; k >= 0; k--) {
+      if (top == (int)(sizeof(stack) / sizeof(stack[0]))) break;
+      if (n->inputs[k] >= 0 && n->inputs[k] < v->n_nodes) stack[top++] = n->inputs[k];
+    }
+  }
+  if (seen_aggregate) *out = first;
+  else ql_fold_decline(out, "no aggregate in the plan");
+  return -1;
+}

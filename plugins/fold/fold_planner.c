@@ -1,0 +1,92 @@
+/* qlink_fold: the planner object and the plugin descriptor (see fold_planner.h). */
+#include "fold_planner.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "fold_exec.h"
+#include "fold_spec.h"
+#include "qlink/lib/options.h"
+#include "qlink/lib/status.h"
+
+static int ql_fold_plan(const struct ql_planner *self, const struct ql_planner_context *ctx,
+                        struct ql_planner_result *out, struct ql_error *error) {
+  (void)self;
+  out->action = QL_PLANNER_DECLINE;
+  if (!ctx || !QL_HAS_MEMBER(ctx, struct ql_planner_context, plan_physical) || !ctx->plan || !ctx->plan_physical)
+    return QL_OK;
+  struct ql_fold_spec spec;
+  ql_node_id id = ql_fold_find(ctx->plan, &spec);
+  if (id < 0) return QL_OK;
+  struct ql_execution_plan children[2];
+  memset(children, 0, sizeof(children));
+  for (int k = 0; k < 2; k++) {
+    int rc = ctx->plan_physical(ctx, spec.inputs[k], &children[k], error);
+    if (rc != QL_OK) {
+      if (k == 1 && children[0].release) children[0].release(&children[0]);
+      return rc;
+    }
+  }
+  /* The host's physical inputs must have the columns the view promised;
+   * if not, leave the plan to the host rather than guess. */
+  for (int k = 0; k < 2; k++) {
+    struct ql_error ignored;
+    memset(&ignored, 0, sizeof(ignored));
+    int rc = ql_fold_check_child(&spec, k, &children[k], &ignored);
+    ql_error_release(&ignored);
+    if (rc != QL_OK) {
+      for (int j = 0; j < 2; j++)
+        if (children[j].release) children[j].release(&children[j]);
+      return QL_OK;
+    }
+  }
+  QL_RETURN_NOT_OK(ql_fold_exec_new(&spec, ctx->plan->nodes[id].schema, children, &out->physical, error));
+  out->action = QL_PLANNER_PHYSICAL;
+  out->node = id;
+  return QL_OK;
+}
+
+static void ql_fold_planner_release(struct ql_planner *self) { self->release = NULL; }
+
+int ql_fold_planner_new(const struct ql_options *options, struct ql_planner *out, struct ql_error *error) {
+  QL_RETURN_NOT_OK(ql_options_check(options, NULL, 0, "qlink_fold/fold", error));
+  memset(out, 0, sizeof(*out));
+  out->struct_size = sizeof(*out);
+  out->interest = QL_NODE_BIT(QL_NODE_AGGREGATE);
+  out->plan = ql_fold_plan;
+  out->release = ql_fold_planner_release;
+  return QL_OK;
+}
+
+static const struct ql_item_info ql_fold_items[] = {
+    {QL_ITEM_PLANNER, 0, "fold",
+     "folds SUM(x * y) over an inner equi-join into one operator that never materialises joined rows (einsum)",
+     NULL},
+};
+
+static int ql_fold_planner_open(const struct ql_plugin *self, const char *name, const struct ql_options *options,
+                                struct ql_planner *out, struct ql_error *error) {
+  (void)self;
+  if (!name || strcmp(name, "fold")) return ql_error_set(error, QL_ENOTFOUND, "qlink_fold has no planner '%s'", name ? name : "(null)");
+  return ql_fold_planner_new(options, out, error);
+}
+
+static void ql_fold_plugin_release(struct ql_plugin *self) { self->release = NULL; }
+
+int ql_fold_plugin_fill(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error) {
+  if (abi_version != QL_ABI_VERSION_0_1)
+    return ql_error_set(error, QL_EVERSION, "qlink_fold serves ABI 0.1 only, asked for %u.%u",
+                        QL_ABI_VERSION_MAJOR(abi_version), QL_ABI_VERSION_MINOR(abi_version));
+  memset(out, 0, sizeof(*out));
+  out->struct_size = sizeof(*out);
+  out->magic = QL_PLUGIN_MAGIC;
+  out->abi_version = abi_version;
+  out->n_items = 1;
+  out->name = "qlink_fold";
+  out->version = "0.1.0";
+  out->description = "einsum planner: SUM(x * y) over a join, folded";
+  out->items = ql_fold_items;
+  out->planner_open = ql_fold_planner_open;
+  out->release = ql_fold_plugin_release;
+  return QL_OK;
+}

@@ -1,0 +1,77 @@
+/* qlink_fold: recognising `SELECT g..., SUM(x * y) FROM a JOIN b ON keys
+ * GROUP BY g...` in a plan view, and the description of the fold it yields.
+ *
+ * What is recognised (everything else is declined, with a reason):
+ *  - an Aggregate with exactly one aggregate expression, the built-in `sum`
+ *    (function identity: origin QL_ORIGIN_BUILTIN and canonical name "sum";
+ *    a user function named sum is declined), without DISTINCT or FILTER,
+ *    whose argument is `x * y` (through aliases, projections and casts that
+ *    keep the product's type) with x from one join input and y from the other;
+ *  - below it only Projection and SubqueryAlias nodes down to an Inner Join
+ *    with at least one equi-key pair, no extra condition and NULL keys never
+ *    equal (no QL_NODE_NULL_EQUALS_NULL);
+ *  - join keys and group keys that are columns of one join input, through
+ *    exact widening integer casts, of integer or temporal types; values of
+ *    type int64 or float64 after exact casts (integers and float32 to
+ *    float64, narrower integers to int64), both of the same type, so the
+ *    product and the sum have that type (int64: DataFusion's wrapping
+ *    arithmetic; float64).
+ *
+ * Thread-safety: pure functions of the view.
+ */
+#ifndef QL_FOLD_SPEC_H
+#define QL_FOLD_SPEC_H
+
+#include "qlink/plan.h"
+
+#define QL_FOLD_MAX_KEYS 8
+#define QL_FOLD_MAX_GROUPS 16
+#define QL_FOLD_FORMAT_MAX 32
+
+/* How a column's values are stored (Arrow physical layout). */
+enum ql_fold_storage {
+  QL_FOLD_S8 = 1, QL_FOLD_S16, QL_FOLD_S32, QL_FOLD_S64,
+  QL_FOLD_U8, QL_FOLD_U16, QL_FOLD_U32, QL_FOLD_U64,
+  QL_FOLD_F32, QL_FOLD_F64
+};
+
+enum ql_fold_value_type { QL_FOLD_INT64 = 1, QL_FOLD_FLOAT64 = 2 };
+
+/* A column of one join input, read after exact casts. */
+struct ql_fold_operand {
+  int32_t side;    /* 0: the join's left input, 1: its right input */
+  int32_t column;  /* index in that input's output schema */
+  int32_t storage; /* enum ql_fold_storage of the column itself */
+  int32_t as_f64;  /* 1: read as float64 (a value of a float64 sum) */
+  char format[QL_FOLD_FORMAT_MAX]; /* the type after casts (Arrow format) */
+  char name[64];   /* "qualifier.name" for EXPLAIN, truncated */
+};
+
+struct ql_fold_spec {
+  ql_node_id aggregate; /* the node replaced */
+  ql_node_id join;
+  ql_node_id inputs[2]; /* the join's inputs: the children the host plans */
+  int32_t n_keys;
+  int32_t n_groups;
+  int32_t value_type; /* enum ql_fold_value_type */
+  int32_t reserved_;
+  struct ql_fold_operand keys[2][QL_FOLD_MAX_KEYS]; /* keys[side][i] pairs with keys[1 - side][i] */
+  struct ql_fold_operand groups[QL_FOLD_MAX_GROUPS]; /* in output order */
+  struct ql_fold_operand values[2];                  /* values[side] */
+  char why[200]; /* after a decline: the reason */
+};
+
+/* Does the subtree at `aggregate` fold? 1 with `out` filled, or 0 with
+ * out->why saying why not. */
+int ql_fold_match(const struct ql_plan_view *view, ql_node_id aggregate, struct ql_fold_spec *out);
+
+/* The first node in pre-order from the view's root that folds (subtrees of
+ * QL_NODE_OTHER nodes are never entered), or -1. When none folds, out->why
+ * gives the reason the first Aggregate seen was declined (or says there is
+ * none). */
+ql_node_id ql_fold_find(const struct ql_plan_view *view, struct ql_fold_spec *out);
+
+/* Storage of an Arrow format, 0 if the fold does not read that type. */
+int32_t ql_fold_format_storage(const char *format);
+
+#endif /* QL_FOLD_SPEC_H */

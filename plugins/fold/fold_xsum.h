@@ -1,0 +1,48 @@
+/* qlink_fold: an exact, order-independent sum of float64 values.
+ *
+ * Why: SUM over float64 products must give bit-for-bit the same result from
+ * run to run whatever the thread timing and however the host partitions the
+ * inputs. Summing in a fixed order is not enough (a host may repartition
+ * round-robin), so the fold operator sums exactly: every finite double is an
+ * integer multiple of 2^-1074, and the accumulator holds the exact sum as a
+ * two's-complement big integer in those units, over a window of 64-bit limbs
+ * that grows only as far as the values seen require (usually 3-4 limbs). The
+ * result is the exact sum rounded once to nearest, ties to even: the same
+ * for every order, and at least as accurate as any summation order (so within
+ * DataFusion's own rounding of its sequential sum). NaN and infinities follow
+ * IEEE 754 addition: any NaN, or +inf with -inf, gives NaN; otherwise an
+ * infinity wins. An exact zero gives +0.0, as DataFusion's sum (which starts
+ * at +0.0) does.
+ *
+ * Single owner; not thread-safe. Limbs beyond the inline ones are allocated
+ * through the fold memory accounting.
+ */
+#ifndef QL_FOLD_XSUM_H
+#define QL_FOLD_XSUM_H
+
+#include <stdint.h>
+
+#include "fold_mem.h"
+
+#define QL_FOLD_XSUM_INLINE 4
+
+struct ql_fold_xsum {
+  int32_t lo;     /* global index of limbs[0]; limb i holds bits [64 (lo+i), 64 (lo+i) + 64) */
+  int16_t n;      /* limbs in the window (0: exactly zero); the top limb is 0 or ~0 (the sign) */
+  uint8_t flags;  /* QL_FOLD_XSUM_NAN | _PINF | _NINF */
+  uint8_t reserved_;
+  uint64_t *heap; /* the limbs when n > QL_FOLD_XSUM_INLINE, else NULL */
+  uint64_t inl[QL_FOLD_XSUM_INLINE];
+};
+
+/* A zeroed struct is an empty sum (0). */
+int ql_fold_xsum_add(struct ql_fold_xsum *x, double v, struct ql_fold_mem *mem, struct ql_error *error);
+/* x += y exactly (y unchanged). */
+int ql_fold_xsum_merge(struct ql_fold_xsum *x, const struct ql_fold_xsum *y, struct ql_fold_mem *mem,
+                       struct ql_error *error);
+/* The exact sum rounded to nearest, ties to even. */
+double ql_fold_xsum_value(const struct ql_fold_xsum *x);
+/* Free heap limbs (the struct is then an empty sum again). */
+void ql_fold_xsum_clear(struct ql_fold_xsum *x, struct ql_fold_mem *mem);
+
+#endif /* QL_FOLD_XSUM_H */
