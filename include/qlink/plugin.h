@@ -57,7 +57,9 @@ struct ql_item_info {
  *
  * Every `open` member is thread-safe and returns QL_ENOTFOUND for a name
  * the catalogue does not list, and QL_EINVAL naming the option for an
- * unknown or malformed option.
+ * unknown or malformed option. An `open` member may be NULL only when the
+ * catalogue lists no item of its kind; the host then answers QL_ENOTFOUND
+ * itself.
  */
 struct ql_plugin {
   uint32_t struct_size;

@@ -31,6 +31,13 @@ extern "C" {
 #define QL_HAS_MEMBER(ptr, type, member) \
   ((ptr)->struct_size >= offsetof(type, member) + sizeof(((type *)0)->member))
 
+/* Layouts follow the negotiated ABI version (qlink/plugin.h): a callee that
+ * fills a struct in caller memory (an `out` parameter, struct ql_error) never
+ * writes past that version's size, and structs without `struct_size` (array
+ * elements such as ql_plan_node, ql_expr, ql_item_info, ql_column_statistics)
+ * change only with the version, so a producer emits the layout of the version
+ * negotiated with its consumer. docs/abi.md, "Growth". */
+
 /* Key/value options, e.g. a table provider's `path=/data/x.zarr`.
  * Borrowed: valid for the duration of the call that receives them. Keys are
  * unique; values are NUL-terminated UTF-8. */
