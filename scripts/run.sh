@@ -1,6 +1,26 @@
 #!/usr/bin/env bash
 # The main job on its embedded default. Until the DataFusion host and the
-# Zarr plugin land, this runs the C test host over the sample plugin.
+# Zarr plugin land, this runs the C test host over the sample plugin: its
+# catalogue, a scan with pushed-down filters and projection, a scan with a
+# filter the host applies itself, a planner call, and the conformance kit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec build/release/tools/qlink-host-c build/release/plugins/qlink_sample.so
+build=${QL_BUILD:-build/release}
+host=$build/tools/qlink-host-c
+plugin=$build/plugins/qlink_sample.so
+
+step() {
+  printf '\n== %s\n$' "$1"
+  printf ' %q' "${@:2}"
+  printf '\n'
+  "${@:2}" 2>&1
+}
+
+step "catalogue" "$host" list "$plugin"
+step "scan: value >= 10 AND value < 40 pushed down (EXACT), projection [value, square]" \
+  "$host" scan "$plugin" 'series?stop=100&step=3' --columns value,square --where 'value >= 10' --where 'value < 40'
+step "scan: square > 200 is UNSUPPORTED by the plugin, so the host filters; limit 5" \
+  "$host" scan "$plugin" 'series?start=-20&stop=20&partitions=3' --where 'square > 200' --limit 5 --format jsonl
+step "planner hook: drop_true_filters rewrites Filter(TRUE) away" "$host" plan "$plugin" drop_true_filters
+step "planner hook: decline_all" "$host" plan "$plugin" decline_all
+step "conformance kit" "$build/tools/qlink-check" "$plugin" --spec 'series?stop=1000&step=7&partitions=5'

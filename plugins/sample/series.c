@@ -404,7 +404,7 @@ static int provider_scan(const struct ql_table_provider *self, const struct ql_s
   if (args->filters.n_exprs > 0 && (args->filters.view == NULL || args->filters.exprs == NULL)) {
     return ql_error_set(error, QL_EINVAL, "qlink_sample/series: %d filters without a view", args->filters.n_exprs);
   }
-  struct ql_sample_scan *scan;
+  struct ql_sample_scan *scan = NULL;
   QL_RETURN_NOT_OK(scan_new(provider_series(self), args, &scan, error));
   plan_init(scan, out);
   return QL_OK;

@@ -1,0 +1,84 @@
+/* The conformance kit in process: the sample plugin conforms (0
+ * violations), and each broken plugin is caught by the rule it breaks. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ql_test.h"
+#include "qlink/lib/check.h"
+
+static const char *g_build;
+
+/* Run ql_check_plugin on plugins/NAME.so; the report goes into *report (malloc'd). */
+static int check(const char *name, const char *spec, char **report) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/plugins/%s.so", g_build, name);
+  size_t size = 0;
+  FILE *out = open_memstream(report, &size);
+  const char *specs[1] = {spec};
+  struct ql_check_options o = {spec ? 1 : 0, specs, 3, 0, out};
+  int violations = ql_check_plugin(path, &o);
+  fclose(out);
+  return violations;
+}
+
+/* The report names `rule`, and every violation in it is one of `allowed`
+ * (space-separated): the broken plugins share a conforming base, so only
+ * their one defect (and its consequences) may show. */
+static void expect_rule(const char *plugin, const char *rule, const char *allowed) {
+  char *report = NULL;
+  int violations = check(plugin, NULL, &report);
+  char line[128];
+  snprintf(line, sizeof line, "VIOLATION %s:", rule);
+  QL_CHECK(violations != 0);
+  QL_CHECK(report != NULL && strstr(report, line) != NULL);
+  int others = 0;
+  for (const char *at = report ? strstr(report, "VIOLATION ") : NULL; at; at = strstr(at + 1, "VIOLATION ")) {
+    const char *name = at + strlen("VIOLATION ");
+    size_t len = strcspn(name, ":");
+    int ok = 0;
+    for (const char *a = allowed; *a; a += strcspn(a, " "), a += *a == ' ') {
+      ok |= strcspn(a, " ") == len && strncmp(a, name, len) == 0;
+    }
+    others += !ok;
+  }
+  QL_CHECK_INT(others, 0);
+  if (report == NULL || strstr(report, line) == NULL || others) {
+    fprintf(stderr, "%s: expected '%s' (allowed: %s) in:\n%s\n", plugin, line, allowed, report ? report : "");
+  }
+  free(report);
+}
+
+int main(void) {
+  g_build = getenv("QL_BUILD_DIR");
+  if (g_build == NULL) g_build = ".";
+  char *report = NULL;
+  int violations = check("qlink_sample", "series?stop=1000&step=7&partitions=5", &report);
+  QL_CHECK_INT(violations, 0);
+  QL_CHECK(report != NULL && strstr(report, "VIOLATION") == NULL);
+  if (violations != 0) fprintf(stderr, "%s", report);
+  free(report);
+
+  /* Without the required option the provider cannot open: that is reported. */
+  violations = check("qlink_sample", NULL, &report);
+  QL_CHECK(violations > 0);
+  QL_CHECK(report != NULL && strstr(report, "VIOLATION open.table_provider:") != NULL);
+  free(report);
+
+  expect_rule("broken_no_entry", "exports.entry_point", "exports.entry_point entry_point.missing load");
+  expect_rule("broken_no_entry", "entry_point.missing", "exports.entry_point entry_point.missing load");
+  expect_rule("broken_magic", "descriptor.magic", "descriptor.magic load");
+  expect_rule("broken_version", "negotiate.unknown_version", "negotiate.unknown_version");
+  expect_rule("broken_release", "release.table_provider", "release.table_provider");
+  expect_rule("broken_stream_end", "stream.end", "stream.end");
+  expect_rule("broken_leak_reservation", "memory.reservations", "memory.reservations");
+  expect_rule("broken_unknown_option_ok", "options.unknown", "options.unknown");
+  expect_rule("broken_exports_extra_symbol", "exports.extra_symbol", "exports.extra_symbol");
+  expect_rule("broken_concurrent", "concurrency.results", "concurrency.results");
+  expect_rule("broken_stats", "statistics.num_rows", "statistics.num_rows");
+
+  /* A path that is not a plugin at all. */
+  violations = check("no_such_plugin", NULL, &report);
+  QL_CHECK_INT(violations, -1);
+  free(report);
+  QL_TEST_END();
+}

@@ -1,0 +1,118 @@
+/* The command-line tools as a user runs them: qlink-host-c's list, scan and
+ * plan output compared exactly, and qlink-check's exit status and report
+ * on the sample plugin and on every broken plugin. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "ql_test.h"
+
+static const char *g_build;
+
+/* Run a shell command, capture stdout into *out (malloc'd); the exit status. */
+static int run(const char *cmd, char **out) {
+  FILE *p = popen(cmd, "r");
+  size_t cap = 1 << 16, n = 0;
+  *out = calloc(cap, 1);
+  if (!p || !*out) return -1;
+  size_t got;
+  while ((got = fread(*out + n, 1, cap - 1 - n, p)) > 0) {
+    n += got;
+    if (n == cap - 1) {
+      char *grown = realloc(*out, cap * 2);
+      if (!grown) break;
+      memset(grown + cap, 0, cap);
+      *out = grown;
+      cap *= 2;
+    }
+  }
+  int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int host(const char *args, char **out) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "%s/tools/qlink-host-c %s 2>/dev/null", g_build, args);
+  return run(cmd, out);
+}
+
+static void expect_host(const char *args, const char *want) {
+  char *out = NULL;
+  QL_CHECK_INT(host(args, &out), 0);
+  QL_CHECK_STR(out, want);
+  free(out);
+}
+
+static void expect_check(const char *plugin, const char *spec, int want_status, const char *rule) {
+  char cmd[4096], *out = NULL;
+  snprintf(cmd, sizeof cmd, "%s/tools/qlink-check %s/plugins/%s.so %s%s%s 2>&1", g_build, g_build, plugin,
+           spec ? "--spec '" : "", spec ? spec : "", spec ? "'" : "");
+  int status = run(cmd, &out);
+  QL_CHECK_INT(status, want_status);
+  if (rule) {
+    char line[128];
+    snprintf(line, sizeof line, "VIOLATION %s:", rule);
+    QL_CHECK(strstr(out, line) != NULL);
+  } else {
+    QL_CHECK(strstr(out, "VIOLATION") == NULL);
+  }
+  if ((status != want_status) || (rule && !strstr(out, rule))) fprintf(stderr, "%s:\n%s\n", cmd, out);
+  free(out);
+}
+
+int main(void) {
+  g_build = getenv("QL_BUILD_DIR");
+  if (g_build == NULL) g_build = ".";
+  char so[4096], args[8192];
+  snprintf(so, sizeof so, "%s/plugins/qlink_sample.so", g_build);
+
+  /* Filters the plugin applies exactly, with a projection. */
+  snprintf(args, sizeof args, "scan %s 'series?stop=100&step=3' --columns square --where 'value >= 10' --where 'value < 40'", so);
+  expect_host(args, "square\n144\n225\n324\n441\n576\n729\n900\n1089\n1296\n1521\n");
+  /* A filter the plugin does not support: the host applies it, then the limit. */
+  snprintf(args, sizeof args, "scan %s 'series?stop=100&step=3' --columns value --where 'square > 200' --where 'value < 40' --limit 3", so);
+  expect_host(args, "value\n15\n18\n21\n");
+  snprintf(args, sizeof args, "scan %s 'series?start=5&stop=8&partitions=2' --format jsonl --limit 2", so);
+  expect_host(args, "{\"value\":5,\"square\":25,\"parity\":\"odd\"}\n{\"value\":6,\"square\":36,\"parity\":\"even\"}\n");
+  snprintf(args, sizeof args, "scan %s 'series?start=-2&stop=3&partitions=3'", so);
+  expect_host(args, "value,square,parity\n-2,4,even\n-1,1,odd\n0,0,even\n1,1,odd\n2,4,even\n");
+
+  /* Bad input: an error, not a crash. */
+  char *out = NULL;
+  snprintf(args, sizeof args, "scan %s 'series?stop=10&bogus=1'", so);
+  QL_CHECK_INT(host(args, &out), 1);
+  free(out);
+  snprintf(args, sizeof args, "scan %s 'series?stop=10' --where 'nope = 1'", so);
+  QL_CHECK_INT(host(args, &out), 1);
+  free(out);
+
+  snprintf(args, sizeof args, "list %s", so);
+  QL_CHECK_INT(host(args, &out), 0);
+  QL_CHECK(strstr(out, "plugin qlink_sample 0.1.0 (ABI 0.1)") != NULL);
+  QL_CHECK(strstr(out, "table_provider     series") != NULL);
+  QL_CHECK(strstr(out, "planner            drop_true_filters") != NULL);
+  QL_CHECK(strstr(out, "option stop") != NULL);
+  free(out);
+
+  snprintf(args, sizeof args, "plan %s decline_all", so);
+  QL_CHECK_INT(host(args, &out), 0);
+  QL_CHECK(strstr(out, "planner decline_all: DECLINE\n") != NULL);
+  free(out);
+  snprintf(args, sizeof args, "plan %s drop_true_filters", so);
+  QL_CHECK_INT(host(args, &out), 0);
+  QL_CHECK(strstr(out, "planner drop_true_filters: REWRITE node 2\n") != NULL);
+  free(out);
+
+  expect_check("qlink_sample", "series?stop=500&step=3&partitions=6", 0, NULL);
+  expect_check("broken_no_entry", NULL, 1, "exports.entry_point");
+  expect_check("broken_magic", NULL, 1, "descriptor.magic");
+  expect_check("broken_version", NULL, 1, "negotiate.unknown_version");
+  expect_check("broken_release", NULL, 1, "release.table_provider");
+  expect_check("broken_stream_end", NULL, 1, "stream.end");
+  expect_check("broken_leak_reservation", NULL, 1, "memory.reservations");
+  expect_check("broken_unknown_option_ok", NULL, 1, "options.unknown");
+  expect_check("broken_exports_extra_symbol", NULL, 1, "exports.extra_symbol");
+  expect_check("broken_concurrent", NULL, 1, "concurrency.results");
+  expect_check("broken_stats", NULL, 1, "statistics.num_rows");
+  QL_TEST_END();
+}
