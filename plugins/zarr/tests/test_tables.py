@@ -1,0 +1,340 @@
+"""qlink_zarr against xarray: every table's full contents equal
+Dataset.to_dataframe() (NULL where the fill value was), for stores written
+by xarray + zarr-python + numcodecs, Zarr v2 and v3."""
+import numpy as np
+import numcodecs
+import pandas as pd
+import pytest
+import warnings
+import xarray as xr
+from zarr.codecs.numcodecs import LZ4 as NumcodecsLZ4, Zlib as NumcodecsZlib
+from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, TransposeCodec, ZstdCodec
+
+from conftest import assert_same_rows, expected_rows, open_xr, run_scan
+
+FORMATS = [2, 3]
+
+
+def write(ds, path, fmt, encoding=None, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds.to_zarr(path, zarr_format=fmt, mode="w", encoding=encoding or {}, **kw)
+    return path
+
+
+def chunk_encoding(ds, chunks, base=None):
+    """Encoding giving every variable (and coordinate) the chunk extents in
+    `chunks` (per dimension), without dask."""
+    enc = {}
+    for name, var in ds.variables.items():
+        if var.ndim == 0:
+            continue
+        enc[name] = dict(base.get(name, {}) if base else {}, chunks=tuple(min(chunks.get(d, n), n) for d, n in var.sizes.items()))
+    return enc
+
+
+def check_table(path, table=None, columns=None):
+    args = []
+    if table:
+        args += ["--table", table]
+    if columns:
+        args += ["--columns", ",".join(columns)]
+    scan = run_scan(path, *args)
+    want = expected_rows(path, scan)
+    dims = [c for c in scan.columns if c in open_xr(path).dims]
+    assert_same_rows(scan.rows, want, len(dims))
+    assert scan.plan_stats["num_rows"] == len(want)
+    assert scan.plan_stats["exact"]
+    return scan
+
+
+def dtype_dataset():
+    rng = np.random.default_rng(0)
+    nt, ny = 7, 5
+    time = pd.date_range("2001-03-01", periods=nt, freq="6h")
+    data = {}
+    for dt in ["i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8"]:
+        info = np.iinfo(dt)
+        data[dt] = (("time", "y"), rng.integers(info.min, info.max, size=(nt, ny), dtype=dt, endpoint=True))
+    for dt in ["f2", "f4", "f8"]:
+        a = rng.normal(size=(nt, ny)).astype(dt)
+        a[1, 2] = np.nan
+        data[dt] = (("time", "y"), a)
+    data["flag"] = (("time", "y"), rng.integers(0, 2, size=(nt, ny)).astype(bool))
+    stamps = np.array(pd.date_range("1999-12-31", periods=nt * ny, freq="37min")).reshape(nt, ny)
+    stamps[0, 0] = np.datetime64("NaT")
+    data["when"] = (("time", "y"), stamps)
+    data["lag"] = (("time", "y"), (np.arange(nt * ny).reshape(nt, ny) * np.timedelta64(90, "s")).astype("m8[s]"))
+    data["name"] = (("y",), np.array(["alpha", "b", "", "dëlta", "ε€𝄞"]))
+    data["code"] = (("y",), np.array([b"A1", b"B", b"", b"D4x", b"\x01\x02"]))
+    coords = {
+        "time": time,
+        "y": np.array([10, 20, 30, 40, 50], dtype="i4"),
+        "ylabel": (("y",), np.array(["p", "q", "r", "s", "t"])),
+        "weight": (("time", "y"), rng.uniform(size=(nt, ny))),
+    }
+    return xr.Dataset(data, coords=coords)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("chunks", [None, {"time": 3, "y": 2}, {"time": 1, "y": 5}, {"time": 4, "y": 3}])
+def test_every_dtype(tmp_path, fmt, chunks):
+    ds = dtype_dataset()
+    path = write(ds, tmp_path / "d.zarr", fmt, chunk_encoding(ds, chunks) if chunks else None)
+    listing = run_scan(path, "--list")
+    with open(tmp_path / "tables.txt", "w") as f:
+        f.write(str(listing.header))
+    assert sorted(listing.header["tables"]) == ["time_y", "y"]
+    scan = check_table(path, "time_y")
+    assert scan.columns[:2] == ["time", "y"]
+    assert "ylabel" in scan.columns and "weight" in scan.columns
+    assert scan.formats["time"] == "tsn:"
+    assert scan.formats["f2"] == "f"
+    assert scan.formats["when"] == "tsn:"
+    assert scan.formats["lag"] == "tDs"
+    assert scan.formats["i8"] == "l" and scan.formats["u8"] == "L" and scan.formats["u1"] == "C"
+    scan_y = check_table(path, "y")
+    assert scan_y.formats["name"] == "u" and scan_y.formats["code"] == "z"
+
+
+def packed_dataset():
+    rng = np.random.default_rng(1)
+    nx, ny = 9, 4
+    temp = rng.uniform(-5, 35, size=(nx, ny))
+    temp[2, 1] = np.nan  # becomes the fill value when packed
+    counts = rng.integers(0, 1000, size=(nx, ny)).astype("f8")
+    counts[0, 0] = np.nan
+    sst = rng.normal(size=(nx, ny)).astype("f4")
+    sst[3, 3] = np.nan
+    small = rng.integers(0, 200, size=(nx, ny)).astype("f4")
+    small[4, 0] = np.nan
+    hole = np.full((nx, ny), np.nan, dtype="f4")
+    hole[:3, :2] = 1.5  # other chunks stay unwritten: they read as the fill value
+    return xr.Dataset(
+        {
+            "temp": (("x", "y"), temp),
+            "counts": (("x", "y"), counts),
+            "sst": (("x", "y"), sst),
+            "small": (("x", "y"), small),
+            "hole": (("x", "y"), hole),
+        },
+        coords={"x": np.linspace(0.5, 8.5, nx), "y": np.arange(ny)},
+    )
+
+
+PACKED_ENCODING = {
+    "temp": {"dtype": "i2", "scale_factor": 0.01, "add_offset": 15.0, "_FillValue": -32767},
+    "counts": {"dtype": "i4", "_FillValue": -1},
+    "sst": {"_FillValue": -9999.0},
+    "small": {"dtype": "u1", "_FillValue": 255},
+    "hole": {"_FillValue": -1e34},
+}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("chunks", [(3, 2), (9, 4), (2, 3)])
+def test_fill_values_and_packing(tmp_path, fmt, chunks):
+    ds = packed_dataset()
+    enc = {k: dict(v, chunks=chunks) for k, v in PACKED_ENCODING.items()}
+    path = write(ds, tmp_path / "p.zarr", fmt, enc)
+    scan = check_table(path)
+    assert scan.formats["temp"] == "g"
+    assert scan.formats["counts"] == "g"
+    assert scan.formats["small"] == "f"
+    assert scan.formats["sst"] == "f"
+    temp = scan.column("temp")
+    assert temp.count(None) == 1
+    sst = scan.column("sst")
+    assert sst.count(None) == 1 and "NaN" not in [str(v) for v in sst]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_nan_that_is_not_a_fill_value_stays_nan(tmp_path, fmt):
+    import zarr
+
+    ds = xr.Dataset({"v": (("x",), np.array([1.0, 5.0, np.nan, 2.0]))}, coords={"x": [0, 1, 2, 3]})
+    path = write(ds, tmp_path / "n.zarr", fmt, {"v": {"_FillValue": -9999.0}})
+    # xarray writes NaN as the fill value; store a real NaN behind its back
+    zarr.open_array(str(path / "v"), mode="a")[1] = np.nan
+    scan = run_scan(path)
+    got = [[r[0], "NaN" if isinstance(r[1], float) and np.isnan(r[1]) else r[1]] for r in scan.rows]
+    assert got == [[0, 1.0], [1, "NaN"], [2, None], [3, 2.0]]
+    check_table(path)
+
+
+CODECS_V2 = {
+    "blosc_lz4_shuffle": numcodecs.Blosc(cname="lz4", shuffle=numcodecs.Blosc.SHUFFLE),
+    "blosc_zstd_bitshuffle": numcodecs.Blosc(cname="zstd", shuffle=numcodecs.Blosc.BITSHUFFLE),
+    "blosc_zlib_noshuffle": numcodecs.Blosc(cname="zlib", shuffle=numcodecs.Blosc.NOSHUFFLE),
+    "blosc_blosclz": numcodecs.Blosc(cname="blosclz"),
+    "zstd": numcodecs.Zstd(level=3),
+    "zlib": numcodecs.Zlib(level=6),
+    "gzip": numcodecs.GZip(level=5),
+    "lz4": numcodecs.LZ4(),
+    "none": None,
+}
+
+CODECS_V3 = {
+    "default": None,
+    "blosc_lz4": {"compressors": [BloscCodec(cname="lz4", shuffle="shuffle")]},
+    "blosc_zstd_bitshuffle": {"compressors": [BloscCodec(cname="zstd", shuffle="bitshuffle")]},
+    "blosc_zlib": {"compressors": [BloscCodec(cname="zlib", shuffle="noshuffle")]},
+    "blosc_blosclz": {"compressors": [BloscCodec(cname="blosclz", shuffle="shuffle")]},
+    "zstd": {"compressors": [ZstdCodec(level=5)]},
+    "gzip": {"compressors": [GzipCodec(level=4)]},
+    "crc32c": {"compressors": [ZstdCodec(), Crc32cCodec()]},
+    "numcodecs_lz4": {"compressors": [NumcodecsLZ4()]},
+    "numcodecs_zlib": {"compressors": [NumcodecsZlib()]},
+    "big_endian": {"serializer": BytesCodec(endian="big")},
+    "transpose": {"filters": [TransposeCodec(order=(1, 0))]},
+    "none": {"compressors": None},
+    "sharding": {"chunks": (2, 3), "shards": (4, 6)},
+    "sharding_gzip": {"chunks": (3, 2), "shards": (6, 4), "compressors": [GzipCodec()]},
+}
+
+
+def codec_dataset():
+    rng = np.random.default_rng(2)
+    a = rng.normal(size=(10, 11)).astype("f4")
+    b = rng.integers(-1000, 1000, size=(10, 11)).astype("i8")
+    c = rng.normal(size=(10, 11))
+    c[7:, 8:] = np.nan
+    return xr.Dataset(
+        {"a": (("x", "y"), a), "b": (("x", "y"), b), "c": (("x", "y"), c)},
+        coords={"x": np.arange(10) * 0.25, "y": np.arange(11)[::-1]},
+    )
+
+
+@pytest.mark.parametrize("name", sorted(CODECS_V2))
+def test_codecs_v2(tmp_path, name):
+    ds = codec_dataset()
+    enc = {v: {"compressors": CODECS_V2[name], "chunks": (4, 5)} for v in ds.data_vars}
+    if name == "lz4":
+        enc["b"]["dtype"] = ">i8"  # and a big-endian dtype
+    path = write(ds, tmp_path / f"{name}.zarr", 2, enc)
+    check_table(path)
+
+
+@pytest.mark.parametrize("name", sorted(CODECS_V3))
+def test_codecs_v3(tmp_path, name):
+    ds = codec_dataset()
+    extra = CODECS_V3[name] or {}
+    enc = {v: dict({"chunks": (4, 5)}, **extra) for v in ds.data_vars}
+    path = write(ds, tmp_path / f"{name}.zarr", 3, enc)
+    check_table(path)
+
+
+def test_v2_fortran_order(tmp_path):
+    import zarr
+
+    ds = codec_dataset()
+    path = write(ds, tmp_path / "f.zarr", 2, consolidated=False)
+    g = zarr.open_group(str(path), mode="a", zarr_format=2)
+    data = np.asfortranarray(np.arange(110, dtype="f8").reshape(10, 11))
+    arr = g.create_array("fort", shape=(10, 11), chunks=(4, 3), dtype="f8", order="F", overwrite=True,
+                         attributes={"_ARRAY_DIMENSIONS": ["x", "y"]}, fill_value=None)
+    arr[:] = data
+    zarr.consolidate_metadata(str(path), zarr_format=2)
+    check_table(path)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("consolidated", [True, False])
+def test_consolidated_or_listed(tmp_path, fmt, consolidated):
+    ds = codec_dataset()
+    path = write(ds, tmp_path / "c.zarr", fmt, chunk_encoding(ds, {"x": 3, "y": 4}), consolidated=consolidated)
+    check_table(path)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_cf_times(tmp_path, fmt):
+    n = 6
+    times = pd.date_range("1980-01-14 14:00", periods=n, freq="730h")
+    ds = xr.Dataset(
+        {"v": (("time",), np.arange(n, dtype="f4"))},
+        coords={"time": times},
+    )
+    cases = {
+        "days_int": {"units": "days since 1970-01-01", "dtype": "i8"},
+        "hours_float": {"units": "hours since 1980-01-14 14:00:00", "dtype": "f8"},
+        "seconds_int32": {"units": "seconds since 1980-01-01", "dtype": "i4"},
+        "minutes_tz": {"units": "minutes since 1979-12-31T23:00:00+01:00", "dtype": "f8"},
+        "gregorian": {"units": "days since 1900-01-01", "calendar": "gregorian", "dtype": "f8"},
+    }
+    for name, enc in cases.items():
+        path = write(ds, tmp_path / f"{name}.zarr", fmt, {"time": enc})
+        scan = check_table(path)
+        assert scan.formats["time"] == "tsn:", name
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_fractional_float_hours(tmp_path, fmt):
+    # float hours that do not land on whole nanoseconds after scaling
+    hours = np.array([0.1, 17.3333333, 1e5 + 0.7, 3.0])
+    ds = xr.Dataset({"v": (("t",), np.arange(4.0))}, coords={"t": ("t", hours, {"units": "hours since 1990-05-05 05:05:05"})})
+    path = write(ds, tmp_path / "h.zarr", fmt)
+    scan = check_table(path)
+    assert scan.formats["t"] == "tsn:"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_other_calendars_stay_numeric(tmp_path, fmt):
+    ds = xr.Dataset(
+        {"v": (("time",), np.arange(4.0))},
+        coords={"time": ("time", np.array([0.0, 31, 59, 90]), {"units": "days since 2000-01-01", "calendar": "noleap"})},
+    )
+    path = write(ds, tmp_path / "n.zarr", fmt)
+    scan = run_scan(path)
+    assert scan.formats["time"] == "g"
+    assert scan.metadata["time"] == {"units": "days since 2000-01-01", "calendar": "noleap"}
+    assert scan.column("time") == [0.0, 31.0, 59.0, 90.0]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_year_zero_climatology_stays_numeric(tmp_path, fmt):
+    # ferret's climatological axes count from year 0, which xarray cannot decode
+    ds = xr.Dataset(
+        {"v": (("TIME",), np.arange(3.0))},
+        coords={"TIME": ("TIME", np.array([366.0, 1096.5, 1826.25]), {"units": "hour since 0000-01-01 00:00:00"})},
+    )
+    path = write(ds, tmp_path / "y0.zarr", fmt)
+    scan = run_scan(path)
+    assert scan.formats["TIME"] == "g"
+    assert scan.metadata["TIME"]["units"] == "hour since 0000-01-01 00:00:00"
+    assert scan.column("TIME") == [366.0, 1096.5, 1826.25]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_dimension_without_coordinate_and_renames(tmp_path, fmt):
+    ds = xr.Dataset(
+        {"a": (("t", "k"), np.arange(12.0).reshape(3, 4)), "s": (("k",), np.arange(4, dtype="i2"))},
+        coords={"t": [5, 6, 7]},
+    )
+    path = write(ds, tmp_path / "r.zarr", fmt)
+    assert sorted(run_scan(path, "--list").header["tables"]) == ["k", "t_k"]
+    assert sorted(run_scan(path, "--list", "--tables", "t_k=grid,k=static").header["tables"]) == ["grid", "static"]
+    scan = check_table(path, "t_k")
+    assert scan.formats["k"] == "l"
+    assert sorted(set(scan.column("k"))) == [0, 1, 2, 3]
+    renamed = run_scan(path, "--tables", "t_k=grid", "--table", "grid")
+    assert renamed.columns == ["t", "k", "a"]
+
+
+def test_default_table_is_largest(tmp_path):
+    ds = xr.Dataset({"big": (("x", "y"), np.zeros((3, 4))), "small": (("x",), np.zeros(3))}, coords={"x": [1, 2, 3]})
+    path = write(ds, tmp_path / "l.zarr", 3)
+    assert run_scan(path).columns == ["x", "y", "big"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_batches_and_limit(tmp_path, fmt):
+    ds = codec_dataset()
+    path = write(ds, tmp_path / "b.zarr", fmt, chunk_encoding(ds, {"x": 5, "y": 11}))
+    scan = run_scan(path, "--batch", "7")
+    assert scan.metrics["max_batch"] == 7
+    assert scan.metrics["rows"] == 110
+    assert scan.header["partitions"] == 2
+    limited = run_scan(path, "--limit", "3")
+    # the limit applies per partition; the host applies it globally
+    assert limited.metrics["rows"] == 6
+    assert limited.plan_stats["num_rows"] == 6
