@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fold_dense.h"
 #include "fold_keys.h"
 #include "fold_mem.h"
 #include "fold_xsum.h"
@@ -26,8 +27,15 @@ struct ql_fold_shared {
   int32_t build_side;
   int32_t dense; /* 1: the build side's single join key is dense */
   int64_t dense_min, dense_len;
+  /* The dense kernel (fold_dense.h), when statistics prove it applies:
+   * key range [gemm_kmin, gemm_kmin + gemm_klen), per side the group key
+   * range (gemm_glen[side] = 0: the side has no group key). */
+  int32_t gemm;
+  int64_t gemm_kmin, gemm_klen;
+  int64_t gemm_gmin[2], gemm_glen[2];
+  int64_t gemm_kmin_side[2], gemm_kmax_side[2];
   char display[768];
-  atomic_llong output_rows, build_rows, probe_rows, groups, elapsed_ns;
+  atomic_llong output_rows, build_rows, probe_rows, groups, elapsed_ns, dense_runs;
 };
 
 static void ql_fold_shared_unref(struct ql_fold_shared *s) {
@@ -530,6 +538,9 @@ static int64_t ql_fold_partition_count(const struct ql_execution_plan *child, st
   return props.partition_count;
 }
 
+static int ql_fold_parallel(const struct ql_task_context *ctx, int64_t max_workers, int (*fn)(void *, struct ql_error *),
+                            void *arg, struct ql_error *error);
+
 static int ql_fold_run_probe(struct ql_fold_run *run, struct ql_error *error) {
   const struct ql_execution_plan *child = &run->plan->children[1 - run->plan->build_side];
   int64_t n = ql_fold_partition_count(child, error);
@@ -547,34 +558,7 @@ static int ql_fold_run_probe(struct ql_fold_run *run, struct ql_error *error) {
   for (int64_t p = 0; p < n; p++) ql_fold_groups_init(&task.tables[p], width, is_float);
 
   /* Workers on the host's executor; this thread works too. */
-  const struct ql_executor *ex = run->ctx.executor;
-  int32_t want = ex && ex->spawn ? (ex->parallelism ? ex->parallelism(ex) : 1) : 1;
-  if (want > n) want = (int32_t)n;
-  if (want > 64) want = 64;
-  struct ql_job jobs[64];
-  struct ql_error job_errors[64];
-  int32_t n_jobs = 0;
-  int rc = QL_OK;
-  for (int32_t j = 1; j < want; j++) {
-    memset(&job_errors[n_jobs], 0, sizeof(job_errors[0]));
-    if (ex->spawn(ex, ql_fold_probe_worker, &task, &jobs[n_jobs], &job_errors[n_jobs]) != QL_OK) {
-      ql_error_release(&job_errors[n_jobs]);
-      break; /* fewer workers is fine */
-    }
-    n_jobs++;
-  }
-  rc = ql_fold_probe_worker(&task, error);
-  for (int32_t j = 0; j < n_jobs; j++) {
-    struct ql_error e;
-    memset(&e, 0, sizeof(e));
-    int jrc = jobs[j].wait(&jobs[j], &e);
-    if (jobs[j].release) jobs[j].release(&jobs[j]);
-    if (jrc != QL_OK && rc == QL_OK) {
-      rc = jrc;
-      ql_error_move(error, &e);
-    }
-    ql_error_release(&e);
-  }
+  int rc = ql_fold_parallel(&run->ctx, n, ql_fold_probe_worker, &task, error);
   /* Merge in partition order: the result does not depend on which worker
    * ran which partition. */
   for (int64_t p = 0; p < n && rc == QL_OK; p++) rc = ql_fold_groups_merge(&run->result, &task.tables[p], &run->mem, error);
@@ -593,6 +577,197 @@ static int ql_fold_run_build(struct ql_fold_run *run, struct ql_error *error) {
   return QL_OK;
 }
 
+
+/* ------------------------------------------------------------ dense kernel */
+
+/* Not a qlink status: the dense kernel cannot take this input (a duplicate
+ * or non-finite float cell, or statistics the data contradict); run the
+ * hash path instead. */
+#define QL_FOLD_FALLBACK 1000
+
+struct ql_fold_gemm_fill {
+  struct ql_fold_matrix *m;
+  struct ql_fold_side side;
+  int32_t side_index;
+};
+
+static int ql_fold_gemm_batch(struct ql_fold_run *run, void *arg, const struct ArrowArray *batch,
+                              struct ql_error *error) {
+  struct ql_fold_gemm_fill *f = arg;
+  const struct ql_fold_shared *p = run->plan;
+  int s = f->side_index;
+  QL_RETURN_NOT_OK(ql_fold_check_batch(run, s, batch, error));
+  struct ql_fold_row row;
+  for (int64_t r = 0; r < batch->length; r++) {
+    if (!ql_fold_decode(&f->side, batch, r, &row)) continue;
+    int64_t key = row.keys[0];
+    if (key < p->gemm_kmin_side[s] || key > p->gemm_kmax_side[s]) return QL_FOLD_FALLBACK; /* statistics were wrong */
+    if (key < p->gemm_kmin || key - p->gemm_kmin >= p->gemm_klen) continue;          /* cannot match the other side */
+    int64_t g = 0;
+    if (p->gemm_glen[s] > 0) {
+      if (row.group_nulls & 1u) {
+        g = p->gemm_glen[s]; /* the NULL group */
+      } else {
+        g = row.groups[0] - p->gemm_gmin[s];
+        if (g < 0 || g >= p->gemm_glen[s]) return QL_FOLD_FALLBACK;
+      }
+    }
+    int64_t k = key - p->gemm_kmin;
+    int dup = s == 0 ? ql_fold_matrix_put(f->m, g, k, row.has_value, row.ivalue, row.fvalue)
+                     : ql_fold_matrix_put(f->m, k, g, row.has_value, row.ivalue, row.fvalue);
+    if (dup) return QL_FOLD_FALLBACK;
+  }
+  atomic_fetch_add(s == 0 ? &run->plan->build_rows : &run->plan->probe_rows, batch->length);
+  return QL_OK;
+}
+
+struct ql_fold_gemm_task {
+  const struct ql_fold_matrix *a, *b;
+  void *c;
+  uint8_t *exist, *has;
+  int64_t rows;
+  atomic_llong next;
+};
+
+#define QL_FOLD_GEMM_ROWS 32
+
+static int ql_fold_gemm_worker(void *arg, struct ql_error *error) {
+  (void)error;
+  struct ql_fold_gemm_task *t = arg;
+  for (;;) {
+    int64_t from = atomic_fetch_add(&t->next, QL_FOLD_GEMM_ROWS);
+    if (from >= t->rows) return QL_OK;
+    int64_t to = from + QL_FOLD_GEMM_ROWS < t->rows ? from + QL_FOLD_GEMM_ROWS : t->rows;
+    ql_fold_gemm_rows(t->a, t->b, t->c, t->exist, t->has, from, to);
+  }
+}
+
+/* Run fn(arg) on this thread and up to parallelism - 1 executor workers. */
+static int ql_fold_parallel(const struct ql_task_context *ctx, int64_t max_workers, int (*fn)(void *, struct ql_error *),
+                            void *arg, struct ql_error *error) {
+  const struct ql_executor *ex = ctx->executor;
+  int64_t want = ex && ex->spawn ? (ex->parallelism ? ex->parallelism(ex) : 1) : 1;
+  if (want > max_workers) want = max_workers;
+  if (want > 64) want = 64;
+  struct ql_job jobs[64];
+  int32_t n_jobs = 0;
+  for (int64_t j = 1; j < want; j++) {
+    struct ql_error e;
+    memset(&e, 0, sizeof(e));
+    if (ex->spawn(ex, fn, arg, &jobs[n_jobs], &e) != QL_OK) {
+      ql_error_release(&e);
+      break; /* fewer workers is fine */
+    }
+    n_jobs++;
+  }
+  int rc = fn(arg, error);
+  for (int32_t j = 0; j < n_jobs; j++) {
+    struct ql_error e;
+    memset(&e, 0, sizeof(e));
+    int jrc = jobs[j].wait(&jobs[j], &e);
+    if (jobs[j].release) jobs[j].release(&jobs[j]);
+    if (jrc != QL_OK && rc == QL_OK) {
+      rc = jrc;
+      ql_error_move(error, &e);
+    }
+    ql_error_release(&e);
+  }
+  return rc;
+}
+
+static int ql_fold_drain_all(struct ql_fold_run *run, int side,
+                             int (*fn)(struct ql_fold_run *, void *, const struct ArrowArray *, struct ql_error *),
+                             void *arg, struct ql_error *error) {
+  int64_t n = ql_fold_partition_count(&run->plan->children[side], error);
+  if (n < 0) return ql_error_prefix(error, "qlink_fold: input %d properties", side);
+  for (int64_t p = 0; p < n; p++) QL_RETURN_NOT_OK(ql_fold_drain(run, side, p, fn, arg, error));
+  return QL_OK;
+}
+
+/* Turn C into groups of the result, row by row. */
+static int ql_fold_gemm_groups(struct ql_fold_run *run, const struct ql_fold_gemm_task *t, int64_t n_cols,
+                               struct ql_error *error) {
+  const struct ql_fold_shared *p = run->plan;
+  const struct ql_fold_spec *s = &p->spec;
+  int64_t tuple[QL_FOLD_MAX_GROUPS];
+  for (int64_t i = 0; i < t->rows; i++) {
+    for (int64_t j = 0; j < n_cols; j++) {
+      int64_t cell = i * n_cols + j;
+      if (!t->exist[cell]) continue;
+      uint32_t nulls = 0;
+      for (int32_t g = 0; g < s->n_groups; g++) {
+        int side = s->groups[g].side;
+        int64_t idx = side == 0 ? i : j;
+        if (idx == p->gemm_glen[side]) {
+          tuple[g] = 0;
+          nulls |= 1u << g;
+        } else {
+          tuple[g] = p->gemm_gmin[side] + idx;
+        }
+      }
+      int64_t gi;
+      QL_RETURN_NOT_OK(ql_fold_group(&run->result, tuple, nulls, &gi, &run->mem, error));
+      if (!t->has[cell]) continue;
+      run->result.has[gi] = 1;
+      if (run->result.is_float)
+        QL_RETURN_NOT_OK(ql_fold_xsum_add(&run->result.acc_f[gi], ((const double *)t->c)[cell], &run->mem, error));
+      else
+        run->result.acc_i[gi] = ((const int64_t *)t->c)[cell];
+    }
+  }
+  return QL_OK;
+}
+
+static int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
+  const struct ql_fold_shared *p = run->plan;
+  int is_float = p->spec.value_type == QL_FOLD_FLOAT64;
+  int64_t rows = p->gemm_glen[0] + (p->gemm_glen[0] > 0), cols = p->gemm_glen[1] + (p->gemm_glen[1] > 0);
+  if (rows == 0) rows = 1;
+  if (cols == 0) cols = 1;
+  struct ql_fold_matrix a, b;
+  memset(&a, 0, sizeof(a));
+  memset(&b, 0, sizeof(b));
+  struct ql_fold_gemm_task task;
+  memset(&task, 0, sizeof(task));
+  void *c = NULL, *exist = NULL, *has = NULL;
+  int64_t cells = rows * cols;
+  int rc = ql_fold_matrix_init(&a, rows, p->gemm_klen, is_float, 0, &run->mem, error);
+  if (rc == QL_OK) rc = ql_fold_matrix_init(&b, p->gemm_klen, cols, is_float, 1, &run->mem, error);
+  if (rc == QL_OK) rc = ql_fold_mem_resize(&run->mem, &c, 0, cells * 8, error);
+  if (rc == QL_OK) rc = ql_fold_mem_resize(&run->mem, &exist, 0, cells, error);
+  if (rc == QL_OK) rc = ql_fold_mem_resize(&run->mem, &has, 0, cells, error);
+  struct ql_fold_gemm_fill fill[2];
+  for (int s = 0; s < 2; s++) {
+    fill[s].m = s == 0 ? &a : &b;
+    fill[s].side_index = s;
+    ql_fold_side_init(&p->spec, s, &fill[s].side);
+    if (rc == QL_OK) rc = ql_fold_drain_all(run, s, ql_fold_gemm_batch, &fill[s], error);
+  }
+  if (rc == QL_OK) {
+    task.a = &a;
+    task.b = &b;
+    task.c = c;
+    task.exist = exist;
+    task.has = has;
+    task.rows = rows;
+    rc = ql_fold_parallel(&run->ctx, (rows + QL_FOLD_GEMM_ROWS - 1) / QL_FOLD_GEMM_ROWS, ql_fold_gemm_worker, &task, error);
+  }
+  if (rc == QL_OK) rc = ql_fold_gemm_groups(run, &task, cols, error);
+  ql_fold_matrix_destroy(&a, &run->mem);
+  ql_fold_matrix_destroy(&b, &run->mem);
+  ql_fold_mem_free(&run->mem, c, c ? cells * 8 : 0);
+  ql_fold_mem_free(&run->mem, exist, exist ? cells : 0);
+  ql_fold_mem_free(&run->mem, has, has ? cells : 0);
+  if (rc == QL_OK) atomic_fetch_add(&run->plan->dense_runs, 1);
+  if (rc == QL_FOLD_FALLBACK) {
+    /* Start over on the hash path with an empty result. */
+    ql_fold_groups_destroy(&run->result, &run->mem);
+    atomic_store(&run->plan->build_rows, 0);
+    atomic_store(&run->plan->probe_rows, 0);
+  }
+  return rc;
+}
+
 static int64_t ql_fold_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -601,11 +776,14 @@ static int64_t ql_fold_now_ns(void) {
 
 static int ql_fold_run_all(struct ql_fold_run *run, struct ql_error *error) {
   int64_t t0 = ql_fold_now_ns();
-  int rc = ql_fold_build_init(&run->build, run->plan, &run->mem, error);
-  if (rc == QL_OK) rc = ql_fold_run_build(run, error);
-  if (rc == QL_OK) rc = ql_fold_run_probe(run, error);
-  /* The build table is not needed to emit. */
-  ql_fold_build_destroy(&run->build, &run->mem);
+  int rc = run->plan->gemm ? ql_fold_run_gemm(run, error) : QL_FOLD_FALLBACK;
+  if (rc == QL_FOLD_FALLBACK) {
+    rc = ql_fold_build_init(&run->build, run->plan, &run->mem, error);
+    if (rc == QL_OK) rc = ql_fold_run_build(run, error);
+    if (rc == QL_OK) rc = ql_fold_run_probe(run, error);
+    /* The build table is not needed to emit. */
+    ql_fold_build_destroy(&run->build, &run->mem);
+  }
   atomic_fetch_add(&run->plan->elapsed_ns, ql_fold_now_ns() - t0);
   if (rc == QL_OK) atomic_fetch_add(&run->plan->groups, run->result.gmap.count);
   return rc;
@@ -851,13 +1029,16 @@ static void ql_fold_metrics_release(struct ql_metrics *m) {
 
 static int ql_fold_get_metrics(const struct ql_execution_plan *self, struct ql_metrics *out, struct ql_error *error) {
   struct ql_fold_shared *s = ql_fold_of(self);
-  enum { N = 5 };
+  enum { N = 6 };
   struct ql_metric *items = calloc(N, sizeof(*items));
   if (!items) return ql_error_set(error, QL_ENOMEM, "FoldExec: out of memory");
-  const char *names[N] = {"output_rows", "build_rows", "probe_rows", "groups", "elapsed_compute"};
-  int32_t kinds[N] = {QL_METRIC_COUNT, QL_METRIC_COUNT, QL_METRIC_COUNT, QL_METRIC_COUNT, QL_METRIC_TIME_NS};
+  /* dense_kernel_runs: executions that finished on the dense kernel (the
+   * others fell back to, or started on, the hash path). */
+  const char *names[N] = {"output_rows", "build_rows", "probe_rows", "groups", "elapsed_compute", "dense_kernel_runs"};
+  int32_t kinds[N] = {QL_METRIC_COUNT, QL_METRIC_COUNT, QL_METRIC_COUNT,
+                      QL_METRIC_COUNT, QL_METRIC_TIME_NS, QL_METRIC_COUNT};
   int64_t values[N] = {atomic_load(&s->output_rows), atomic_load(&s->build_rows), atomic_load(&s->probe_rows),
-                       atomic_load(&s->groups), atomic_load(&s->elapsed_ns)};
+                       atomic_load(&s->groups),      atomic_load(&s->elapsed_ns), atomic_load(&s->dense_runs)};
   for (int i = 0; i < N; i++) {
     items[i].name = names[i];
     items[i].kind = kinds[i];
@@ -931,6 +1112,70 @@ static void ql_fold_choose_dense(struct ql_fold_shared *s) {
   if (st.release) st.release(&st);
 }
 
+
+/* Exact min, max and distinct count of an integer column, from statistics. */
+static int ql_fold_column_range(const struct ql_statistics *st, const struct ql_fold_operand *op, int64_t *lo,
+                                int64_t *hi, int64_t *distinct) {
+  if (!st->columns || op->column >= st->n_columns || op->storage == QL_FOLD_U64) return 0;
+  const struct ql_column_statistics *c = &st->columns[op->column];
+  if (c->min_max_precision != QL_PRECISION_EXACT || c->distinct_count_precision != QL_PRECISION_EXACT) return 0;
+  if (c->min.is_null || c->max.is_null || !c->min.format || ql_fold_format_storage(c->min.format) != op->storage)
+    return 0;
+  *lo = c->min.value.i64;
+  *hi = c->max.value.i64;
+  *distinct = c->distinct_count;
+  return *hi >= *lo && (uint64_t)*hi - (uint64_t)*lo < (UINT64_C(1) << 40);
+}
+
+/* The dense kernel applies when one join key and at most one group key per
+ * side are integers whose statistics describe full ranges, and the matrices
+ * are not much larger than the inputs (so they are truly dense). */
+static void ql_fold_choose_gemm(struct ql_fold_shared *s) {
+  const struct ql_fold_spec *p = &s->spec;
+  if (p->n_keys != 1) return;
+  struct ql_fold_side sides[2];
+  struct ql_statistics st[2];
+  memset(st, 0, sizeof(st));
+  int ok = 1;
+  for (int k = 0; k < 2 && ok; k++) {
+    ql_fold_side_init(p, k, &sides[k]);
+    const struct ql_execution_plan *c = &s->children[k];
+    ok = sides[k].n_groups <= 1 && c->get_statistics && c->get_statistics(c, -1, &st[k], NULL) == QL_OK &&
+         st[k].num_rows_precision == QL_PRECISION_EXACT;
+  }
+  int64_t klo[2], khi[2], kd[2], cells = 1;
+  int full_key = 0;
+  for (int k = 0; k < 2 && ok; k++) {
+    ok = ql_fold_column_range(&st[k], sides[k].keys[0], &klo[k], &khi[k], &kd[k]);
+    full_key |= ok && kd[k] == khi[k] - klo[k] + 1;
+    s->gemm_glen[k] = 0;
+    if (ok && sides[k].n_groups == 1) {
+      int64_t lo, hi, d;
+      ok = ql_fold_column_range(&st[k], sides[k].groups[0], &lo, &hi, &d) && d == hi - lo + 1;
+      s->gemm_gmin[k] = lo;
+      s->gemm_glen[k] = hi - lo + 1;
+    }
+  }
+  if (ok && full_key) {
+    int64_t lo = klo[0] > klo[1] ? klo[0] : klo[1], hi = khi[0] < khi[1] ? khi[0] : khi[1];
+    int64_t K = hi - lo + 1;
+    int64_t M = s->gemm_glen[0] + 1, N = s->gemm_glen[1] + 1;
+    cells = M * K + K * N + M * N;
+    if (K >= 1 && M <= (1 << 24) && N <= (1 << 24) && K <= (1 << 24) && cells <= (INT64_C(1) << 26) &&
+        M * K <= 4 * st[0].num_rows + 1024 && K * N <= 4 * st[1].num_rows + 1024) {
+      s->gemm = 1;
+      s->gemm_kmin = lo;
+      s->gemm_klen = K;
+      for (int k = 0; k < 2; k++) {
+        s->gemm_kmin_side[k] = klo[k];
+        s->gemm_kmax_side[k] = khi[k];
+      }
+    }
+  }
+  for (int k = 0; k < 2; k++)
+    if (st[k].release) st[k].release(&st[k]);
+}
+
 static void ql_fold_append(char *buf, size_t cap, const char *fmt, const char *a, const char *b) {
   size_t len = strlen(buf);
   if (len < cap) snprintf(buf + len, cap - len, fmt, a, b);
@@ -949,7 +1194,8 @@ static void ql_fold_describe(struct ql_fold_shared *s) {
   ql_fold_append(d, cap, "%s%s", "], by=[", "");
   for (int32_t i = 0; i < p->n_groups; i++) ql_fold_append(d, cap, "%s%s", i ? ", " : "", p->groups[i].name);
   ql_fold_append(d, cap, "], sum=%s * %s", p->values[0].name, p->values[1].name);
-  ql_fold_append(d, cap, ", build=%s%s", s->build_side ? "right" : "left", s->dense ? ", dense" : "");
+  if (s->gemm) ql_fold_append(d, cap, ", kernel=%s%s", "dense", "");
+  else ql_fold_append(d, cap, ", build=%s%s", s->build_side ? "right" : "left", s->dense ? ", dense keys" : "");
 }
 
 int ql_fold_exec_new(const struct ql_fold_spec *spec, const struct ArrowSchema *schema,
@@ -975,6 +1221,7 @@ int ql_fold_exec_new(const struct ql_fold_spec *spec, const struct ArrowSchema *
   int64_t rows0 = ql_fold_stat_rows(&s->children[0]), rows1 = ql_fold_stat_rows(&s->children[1]);
   s->build_side = (rows0 >= 0 && rows1 >= 0 && rows0 < rows1) ? 0 : 1;
   ql_fold_choose_dense(s);
+  ql_fold_choose_gemm(s);
   ql_fold_describe(s);
   memset(out, 0, sizeof(*out));
   out->struct_size = sizeof(*out);

@@ -55,6 +55,26 @@ static void random_table(struct ft_table *t, const char *name, uint64_t *rng, in
   t->with_stats = dense ? 1 : (int)(ft_rand(rng) % 2);
 }
 
+/* A matrix as a table: every (g0, k0) of [0, m) x [0, key_range) once, in
+ * random order, plus sometimes rows with a NULL g0; values sometimes NULL. */
+static void grid_table(struct ft_table *t, const char *name, uint64_t *rng, int is_float, int64_t m, int64_t key_range) {
+  random_table(t, name, rng, is_float, m * key_range, key_range, 1);
+  int64_t extra = ft_rand(rng) % 3 == 0 ? ft_rand_range(rng, 1, 2) : 0;
+  t->n_rows = m * key_range + extra;
+  for (int64_t r = 0; r < t->n_rows; r++) {
+    t->cols[0].i[r] = r < m * key_range ? r % key_range : ft_rand_range(rng, 0, key_range - 1);
+    t->cols[0].valid[r] = 1;
+    t->cols[2].i[r] = r / key_range;
+    t->cols[2].valid[r] = r < m * key_range;
+    t->cols[4].valid[r] = ft_rand(rng) % 8 != 0;
+    if (t->cols[4].format[0] == 'g') t->cols[4].f[r] = (double)ft_rand_range(rng, -1000000, 1000000) / 1024.0;
+    else if (t->cols[4].format[0] == 'f') t->cols[4].f[r] = (double)(float)((double)ft_rand_range(rng, -1000, 1000) / 7.0);
+    else t->cols[4].i[r] = ft_rand_range(rng, -1000, 1000);
+  }
+  ft_table_shuffle_layout(t, rng, 1, 1024);
+  t->with_stats = 1;
+}
+
 static void random_query(struct ft_query *q, uint64_t *rng, int is_float, int dense) {
   memset(q, 0, sizeof(*q));
   q->is_float = is_float;
@@ -141,25 +161,36 @@ static int plan_fold(const struct ft_query *q, struct ft_table *a, struct ft_tab
 static void test_random(uint64_t seed, int iterations) {
   uint64_t rng = seed;
   struct ft_table *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
-  int dense_runs = 0;
+  int dense_runs = 0, gemm_runs = 0, gemm_done = 0;
   for (int it = 0; it < iterations; it++) {
     int is_float = (int)(ft_rand(&rng) % 2);
     int dense = ft_rand(&rng) % 5 == 0;
+    int grid = !dense && ft_rand(&rng) % 4 == 0;
     int64_t key_range = ft_rand_range(&rng, 1, 6);
     int64_t na = ft_rand(&rng) % 10 == 0 ? 0 : ft_rand_range(&rng, dense ? key_range : 1, 60);
     int64_t nb = ft_rand(&rng) % 10 == 0 ? 0 : ft_rand_range(&rng, dense ? key_range : 1, 60);
     if (dense) na = na < key_range ? key_range : na, nb = nb < key_range ? key_range : nb;
-    random_table(a, "a", &rng, is_float, na, key_range, dense);
-    random_table(b, "b", &rng, is_float, nb, key_range, dense);
     struct ft_query q;
-    random_query(&q, &rng, is_float, dense);
+    if (grid) {
+      grid_table(a, "a", &rng, is_float, ft_rand_range(&rng, 1, 5), key_range);
+      grid_table(b, "b", &rng, is_float, ft_rand_range(&rng, 1, 5), key_range);
+      random_query(&q, &rng, is_float, 1);
+      q.n_groups = (int)ft_rand_range(&rng, 0, 2);
+      q.gside[0] = (int)(ft_rand(&rng) % 2), q.gcol[0] = 2;
+      q.gside[1] = 1 - q.gside[0], q.gcol[1] = 2;
+    } else {
+      random_table(a, "a", &rng, is_float, na, key_range, dense);
+      random_table(b, "b", &rng, is_float, nb, key_range, dense);
+      random_query(&q, &rng, is_float, dense);
+    }
     struct ql_plan_view view;
     struct ql_execution_plan fold;
     if (plan_fold(&q, a, b, &view, &fold)) {
       QL_CHECK(!"planner folded the generated query");
       continue;
     }
-    if (strstr(fold.display(&fold), "dense")) dense_runs++;
+    if (strstr(fold.display(&fold), "dense keys")) dense_runs++;
+    if (strstr(fold.display(&fold), "kernel=dense")) gemm_runs++;
     int64_t n_ref = ft_reference(&q, a, b, ref_rows, CAP);
     ft_sort_rows(ref_rows, n_ref);
 
@@ -185,10 +216,19 @@ static void test_random(uint64_t seed, int iterations) {
     int same = n2 == n1 && rows_identical(got_rows, again_rows, n1);
     if (!same) fprintf(stderr, "iteration %d: second run differs (%lld rows vs %lld)\n", it, (long long)n2, (long long)n1);
     QL_CHECK(same);
+    struct ql_metrics m;
+    if (fold.get_metrics(&fold, &m, NULL) == QL_OK) {
+      gemm_done += m.items[5].value > 0;
+      m.release(&m);
+    }
     fold.release(&fold);
     view.release(&view);
   }
-  QL_CHECK(dense_runs > 0); /* the generator reaches the dense path */
+  QL_CHECK(gemm_done > 20); /* finished on the dense kernel, not a fallback */
+  QL_CHECK(dense_runs > 0); /* the generator reaches the dense key index */
+  QL_CHECK(gemm_runs > 20);  /* and the dense kernel */
+  printf("dense key index in %d runs, dense kernel chosen in %d and finished in %d of %d\n", dense_runs, gemm_runs,
+         gemm_done, iterations);
   free(a);
   free(b);
 }

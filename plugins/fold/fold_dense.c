@@ -1,0 +1,130 @@
+/* qlink_fold: the dense kernel (see fold_dense.h). */
+#include "fold_dense.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "qlink/lib/status.h"
+
+/* Cache blocking: a block of B (QL_FOLD_KB rows x QL_FOLD_JB columns, 64 KiB
+ * of doubles) is reused across the rows of C. */
+#define QL_FOLD_KB 64
+#define QL_FOLD_JB 128
+
+int ql_fold_matrix_init(struct ql_fold_matrix *m, int64_t rows, int64_t cols, int is_float, int transposed,
+                        struct ql_fold_mem *mem, struct ql_error *error) {
+  memset(m, 0, sizeof(*m));
+  m->rows = rows;
+  m->cols = cols;
+  m->is_float = is_float;
+  m->transposed = transposed;
+  int64_t n_sets = transposed ? cols : rows, bits = transposed ? rows : cols;
+  m->words = (bits + 63) / 64;
+  int64_t cells = rows * cols;
+  void *p = NULL;
+  QL_RETURN_NOT_OK(ql_fold_mem_resize(mem, &p, 0, cells * 8, error));
+  if (is_float) m->f = p;
+  else m->i = p;
+  p = NULL;
+  int rc = ql_fold_mem_resize(mem, &p, 0, n_sets * m->words * 8, error);
+  m->exist = p;
+  p = NULL;
+  if (rc == QL_OK) rc = ql_fold_mem_resize(mem, &p, 0, n_sets * m->words * 8, error);
+  m->has = p;
+  p = NULL;
+  if (rc == QL_OK && is_float) rc = ql_fold_mem_resize(mem, &p, 0, cells, error);
+  m->filled = p;
+  if (rc != QL_OK) ql_fold_matrix_destroy(m, mem);
+  return rc;
+}
+
+void ql_fold_matrix_destroy(struct ql_fold_matrix *m, struct ql_fold_mem *mem) {
+  int64_t cells = m->rows * m->cols, sets = (m->transposed ? m->cols : m->rows) * m->words * 8;
+  ql_fold_mem_free(mem, m->f, cells * 8);
+  ql_fold_mem_free(mem, m->i, cells * 8);
+  ql_fold_mem_free(mem, m->exist, m->exist ? sets : 0);
+  ql_fold_mem_free(mem, m->has, m->has ? sets : 0);
+  ql_fold_mem_free(mem, m->filled, m->filled ? cells : 0);
+  memset(m, 0, sizeof(*m));
+}
+
+static void ql_fold_bit_set(uint64_t *sets, int64_t words, int64_t set, int64_t bit) {
+  sets[set * words + bit / 64] |= UINT64_C(1) << (bit % 64);
+}
+
+int ql_fold_matrix_put(struct ql_fold_matrix *m, int64_t r, int64_t c, int has_value, int64_t ivalue, double fvalue) {
+  int64_t cell = r * m->cols + c;
+  int64_t set = m->transposed ? c : r, bit = m->transposed ? r : c;
+  ql_fold_bit_set(m->exist, m->words, set, bit);
+  if (!has_value) return 0;
+  if (m->is_float) {
+    if (m->filled[cell] || !isfinite(fvalue)) return 1;
+    m->filled[cell] = 1;
+    m->f[cell] = fvalue;
+  } else {
+    m->i[cell] = (int64_t)((uint64_t)m->i[cell] + (uint64_t)ivalue);
+  }
+  ql_fold_bit_set(m->has, m->words, set, bit);
+  return 0;
+}
+
+static int ql_fold_any_and(const uint64_t *x, const uint64_t *y, int64_t words) {
+  for (int64_t w = 0; w < words; w++)
+    if (x[w] & y[w]) return 1;
+  return 0;
+}
+
+static void ql_fold_gemm_f64(const struct ql_fold_matrix *a, const struct ql_fold_matrix *b, double *c, int64_t from,
+                             int64_t to) {
+  int64_t K = a->cols, N = b->cols;
+  for (int64_t jb = 0; jb < N; jb += QL_FOLD_JB) {
+    int64_t je = jb + QL_FOLD_JB < N ? jb + QL_FOLD_JB : N;
+    for (int64_t kb = 0; kb < K; kb += QL_FOLD_KB) { /* ascending k: the summation order */
+      int64_t ke = kb + QL_FOLD_KB < K ? kb + QL_FOLD_KB : K;
+      for (int64_t i = from; i < to; i++) {
+        double *ci = c + i * N;
+        const double *ai = a->f + i * K;
+        for (int64_t k = kb; k < ke; k++) {
+          double aik = ai[k];
+          if (aik == 0.0) continue; /* adds only +0.0: no partial sum changes */
+          const double *bk = b->f + k * N;
+          for (int64_t j = jb; j < je; j++) ci[j] += aik * bk[j];
+        }
+      }
+    }
+  }
+}
+
+static void ql_fold_gemm_i64(const struct ql_fold_matrix *a, const struct ql_fold_matrix *b, int64_t *c, int64_t from,
+                             int64_t to) {
+  int64_t K = a->cols, N = b->cols;
+  for (int64_t jb = 0; jb < N; jb += QL_FOLD_JB) {
+    int64_t je = jb + QL_FOLD_JB < N ? jb + QL_FOLD_JB : N;
+    for (int64_t kb = 0; kb < K; kb += QL_FOLD_KB) {
+      int64_t ke = kb + QL_FOLD_KB < K ? kb + QL_FOLD_KB : K;
+      for (int64_t i = from; i < to; i++) {
+        uint64_t *ci = (uint64_t *)c + i * N;
+        const int64_t *ai = a->i + i * K;
+        for (int64_t k = kb; k < ke; k++) {
+          uint64_t aik = (uint64_t)ai[k];
+          if (aik == 0) continue;
+          const int64_t *bk = b->i + k * N;
+          for (int64_t j = jb; j < je; j++) ci[j] += aik * (uint64_t)bk[j];
+        }
+      }
+    }
+  }
+}
+
+void ql_fold_gemm_rows(const struct ql_fold_matrix *a, const struct ql_fold_matrix *b, void *c_values,
+                       uint8_t *c_exist, uint8_t *c_has, int64_t row_from, int64_t row_to) {
+  if (a->is_float) ql_fold_gemm_f64(a, b, c_values, row_from, row_to);
+  else ql_fold_gemm_i64(a, b, c_values, row_from, row_to);
+  int64_t N = b->cols, words = a->words;
+  for (int64_t i = row_from; i < row_to; i++) {
+    for (int64_t j = 0; j < N; j++) {
+      c_exist[i * N + j] = (uint8_t)ql_fold_any_and(a->exist + i * words, b->exist + j * words, words);
+      c_has[i * N + j] = (uint8_t)ql_fold_any_and(a->has + i * words, b->has + j * words, words);
+    }
+  }
+}

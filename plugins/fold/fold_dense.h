@@ -1,0 +1,55 @@
+/* qlink_fold: the dense kernel.
+ *
+ * When statistics prove a single integer join key k and at most one integer
+ * group key per side dense (exact min, max and distinct count describing a
+ * full range), the contraction is a matrix product: A[i][k] holds the sum
+ * of the left input's values per (left group i, key k), B[k][j] the right
+ * input's, and the result is C = A B. Each side also keeps, per cell, whether
+ * a row exists and whether a non-NULL value exists, as bitsets over k, so
+ * that a group (i, j) exists iff some k has rows on both sides, and is
+ * non-NULL iff some k has non-NULL values on both sides (SQL semantics).
+ * A NULL group key is one more row (column) at the end.
+ *
+ * Determinism: C[i][j] adds A[i][k] * B[k][j] in ascending k, whatever the
+ * blocking and the number of threads (threads split the rows of C). Cells
+ * without a value hold 0, and adding the resulting +0.0 products changes no
+ * partial sum, so C[i][j] is the in-order sum of the present products. Float
+ * cells must be filled at most once and with finite values (a second value
+ * or a non-finite one makes the caller fall back to the hash path); int64
+ * cells add with wrapping, as DataFusion's sum does.
+ *
+ * Memory: through the fold accounting. Single owner, except that
+ * ql_fold_gemm_rows may run on disjoint row ranges of one output at once.
+ */
+#ifndef QL_FOLD_DENSE_H
+#define QL_FOLD_DENSE_H
+
+#include <stdint.h>
+
+#include "fold_mem.h"
+
+struct ql_fold_matrix {
+  int64_t rows, cols; /* values are rows x cols, row-major */
+  int32_t is_float;
+  int32_t transposed; /* bitsets per column (over rows) instead of per row */
+  int64_t words;      /* 64-bit words per bitset */
+  double *f;
+  int64_t *i;
+  uint64_t *exist, *has;
+  uint8_t *filled;    /* float: cell already holds a value */
+};
+
+int ql_fold_matrix_init(struct ql_fold_matrix *m, int64_t rows, int64_t cols, int is_float, int transposed,
+                        struct ql_fold_mem *mem, struct ql_error *error);
+void ql_fold_matrix_destroy(struct ql_fold_matrix *m, struct ql_fold_mem *mem);
+/* Record a row at (r, c) with its value (has_value: not NULL). Returns 0, or
+ * 1 when a float cell would get a second value or a non-finite one. */
+int ql_fold_matrix_put(struct ql_fold_matrix *m, int64_t r, int64_t c, int has_value, int64_t ivalue, double fvalue);
+
+/* The product for result rows [row_from, row_to): c_values (a->rows x
+ * b->cols, row-major, double or int64 as a's type), c_exist and c_has
+ * (one byte per cell). */
+void ql_fold_gemm_rows(const struct ql_fold_matrix *a, const struct ql_fold_matrix *b, void *c_values,
+                       uint8_t *c_exist, uint8_t *c_has, int64_t row_from, int64_t row_to);
+
+#endif /* QL_FOLD_DENSE_H */
