@@ -280,11 +280,6 @@ static void test_memory_limit(void) {
   free(b);
 }
 
-static int always_cancelled(const struct ql_task_context *ctx) {
-  (void)ctx;
-  return 1;
-}
-
 static void test_cancel_and_exact_values(void) {
   /* a(k, s, v) x w(k, o, v): a 2x2 by 2x2 matmul with duplicates and NULLs,
    * values checked by hand. */
@@ -353,7 +348,7 @@ static void test_cancel_and_exact_values(void) {
 
   /* Cancelled before the first batch. */
   ft_host_init(&h, -1, 0, 1024);
-  h.ctx.is_cancelled = always_cancelled;
+  ql_ref_host_cancel(h.host, 1);
   n = ft_collect(&fold, &h, 2, 0, got_rows, CAP, msg, sizeof(msg));
   QL_CHECK_INT(n, -QL_ECANCELLED);
   QL_CHECK_INT(ft_host_free(&h), QL_OK);

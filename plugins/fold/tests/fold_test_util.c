@@ -2,7 +2,6 @@
 #include "fold_test_util.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,72 +201,26 @@ int ft_plan_new(const struct ft_table *t, struct ql_execution_plan *out) {
 
 /* ------------------------------------------------------------------ host */
 
-struct ft_job {
-  pthread_t thread;
-  int (*fn)(void *, struct ql_error *);
-  void *arg;
-  int rc;
-  struct ql_error error;
-};
-
-static void *ft_job_main(void *p) {
-  struct ft_job *j = p;
-  j->rc = j->fn(j->arg, &j->error);
-  return NULL;
-}
-
-static int ft_job_wait(struct ql_job *self, struct ql_error *error) {
-  struct ft_job *j = self->private_data;
-  pthread_join(j->thread, NULL);
-  j->thread = 0;
-  if (j->error.release) ql_error_move(error, &j->error);
-  return j->rc;
-}
-
-static void ft_job_release(struct ql_job *self) {
-  struct ft_job *j = self->private_data;
-  if (j->thread) pthread_join(j->thread, NULL);
-  ql_error_release(&j->error);
-  free(j);
-  self->release = NULL;
-}
-
-static int ft_spawn(const struct ql_executor *self, int (*fn)(void *, struct ql_error *), void *arg, struct ql_job *out,
-                    struct ql_error *error) {
-  (void)self;
-  struct ft_job *j = calloc(1, sizeof(*j));
-  j->fn = fn;
-  j->arg = arg;
-  if (pthread_create(&j->thread, NULL, ft_job_main, j) != 0) {
-    free(j);
-    return ql_error_set(error, QL_ERESOURCES, "no thread");
-  }
-  out->wait = ft_job_wait;
-  out->release = ft_job_release;
-  out->private_data = j;
-  return QL_OK;
-}
-
-static int32_t ft_parallelism(const struct ql_executor *self) { return *(const int *)self->private_data; }
-
 void ft_host_init(struct ft_host *h, int64_t limit, int threads, int64_t batch_size) {
   memset(h, 0, sizeof(*h));
-  if (ql_ref_memory_pool_new(limit, &h->pool, NULL) != QL_OK) abort();
-  h->env.struct_size = sizeof(h->env);
-  h->env.memory_pool = ql_ref_memory_pool_view(h->pool);
-  h->threads = threads;
-  h->executor.struct_size = sizeof(h->executor);
-  h->executor.spawn = ft_spawn;
-  h->executor.parallelism = ft_parallelism;
-  h->executor.private_data = &h->threads;
-  h->ctx.struct_size = sizeof(h->ctx);
-  h->ctx.batch_size = batch_size;
-  h->ctx.runtime_env = &h->env;
-  h->ctx.executor = threads > 0 ? &h->executor : NULL;
+  struct ql_ref_host_options o = {limit, batch_size, threads > 0 ? threads : 1};
+  struct ql_error err;
+  memset(&err, 0, sizeof(err));
+  if (ql_ref_host_new(&o, &h->host, &err) != QL_OK) {
+    fprintf(stderr, "ql_ref_host_new: %s\n", ql_error_message(&err));
+    abort();
+  }
+  h->pool = ql_ref_host_memory_pool(h->host);
+  ql_ref_host_task_context(h->host, 0, &h->ctx);
+  if (threads == 0) h->ctx.executor = NULL;
 }
 
 int ft_host_free(struct ft_host *h) {
-  int rc = ql_ref_memory_pool_free(h->pool, NULL);
+  struct ql_error err;
+  memset(&err, 0, sizeof(err));
+  int rc = ql_ref_host_free(h->host, &err);
+  if (rc != QL_OK) fprintf(stderr, "ql_ref_host_free: %s\n", ql_error_message(&err));
+  ql_error_release(&err);
   return rc;
 }
 

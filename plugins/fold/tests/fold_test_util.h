@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "qlink/lib/host.h"
 #include "qlink/lib/ir.h"
 #include "qlink/lib/memory_pool.h"
 #include "qlink/planner.h"
@@ -50,13 +51,12 @@ int ft_plan_new(const struct ft_table *t, struct ql_execution_plan *out);
 /* Schema of `t` as a struct schema (owned by the caller). */
 void ft_table_schema(const struct ft_table *t, struct ArrowSchema *out);
 
-/* A host: reference memory pool (limit bytes, -1 none), pthread executor
- * with `threads` workers (0: no executor), task context for partition 0. */
+/* libqlink's reference host (memory pool with `limit` bytes, -1 none;
+ * executor with `threads` workers, 0: none offered) and its task context
+ * for partition 0 in `ctx`. */
 struct ft_host {
+  struct ql_ref_host *host;
   struct ql_ref_memory_pool *pool;
-  struct ql_runtime_env env;
-  struct ql_executor executor;
-  int threads;
   struct ql_task_context ctx;
 };
 void ft_host_init(struct ft_host *h, int64_t limit, int threads, int64_t batch_size);
