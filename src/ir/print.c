@@ -557,7 +557,8 @@ static void print_join(struct ql_ir_text *t, const struct ql_plan_node *n) {
 
 static void print_values(struct ql_ir_text *t, const struct ql_plan_node *n) {
   int64_t width = n->schema ? n->schema->n_children : 0;
-  if (width <= 0 || n->n_rows < 0 || n->n_rows * width != n->n_exprs || n->exprs == NULL) {
+  if (width <= 0 || width > INT32_MAX || n->n_rows < 0 || n->n_rows > INT32_MAX || n->n_rows * width != n->n_exprs ||
+      n->exprs == NULL) {
     text_printf(t, "%" PRId64 " rows", n->n_rows);
     return;
   }

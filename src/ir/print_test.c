@@ -239,6 +239,66 @@ static void test_other_nodes(void) {
   ql_error_release(&err);
 }
 
+/* A scan of every column with filters, a scan with only a fetch, UNION
+ * (distinct), a join with only a filter, a sort without fetch. */
+static void test_more_lines(void) {
+  struct ql_ir_builder *b = NULL;
+  struct ql_error err = {0};
+  QL_CHECK_OK(ql_ir_builder_new(&b, &err), err);
+  struct ArrowSchema ab, a;
+  qt_schema(&ab, "a:l,b:l");
+  qt_schema(&a, "a:l");
+  struct ql_table_ref t = {"t", &ab, NULL, NULL}, t2 = {"t2", &ab, NULL, NULL}, u = {"u", &a, NULL, NULL};
+  ql_expr_id eq = ql_ir_binary(b, QL_OP_EQ, ql_ir_column(b, "a", NULL, 0), ql_ir_literal_i64(b, 1));
+  struct ql_plan_node scan = qt_node(QL_NODE_TABLE_SCAN);
+  scan.table = &t;
+  scan.n_exprs = 1;
+  scan.exprs = &eq;
+  ql_node_id s0 = add_node(b, scan, "a:l,b:l");
+  scan = qt_node(QL_NODE_TABLE_SCAN);
+  scan.table = &t2;
+  scan.fetch = 5;
+  ql_node_id s1 = add_node(b, scan, "a:l,b:l");
+  ql_node_id union_inputs[] = {s0, s1};
+  struct ql_plan_node un = qt_node(QL_NODE_UNION);
+  un.flags = QL_NODE_UNION_DISTINCT;
+  un.n_inputs = 2;
+  un.inputs = union_inputs;
+  ql_node_id n2 = add_node(b, un, "a:l,b:l");
+  scan = qt_node(QL_NODE_TABLE_SCAN);
+  scan.table = &u;
+  ql_node_id s3 = add_node(b, scan, "a:l");
+  struct ql_plan_node join = qt_node(QL_NODE_JOIN);
+  ql_node_id join_inputs[] = {n2, s3};
+  join.join_type = QL_JOIN_INNER;
+  join.n_inputs = 2;
+  join.inputs = join_inputs;
+  join.condition = ql_ir_binary(b, QL_OP_LT, ql_ir_column(b, "a", "t", 0), ql_ir_column(b, "a", "u", 2));
+  ql_node_id n4 = add_node(b, join, "a:l,b:l,a:l");
+  ql_expr_id key = ql_ir_sort(b, ql_ir_column(b, "a", "t", 0), 0);
+  struct ql_plan_node sort = qt_node(QL_NODE_SORT);
+  sort.n_inputs = 1;
+  sort.inputs = &n4;
+  sort.n_exprs = 1;
+  sort.exprs = &key;
+  ql_node_id n5 = add_node(b, sort, "a:l,b:l,a:l");
+  struct ql_plan_view v;
+  QL_CHECK_OK(ql_ir_builder_finish(b, n5, &v, &err), err);
+  QL_CHECK_OK(ql_ir_validate(&v, &err), err);
+  CHECK_PLAN_TEXT(&v, v.root,
+                  "Sort: t.a ASC NULLS LAST\n"
+                  "  Inner Join: Filter: t.a < u.a\n"
+                  "    Union: distinct\n"
+                  "      TableScan: t full_filters=[a = 1]\n"
+                  "      TableScan: t2, fetch=5\n"
+                  "    TableScan: u\n");
+  v.release(&v);
+  ql_schema_release(&ab);
+  ql_schema_release(&a);
+  ql_ir_builder_free(b);
+  ql_error_release(&err);
+}
+
 static ql_expr_id col(struct ql_ir_builder *b, const char *name) { return ql_ir_column(b, name, NULL, -1); }
 
 static ql_expr_id scalar(struct ql_ir_builder *b, const char *format, int64_t i64) {
@@ -405,6 +465,7 @@ int main(void) {
   test_matmul();
   test_relational_plan();
   test_other_nodes();
+  test_more_lines();
   test_expressions();
   test_errors();
   test_names();

@@ -250,9 +250,10 @@ static int struct_schema_check(const struct ql_ir_checker *c, ql_node_id id, con
   if (s->format == NULL || strcmp(s->format, "+s") != 0) {
     return node_fail(c, id, "%s has format \"%s\", expected a struct (\"+s\")", what, s->format ? s->format : "(null)");
   }
-  if (s->n_children < 0 || (s->n_children > 0 && s->children == NULL)) {
+  /* Widths are bounded so sums and products of them cannot overflow. */
+  if (s->n_children < 0 || s->n_children > INT32_MAX || (s->n_children > 0 && s->children == NULL)) {
     return node_fail(c, id, "%s has %lld children but %s", what, (long long)s->n_children,
-                     s->n_children < 0 ? "a negative count" : "a NULL array");
+                     s->n_children < 0 ? "a negative count" : s->n_children > INT32_MAX ? "the limit is 2^31-1" : "a NULL array");
   }
   return QL_OK;
 }

@@ -65,16 +65,18 @@ static struct ArrowSchema leaf[3] = {
     {.format = "u", .name = "c2", .release = static_release},
 };
 static struct ArrowSchema *leaves[3] = {&leaf[0], &leaf[1], &leaf[2]};
-/* NULL, a list (not a struct), then structs of 0..3 columns. */
-static struct ArrowSchema schemas[5] = {
+/* NULL, a list (not a struct), structs of 0..3 columns, and a struct
+ * claiming more columns than any validator should accept. */
+static struct ArrowSchema schemas[6] = {
     {.format = "+l", .release = static_release},
     {.format = "+s", .n_children = 0, .release = static_release},
     {.format = "+s", .n_children = 1, .children = leaves, .release = static_release},
     {.format = "+s", .n_children = 2, .children = leaves, .release = static_release},
     {.format = "+s", .n_children = 3, .children = leaves, .release = static_release},
+    {.format = "+s", .n_children = INT64_MAX, .children = leaves, .release = static_release},
 };
 static const struct ArrowSchema *next_schema(struct input *in) {
-  uint8_t c = next(in) % 6;
+  uint8_t c = next(in) % 7;
   return c == 0 ? NULL : &schemas[c - 1];
 }
 

@@ -42,8 +42,10 @@ static struct ql_plan_view build_matmul(void) {
 }
 
 static struct ArrowSchema schema_abc;
-/* Borrowed and never released: a list type where a struct belongs. */
+/* Borrowed and never released: a list type where a struct belongs, and a
+ * struct claiming more columns than an int32 can count. */
 static struct ArrowSchema schema_list = {.format = "+l"};
+static struct ArrowSchema schema_huge = {.format = "+s", .n_children = INT64_C(1) << 40, .children = NULL};
 static int32_t ids_a[] = {0}, ids_00[] = {0, 0}, ids_33[] = {3}, ids_bad[] = {0, 7}, ids_50[] = {6, 50};
 
 /* Each case breaks one rule of the matmul view (nodes: 0 scan a, 1 scan w,
@@ -90,6 +92,7 @@ static void break_view(int which, struct ql_plan_view *v, struct ql_plan_node *n
     case 36: e[0].column_index = -2; break;
     case 37: n[3].kind = QL_NODE_EMPTY_RELATION; break;
     case 38: n[0].fetch = -5; break;
+    case 39: n[0].schema = &schema_huge; break;
   }
 }
 
@@ -133,6 +136,7 @@ static const char *const break_messages[] = {
     "expr 0 (COLUMN): column_index -2 is negative",
     "node 3 (EmptyRelation): expects 0 inputs, has 1",
     "node 0 (TableScan): fetch -5 is negative",
+    "node 0 (TableScan): schema has 1099511627776 children but the limit is 2^31-1",
 };
 
 static void test_broken_plans(void) {
