@@ -75,6 +75,7 @@ int main(void) {
   expect_rule("broken_exports_extra_symbol", "exports.extra_symbol", "exports.extra_symbol");
   expect_rule("broken_concurrent", "concurrency.results", "concurrency.results");
   expect_rule("broken_stats", "statistics.num_rows", "statistics.num_rows");
+  expect_rule("broken_pushdown", "pushdown.exact", "pushdown.exact");
 
   /* A path that is not a plugin at all. */
   violations = check("no_such_plugin", NULL, &report);

@@ -114,5 +114,6 @@ int main(void) {
   expect_check("broken_exports_extra_symbol", NULL, 1, "exports.extra_symbol");
   expect_check("broken_concurrent", NULL, 1, "concurrency.results");
   expect_check("broken_stats", NULL, 1, "statistics.num_rows");
+  expect_check("broken_pushdown", NULL, 1, "pushdown.exact");
   QL_TEST_END();
 }

@@ -13,6 +13,7 @@
 
 #include "check_internal.h"
 #include "qlink/lib/arrow.h"
+#include "qlink/lib/ir.h"
 
 #define QLC_MAX_PARTITIONS 4096
 
@@ -521,6 +522,96 @@ static void check_scans(struct ql_checker *ck, const struct ql_table_provider *p
   }
 }
 
+/* ------------------------------------------------------- filter pushdown */
+
+static int passes(int32_t op, int64_t x, int64_t v) {
+  switch (op) {
+    case QL_OP_GE: return x >= v;
+    case QL_OP_LT: return x < v;
+    default: return x == v;
+  }
+}
+
+/* A filter answered EXACT must be applied exactly: the scan returns exactly
+ * the rows of the unfiltered scan that pass it. */
+static void check_exact_filter(struct ql_checker *ck, const struct ql_table_provider *p, const struct ql_batches *all,
+                               int64_t column, int32_t op, int64_t v, const struct ql_expr_list *one) {
+  struct ql_scan_args args = {sizeof args, -1, NULL, *one, -1};
+  struct ql_batches got = {0};
+  struct ql_error err = {0};
+  int rc = ql_batches_scan(ck->plugin, p, ck->host, &args, &got, &err);
+  if (rc != QL_OK) {
+    note_error(ck, "pushdown.exact", "a scan with a filter it answered EXACT", rc, &err);
+    release_err(ck, &err);
+    return;
+  }
+  int64_t want = 0, x, wrong = 0;
+  for (int64_t r = 0; r < all->n_rows; r++) want += ql_batches_i64(all, column, r, &x) && passes(op, x, v);
+  for (int64_t r = 0; r < got.n_rows; r++) wrong += !(ql_batches_i64(&got, column, r, &x) && passes(op, x, v));
+  if (got.n_rows != want || wrong != 0) {
+    ql_check_violation(ck, "pushdown.exact", "filter %s %s %" PRId64 " was answered EXACT but the scan returned %"
+                       PRId64 " rows (%" PRId64 " failing it); %" PRId64 " rows pass it",
+                       all->schema.children[column]->name, op == QL_OP_GE ? ">=" : op == QL_OP_LT ? "<" : "=", v,
+                       got.n_rows, wrong, want);
+  }
+  QLC_DO(ck, ql_batches_free(&got));
+}
+
+/* Ask about `column >= v`, `column < v` and `column = v` for the value v of
+ * the middle row, and verify the scan of each filter answered EXACT. */
+static void check_pushdown_column(struct ql_checker *ck, const struct ql_table_provider *p,
+                                  const struct ql_batches *all, int64_t column) {
+  int64_t v;
+  if (all->n_rows == 0 || !ql_batches_i64(all, column, all->n_rows / 2, &v)) return;
+  static const int32_t ops[3] = {QL_OP_GE, QL_OP_LT, QL_OP_EQ};
+  struct ql_ir_builder *b = NULL;
+  struct ql_plan_view view = {0};
+  struct ql_error err = {0};
+  ql_expr_id roots[3];
+  if (ql_ir_builder_new(&b, &err) != QL_OK) {
+    ql_error_release(&err);
+    return;
+  }
+  for (int i = 0; i < 3; i++) {
+    roots[i] = ql_ir_binary(b, ops[i], ql_ir_column(b, all->schema.children[column]->name, NULL, (int32_t)column),
+                            ql_ir_literal_i64(b, v));
+  }
+  int rc = ql_ir_builder_finish(b, -1, &view, &err);
+  ql_ir_builder_free(b);
+  if (rc != QL_OK) {
+    ql_error_release(&err);
+    return;
+  }
+  int32_t answers[3] = {-1, -1, -1};
+  struct ql_expr_list list = {&view, 3, 0, roots};
+  QLC_CALL(ck, rc, p->supports_filters(p, &list, answers, &err));
+  if (rc != QL_OK) note_error(ck, "pushdown.answer", "supports_filters", rc, &err);
+  release_err(ck, &err);
+  for (int i = 0; rc == QL_OK && i < 3; i++) {
+    if (answers[i] < QL_PUSHDOWN_UNSUPPORTED || answers[i] > QL_PUSHDOWN_EXACT) {
+      ql_check_violation(ck, "pushdown.answer", "supports_filters answered %d, not an enum ql_filter_pushdown",
+                         answers[i]);
+    } else if (answers[i] == QL_PUSHDOWN_EXACT) {
+      struct ql_expr_list one = {&view, 1, 0, &roots[i]};
+      check_exact_filter(ck, p, all, column, ops[i], v, &one);
+    }
+  }
+  view.release(&view);
+}
+
+static void check_pushdown(struct ql_checker *ck, const struct ql_table_provider *p) {
+  if (p->supports_filters == NULL) return;
+  struct ql_batches all = {0};
+  struct ql_error err = {0};
+  int rc = ql_batches_scan(ck->plugin, p, ck->host, NULL, &all, &err);
+  release_err(ck, &err);
+  /* Integer columns only: their comparisons are exact in every engine. */
+  for (int64_t c = 0; rc == QL_OK && c < all.schema.n_children && c < 8; c++) {
+    if (strcmp(all.schema.children[c]->format, "l") == 0) check_pushdown_column(ck, p, &all, c);
+  }
+  QLC_DO(ck, ql_batches_free(&all));
+}
+
 static void check_pool_empty(struct ql_checker *ck, const char *what) {
   const struct ql_memory_pool *pool = ql_ref_host_runtime_env(ck->host)->memory_pool;
   int64_t reserved = pool ? pool->reserved(pool) : 0;
@@ -564,6 +655,7 @@ void ql_check_table_provider(struct ql_checker *ck, const struct ql_item_info *i
       release_err(ck, &err);
     }
     check_scans(ck, &p, &s1);
+    check_pushdown(ck, &p);
     QLC_DO(ck, ql_schema_release(&s1));
   }
   release_provider(ck, &p, item->name);

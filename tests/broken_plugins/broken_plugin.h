@@ -12,6 +12,7 @@
  *   BROKEN_EXPORTS_EXTRA_SYMBOL  a second symbol is exported
  *   BROKEN_CONCURRENT            streams read a global written by execute
  *   BROKEN_STATS                 exact num_rows is off by one
+ *   BROKEN_PUSHDOWN              answers EXACT to every filter, applies none
  *
  * It offers one table provider, `numbers?n=N` (default 100): one int64
  * column x = 0..N-1 in 4 partitions of contiguous ranges, one batch each.
@@ -228,6 +229,17 @@ static int qlb_scan(const struct ql_table_provider *self, const struct ql_sessio
   return QL_OK;
 }
 
+#ifdef BROKEN_PUSHDOWN
+/* The defect: every filter answered EXACT, though scan ignores them all. */
+static int qlb_supports_filters(const struct ql_table_provider *self, const struct ql_expr_list *filters,
+                                int32_t *answers, struct ql_error *error) {
+  (void)self;
+  (void)error;
+  for (int32_t i = 0; i < filters->n_exprs; i++) answers[i] = QL_PUSHDOWN_EXACT;
+  return QL_OK;
+}
+#endif
+
 static void qlb_provider_release(struct ql_table_provider *self) {
   free(self->private_data);
   self->private_data = NULL;
@@ -260,6 +272,9 @@ static int qlb_open(const struct ql_plugin *self, const char *name, const struct
   out->table_type = QL_TABLE_BASE;
   out->get_schema = qlb_provider_schema;
   out->scan = qlb_scan;
+#ifdef BROKEN_PUSHDOWN
+  out->supports_filters = qlb_supports_filters;
+#endif
   out->release = qlb_provider_release;
   out->private_data = state;
   return QL_OK;
