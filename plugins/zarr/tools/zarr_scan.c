@@ -3,7 +3,11 @@
  * "answers", "display"}, one JSON array per row, then {"stats": ...}.
  *
  *   zarr-scan PATH [--table T] [--tables OLD=NEW,...] [--columns a,b]
- *             [--where FILTER]... [--limit N] [--batch N] [--list]
+ *             [--where FILTER]... [--limit N] [--batch N] [--list] [--dump DIR]
+ *
+ * --dump DIR writes column i of fixed-width types as DIR/<i>.bin (values,
+ * native order; booleans one byte each) and DIR/<i>.valid (one byte per
+ * row) instead of printing rows.
  *
  * FILTER: "col OP LIT" (OP: = != < <= > >=), "col between LIT LIT",
  * "col notbetween LIT LIT", "col in LIT,LIT", "col notin LIT,LIT",
@@ -92,6 +96,26 @@ static void print_cell(const char *fmt, const struct ArrowArray *a, int64_t i) {
     }
     default: printf("\"?\"");
   }
+}
+
+static int dump_column(FILE *data, FILE *valid, const char *fmt, const struct ArrowArray *a) {
+  int64_t width = fmt[0] == 'b' ? 0 : ql_format_byte_width(fmt);
+  if (width < 0 || fmt[0] == 'u' || fmt[0] == 'z') return 1;
+  for (int64_t r = 0; r < a->length; r++) {
+    uint8_t v = (uint8_t)ql_array_is_valid(a, r);
+    fwrite(&v, 1, 1, valid);
+  }
+  if (width == 0) {
+    const uint8_t *bits = a->buffers[1];
+    for (int64_t r = 0; r < a->length; r++) {
+      int64_t k = r + a->offset;
+      uint8_t v = (bits[k / 8] >> (k % 8)) & 1;
+      fwrite(&v, 1, 1, data);
+    }
+  } else {
+    fwrite((const uint8_t *)a->buffers[1] + a->offset * width, (size_t)width, (size_t)a->length, data);
+  }
+  return 0;
 }
 
 static ql_expr_id literal(struct ql_ir_builder *b, const char *text) {
@@ -197,13 +221,15 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: zarr-scan PATH [--table T] [--tables R] [--columns a,b] [--where F]... [--limit N] [--batch N] [--list]\n");
     return 2;
   }
-  const char *path = argv[1], *table = NULL, *tables = NULL, *columns = NULL;
+  const char *path = argv[1], *table = NULL, *tables = NULL, *columns = NULL, *dump = NULL;
   const char *wheres[64];
   int n_where = 0, list = 0;
   int64_t limit = -1, batch = 0;
   for (int i = 2; i < argc; i++) {
     if (strcmp(argv[i], "--list") == 0) {
       list = 1;
+    } else if (i + 1 < argc && strcmp(argv[i], "--dump") == 0) {
+      dump = argv[++i];
     } else if (i + 1 < argc && strcmp(argv[i], "--table") == 0) {
       table = argv[++i];
     } else if (i + 1 < argc && strcmp(argv[i], "--tables") == 0) {
@@ -335,6 +361,18 @@ int main(int argc, char **argv) {
     plan.get_properties(&plan, &props, &err);
     printf(", \"partitions\": %" PRId64 "}\n", props.partition_count);
     int64_t rows = 0, batches = 0, max_batch = 0;
+    FILE *dump_files[2 * 256] = {0};
+    for (int64_t c = 0; dump && c < out_schema.n_children && c < 256; c++) {
+      char name[4096];
+      snprintf(name, sizeof(name), "%s/%lld.bin", dump, (long long)c);
+      dump_files[2 * c] = fopen(name, "wb");
+      snprintf(name, sizeof(name), "%s/%lld.valid", dump, (long long)c);
+      dump_files[2 * c + 1] = fopen(name, "wb");
+      if (!dump_files[2 * c] || !dump_files[2 * c + 1]) {
+        fprintf(stderr, "zarr-scan: cannot write %s\n", name);
+        return 1;
+      }
+    }
     for (int64_t p = 0; p < props.partition_count && status == 0; p++) {
       struct ql_task_context ctx;
       ql_ref_host_task_context(host, p, &ctx);
@@ -351,7 +389,13 @@ int main(int argc, char **argv) {
         if (!batch_arr.release) break;
         batches++;
         if (batch_arr.length > max_batch) max_batch = batch_arr.length;
-        for (int64_t r = 0; r < batch_arr.length; r++) {
+        for (int64_t c = 0; dump && c < batch_arr.n_children && c < 256; c++) {
+          if (dump_column(dump_files[2 * c], dump_files[2 * c + 1], out_schema.children[c]->format, batch_arr.children[c])) {
+            fprintf(stderr, "zarr-scan: --dump supports fixed-width columns only\n");
+            return 1;
+          }
+        }
+        for (int64_t r = 0; !dump && r < batch_arr.length; r++) {
           putchar('[');
           for (int64_t c = 0; c < batch_arr.n_children; c++) {
             if (c) printf(", ");
@@ -363,6 +407,9 @@ int main(int argc, char **argv) {
         batch_arr.release(&batch_arr);
       }
       stream.release(&stream);
+    }
+    for (int64_t c = 0; c < 2 * 256; c++) {
+      if (dump_files[c]) fclose(dump_files[c]);
     }
     if (status == 0) {
       struct ql_statistics st;
