@@ -32,6 +32,77 @@ static void check_identity(struct ql_checker *ck, const struct ql_item_info *ite
     if ((obj).release != NULL) ql_check_violation(ck, rule, "'%s': release left release set", name); \
   } while (0)
 
+/* The argument struct schema a signature asks for, when it names its types. */
+static int signature_args(const struct ql_signature *sig, struct ArrowSchema *out) {
+  if (sig->n_args < 0 || (sig->n_args > 0 && sig->arg_formats == NULL)) return QL_ENOTSUP;
+  QL_RETURN_NOT_OK(ql_schema_init_struct(out, "", sig->n_args, NULL));
+  for (int32_t i = 0; i < sig->n_args; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "arg%d", i);
+    int rc = ql_schema_init(out->children[i], sig->arg_formats[i], name, ARROW_FLAG_NULLABLE, NULL);
+    if (rc != QL_OK) {
+      ql_schema_release(out);
+      return rc;
+    }
+  }
+  return QL_OK;
+}
+
+/* For the signature's own argument types: return_type succeeds, and every
+ * object the function creates (accumulators, evaluators) releases itself. */
+static void check_aggregate_objects(struct ql_checker *ck, const char *name, const struct ql_aggregate_function *f) {
+  struct ArrowSchema args, rt = {0};
+  if (signature_args(&f->signature, &args) != QL_OK) return;
+  struct ql_error err = {0};
+  int rc;
+  QLC_CALL(ck, rc, f->return_type(f, &args, &rt, &err));
+  if (rc != QL_OK) report(ck, "function.return_type", name, rc, &err);
+  release_err(ck, &err);
+  if (rc == QL_OK) QLC_DO(ck, rt.release(&rt));
+  struct ql_accumulator acc = {0};
+  QLC_CALL(ck, rc, f->accumulator_new(f, &args, &acc, &err));
+  if (rc != QL_OK) report(ck, "function.accumulator", name, rc, &err);
+  if (rc == QL_OK) QLC_RELEASED(ck, acc, "release.accumulator", name);
+  release_err(ck, &err);
+  if (f->groups_accumulator_new) {
+    struct ql_groups_accumulator g = {0};
+    QLC_CALL(ck, rc, f->groups_accumulator_new(f, &args, &g, &err));
+    if (rc != QL_OK) report(ck, "function.accumulator", name, rc, &err);
+    if (rc == QL_OK) QLC_RELEASED(ck, g, "release.groups_accumulator", name);
+    release_err(ck, &err);
+  }
+  ql_schema_release(&args);
+}
+
+static void check_window_objects(struct ql_checker *ck, const char *name, const struct ql_window_function *f) {
+  struct ArrowSchema args, rt = {0};
+  if (signature_args(&f->signature, &args) != QL_OK) return;
+  struct ql_error err = {0};
+  int rc;
+  QLC_CALL(ck, rc, f->return_type(f, &args, &rt, &err));
+  if (rc != QL_OK) report(ck, "function.return_type", name, rc, &err);
+  release_err(ck, &err);
+  if (rc == QL_OK) QLC_DO(ck, rt.release(&rt));
+  struct ql_partition_evaluator ev = {0};
+  QLC_CALL(ck, rc, f->evaluator_new(f, &args, &ev, &err));
+  if (rc != QL_OK) report(ck, "function.evaluator", name, rc, &err);
+  if (rc == QL_OK) QLC_RELEASED(ck, ev, "release.partition_evaluator", name);
+  release_err(ck, &err);
+  ql_schema_release(&args);
+}
+
+static void check_scalar_objects(struct ql_checker *ck, const char *name, const struct ql_scalar_function *f) {
+  struct ArrowSchema args, rt = {0};
+  if (signature_args(&f->signature, &args) != QL_OK) return;
+  struct ql_error err = {0};
+  int rc;
+  QLC_CALL(ck, rc, f->return_type(f, &args, &rt, &err));
+  if (rc != QL_OK) report(ck, "function.return_type", name, rc, &err);
+  release_err(ck, &err);
+  if (rc == QL_OK) QLC_DO(ck, rt.release(&rt));
+  ql_schema_release(&args);
+}
+
 /* Open `item` (and a name not in the catalogue) through its kind's opener. */
 void ql_check_function(struct ql_checker *ck, const struct ql_item_info *item) {
   ql_check_note(ck, "function '%s'", item->name);
@@ -44,6 +115,11 @@ void ql_check_function(struct ql_checker *ck, const struct ql_item_info *item) {
       QLC_CALL(ck, rc, pl->scalar_function_open(pl, item->name, &f, &err));
       if (rc == QL_OK) {
         check_identity(ck, item, &f.id, QL_FUNCTION_SCALAR);
+        if (f.return_type == NULL || f.invoke == NULL) {
+          ql_check_violation(ck, "function.members", "'%s': return_type and invoke are required", item->name);
+        } else {
+          check_scalar_objects(ck, item->name, &f);
+        }
         QLC_RELEASED(ck, f, "release.scalar_function", item->name);
       }
       release_err(ck, &err);
@@ -59,6 +135,8 @@ void ql_check_function(struct ql_checker *ck, const struct ql_item_info *item) {
         if (f.accumulator_new == NULL || f.state_schema == NULL || f.return_type == NULL) {
           ql_check_violation(ck, "function.members", "'%s': accumulator_new, state_schema and return_type are required",
                              item->name);
+        } else {
+          check_aggregate_objects(ck, item->name, &f);
         }
         QLC_RELEASED(ck, f, "release.aggregate_function", item->name);
       }
@@ -72,6 +150,11 @@ void ql_check_function(struct ql_checker *ck, const struct ql_item_info *item) {
       QLC_CALL(ck, rc, pl->window_function_open(pl, item->name, &f, &err));
       if (rc == QL_OK) {
         check_identity(ck, item, &f.id, QL_FUNCTION_WINDOW);
+        if (f.return_type == NULL || f.evaluator_new == NULL) {
+          ql_check_violation(ck, "function.members", "'%s': return_type and evaluator_new are required", item->name);
+        } else {
+          check_window_objects(ck, item->name, &f);
+        }
         QLC_RELEASED(ck, f, "release.window_function", item->name);
       }
       release_err(ck, &err);

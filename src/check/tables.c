@@ -416,6 +416,19 @@ static void check_execution(struct ql_checker *ck, const struct ql_execution_pla
   check_stats_rows(ck, plan, -1, &all);
   QLC_DO(ck, ql_batches_free(&all));
   if (seq && n > 0) check_concurrent(ck, plan, n, seq);
+  if (plan->get_metrics) {
+    struct ql_metrics m = {0};
+    QLC_CALL(ck, rc, plan->get_metrics(plan, &m, &err));
+    if (rc != QL_OK) {
+      note_error(ck, "plan.metrics", "get_metrics", rc, &err);
+    } else if (m.release == NULL || (m.count > 0 && m.items == NULL)) {
+      ql_check_violation(ck, "plan.metrics", "metrics of %" PRId64 " items without items or release", m.count);
+    } else {
+      QLC_DO(ck, m.release(&m));
+      if (m.release != NULL) ql_check_violation(ck, "release.metrics", "metrics release left release set");
+    }
+    release_err(ck, &err);
+  }
   free(seq);
   QLC_DO(ck, ql_schema_release(&schema));
 }
