@@ -57,6 +57,7 @@ int ql_options_check(const struct ql_options *options, const struct ql_option_in
       return ql_error_set(error, QL_EINVAL, "option %lld for %s has a NULL key or value", (long long)i, what);
     }
     if (ql_option_is_known(known, n_known, key)) continue;
+    if (n_known == 0) return ql_error_set(error, QL_EINVAL, "unknown option '%s' for %s; it takes no options", key, what);
     char *list = ql_options_known_list(known, n_known);
     int rc = ql_error_set(error, QL_EINVAL, "unknown option '%s' for %s; accepted: %s", key, what,
                           list ? list : "(out of memory listing them)");

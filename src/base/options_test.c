@@ -69,6 +69,10 @@ static void test_check(void) {
   QL_CHECK_INT(ql_options_check(NULL, known, 2, "zarr/store", &error), QL_EINVAL);
   QL_CHECK_STR(error.message, "missing required option 'path' for zarr/store");
 
+  QL_CHECK_INT(ql_options_check(&typo, NULL, 0, "qlink_fold/fold", &error), QL_EINVAL);
+  QL_CHECK_STR(error.message, "unknown option 'pth' for qlink_fold/fold; it takes no options");
+  QL_CHECK_OK(ql_options_check(NULL, NULL, 0, "qlink_fold/fold", &error), error);
+
   /* Nothing required, nothing given. */
   QL_CHECK_OK(ql_options_check(NULL, known + 1, 1, "x", &error), error);
   ql_error_release(&error);
