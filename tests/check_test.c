@@ -9,17 +9,19 @@
 static const char *g_build;
 
 /* Run ql_check_plugin on plugins/NAME.so; the report goes into *report (malloc'd). */
-static int check(const char *name, const char *spec, char **report) {
+static int check_with(const char *name, const char *spec, int isolate, char **report) {
   char path[4096];
   snprintf(path, sizeof path, "%s/plugins/%s.so", g_build, name);
   size_t size = 0;
   FILE *out = open_memstream(report, &size);
   const char *specs[1] = {spec};
-  struct ql_check_options o = {spec ? 1 : 0, specs, 3, 0, out};
+  struct ql_check_options o = {spec ? 1 : 0, specs, 3, 0, out, isolate};
   int violations = ql_check_plugin(path, &o);
   fclose(out);
   return violations;
 }
+
+static int check(const char *name, const char *spec, char **report) { return check_with(name, spec, 0, report); }
 
 /* The report names `rule`, and every violation in it is one of `allowed`
  * (space-separated): the broken plugins share a conforming base, so only
@@ -76,6 +78,22 @@ int main(void) {
   expect_rule("broken_concurrent", "concurrency.results", "concurrency.results");
   expect_rule("broken_stats", "statistics.num_rows", "statistics.num_rows");
   expect_rule("broken_pushdown", "pushdown.exact", "pushdown.exact");
+
+  /* Isolated, the sample still conforms, a crash is a violation, and the
+   * violations of a child reach the report. */
+  violations = check_with("qlink_sample", "series?stop=100&partitions=3", 1, &report);
+  QL_CHECK_INT(violations, 0);
+  QL_CHECK(report != NULL && strstr(report, "VIOLATION") == NULL);
+  free(report);
+  violations = check_with("broken_crash", NULL, 1, &report);
+  QL_CHECK_INT(violations, 1);
+  QL_CHECK(report != NULL && strstr(report, "VIOLATION crash: catalogue item 0: ") != NULL);
+  free(report);
+  violations = check_with("broken_stats", NULL, 1, &report);
+  QL_CHECK_INT(violations, 10);
+  QL_CHECK(report != NULL && strstr(report, "VIOLATION statistics.num_rows:") != NULL);
+  QL_CHECK(report != NULL && strstr(report, "QLC_CHILD_DONE") == NULL);
+  free(report);
 
   /* A path that is not a plugin at all. */
   violations = check("no_such_plugin", NULL, &report);

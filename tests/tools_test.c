@@ -115,5 +115,6 @@ int main(void) {
   expect_check("broken_concurrent", NULL, 1, "concurrency.results");
   expect_check("broken_stats", NULL, 1, "statistics.num_rows");
   expect_check("broken_pushdown", NULL, 1, "pushdown.exact");
+  expect_check("broken_crash", NULL, 1, "crash");
   QL_TEST_END();
 }

@@ -13,6 +13,7 @@
  *   BROKEN_CONCURRENT            streams read a global written by execute
  *   BROKEN_STATS                 exact num_rows is off by one
  *   BROKEN_PUSHDOWN              answers EXACT to every filter, applies none
+ *   BROKEN_CRASH                 scan dereferences NULL (crashes its host)
  *
  * It offers one table provider, `numbers?n=N` (default 100): one int64
  * column x = 0..N-1 in 4 partitions of contiguous ranges, one batch each.
@@ -206,9 +207,16 @@ static int qlb_provider_schema(const struct ql_table_provider *self, struct Arro
   return qlb_schema(out, error);
 }
 
+#ifdef BROKEN_CRASH
+static int *volatile g_qlb_null; /* the defect: scan writes through it */
+#endif
+
 static int qlb_scan(const struct ql_table_provider *self, const struct ql_session *session,
                     const struct ql_scan_args *args, struct ql_execution_plan *out, struct ql_error *error) {
   (void)session;
+#ifdef BROKEN_CRASH
+  *g_qlb_null = 1;
+#endif
   for (int32_t i = 0; i < args->n_projection; i++) {
     if (args->projection[i] != 0) return ql_error_set(error, QL_EINVAL, "numbers: no column %d", args->projection[i]);
   }

@@ -1,7 +1,12 @@
 /* libqlink: the conformance kit (qlink-check) as a library.
  *
  * ql_check_plugin loads a plugin and checks the ABI rules of docs/abi.md
- * against every object its catalogue lists, reporting each violation.
+ * against every object its catalogue lists, reporting each violation as
+ * one line "VIOLATION <rule>: <what>" on the report stream.
+ *
+ * Thread-safety: ql_check_plugin may run for different plugins at once only
+ * without `isolate` (fork is per process). The batch helpers below touch
+ * only their arguments.
  */
 #ifndef QLINK_LIB_CHECK_H
 #define QLINK_LIB_CHECK_H
@@ -22,10 +27,15 @@ struct ql_check_options {
   int32_t threads;   /* threads for the concurrent-execute check; 0: 4 */
   int32_t verbose;   /* print each check as it runs */
   FILE *out;         /* report stream; NULL: stdout */
+  /* Non-zero: run the descriptor checks and each catalogue item's checks in
+   * a forked child with its own reference host, so a plugin that crashes is
+   * reported ("VIOLATION crash: ...") instead of ending the check. */
+  int32_t isolate;
 };
 
 /* Run every check. Returns the number of violations (0: conforming), or -1
- * when the plugin could not be loaded at all (reported as a violation too). */
+ * when the plugin could not be loaded at all (reported as a violation too).
+ * The report ends with "qlink-check: PATH: N violation(s)". */
 int ql_check_plugin(const char *path, const struct ql_check_options *options);
 
 /* ---- Driving helpers the kit is built on, for tools and tests that run a
