@@ -186,6 +186,8 @@ static void test_series(void) {
   struct ql_batches b = {0};
   QL_CHECK_OK(ql_batches_collect(g_plugin, &stream, &b, &err), err);
   QL_CHECK_INT(b.n_rows, 6); /* partition 1: rows 8..16 = values 24..48; 24..39 pass */
+  QL_CHECK_INT(b.n_batches, 2); /* batches of the task context's batch_size (4): 4 + 2 */
+  if (b.n_batches == 2) QL_CHECK_INT(b.batches[0].length, 4);
   int64_t v = 0;
   QL_CHECK(ql_batches_i64(&b, 0, 0, &v));
   QL_CHECK_INT(v, 576);
