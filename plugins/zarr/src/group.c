@@ -52,6 +52,28 @@ static int valid_name(const char *name) {
   return name[0] && strchr(name, '/') == NULL && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
 }
 
+/* A key with a "." or ".." segment (or a leading '/') would read outside
+ * the store's root. */
+static int escapes(const char *key) {
+  if (key[0] == '/') return 1;
+  const char *p = key;
+  while (*p) {
+    const char *e = strchr(p, '/');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.')) return 1;
+    if (!e) break;
+    p = e + 1;
+  }
+  return 0;
+}
+
+static int check_key(const char *what, const char *key, struct ql_error *error) {
+  if (escapes(key)) {
+    return ql_error_set(error, QL_EINVAL, "zarr store %s: metadata key '%s' lies outside the store", what, key);
+  }
+  return QL_OK;
+}
+
 int zr_group_from_consolidated(const char *what, const json_t *root, struct zr_group *out, struct ql_error *error) {
   memset(out, 0, sizeof(*out));
   out->consolidated = 1;
@@ -73,6 +95,7 @@ int zr_group_from_consolidated(const char *what, const json_t *root, struct zr_g
       return ql_error_set(error, QL_EDATA, "zarr store %s: no consolidated_metadata.metadata object", what);
     }
     json_object_foreach(meta, key, value) {
+      QL_RETURN_NOT_OK(check_key(what, key, error));
       if (!valid_name(key)) continue; /* sub-group members are not in this Dataset */
       const char *nt = json_string_value(json_object_get(value, "node_type"));
       if (!nt || strcmp(nt, "array") != 0) continue;
@@ -86,6 +109,7 @@ int zr_group_from_consolidated(const char *what, const json_t *root, struct zr_g
     json_t *attrs = json_object_get(meta, ".zattrs");
     out->attrs = json_is_object(attrs) ? json_incref(attrs) : json_object();
     json_object_foreach(meta, key, value) {
+      QL_RETURN_NOT_OK(check_key(what, key, error));
       size_t kl = strlen(key);
       if (kl <= 8 || strcmp(key + kl - 8, "/.zarray") != 0) continue;
       char name[1024];

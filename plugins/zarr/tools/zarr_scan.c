@@ -216,6 +216,246 @@ static void print_stats(const char *label, const struct ql_statistics *st, const
   printf("}}}\n");
 }
 
+struct request {
+  const char *path, *table, *tables, *columns;
+  const char *const *wheres;
+  int n_where, list;
+  int64_t limit;
+  const char *dump;
+};
+
+static void print_header(const struct ql_execution_plan *plan, const struct ArrowSchema *out_schema,
+                         const int32_t *answers, int n_where, int64_t partitions) {
+  printf("{\"columns\": [");
+  for (int64_t i = 0; i < out_schema->n_children; i++) {
+    printf("%s", i ? ", " : "");
+    json_string(out_schema->children[i]->name, (int64_t)strlen(out_schema->children[i]->name));
+  }
+  printf("], \"formats\": [");
+  for (int64_t i = 0; i < out_schema->n_children; i++) printf("%s\"%s\"", i ? ", " : "", out_schema->children[i]->format);
+  printf("], \"metadata\": {");
+  for (int64_t i = 0; i < out_schema->n_children; i++) {
+    static const char *const keys[] = {"units", "calendar", "long_name"};
+    printf("%s\"%s\": {", i ? ", " : "", out_schema->children[i]->name);
+    int first = 1;
+    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+      char *value = NULL;
+      if (ql_schema_metadata_get(out_schema->children[i], keys[k], &value) != QL_OK) continue;
+      printf("%s\"%s\": ", first ? "" : ", ", keys[k]);
+      json_string(value, (int64_t)strlen(value));
+      first = 0;
+      free(value);
+    }
+    printf("}");
+  }
+  printf("}, \"answers\": [");
+  for (int i = 0; i < n_where; i++) printf("%s%d", i ? ", " : "", answers[i]);
+  printf("], \"name\": \"%s\", \"display\": ", plan->name(plan));
+  json_string(plan->display(plan), (int64_t)strlen(plan->display(plan)));
+  printf(", \"partitions\": %" PRId64 "}\n", partitions);
+}
+
+static int list_tables(const struct ql_plugin *plugin, const struct ql_session *session, struct ql_options *opts) {
+  struct ql_error err;
+  memset(&err, 0, sizeof(err));
+  struct ql_schema_provider sp;
+  if (plugin->schema_provider_open(plugin, "store", opts, session, &sp, &err) != QL_OK) return fail(&err, "open");
+  printf("{\"tables\": [");
+  for (int64_t i = 0; i < sp.table_count(&sp); i++) printf("%s\"%s\"", i ? ", " : "", sp.table_name(&sp, i));
+  printf("]}\n");
+  sp.release(&sp);
+  return 0;
+}
+
+/* Execute every partition, printing rows (or dumping columns). */
+static int run_partitions(struct ql_ref_host *host, const struct ql_execution_plan *plan,
+                          const struct ArrowSchema *out_schema, int64_t partitions, FILE **dump_files,
+                          int64_t *rows, int64_t *batches, int64_t *max_batch) {
+  struct ql_error err;
+  memset(&err, 0, sizeof(err));
+  for (int64_t p = 0; p < partitions; p++) {
+    struct ql_task_context ctx;
+    ql_ref_host_task_context(host, p, &ctx);
+    struct ArrowArrayStream stream;
+    if (plan->execute(plan, p, &ctx, &stream, &err) != QL_OK) return fail(&err, "execute");
+    int status = 0;
+    while (status == 0) {
+      struct ArrowArray batch_arr;
+      if (stream.get_next(&stream, &batch_arr) != 0) {
+        fprintf(stderr, "zarr-scan: %s\n", stream.get_last_error(&stream));
+        status = 1;
+        break;
+      }
+      if (!batch_arr.release) break;
+      (*batches)++;
+      if (batch_arr.length > *max_batch) *max_batch = batch_arr.length;
+      for (int64_t c = 0; dump_files && c < batch_arr.n_children && c < 256; c++) {
+        if (dump_column(dump_files[2 * c], dump_files[2 * c + 1], out_schema->children[c]->format,
+                        batch_arr.children[c])) {
+          fprintf(stderr, "zarr-scan: --dump supports fixed-width columns only\n");
+          status = 1;
+        }
+      }
+      for (int64_t r = 0; !dump_files && r < batch_arr.length; r++) {
+        putchar('[');
+        for (int64_t c = 0; c < batch_arr.n_children; c++) {
+          if (c) printf(", ");
+          print_cell(out_schema->children[c]->format, batch_arr.children[c], r);
+        }
+        printf("]\n");
+      }
+      *rows += batch_arr.length;
+      batch_arr.release(&batch_arr);
+    }
+    stream.release(&stream);
+    if (status) return status;
+  }
+  return 0;
+}
+
+static int print_summary(const struct ql_table_provider *tp, const struct ql_execution_plan *plan,
+                         const struct ArrowSchema *schema, const struct ArrowSchema *out_schema, int64_t rows,
+                         int64_t batches, int64_t max_batch) {
+  struct ql_error err;
+  memset(&err, 0, sizeof(err));
+  struct ql_statistics st;
+  if (plan->get_statistics(plan, -1, &st, &err) != QL_OK) return fail(&err, "statistics");
+  print_stats("plan_stats", &st, out_schema);
+  st.release(&st);
+  if (tp->get_statistics(tp, &st, &err) != QL_OK) return fail(&err, "statistics");
+  print_stats("table_stats", &st, schema);
+  st.release(&st);
+  struct ql_metrics m;
+  if (plan->get_metrics(plan, &m, &err) != QL_OK) return fail(&err, "metrics");
+  printf("{\"metrics\": {");
+  for (int64_t i = 0; i < m.count; i++) printf("%s\"%s\": %" PRId64, i ? ", " : "", m.items[i].name, m.items[i].value);
+  printf(", \"rows\": %" PRId64 ", \"batches\": %" PRId64 ", \"max_batch\": %" PRId64 "}}\n", rows, batches, max_batch);
+  m.release(&m);
+  return 0;
+}
+
+static int run(const struct ql_plugin *plugin, struct ql_ref_host *host, const struct request *req) {
+  struct ql_error err;
+  memset(&err, 0, sizeof(err));
+  const struct ql_session *session = ql_ref_host_session(host);
+  const char *keys[3] = {"path"}, *values[3] = {req->path};
+  int64_t n_opt = 1;
+  if (req->tables) {
+    keys[n_opt] = "tables";
+    values[n_opt++] = req->tables;
+  }
+  if (req->list) {
+    struct ql_options opts = {n_opt, keys, values};
+    return list_tables(plugin, session, &opts);
+  }
+  if (req->table) {
+    keys[n_opt] = "table";
+    values[n_opt++] = req->table;
+  }
+  struct ql_options opts = {n_opt, keys, values};
+  struct ql_table_provider tp;
+  struct ArrowSchema schema, out_schema;
+  struct ql_plan_view view;
+  struct ql_execution_plan plan;
+  struct ql_ir_builder *b = NULL;
+  FILE *dump_files[2 * 256] = {0};
+  memset(&tp, 0, sizeof(tp));
+  memset(&schema, 0, sizeof(schema));
+  memset(&out_schema, 0, sizeof(out_schema));
+  memset(&view, 0, sizeof(view));
+  memset(&plan, 0, sizeof(plan));
+  int status = 1;
+  ql_expr_id roots[64];
+  int32_t answers[64] = {0};
+  int32_t proj[256], n_proj = -1;
+  if (plugin->table_provider_open(plugin, "table", &opts, session, &tp, &err) != QL_OK) {
+    status = fail(&err, "open");
+    goto done;
+  }
+  if (tp.get_schema(&tp, &schema, &err) != QL_OK) {
+    status = fail(&err, "schema");
+    goto done;
+  }
+  if (req->columns) {
+    n_proj = 0;
+    char *copy = strdup(req->columns), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t && n_proj < 256; t = strtok_r(NULL, ",", &save)) {
+      proj[n_proj++] = (int32_t)ql_schema_find(&schema, t);
+    }
+    free(copy);
+  }
+  if (ql_ir_builder_new(&b, &err) != QL_OK) {
+    status = fail(&err, "builder");
+    goto done;
+  }
+  for (int i = 0; i < req->n_where; i++) {
+    char *copy = strdup(req->wheres[i]);
+    roots[i] = parse_filter(b, &schema, copy);
+    free(copy);
+    if (roots[i] < 0) {
+      fprintf(stderr, "zarr-scan: cannot parse filter '%s'\n", req->wheres[i]);
+      status = 2;
+      goto done;
+    }
+  }
+  if (ql_ir_builder_finish(b, -1, &view, &err) != QL_OK) {
+    status = fail(&err, "filters");
+    goto done;
+  }
+  struct ql_expr_list fl = {&view, req->n_where, 0, roots};
+  if (req->n_where && tp.supports_filters(&tp, &fl, answers, &err) != QL_OK) {
+    status = fail(&err, "supports_filters");
+    goto done;
+  }
+  struct ql_scan_args args;
+  memset(&args, 0, sizeof(args));
+  args.struct_size = sizeof(args);
+  args.n_projection = n_proj;
+  args.projection = proj;
+  args.filters = fl;
+  args.limit = req->limit;
+  if (tp.scan(&tp, session, &args, &plan, &err) != QL_OK) {
+    status = fail(&err, "scan");
+    goto done;
+  }
+  if (plan.get_schema(&plan, &out_schema, &err) != QL_OK) {
+    status = fail(&err, "plan schema");
+    goto done;
+  }
+  struct ql_plan_properties props;
+  if (plan.get_properties(&plan, &props, &err) != QL_OK) {
+    status = fail(&err, "properties");
+    goto done;
+  }
+  print_header(&plan, &out_schema, answers, req->n_where, props.partition_count);
+  for (int64_t c = 0; req->dump && c < out_schema.n_children && c < 256; c++) {
+    char name[4096];
+    snprintf(name, sizeof(name), "%s/%lld.bin", req->dump, (long long)c);
+    dump_files[2 * c] = fopen(name, "wb");
+    snprintf(name, sizeof(name), "%s/%lld.valid", req->dump, (long long)c);
+    dump_files[2 * c + 1] = fopen(name, "wb");
+    if (!dump_files[2 * c] || !dump_files[2 * c + 1]) {
+      fprintf(stderr, "zarr-scan: cannot write %s\n", name);
+      goto done;
+    }
+  }
+  int64_t rows = 0, batches = 0, max_batch = 0;
+  status = run_partitions(host, &plan, &out_schema, props.partition_count, req->dump ? dump_files : NULL, &rows,
+                          &batches, &max_batch);
+  if (status == 0) status = print_summary(&tp, &plan, &schema, &out_schema, rows, batches, max_batch);
+done:
+  for (int64_t c = 0; c < 2 * 256; c++) {
+    if (dump_files[c]) fclose(dump_files[c]);
+  }
+  ql_ir_builder_free(b);
+  ql_schema_release(&out_schema);
+  if (plan.release) plan.release(&plan);
+  if (view.release) view.release(&view);
+  ql_schema_release(&schema);
+  if (tp.release) tp.release(&tp);
+  return status;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: zarr-scan PATH [--table T] [--tables R] [--columns a,b] [--where F]... [--limit N] [--batch N] [--list]\n");
@@ -254,184 +494,8 @@ int main(int argc, char **argv) {
   struct ql_ref_host_options ho = {-1, batch, 2};
   struct ql_ref_host *host = NULL;
   if (ql_ref_host_new(&ho, &host, &err) != QL_OK) return fail(&err, "host");
-  const struct ql_session *session = ql_ref_host_session(host);
-  const char *keys[3] = {"path"}, *values[3] = {path};
-  int64_t n_opt = 1;
-  if (tables) {
-    keys[n_opt] = "tables";
-    values[n_opt++] = tables;
-  }
-  int status = 0;
-  if (list) {
-    struct ql_options opts = {n_opt, keys, values};
-    struct ql_schema_provider sp;
-    if (plugin.schema_provider_open(&plugin, "store", &opts, session, &sp, &err) != QL_OK) return fail(&err, "open");
-    printf("{\"tables\": [");
-    for (int64_t i = 0; i < sp.table_count(&sp); i++) printf("%s\"%s\"", i ? ", " : "", sp.table_name(&sp, i));
-    printf("]}\n");
-    sp.release(&sp);
-  } else {
-    if (table) {
-      keys[n_opt] = "table";
-      values[n_opt++] = table;
-    }
-    struct ql_options opts = {n_opt, keys, values};
-    struct ql_table_provider tp;
-    if (plugin.table_provider_open(&plugin, "table", &opts, session, &tp, &err) != QL_OK) return fail(&err, "open");
-    struct ArrowSchema schema;
-    if (tp.get_schema(&tp, &schema, &err) != QL_OK) return fail(&err, "schema");
-    int32_t proj[256], n_proj = -1;
-    if (columns) {
-      n_proj = 0;
-      char *copy = strdup(columns), *save = NULL;
-      for (char *t = strtok_r(copy, ",", &save); t && n_proj < 256; t = strtok_r(NULL, ",", &save)) {
-        proj[n_proj++] = (int32_t)ql_schema_find(&schema, t);
-      }
-      free(copy);
-    }
-    struct ql_ir_builder *b = NULL;
-    ql_ir_builder_new(&b, &err);
-    ql_expr_id roots[64];
-    for (int i = 0; i < n_where; i++) {
-      char *copy = strdup(wheres[i]);
-      roots[i] = parse_filter(b, &schema, copy);
-      free(copy);
-      if (roots[i] < 0) {
-        fprintf(stderr, "zarr-scan: cannot parse filter '%s'\n", wheres[i]);
-        return 2;
-      }
-    }
-    struct ql_plan_view view;
-    memset(&view, 0, sizeof(view));
-    if (ql_ir_builder_finish(b, -1, &view, &err) != QL_OK) return fail(&err, "filters");
-    ql_ir_builder_free(b);
-    struct ql_expr_list fl = {&view, n_where, 0, roots};
-    int32_t answers[64] = {0};
-    if (n_where && tp.supports_filters(&tp, &fl, answers, &err) != QL_OK) return fail(&err, "supports_filters");
-    struct ql_scan_args args;
-    memset(&args, 0, sizeof(args));
-    args.struct_size = sizeof(args);
-    args.n_projection = n_proj;
-    args.projection = proj;
-    args.filters = fl;
-    args.limit = limit;
-    struct ql_execution_plan plan;
-    if (tp.scan(&tp, session, &args, &plan, &err) != QL_OK) return fail(&err, "scan");
-    struct ArrowSchema out_schema;
-    if (plan.get_schema(&plan, &out_schema, &err) != QL_OK) return fail(&err, "plan schema");
-    printf("{\"columns\": [");
-    for (int64_t i = 0; i < out_schema.n_children; i++) {
-      printf("%s", i ? ", " : "");
-      json_string(out_schema.children[i]->name, (int64_t)strlen(out_schema.children[i]->name));
-    }
-    printf("], \"formats\": [");
-    for (int64_t i = 0; i < out_schema.n_children; i++) printf("%s\"%s\"", i ? ", " : "", out_schema.children[i]->format);
-    printf("], \"metadata\": {");
-    for (int64_t i = 0; i < out_schema.n_children; i++) {
-      char *units = NULL, *calendar = NULL, *long_name = NULL;
-      ql_schema_metadata_get(out_schema.children[i], "units", &units);
-      ql_schema_metadata_get(out_schema.children[i], "calendar", &calendar);
-      ql_schema_metadata_get(out_schema.children[i], "long_name", &long_name);
-      printf("%s\"%s\": {", i ? ", " : "", out_schema.children[i]->name);
-      int first = 1;
-      if (units) {
-        printf("\"units\": ");
-        json_string(units, (int64_t)strlen(units));
-        first = 0;
-      }
-      if (calendar) {
-        printf("%s\"calendar\": ", first ? "" : ", ");
-        json_string(calendar, (int64_t)strlen(calendar));
-        first = 0;
-      }
-      if (long_name) {
-        printf("%s\"long_name\": ", first ? "" : ", ");
-        json_string(long_name, (int64_t)strlen(long_name));
-      }
-      printf("}");
-      free(units);
-      free(calendar);
-      free(long_name);
-    }
-    printf("}, \"answers\": [");
-    for (int i = 0; i < n_where; i++) printf("%s%d", i ? ", " : "", answers[i]);
-    printf("], \"name\": \"%s\", \"display\": ", plan.name(&plan));
-    json_string(plan.display(&plan), (int64_t)strlen(plan.display(&plan)));
-    struct ql_plan_properties props;
-    plan.get_properties(&plan, &props, &err);
-    printf(", \"partitions\": %" PRId64 "}\n", props.partition_count);
-    int64_t rows = 0, batches = 0, max_batch = 0;
-    FILE *dump_files[2 * 256] = {0};
-    for (int64_t c = 0; dump && c < out_schema.n_children && c < 256; c++) {
-      char name[4096];
-      snprintf(name, sizeof(name), "%s/%lld.bin", dump, (long long)c);
-      dump_files[2 * c] = fopen(name, "wb");
-      snprintf(name, sizeof(name), "%s/%lld.valid", dump, (long long)c);
-      dump_files[2 * c + 1] = fopen(name, "wb");
-      if (!dump_files[2 * c] || !dump_files[2 * c + 1]) {
-        fprintf(stderr, "zarr-scan: cannot write %s\n", name);
-        return 1;
-      }
-    }
-    for (int64_t p = 0; p < props.partition_count && status == 0; p++) {
-      struct ql_task_context ctx;
-      ql_ref_host_task_context(host, p, &ctx);
-      struct ArrowArrayStream stream;
-      if (plan.execute(&plan, p, &ctx, &stream, &err) != QL_OK) return fail(&err, "execute");
-      for (;;) {
-        struct ArrowArray batch_arr;
-        int rc = stream.get_next(&stream, &batch_arr);
-        if (rc != 0) {
-          fprintf(stderr, "zarr-scan: %s\n", stream.get_last_error(&stream));
-          status = 1;
-          break;
-        }
-        if (!batch_arr.release) break;
-        batches++;
-        if (batch_arr.length > max_batch) max_batch = batch_arr.length;
-        for (int64_t c = 0; dump && c < batch_arr.n_children && c < 256; c++) {
-          if (dump_column(dump_files[2 * c], dump_files[2 * c + 1], out_schema.children[c]->format, batch_arr.children[c])) {
-            fprintf(stderr, "zarr-scan: --dump supports fixed-width columns only\n");
-            return 1;
-          }
-        }
-        for (int64_t r = 0; !dump && r < batch_arr.length; r++) {
-          putchar('[');
-          for (int64_t c = 0; c < batch_arr.n_children; c++) {
-            if (c) printf(", ");
-            print_cell(out_schema.children[c]->format, batch_arr.children[c], r);
-          }
-          printf("]\n");
-        }
-        rows += batch_arr.length;
-        batch_arr.release(&batch_arr);
-      }
-      stream.release(&stream);
-    }
-    for (int64_t c = 0; c < 2 * 256; c++) {
-      if (dump_files[c]) fclose(dump_files[c]);
-    }
-    if (status == 0) {
-      struct ql_statistics st;
-      if (plan.get_statistics(&plan, -1, &st, &err) != QL_OK) return fail(&err, "statistics");
-      print_stats("plan_stats", &st, &out_schema);
-      st.release(&st);
-      if (tp.get_statistics(&tp, &st, &err) != QL_OK) return fail(&err, "statistics");
-      print_stats("table_stats", &st, &schema);
-      st.release(&st);
-      struct ql_metrics m;
-      plan.get_metrics(&plan, &m, &err);
-      printf("{\"metrics\": {");
-      for (int64_t i = 0; i < m.count; i++) printf("%s\"%s\": %" PRId64, i ? ", " : "", m.items[i].name, m.items[i].value);
-      printf(", \"rows\": %" PRId64 ", \"batches\": %" PRId64 ", \"max_batch\": %" PRId64 "}}\n", rows, batches, max_batch);
-      m.release(&m);
-    }
-    ql_schema_release(&out_schema);
-    plan.release(&plan);
-    if (view.release) view.release(&view);
-    ql_schema_release(&schema);
-    tp.release(&tp);
-  }
+  struct request req = {path, table, tables, columns, wheres, n_where, list, limit, dump};
+  int status = run(&plugin, host, &req);
   plugin.release(&plugin);
   if (ql_ref_host_free(host, &err) != QL_OK) return fail(&err, "host");
   return status;

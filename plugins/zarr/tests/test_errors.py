@@ -1,0 +1,213 @@
+"""Bad input: a clear error naming the store, the array and the problem;
+never a crash (the driver runs under ASan/UBSan in the asan build) and
+never a silently wrong value."""
+import json
+import os
+import shutil
+import warnings
+
+import numcodecs
+import numpy as np
+import pytest
+import xarray as xr
+
+from conftest import run_scan
+
+
+def make(tmp_path, fmt, consolidated=True, compressor=None):
+    ds = xr.Dataset(
+        {"a": (("x", "y"), np.arange(24, dtype="f8").reshape(4, 6)), "b": (("x",), np.arange(4, dtype="i4"))},
+        coords={"x": [1, 2, 3, 4], "y": np.arange(6) * 0.5},
+    )
+    enc = {"a": {"chunks": (2, 3)}}
+    if compressor is not None:
+        enc["a"]["compressors"] = compressor
+    path = tmp_path / f"e{fmt}.zarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds.to_zarr(path, zarr_format=fmt, mode="w", encoding=enc, consolidated=consolidated)
+    return path
+
+
+def fails(path, *args):
+    p = run_scan(path, *args, check=False)
+    assert p.returncode == 1, f"expected a clean failure, got {p.returncode}: {p.stderr}"
+    assert "AddressSanitizer" not in p.stderr and "runtime error" not in p.stderr, p.stderr
+    return p.stderr
+
+
+def edit_json(path, fn):
+    with open(path) as f:
+        doc = json.load(f)
+    fn(doc)
+    with open(path, "w") as f:
+        json.dump(doc, f)
+
+
+def meta_file(path, fmt, array):
+    return path / array / (".zarray" if fmt == 2 else "zarr.json")
+
+
+def drop_consolidated(path, fmt):
+    if fmt == 2:
+        os.remove(path / ".zmetadata")
+    else:
+        edit_json(path / "zarr.json", lambda d: d.pop("consolidated_metadata", None))
+
+
+def chunk_file(path, fmt):
+    return path / "a" / ("0.0" if fmt == 2 else "c/0/0")
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_malformed_json(tmp_path, fmt):
+    path = make(tmp_path, fmt)
+    drop_consolidated(path, fmt)
+    with open(meta_file(path, fmt, "a"), "w") as f:
+        f.write('{"shape": [4, 6], "chunks": ')
+    err = fails(path)
+    assert str(path) in err and "a/" in err and "malformed JSON" in err
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_malformed_consolidated_metadata(tmp_path, fmt):
+    path = make(tmp_path, fmt)
+    name = ".zmetadata" if fmt == 2 else "zarr.json"
+    with open(path / name, "w") as f:
+        f.write("{not json")
+    err = fails(path)
+    assert name in err and "malformed JSON" in err
+
+
+def test_unsupported_codec_v2(tmp_path):
+    path = make(tmp_path, 2, consolidated=False)
+    edit_json(meta_file(path, 2, "a"), lambda d: d.update(compressor={"id": "bz2", "level": 1}))
+    err = fails(path)
+    assert "array 'a'" in err and "unsupported compressor 'bz2'" in err
+
+
+def test_unsupported_codec_v3(tmp_path):
+    path = make(tmp_path, 3, consolidated=False)
+    edit_json(meta_file(path, 3, "a"), lambda d: d["codecs"].append({"name": "numcodecs.bz2", "configuration": {}}))
+    err = fails(path)
+    assert "array 'a'" in err and "unsupported codec 'numcodecs.bz2'" in err
+
+
+@pytest.mark.parametrize("fmt,dtype", [(2, "<c16"), (2, "|O"), (3, "complex128"), (3, "string")])
+def test_unsupported_dtype(tmp_path, fmt, dtype):
+    path = make(tmp_path, fmt, consolidated=False)
+    key = "dtype" if fmt == 2 else "data_type"
+    edit_json(meta_file(path, fmt, "a"), lambda d: d.update({key: dtype}))
+    err = fails(path)
+    assert "array 'a'" in err and dtype in err
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+@pytest.mark.parametrize("codec", ["default", "zstd", "zlib", "lz4", "gzip"])
+def test_truncated_chunk(tmp_path, fmt, codec):
+    compressors = {
+        "default": None,
+        "zstd": numcodecs.Zstd(),
+        "zlib": numcodecs.Zlib(),
+        "lz4": numcodecs.LZ4(),
+        "gzip": numcodecs.GZip(),
+    }
+    if fmt == 3:
+        from zarr.codecs import GzipCodec, ZstdCodec
+        from zarr.codecs.numcodecs import LZ4, Zlib
+
+        compressors = {"default": None, "zstd": ZstdCodec(), "zlib": Zlib(), "lz4": LZ4(), "gzip": GzipCodec()}
+    path = make(tmp_path, fmt, compressor=compressors[codec])
+    chunk = chunk_file(path, fmt)
+    data = chunk.read_bytes()
+    chunk.write_bytes(data[: len(data) // 2])
+    err = fails(path)
+    assert str(path) in err and "array 'a' chunk" in err
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_corrupt_chunk(tmp_path, fmt):
+    path = make(tmp_path, fmt)
+    chunk = chunk_file(path, fmt)
+    data = bytearray(chunk.read_bytes())
+    for i in range(len(data) // 3, len(data)):
+        data[i] ^= 0x5A
+    chunk.write_bytes(bytes(data))
+    p = run_scan(path, check=False)
+    # either a clear error, or (if the codec cannot tell) never a crash
+    assert "AddressSanitizer" not in p.stderr and "runtime error" not in p.stderr
+    if p.returncode != 0:
+        assert "array 'a' chunk" in p.stderr
+
+
+def test_crc32c_detects_corruption(tmp_path):
+    from zarr.codecs import Crc32cCodec, ZstdCodec
+
+    path = make(tmp_path, 3, compressor=[ZstdCodec(), Crc32cCodec()])
+    chunk = chunk_file(path, 3)
+    data = bytearray(chunk.read_bytes())
+    data[3] ^= 1
+    chunk.write_bytes(bytes(data))
+    err = fails(path)
+    assert "crc32c: checksum mismatch" in err and "array 'a'" in err
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_chunk_size_mismatch(tmp_path, fmt):
+    path = make(tmp_path, fmt, consolidated=False)
+    if fmt == 2:
+        edit_json(meta_file(path, 2, "a"), lambda d: d.update(chunks=[2, 2]))
+    else:
+        edit_json(meta_file(path, 3, "a"), lambda d: d["chunk_grid"]["configuration"].update(chunk_shape=[2, 2]))
+    err = fails(path)
+    assert "array 'a' chunk" in err and "expected" in err
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_shape_mismatch(tmp_path, fmt):
+    path = make(tmp_path, fmt, consolidated=False)
+    edit_json(meta_file(path, fmt, "b"), lambda d: d.update(shape=[5]))
+    err = fails(path)
+    assert "dimension 'x'" in err and "size 5" in err
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_path_outside_the_store(tmp_path, fmt):
+    path = make(tmp_path, fmt)
+    if fmt == 2:
+        def evil(d):
+            d["metadata"]["../evil/.zarray"] = d["metadata"]["a/.zarray"]
+        edit_json(path / ".zmetadata", evil)
+    else:
+        def evil(d):
+            d["consolidated_metadata"]["metadata"][".."] = d["consolidated_metadata"]["metadata"]["a"]
+        edit_json(path / "zarr.json", evil)
+    err = fails(path)
+    assert "outside the store" in err
+
+
+def test_not_a_store(tmp_path):
+    (tmp_path / "empty").mkdir()
+    err = fails(tmp_path / "empty")
+    assert "not a Zarr group" in err
+    err = fails(tmp_path / "missing.zarr")
+    assert "missing.zarr" in err
+
+
+def test_unknown_table(tmp_path):
+    path = make(tmp_path, 3)
+    err = fails(path, "--table", "nope")
+    assert "no table 'nope'" in err
+    err = fails(path, "--tables", "x_y=grid,zz=other")
+    assert "no table 'zz'" in err
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_missing_chunk_reads_fill_value(tmp_path, fmt):
+    path = make(tmp_path, fmt)
+    os.remove(chunk_file(path, fmt))
+    scan = run_scan(path, "--table", "x_y", "--where", "x <= 2", "--where", "y < 1.5")
+    # the zarr fill_value of xarray's float arrays is NaN, which masks nothing
+    assert scan.columns == ["x", "y", "a"]
+    values = [r[2] for r in scan.rows]
+    assert len(values) == 6 and all(isinstance(v, float) and v != v for v in values)
