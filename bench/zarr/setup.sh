@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Creates bench/zarr/.venv-xsql from bench/zarr/requirements.txt (which
+# includes scripts/requirements.txt), pinned and idempotently: nothing is
+# done when the venv exists and both requirement files are unchanged.
+set -euo pipefail
+cd "$(dirname "$0")"
+PY=${PYTHON:-python3}
+venv=.venv-xsql
+stamp=$venv/.requirements.sha256
+want=$(cat requirements.txt ../../scripts/requirements.txt | sha256sum | cut -d' ' -f1)
+if [[ -x $venv/bin/python && -f $stamp && "$(cat "$stamp")" == "$want" ]]; then
+  exit 0
+fi
+echo "bench/zarr/setup.sh: creating $venv from bench/zarr/requirements.txt"
+"$PY" -m venv "$venv"
+"$venv/bin/pip" install -q --disable-pip-version-check -r requirements.txt
+echo "$want" >"$stamp"
