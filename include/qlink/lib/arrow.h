@@ -27,7 +27,9 @@ int ql_schema_init(struct ArrowSchema *out, const char *format, const char *name
 /* A struct ("+s") with n_children children allocated and zeroed (release ==
  * NULL); fill each with ql_schema_init or a move. */
 int ql_schema_init_struct(struct ArrowSchema *out, const char *name, int64_t n_children, struct ql_error *error);
-/* Replace the metadata with n key/value pairs (copied, Arrow's encoding). */
+/* Replace the metadata with n key/value pairs (copied, Arrow's encoding);
+ * n == 0 clears it. QL_EINVAL for a schema not built by libqlink (its
+ * metadata buffer is not ours to free). */
 int ql_schema_set_metadata(struct ArrowSchema *schema, int64_t n, const char *const *keys,
                            const char *const *values, struct ql_error *error);
 /* The value of metadata `key`, copied into a malloc'd string (*out, caller
@@ -63,12 +65,18 @@ void ql_array_release(struct ArrowArray *array); /* safe on released */
 void ql_array_move(struct ArrowArray *src, struct ArrowArray *dst);
 void ql_schema_move(struct ArrowSchema *src, struct ArrowSchema *dst);
 
-/* Is row i valid (not null)? Honours offset and a NULL validity buffer. */
+/* Is row i valid (not null)? Honours offset and a NULL validity buffer;
+ * the null type (no buffers) is never valid. Not for union arrays (their
+ * first buffer is type ids, not validity). */
 int ql_array_is_valid(const struct ArrowArray *array, int64_t i);
 
 /* ---- streams */
 
-/* A stream over `n` arrays (moved in) with `schema` (moved in). */
+/* A stream over `n` arrays (moved in) with `schema` (moved in). get_schema
+ * returns a deep copy; get_next moves the next array out, then returns 0
+ * with a released array (release == NULL) at the end, every time after;
+ * get_last_error is NULL until a call failed. On failure the inputs are
+ * released all the same. Single consumer thread. */
 int ql_stream_from_arrays(struct ArrowSchema *schema, struct ArrowArray *arrays, int64_t n,
                           struct ArrowArrayStream *out, struct ql_error *error);
 

@@ -20,7 +20,9 @@ int ql_function_registry_new(struct ql_function_registry **out, struct ql_error 
 void ql_function_registry_free(struct ql_function_registry *registry, void (*payload_free)(void *payload));
 /* Register `info` under (lower-cased name, kind), replacing an earlier entry
  * (whose payload is returned in *replaced, or freed by nobody if replaced is
- * NULL). Strings of info are copied. Bumps the generation. */
+ * NULL). Strings of info are copied; a NULL info->id.name becomes `name` as
+ * given. QL_EINVAL for an empty name or a kind outside enum
+ * ql_function_kind. Bumps the generation (failed calls do not). */
 int ql_function_registry_put(struct ql_function_registry *registry, const char *name,
                              const struct ql_function_info *info, void *payload, void **replaced,
                              struct ql_error *error);
@@ -36,7 +38,9 @@ uint64_t ql_function_registry_generation(const struct ql_function_registry *regi
 int64_t ql_function_registry_count(const struct ql_function_registry *registry);
 
 /* Register the canonical built-ins a C host offers (docs/functions.md) with
- * origin QL_ORIGIN_BUILTIN. */
+ * origin QL_ORIGIN_BUILTIN, library NULL and uid 0. Aliases are registered
+ * under their own spelling with the canonical identity: looking up "mean"
+ * (aggregate) gives id.name "avg". Payloads are NULL. */
 int ql_function_registry_add_builtins(struct ql_function_registry *registry, struct ql_error *error);
 
 #ifdef __cplusplus

@@ -25,8 +25,16 @@ struct ql_ref_host_options {
 
 struct ql_ref_host;
 
+/* options NULL: unbounded memory, batch 8192, one thread per CPU. The
+ * session id is "qlink-ref-PID-N"; config starts with
+ * "datafusion.execution.batch_size" and "datafusion.execution.target_partitions".
+ * The session's generation changes on every function-registry change and
+ * every ql_ref_host_config_set. table_lookup is QL_ENOTSUP (no catalog). */
 int ql_ref_host_new(const struct ql_ref_host_options *options, struct ql_ref_host **out, struct ql_error *error);
-/* QL_ESTATE if memory is still reserved (a leak in some plugin), after freeing everything else. */
+/* QL_ESTATE if memory is still reserved (a leak in some plugin), after freeing everything else;
+ * the memory pool itself is then kept so the leaked reservations stay valid
+ * (free it with ql_ref_memory_pool_free after releasing them). Runs every
+ * queued executor job to completion first; release job handles before. */
 int ql_ref_host_free(struct ql_ref_host *host, struct ql_error *error);
 
 const struct ql_session *ql_ref_host_session(struct ql_ref_host *host);

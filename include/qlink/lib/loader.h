@@ -41,7 +41,13 @@ void ql_plugin_unload(struct ql_loaded_plugin *plugin);
 const struct ql_item_info *ql_plugin_find_item(const struct ql_plugin *plugin, int32_t kind, const char *name);
 
 /* Parse a table spec "PLUGIN/PROVIDER?key=value&key2=value2" (values
- * percent-decoded). Outputs are malloc'd; free with ql_table_spec_free. */
+ * percent-decoded). Outputs are malloc'd; free with ql_table_spec_free.
+ * PLUGIN may be a path: the split is at the last '/' before the first '?'.
+ * Plugin, provider, keys and values are percent-decoded ('+' stays '+');
+ * empty '&' segments are skipped; only the first '=' of an option splits.
+ * QL_EINVAL naming the spec for: no '/', an empty plugin or provider, an
+ * option without '=', an empty key, a repeated key, a bad escape. On
+ * failure `out` is left empty (nothing to free). */
 struct ql_table_spec {
   char *plugin;
   char *provider;

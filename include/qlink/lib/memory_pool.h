@@ -3,7 +3,12 @@
  * A thread-safe pool with an optional byte limit and per-consumer
  * accounting. try_grow fails with QL_ERESOURCES (SQLSTATE 53000) and a
  * message naming the consumer, the request, the pool's reservation and
- * limit, like DataFusion's ResourcesExhausted.
+ * limit, like DataFusion's ResourcesExhausted:
+ *   "Resources exhausted: Failed to allocate additional N bytes for NAME
+ *    with M bytes already allocated for this reservation - K bytes remain
+ *    available for the total pool"
+ * Reservations of one pool may live on different threads; the pool's
+ * totals always equal the sum of its live reservations.
  */
 #ifndef QLINK_LIB_MEMORY_POOL_H
 #define QLINK_LIB_MEMORY_POOL_H

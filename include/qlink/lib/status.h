@@ -40,11 +40,14 @@ int ql_status_from_errno(int code);
 /* Fill `error` (may be NULL) with `status`, its SQLSTATE and a formatted
  * message; releases what `error` held before. Returns `status`, so a callee
  * can `return ql_error_set(error, QL_EINVAL, "...")`. If the message cannot be
- * allocated, the error still carries the status with a static message. */
+ * allocated, the error still carries the status with a static message.
+ * Messages are one line: newlines in the formatted text become spaces. */
 int ql_error_set(struct ql_error *error, int status, const char *fmt, ...) QL_PRINTF_FORMAT(3, 4);
 int ql_error_setv(struct ql_error *error, int status, const char *fmt, va_list args);
 /* Prepend "context: " to the message already in `error` (no-op if unset or
- * NULL). Returns error's status (or QL_EINTERNAL if unset). */
+ * NULL). Returns error's status (or QL_EINTERNAL if unset). Works on errors
+ * filled by another library too: their message is freed through their own
+ * release and their status and SQLSTATE are kept. */
 int ql_error_prefix(struct ql_error *error, const char *fmt, ...) QL_PRINTF_FORMAT(2, 3);
 /* Release `error` if set; safe on NULL and on released errors. */
 void ql_error_release(struct ql_error *error);
