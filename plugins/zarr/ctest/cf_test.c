@@ -1,0 +1,229 @@
+/* qlink_zarr: CF decoding and metadata parsing with exact values. */
+#include <math.h>
+#include <string.h>
+
+#include "array.h"
+#include "cf.h"
+#include "ql_test.h"
+#include "qlink/lib/status.h"
+
+static int array_v2(const char *zarray, const char *zattrs, struct zr_array *a, struct ql_error *err) {
+  json_t *z = json_loads(zarray, 0, NULL);
+  json_t *t = zattrs ? json_loads(zattrs, 0, NULL) : NULL;
+  int rc = zr_array_parse_v2("v", z, t, a, err);
+  json_decref(z);
+  if (t) json_decref(t);
+  return rc;
+}
+
+static void test_time_units(void) {
+  int64_t ns, ref, y, m, d;
+  QL_CHECK_INT(zr_cf_parse_time_units("days since 2000-01-01", &ns, &ref, &y, &m, &d), QL_OK);
+  QL_CHECK_INT(ns, 86400000000000LL);
+  QL_CHECK_INT(ref, 946684800000000000LL);
+  QL_CHECK_INT(zr_cf_parse_time_units("hour since 1980-01-14 14:00:00", &ns, &ref, &y, &m, &d), QL_OK);
+  QL_CHECK_INT(ns, 3600000000000LL);
+  QL_CHECK_INT(ref, 316706400000000000LL);
+  QL_CHECK_INT(zr_cf_parse_time_units("seconds since 1970-01-01T01:00:00+01:00", &ns, &ref, &y, &m, &d), QL_OK);
+  QL_CHECK_INT(ref, 0);
+  QL_CHECK_INT(zr_cf_parse_time_units("Milliseconds since 1970-1-2 0:0:1.5", &ns, &ref, &y, &m, &d), QL_OK);
+  QL_CHECK_INT(ns, 1000000);
+  QL_CHECK_INT(ref, 86401500000000LL);
+  QL_CHECK_INT(zr_cf_parse_time_units("hour since 0000-01-01 00:00:00", &ns, &ref, &y, &m, &d), QL_EOVERFLOW);
+  QL_CHECK_INT(y, 0);
+  QL_CHECK_INT(zr_cf_parse_time_units("days since 1500-01-01", &ns, &ref, &y, &m, &d), QL_EOVERFLOW);
+  QL_CHECK_INT(zr_cf_parse_time_units("fortnights since 2000-01-01", &ns, &ref, &y, &m, &d), QL_EINVAL);
+  QL_CHECK_INT(zr_cf_parse_time_units("days since yesterday", &ns, &ref, &y, &m, &d), QL_EINVAL);
+  QL_CHECK_INT(zr_cf_parse_time_units("meters", &ns, &ref, &y, &m, &d), QL_EINVAL);
+  QL_CHECK_INT(zr_days_from_civil(1970, 1, 1), 0);
+  QL_CHECK_INT(zr_days_from_civil(2000, 3, 1), 11017);
+}
+
+static const char *ZARRAY_I2 =
+    "{\"zarr_format\":2,\"shape\":[4],\"chunks\":[4],\"dtype\":\"<i2\",\"fill_value\":-32767,\"order\":\"C\","
+    "\"compressor\":null,\"filters\":null}";
+
+static void test_mask_and_scale(void) {
+  struct ql_error err = {0};
+  struct zr_array a;
+  struct zr_decoder d;
+  struct zr_value v;
+  /* int16 packed with scale/offset and a fill value -> float64 */
+  QL_CHECK_OK(array_v2(ZARRAY_I2, "{\"scale_factor\":0.5,\"add_offset\":10.0,\"_ARRAY_DIMENSIONS\":[\"x\"]}", &a, &err),
+              err);
+  QL_CHECK_OK(zr_decoder_init(&a, 1, &d, &err), err);
+  QL_CHECK_STR(d.format, "g");
+  int16_t raw = 4;
+  zr_decode_value(&d, (const uint8_t *)&raw, &v);
+  QL_CHECK(!v.is_null && v.f == 12.0);
+  raw = -32767;
+  zr_decode_value(&d, (const uint8_t *)&raw, &v);
+  QL_CHECK(v.is_null);
+  zr_array_free(&a);
+  /* int16 with a fill value only -> float32 */
+  QL_CHECK_OK(array_v2(ZARRAY_I2, "{\"_ARRAY_DIMENSIONS\":[\"x\"]}", &a, &err), err);
+  QL_CHECK_OK(zr_decoder_init(&a, 1, &d, &err), err);
+  QL_CHECK_STR(d.format, "f");
+  zr_array_free(&a);
+  /* int16 without fill value stays int16 */
+  QL_CHECK_OK(array_v2("{\"zarr_format\":2,\"shape\":[4],\"chunks\":[4],\"dtype\":\"<i2\",\"fill_value\":null,"
+                       "\"compressor\":null}",
+                       NULL, &a, &err),
+              err);
+  QL_CHECK_OK(zr_decoder_init(&a, 1, &d, &err), err);
+  QL_CHECK_STR(d.format, "s");
+  QL_CHECK(a.dims[0] == NULL);
+  zr_array_free(&a);
+  /* float32 with missing_value -1e34 (ferret's); NaN fill masks nothing */
+  QL_CHECK_OK(array_v2("{\"zarr_format\":2,\"shape\":[4],\"chunks\":[4],\"dtype\":\"<f4\",\"fill_value\":\"NaN\","
+                       "\"compressor\":null}",
+                       "{\"missing_value\":-9.999999790214768e+33}", &a, &err),
+              err);
+  QL_CHECK_OK(zr_decoder_init(&a, 1, &d, &err), err);
+  QL_CHECK_STR(d.format, "f");
+  QL_CHECK_INT(d.n_mask, 1);
+  float fv = -1e34f;
+  zr_decode_value(&d, (const uint8_t *)&fv, &v);
+  QL_CHECK(v.is_null);
+  fv = NAN;
+  zr_decode_value(&d, (const uint8_t *)&fv, &v);
+  QL_CHECK(!v.is_null && isnan(v.f));
+  zr_array_free(&a);
+  /* v3: _FillValue attribute base64 float64 (xarray), zarr fill_value ignored for masking */
+  json_t *meta = json_loads(
+      "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[2],\"data_type\":\"float64\",\"chunk_grid\":{\"name\":"
+      "\"regular\",\"configuration\":{\"chunk_shape\":[2]}},\"chunk_key_encoding\":{\"name\":\"default\"},"
+      "\"fill_value\":0.0,\"codecs\":[{\"name\":\"bytes\"}],\"attributes\":{\"_FillValue\":\"AAAAAICHw8A=\"},"
+      "\"dimension_names\":[\"x\"]}",
+      0, NULL);
+  QL_CHECK_OK(zr_array_parse_v3("v", meta, &a, &err), err);
+  QL_CHECK_OK(zr_decoder_init(&a, 1, &d, &err), err);
+  QL_CHECK_INT(d.n_mask, 1);
+  QL_CHECK(d.mask_f[0] == -9999.0);
+  double dv = 0.0;
+  zr_decode_value(&d, (const uint8_t *)&dv, &v);
+  QL_CHECK(!v.is_null && v.f == 0.0);
+  char key[64];
+  int64_t chunk[1] = {1};
+  QL_CHECK_INT(zr_chunk_key(&a, chunk, key, sizeof(key)), QL_OK);
+  QL_CHECK_STR(key, "v/c/1");
+  zr_array_free(&a);
+  json_decref(meta);
+  /* bool stored as int8 with dtype attribute */
+  QL_CHECK_OK(array_v2("{\"zarr_format\":2,\"shape\":[2],\"chunks\":[2],\"dtype\":\"|i1\",\"fill_value\":null,"
+                       "\"compressor\":null,\"dimension_separator\":\"/\"}",
+                       "{\"dtype\":\"bool\"}", &a, &err),
+              err);
+  QL_CHECK_OK(zr_decoder_init(&a, 1, &d, &err), err);
+  QL_CHECK_STR(d.format, "b");
+  int64_t c2[1] = {0};
+  QL_CHECK_INT(zr_chunk_key(&a, c2, key, sizeof(key)), QL_OK);
+  QL_CHECK_STR(key, "v/0");
+  zr_array_free(&a);
+  ql_error_release(&err);
+}
+
+static void test_times(void) {
+  struct ql_error err = {0};
+  struct zr_array a;
+  struct zr_decoder d;
+  struct zr_value v;
+  QL_CHECK_OK(array_v2("{\"zarr_format\":2,\"shape\":[2],\"chunks\":[2],\"dtype\":\"<f8\",\"fill_value\":\"NaN\","
+                       "\"compressor\":null}",
+                       "{\"units\":\"hours since 1990-05-05 05:05:05\"}", &a, &err),
+              err);
+  QL_CHECK_OK(zr_decoder_init(&a, 1, &d, &err), err);
+  QL_CHECK_STR(d.format, "tsn:");
+  double h = 0.1;
+  zr_decode_value(&d, (const uint8_t *)&h, &v);
+  /* 0.1 * 3.6e12 = 360000000000.00006 -> truncated */
+  QL_CHECK_INT(v.i, 641883905000000000LL + 360000000000LL);
+  h = NAN;
+  zr_decode_value(&d, (const uint8_t *)&h, &v);
+  QL_CHECK(v.is_null);
+  h = 1e12;
+  QL_CHECK_INT(zr_decode_value(&d, (const uint8_t *)&h, &v), QL_EOVERFLOW);
+  zr_array_free(&a);
+  /* year 0: kept numeric, never a wrong date */
+  QL_CHECK_OK(array_v2("{\"zarr_format\":2,\"shape\":[2],\"chunks\":[2],\"dtype\":\"<f8\",\"fill_value\":\"NaN\","
+                       "\"compressor\":null}",
+                       "{\"units\":\"hour since 0000-01-01 00:00:00\"}", &a, &err),
+              err);
+  QL_CHECK_OK(zr_decoder_init(&a, 1, &d, &err), err);
+  QL_CHECK_STR(d.format, "g");
+  QL_CHECK_INT(d.time_kept_numeric, 1);
+  zr_array_free(&a);
+  /* non-standard calendar: numeric */
+  QL_CHECK_OK(array_v2("{\"zarr_format\":2,\"shape\":[2],\"chunks\":[2],\"dtype\":\"<i8\",\"fill_value\":null,"
+                       "\"compressor\":null}",
+                       "{\"units\":\"days since 2000-01-01\",\"calendar\":\"360_day\"}", &a, &err),
+              err);
+  QL_CHECK_OK(zr_decoder_init(&a, 1, &d, &err), err);
+  QL_CHECK_STR(d.format, "l");
+  zr_array_free(&a);
+  /* int64 days with NaT */
+  QL_CHECK_OK(array_v2("{\"zarr_format\":2,\"shape\":[2],\"chunks\":[2],\"dtype\":\"<i8\",\"fill_value\":null,"
+                       "\"compressor\":null}",
+                       "{\"units\":\"days since 2000-01-01\",\"calendar\":\"proleptic_gregorian\"}", &a, &err),
+              err);
+  QL_CHECK_OK(zr_decoder_init(&a, 1, &d, &err), err);
+  int64_t days = 1;
+  zr_decode_value(&d, (const uint8_t *)&days, &v);
+  QL_CHECK_INT(v.i, 946771200000000000LL);
+  days = INT64_MIN;
+  zr_decode_value(&d, (const uint8_t *)&days, &v);
+  QL_CHECK(v.is_null);
+  zr_array_free(&a);
+  /* timedelta: units hours, dtype timedelta64[s] */
+  QL_CHECK_OK(array_v2("{\"zarr_format\":2,\"shape\":[2],\"chunks\":[2],\"dtype\":\"<i8\",\"fill_value\":null,"
+                       "\"compressor\":null}",
+                       "{\"units\":\"hours\",\"dtype\":\"timedelta64[s]\"}", &a, &err),
+              err);
+  QL_CHECK_OK(zr_decoder_init(&a, 1, &d, &err), err);
+  QL_CHECK_STR(d.format, "tDs");
+  int64_t hours = 3;
+  zr_decode_value(&d, (const uint8_t *)&hours, &v);
+  QL_CHECK_INT(v.i, 10800);
+  zr_array_free(&a);
+  ql_error_release(&err);
+}
+
+static void test_metadata_errors(void) {
+  struct ql_error err = {0};
+  struct zr_array a;
+  QL_CHECK_INT(array_v2("{\"zarr_format\":2,\"shape\":[4],\"chunks\":[0],\"dtype\":\"<f8\",\"fill_value\":null}", NULL,
+                        &a, &err),
+               QL_EDATA);
+  QL_CHECK(strstr(ql_error_message(&err), "chunks[0]") != NULL);
+  zr_array_free(&a);
+  QL_CHECK_INT(array_v2("{\"zarr_format\":2,\"shape\":[4,4],\"chunks\":[2],\"dtype\":\"<f8\",\"fill_value\":null}",
+                        NULL, &a, &err),
+               QL_EDATA);
+  zr_array_free(&a);
+  QL_CHECK_INT(array_v2("{\"zarr_format\":2,\"shape\":[4],\"chunks\":[2],\"dtype\":\"<f8\",\"fill_value\":null,"
+                        "\"filters\":[{\"id\":\"delta\"}]}",
+                        NULL, &a, &err),
+               QL_ENOTSUP);
+  QL_CHECK(strstr(ql_error_message(&err), "delta") != NULL);
+  zr_array_free(&a);
+  QL_CHECK_INT(array_v2("{\"zarr_format\":2,\"shape\":[4],\"chunks\":[2],\"dtype\":\"<f8\",\"fill_value\":\"oops\"}",
+                        NULL, &a, &err),
+               QL_EDATA);
+  zr_array_free(&a);
+  /* consolidated v2 with a key escaping the store */
+  json_t *root = json_loads("{\"metadata\":{\"../x/.zarray\":{}},\"zarr_consolidated_format\":1}", 0, NULL);
+  struct zr_group g;
+  QL_CHECK_INT(zr_group_from_consolidated("mem", root, &g, &err), QL_EINVAL);
+  QL_CHECK(strstr(ql_error_message(&err), "outside the store") != NULL);
+  zr_group_free(&g);
+  json_decref(root);
+  ql_error_release(&err);
+}
+
+int main(void) {
+  test_time_units();
+  test_mask_and_scale();
+  test_times();
+  test_metadata_errors();
+  QL_TEST_END();
+}

@@ -1,0 +1,242 @@
+/* qlink_zarr: codec pipeline and dtype tests with exact values. */
+#include <blosc.h>
+#include <lz4.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "codecs.h"
+#include "dtype.h"
+#include "ql_test.h"
+#include "qlink/lib/status.h"
+
+static struct zr_dtype f64(void) {
+  struct zr_dtype d = {ZR_FLOAT, 8, 0, 8, 0, ""};
+  return d;
+}
+
+static int decode_v2(const char *compressor_json, const char *dtype, int order_f, const int64_t *shape, int32_t ndim,
+                     const uint8_t *in, int64_t n, uint8_t *out, struct ql_error *err) {
+  struct zr_dtype d;
+  int rc = zr_dtype_parse_v2(dtype, &d, err);
+  if (rc != QL_OK) return rc;
+  json_t *comp = compressor_json ? json_loads(compressor_json, 0, NULL) : NULL;
+  struct zr_pipeline p;
+  rc = zr_pipeline_from_v2(comp, NULL, ndim, order_f, d.big_endian, &p, err);
+  uint8_t fill[8] = {0};
+  if (rc == QL_OK) rc = zr_chunk_decode(&p, &d, ndim, shape, fill, in, n, out, err);
+  zr_pipeline_free(&p);
+  if (comp) json_decref(comp);
+  return rc;
+}
+
+static void test_crc32c(void) {
+  QL_CHECK_INT(zr_crc32c((const uint8_t *)"123456789", 9), 0xE3069283u);
+  QL_CHECK_INT(zr_crc32c((const uint8_t *)"", 0), 0);
+}
+
+static void test_dtypes(void) {
+  struct ql_error err = {0};
+  struct zr_dtype d;
+  QL_CHECK_OK(zr_dtype_parse_v2("<f4", &d, &err), err);
+  QL_CHECK_INT(d.type, ZR_FLOAT);
+  QL_CHECK_INT(d.size, 4);
+  QL_CHECK_OK(zr_dtype_parse_v2(">i8", &d, &err), err);
+  QL_CHECK_INT(d.big_endian, 1);
+  QL_CHECK_OK(zr_dtype_parse_v2("<M8[ms]", &d, &err), err);
+  QL_CHECK_INT(d.type, ZR_DATETIME);
+  QL_CHECK_INT(d.unit_ns, 1000000);
+  QL_CHECK_OK(zr_dtype_parse_v2("<U7", &d, &err), err);
+  QL_CHECK_INT(d.size, 28);
+  QL_CHECK_OK(zr_dtype_parse_v2("|S3", &d, &err), err);
+  QL_CHECK_INT(d.type, ZR_BYTES);
+  QL_CHECK_INT(zr_dtype_parse_v2("<c8", &d, &err), QL_ENOTSUP);
+  QL_CHECK(strstr(ql_error_message(&err), "'<c8'") != NULL);
+  QL_CHECK_INT(zr_dtype_parse_v2("<M8[Y]", &d, &err), QL_ENOTSUP);
+  QL_CHECK_INT(zr_dtype_parse_v2("x", &d, &err), QL_EDATA);
+  json_t *j = json_loads("{\"name\":\"fixed_length_utf32\",\"configuration\":{\"length_bytes\":12}}", 0, NULL);
+  QL_CHECK_OK(zr_dtype_parse_v3(j, &d, &err), err);
+  QL_CHECK_INT(d.type, ZR_UNICODE);
+  QL_CHECK_INT(d.size, 12);
+  json_decref(j);
+  j = json_string("uint16");
+  QL_CHECK_OK(zr_dtype_parse_v3(j, &d, &err), err);
+  QL_CHECK_INT(d.type, ZR_UINT);
+  json_decref(j);
+  j = json_string("complex64");
+  QL_CHECK_INT(zr_dtype_parse_v3(j, &d, &err), QL_ENOTSUP);
+  json_decref(j);
+  QL_CHECK(zr_half_to_float(0x3C00) == 1.0f);
+  QL_CHECK(zr_half_to_float(0xC000) == -2.0f);
+  QL_CHECK(isinf(zr_half_to_float(0x7C00)));
+  QL_CHECK(zr_half_to_float(0x0001) == ldexpf(1.0f, -24));
+  QL_CHECK(isnan(zr_half_to_float(0x7E00)));
+  ql_error_release(&err);
+}
+
+static void test_compressors(void) {
+  struct ql_error err = {0};
+  double values[6] = {1.5, -2, 3.25, 0, 1e300, -7};
+  int64_t shape[2] = {2, 3};
+  double out[6];
+  uint8_t buf[1024];
+  /* zstd */
+  size_t n = ZSTD_compress(buf, sizeof(buf), values, sizeof(values), 3);
+  memset(out, 0, sizeof(out));
+  QL_CHECK_OK(decode_v2("{\"id\":\"zstd\"}", "<f8", 0, shape, 2, buf, (int64_t)n, (uint8_t *)out, &err), err);
+  QL_CHECK(memcmp(out, values, sizeof(values)) == 0);
+  QL_CHECK_INT(decode_v2("{\"id\":\"zstd\"}", "<f8", 0, shape, 2, buf, (int64_t)n - 3, (uint8_t *)out, &err), QL_EDATA);
+  /* blosc with shuffle */
+  int bn = blosc_compress_ctx(5, 1, 8, sizeof(values), values, buf, sizeof(buf), "lz4", 0, 1);
+  QL_CHECK(bn > 0);
+  memset(out, 0, sizeof(out));
+  QL_CHECK_OK(decode_v2("{\"id\":\"blosc\"}", "<f8", 0, shape, 2, buf, bn, (uint8_t *)out, &err), err);
+  QL_CHECK(memcmp(out, values, sizeof(values)) == 0);
+  QL_CHECK_INT(decode_v2("{\"id\":\"blosc\"}", "<f8", 0, shape, 2, buf, bn / 2, (uint8_t *)out, &err), QL_EDATA);
+  /* zlib and gzip */
+  uLongf zn = sizeof(buf);
+  QL_CHECK_INT(compress2(buf, &zn, (const Bytef *)values, sizeof(values), 6), Z_OK);
+  memset(out, 0, sizeof(out));
+  QL_CHECK_OK(decode_v2("{\"id\":\"zlib\"}", "<f8", 0, shape, 2, buf, (int64_t)zn, (uint8_t *)out, &err), err);
+  QL_CHECK(memcmp(out, values, sizeof(values)) == 0);
+  QL_CHECK_INT(decode_v2("{\"id\":\"zlib\"}", "<f8", 0, shape, 2, buf, (int64_t)zn - 4, (uint8_t *)out, &err), QL_EDATA);
+  z_stream zs;
+  memset(&zs, 0, sizeof(zs));
+  deflateInit2(&zs, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY);
+  zs.next_in = (Bytef *)values;
+  zs.avail_in = sizeof(values);
+  zs.next_out = buf;
+  zs.avail_out = sizeof(buf);
+  QL_CHECK_INT(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  int64_t gn = (int64_t)(sizeof(buf) - zs.avail_out);
+  deflateEnd(&zs);
+  memset(out, 0, sizeof(out));
+  QL_CHECK_OK(decode_v2("{\"id\":\"gzip\"}", "<f8", 0, shape, 2, buf, gn, (uint8_t *)out, &err), err);
+  QL_CHECK(memcmp(out, values, sizeof(values)) == 0);
+  /* numcodecs lz4: 4-byte little-endian size, then a raw LZ4 block */
+  int ln = LZ4_compress_default((const char *)values, (char *)buf + 4, sizeof(values), (int)sizeof(buf) - 4);
+  buf[0] = sizeof(values);
+  buf[1] = buf[2] = buf[3] = 0;
+  memset(out, 0, sizeof(out));
+  QL_CHECK_OK(decode_v2("{\"id\":\"lz4\"}", "<f8", 0, shape, 2, buf, ln + 4, (uint8_t *)out, &err), err);
+  QL_CHECK(memcmp(out, values, sizeof(values)) == 0);
+  buf[0] = 40; /* a wrong size header */
+  QL_CHECK_INT(decode_v2("{\"id\":\"lz4\"}", "<f8", 0, shape, 2, buf, ln + 4, (uint8_t *)out, &err), QL_EDATA);
+  QL_CHECK(strstr(ql_error_message(&err), "lz4") != NULL);
+  /* uncompressed, size mismatch */
+  QL_CHECK_INT(decode_v2(NULL, "<f8", 0, shape, 2, (const uint8_t *)values, 40, (uint8_t *)out, &err), QL_EDATA);
+  QL_CHECK(strstr(ql_error_message(&err), "expected 48") != NULL);
+  QL_CHECK_INT(decode_v2("{\"id\":\"bz2\"}", "<f8", 0, shape, 2, buf, 1, (uint8_t *)out, &err), QL_ENOTSUP);
+  ql_error_release(&err);
+}
+
+static void test_order_and_endianness(void) {
+  struct ql_error err = {0};
+  int64_t shape[2] = {2, 3};
+  /* F order: column-major storage of [[0,1,2],[3,4,5]] */
+  double fdata[6] = {0, 3, 1, 4, 2, 5};
+  double out[6];
+  QL_CHECK_OK(decode_v2(NULL, "<f8", 1, shape, 2, (const uint8_t *)fdata, 48, (uint8_t *)out, &err), err);
+  for (int i = 0; i < 6; i++) QL_CHECK(out[i] == i);
+  /* big-endian int32 */
+  uint8_t be[8] = {0, 0, 1, 2, 0xFF, 0xFF, 0xFF, 0xFE};
+  int32_t iv[2];
+  int64_t s1[1] = {2};
+  QL_CHECK_OK(decode_v2(NULL, ">i4", 0, s1, 1, be, 8, (uint8_t *)iv, &err), err);
+  QL_CHECK_INT(iv[0], 258);
+  QL_CHECK_INT(iv[1], -2);
+  ql_error_release(&err);
+}
+
+static void put_u64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+
+static void test_v3_pipelines(void) {
+  struct ql_error err = {0};
+  struct zr_dtype d = f64();
+  /* transpose(order=[1,0]) + bytes + crc32c on a 2x3 array */
+  json_t *codecs = json_loads(
+      "[{\"name\":\"transpose\",\"configuration\":{\"order\":[1,0]}},{\"name\":\"bytes\",\"configuration\":"
+      "{\"endian\":\"little\"}},{\"name\":\"crc32c\"}]",
+      0, NULL);
+  struct zr_pipeline p;
+  QL_CHECK_OK(zr_pipeline_parse_v3(codecs, 2, &p, &err), err);
+  uint8_t buf[256];
+  double enc[6] = {0, 3, 1, 4, 2, 5}; /* transposed: shape 3x2 */
+  memcpy(buf, enc, 48);
+  uint32_t crc = zr_crc32c(buf, 48);
+  memcpy(buf + 48, &crc, 4);
+  int64_t shape[2] = {2, 3};
+  double out[6];
+  uint8_t fill[8] = {0};
+  QL_CHECK_OK(zr_chunk_decode(&p, &d, 2, shape, fill, buf, 52, (uint8_t *)out, &err), err);
+  for (int i = 0; i < 6; i++) QL_CHECK(out[i] == i);
+  buf[5] ^= 1;
+  QL_CHECK_INT(zr_chunk_decode(&p, &d, 2, shape, fill, buf, 52, (uint8_t *)out, &err), QL_EDATA);
+  QL_CHECK(strstr(ql_error_message(&err), "crc32c") != NULL);
+  zr_pipeline_free(&p);
+  json_decref(codecs);
+  /* codecs out of order */
+  codecs = json_loads("[{\"name\":\"zstd\"},{\"name\":\"bytes\"}]", 0, NULL);
+  QL_CHECK_INT(zr_pipeline_parse_v3(codecs, 2, &p, &err), QL_EDATA);
+  zr_pipeline_free(&p);
+  json_decref(codecs);
+
+  /* sharding: a 4x4 shard of 2x2 inner chunks; chunk (0,1) missing */
+  codecs = json_loads(
+      "[{\"name\":\"sharding_indexed\",\"configuration\":{\"chunk_shape\":[2,2],\"codecs\":[{\"name\":\"bytes\"}],"
+      "\"index_codecs\":[{\"name\":\"bytes\"},{\"name\":\"crc32c\"}],\"index_location\":\"end\"}}]",
+      0, NULL);
+  QL_CHECK_OK(zr_pipeline_parse_v3(codecs, 2, &p, &err), err);
+  uint8_t shard[512];
+  int64_t off = 0;
+  uint8_t index[64 + 4];
+  for (int c = 0; c < 4; c++) {
+    if (c == 1) {
+      put_u64(index + 16 * c, UINT64_MAX);
+      put_u64(index + 16 * c + 8, UINT64_MAX);
+      continue;
+    }
+    int ci = c / 2, cj = c % 2;
+    for (int k = 0; k < 4; k++) {
+      double v = (ci * 2 + k / 2) * 4 + cj * 2 + k % 2;
+      memcpy(shard + off + 8 * k, &v, 8);
+    }
+    put_u64(index + 16 * c, (uint64_t)off);
+    put_u64(index + 16 * c + 8, 32);
+    off += 32;
+  }
+  crc = zr_crc32c(index, 64);
+  memcpy(index + 64, &crc, 4);
+  memcpy(shard + off, index, 68);
+  int64_t sshape[2] = {4, 4};
+  double sout[16];
+  double nan_fill = -1;
+  QL_CHECK_OK(zr_chunk_decode(&p, &d, 2, sshape, (const uint8_t *)&nan_fill, shard, off + 68, (uint8_t *)sout, &err),
+              err);
+  for (int r = 0; r < 4; r++) {
+    for (int c = 0; c < 4; c++) {
+      double want = (r < 2 && c >= 2) ? -1 : r * 4 + c;
+      QL_CHECK(sout[r * 4 + c] == want);
+    }
+  }
+  /* an inner chunk pointing outside the shard */
+  put_u64(shard + off + 0, 1000);
+  QL_CHECK_INT(zr_chunk_decode(&p, &d, 2, sshape, (const uint8_t *)&nan_fill, shard, off + 68, (uint8_t *)sout, &err),
+               QL_EDATA);
+  QL_CHECK_INT(zr_chunk_decode(&p, &d, 2, sshape, (const uint8_t *)&nan_fill, shard, 20, (uint8_t *)sout, &err),
+               QL_EDATA);
+  zr_pipeline_free(&p);
+  json_decref(codecs);
+  ql_error_release(&err);
+}
+
+int main(void) {
+  test_crc32c();
+  test_dtypes();
+  test_compressors();
+  test_order_and_endianness();
+  test_v3_pipelines();
+  QL_TEST_END();
+}

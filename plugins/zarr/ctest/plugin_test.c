@@ -1,0 +1,319 @@
+/* qlink_zarr end to end through the ABI, over an in-memory store: schema,
+ * statistics, the pushdown handshake (filters built with libqlink's IR
+ * builder), partitions, batches, limit, cancellation, metrics. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ql_test.h"
+#include "qlink/lib/arrow.h"
+#include "qlink/lib/host.h"
+#include "qlink/lib/ir.h"
+#include "qlink/lib/status.h"
+#include "qlink/qlink.h"
+
+int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
+
+static void put(const struct ql_object_store *s, const char *path, const void *data, size_t n) {
+  struct ql_error err = {0};
+  QL_CHECK_OK(ql_memory_store_put(s, path, data, (int64_t)n, &err), err);
+  ql_error_release(&err);
+}
+
+static void put_text(const struct ql_object_store *s, const char *path, const char *text) {
+  put(s, path, text, strlen(text));
+}
+
+/* time(4): days since 2000-01-01; lat(3) = 10, 20, 30; v(time, lat) int16
+ * fill -1 in 2x2 chunks, chunk (1,1) never written; w(lat) float64. */
+static void build_store(const struct ql_object_store *s) {
+  put_text(s, "t.zarr/.zgroup", "{\"zarr_format\":2}");
+  put_text(s, "t.zarr/.zattrs", "{}");
+  put_text(s, "t.zarr/time/.zarray",
+           "{\"zarr_format\":2,\"shape\":[4],\"chunks\":[4],\"dtype\":\"<i8\",\"fill_value\":null,\"order\":\"C\","
+           "\"compressor\":null,\"filters\":null}");
+  put_text(s, "t.zarr/time/.zattrs",
+           "{\"_ARRAY_DIMENSIONS\":[\"time\"],\"units\":\"days since 2000-01-01\",\"calendar\":\"standard\"}");
+  int64_t days[4] = {0, 1, 2, 3};
+  put(s, "t.zarr/time/0", days, sizeof(days));
+  put_text(s, "t.zarr/lat/.zarray",
+           "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":\"<f8\",\"fill_value\":\"NaN\",\"compressor\":null}");
+  put_text(s, "t.zarr/lat/.zattrs", "{\"_ARRAY_DIMENSIONS\":[\"lat\"],\"units\":\"degrees_north\"}");
+  double lat[3] = {10, 20, 30};
+  put(s, "t.zarr/lat/0", lat, sizeof(lat));
+  put_text(s, "t.zarr/v/.zarray",
+           "{\"zarr_format\":2,\"shape\":[4,3],\"chunks\":[2,2],\"dtype\":\"<i2\",\"fill_value\":-1,\"compressor\":null}");
+  put_text(s, "t.zarr/v/.zattrs", "{\"_ARRAY_DIMENSIONS\":[\"time\",\"lat\"],\"long_name\":\"V\"}");
+  /* v[t][l] = 10 * t + l, except v[1][1] = -1 (masked) */
+  int16_t c00[4] = {0, 1, 10, -1}, c01[4] = {2, -1, 12, -1}, c10[4] = {20, 21, 30, 31};
+  put(s, "t.zarr/v/0.0", c00, sizeof(c00));
+  put(s, "t.zarr/v/0.1", c01, sizeof(c01));
+  put(s, "t.zarr/v/1.0", c10, sizeof(c10));
+  put_text(s, "t.zarr/w/.zarray",
+           "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":\"<f8\",\"fill_value\":\"NaN\",\"compressor\":null}");
+  put_text(s, "t.zarr/w/.zattrs", "{\"_ARRAY_DIMENSIONS\":[\"lat\"]}");
+  double w[3] = {0.5, NAN, 1.5};
+  put(s, "t.zarr/w/0", w, sizeof(w));
+}
+
+struct fixture {
+  struct ql_ref_host *host;
+  struct ql_plugin plugin;
+  struct ql_table_provider tp;
+};
+
+static int open_table(struct fixture *f, const char *table, struct ql_error *err) {
+  const char *keys[2] = {"path", "table"};
+  const char *values[2] = {"memory:///t.zarr", table};
+  struct ql_options opts = {table ? 2 : 1, keys, values};
+  return f->plugin.table_provider_open(&f->plugin, "table", &opts, ql_ref_host_session(f->host), &f->tp, err);
+}
+
+/* Run every partition; return the rows (up to cap) of projected int column
+ * `col` as float values in out, NaN for NULL. */
+static int64_t collect(struct fixture *f, const struct ql_execution_plan *plan, int64_t col, double *out, int64_t cap,
+                       int64_t *batches) {
+  struct ql_error err = {0};
+  struct ql_plan_properties props;
+  QL_CHECK_OK(plan->get_properties(plan, &props, &err), err);
+  int64_t n = 0;
+  for (int64_t p = 0; p < props.partition_count; p++) {
+    struct ql_task_context ctx;
+    ql_ref_host_task_context(f->host, p, &ctx);
+    struct ArrowArrayStream st;
+    QL_CHECK_OK(plan->execute(plan, p, &ctx, &st, &err), err);
+    for (;;) {
+      struct ArrowArray a;
+      QL_CHECK_INT(st.get_next(&st, &a), 0);
+      if (!a.release) break;
+      (*batches)++;
+      const struct ArrowArray *c = a.children[col];
+      for (int64_t r = 0; r < a.length && n < cap; r++) {
+        out[n++] = ql_array_is_valid(c, r) ? ((const float *)c->buffers[1])[r] : NAN;
+      }
+      a.release(&a);
+    }
+    st.release(&st);
+  }
+  ql_error_release(&err);
+  return n;
+}
+
+static void test_schema_and_stats(struct fixture *f) {
+  struct ql_error err = {0};
+  QL_CHECK_OK(open_table(f, NULL, &err), err);
+  struct ArrowSchema schema;
+  QL_CHECK_OK(f->tp.get_schema(&f->tp, &schema, &err), err);
+  QL_CHECK_INT(schema.n_children, 3);
+  QL_CHECK_STR(schema.children[0]->name, "time");
+  QL_CHECK_STR(schema.children[0]->format, "tsn:");
+  QL_CHECK_STR(schema.children[1]->format, "g");
+  QL_CHECK_STR(schema.children[2]->name, "v");
+  QL_CHECK_STR(schema.children[2]->format, "f");
+  char *units = NULL;
+  QL_CHECK_INT(ql_schema_metadata_get(schema.children[1], "units", &units), QL_OK);
+  QL_CHECK_STR(units, "degrees_north");
+  free(units);
+  ql_schema_release(&schema);
+  struct ql_statistics st;
+  QL_CHECK_OK(f->tp.get_statistics(&f->tp, &st, &err), err);
+  QL_CHECK_INT(st.num_rows, 12);
+  QL_CHECK_INT(st.num_rows_precision, QL_PRECISION_EXACT);
+  QL_CHECK_INT(st.columns[0].min.value.i64, 946684800000000000LL);
+  QL_CHECK_INT(st.columns[0].max.value.i64, 946684800000000000LL + 3 * 86400000000000LL);
+  QL_CHECK(st.columns[1].min.value.f64 == 10 && st.columns[1].max.value.f64 == 30);
+  QL_CHECK_INT(st.columns[2].min_max_precision, QL_PRECISION_ABSENT);
+  st.release(&st);
+  QL_CHECK(st.release == NULL);
+  f->tp.release(&f->tp);
+  QL_CHECK(f->tp.release == NULL);
+  ql_error_release(&err);
+}
+
+static void test_scan_with_filters(struct fixture *f) {
+  struct ql_error err = {0};
+  QL_CHECK_OK(open_table(f, "time_lat", &err), err);
+  struct ql_ir_builder *b = NULL;
+  QL_CHECK_OK(ql_ir_builder_new(&b, &err), err);
+  /* 15.0 < lat ; v > 0 (not a dimension) ; time between 2000-01-02 and 2000-01-03 (dates) */
+  ql_expr_id f0 = ql_ir_binary(b, QL_OP_LT, ql_ir_literal_f64(b, 15.0), ql_ir_column(b, "lat", NULL, 1));
+  ql_expr_id f1 = ql_ir_binary(b, QL_OP_GT, ql_ir_column(b, "v", NULL, 2), ql_ir_literal_i64(b, 0));
+  struct ql_scalar d1 = {0}, d2 = {0};
+  d1.format = "tdD";
+  d1.value.i64 = 10958; /* 2000-01-02 */
+  d2.format = "tdD";
+  d2.value.i64 = 10959;
+  struct ql_expr between = {0};
+  ql_expr_id bargs[3] = {ql_ir_column(b, "time", NULL, 0), ql_ir_literal(b, &d1), ql_ir_literal(b, &d2)};
+  between.kind = QL_EXPR_BETWEEN;
+  between.n_args = 3;
+  between.args = bargs;
+  between.column_index = -1;
+  between.filter = -1;
+  ql_expr_id f2 = ql_ir_expr(b, &between);
+  struct ql_plan_view view;
+  QL_CHECK_OK(ql_ir_builder_finish(b, -1, &view, &err), err);
+  ql_ir_builder_free(b);
+  ql_expr_id roots[3] = {f0, f1, f2};
+  struct ql_expr_list list = {&view, 3, 0, roots};
+  int32_t answers[3] = {-1, -1, -1};
+  QL_CHECK_OK(f->tp.supports_filters(&f->tp, &list, answers, &err), err);
+  QL_CHECK_INT(answers[0], QL_PUSHDOWN_EXACT);
+  QL_CHECK_INT(answers[1], QL_PUSHDOWN_UNSUPPORTED);
+  QL_CHECK_INT(answers[2], QL_PUSHDOWN_EXACT);
+  int32_t proj[2] = {2, 0};
+  struct ql_scan_args args = {sizeof(struct ql_scan_args), 2, proj, list, -1};
+  struct ql_execution_plan plan;
+  QL_CHECK_OK(f->tp.scan(&f->tp, ql_ref_host_session(f->host), &args, &plan, &err), err);
+  QL_CHECK_STR(plan.name(&plan), "ZarrScanExec");
+  QL_CHECK(strstr(plan.display(&plan), "arrays=[v]") != NULL);
+  /* time rows 1..2 and lat 20, 30: blocks (0..1, 2..3) x (0..1, 2) -> 4 blocks, all kept */
+  struct ql_plan_properties props;
+  QL_CHECK_OK(plan.get_properties(&plan, &props, &err), err);
+  QL_CHECK_INT(props.partition_count, 4);
+  double vals[16];
+  int64_t batches = 0;
+  int64_t n = collect(f, &plan, 0, vals, 16, &batches);
+  QL_CHECK_INT(n, 4);
+  /* partition order: (t0-1,l0-1): v[1][1] masked; (t0-1,l2): v[1][2]=12; (t2-3,l0-1): v[2][1]=21; (t2-3,l2): fill */
+  QL_CHECK(isnan(vals[0]));
+  QL_CHECK(vals[1] == 12);
+  QL_CHECK(vals[2] == 21);
+  QL_CHECK(isnan(vals[3]));
+  struct ql_statistics st;
+  QL_CHECK_OK(plan.get_statistics(&plan, -1, &st, &err), err);
+  QL_CHECK_INT(st.num_rows, 4);
+  QL_CHECK_INT(st.n_columns, 2);
+  QL_CHECK_INT(st.columns[1].min.value.i64, 946771200000000000LL);
+  st.release(&st);
+  QL_CHECK_OK(plan.get_statistics(&plan, 1, &st, &err), err);
+  QL_CHECK_INT(st.num_rows, 1);
+  st.release(&st);
+  struct ql_metrics m;
+  QL_CHECK_OK(plan.get_metrics(&plan, &m, &err), err);
+  QL_CHECK_STR(m.items[0].name, "output_rows");
+  QL_CHECK_INT(m.items[0].value, 4);
+  QL_CHECK_STR(m.items[1].name, "chunks_read");
+  QL_CHECK_INT(m.items[1].value, 4);
+  m.release(&m);
+  /* a copy without children; children are refused */
+  struct ql_execution_plan copy;
+  QL_CHECK_OK(plan.with_new_children(&plan, NULL, 0, &copy, &err), err);
+  QL_CHECK_STR(copy.name(&copy), "ZarrScanExec");
+  copy.release(&copy);
+  struct ql_task_context ctx;
+  ql_ref_host_task_context(f->host, 0, &ctx);
+  struct ArrowArrayStream stream;
+  QL_CHECK_INT(plan.execute(&plan, 9, &ctx, &stream, &err), QL_EINVAL);
+  /* a stream outlives its plan */
+  QL_CHECK_OK(plan.execute(&plan, 1, &ctx, &stream, &err), err);
+  plan.release(&plan);
+  QL_CHECK(plan.release == NULL);
+  struct ArrowArray a;
+  QL_CHECK_INT(stream.get_next(&stream, &a), 0);
+  QL_CHECK_INT(a.length, 1);
+  a.release(&a);
+  stream.release(&stream);
+  view.release(&view);
+  f->tp.release(&f->tp);
+  ql_error_release(&err);
+}
+
+static void test_limit_batches_cancel(struct fixture *f) {
+  struct ql_error err = {0};
+  QL_CHECK_OK(open_table(f, NULL, &err), err);
+  struct ql_scan_args args = {sizeof(struct ql_scan_args), -1, NULL, {NULL, 0, 0, NULL}, 1};
+  struct ql_execution_plan plan;
+  QL_CHECK_OK(f->tp.scan(&f->tp, ql_ref_host_session(f->host), &args, &plan, &err), err);
+  double vals[16];
+  int64_t batches = 0;
+  QL_CHECK_INT(collect(f, &plan, 2, vals, 16, &batches), 4); /* one row per partition */
+  QL_CHECK(vals[0] == 0);
+  plan.release(&plan);
+  args.limit = -1;
+  QL_CHECK_OK(f->tp.scan(&f->tp, ql_ref_host_session(f->host), &args, &plan, &err), err);
+  struct ql_task_context ctx;
+  ql_ref_host_task_context(f->host, 0, &ctx);
+  ctx.batch_size = 3;
+  struct ArrowArrayStream st;
+  QL_CHECK_OK(plan.execute(&plan, 0, &ctx, &st, &err), err);
+  struct ArrowArray a;
+  QL_CHECK_INT(st.get_next(&st, &a), 0);
+  QL_CHECK_INT(a.length, 3);
+  a.release(&a);
+  ql_ref_host_cancel(f->host, 1);
+  QL_CHECK_INT(st.get_next(&st, &a), ECANCELED);
+  QL_CHECK(strstr(st.get_last_error(&st), "cancelled") != NULL);
+  ql_ref_host_cancel(f->host, 0);
+  st.release(&st);
+  plan.release(&plan);
+  f->tp.release(&f->tp);
+  ql_error_release(&err);
+}
+
+static void test_errors(struct fixture *f) {
+  struct ql_error err = {0};
+  QL_CHECK_INT(open_table(f, "nope", &err), QL_ENOTFOUND);
+  QL_CHECK(strstr(ql_error_message(&err), "no table 'nope'") != NULL);
+  const char *keys[1] = {"pth"}, *values[1] = {"x"};
+  struct ql_options bad = {1, keys, values};
+  QL_CHECK_INT(f->plugin.table_provider_open(&f->plugin, "table", &bad, ql_ref_host_session(f->host), &f->tp, &err),
+               QL_EINVAL);
+  QL_CHECK(strstr(ql_error_message(&err), "pth") != NULL);
+  const char *k2[1] = {"path"}, *v2[1] = {"memory:///missing.zarr"};
+  struct ql_options missing = {1, k2, v2};
+  QL_CHECK_INT(f->plugin.table_provider_open(&f->plugin, "table", &missing, ql_ref_host_session(f->host), &f->tp, &err),
+               QL_ENOTFOUND);
+  QL_CHECK(strstr(ql_error_message(&err), "missing.zarr") != NULL);
+  struct ql_schema_provider sp;
+  QL_CHECK_INT(f->plugin.schema_provider_open(&f->plugin, "nope", &missing, ql_ref_host_session(f->host), &sp, &err),
+               QL_ENOTFOUND);
+  ql_error_release(&err);
+}
+
+static void test_schema_provider(struct fixture *f) {
+  struct ql_error err = {0};
+  const char *keys[2] = {"path", "tables"}, *values[2] = {"memory:///t.zarr", "time_lat=grid"};
+  struct ql_options opts = {2, keys, values};
+  struct ql_schema_provider sp;
+  QL_CHECK_OK(f->plugin.schema_provider_open(&f->plugin, "store", &opts, ql_ref_host_session(f->host), &sp, &err), err);
+  QL_CHECK_INT(sp.table_count(&sp), 2);
+  QL_CHECK_STR(sp.table_name(&sp, 0), "grid");
+  QL_CHECK_STR(sp.table_name(&sp, 1), "lat");
+  struct ql_table_provider tp;
+  QL_CHECK_OK(sp.table(&sp, "lat", &tp, &err), err);
+  sp.release(&sp); /* the table keeps the dataset alive */
+  struct ArrowSchema schema;
+  QL_CHECK_OK(tp.get_schema(&tp, &schema, &err), err);
+  QL_CHECK_INT(schema.n_children, 2);
+  QL_CHECK_STR(schema.children[1]->name, "w");
+  ql_schema_release(&schema);
+  tp.release(&tp);
+  ql_error_release(&err);
+}
+
+int main(void) {
+  struct ql_error err = {0};
+  struct fixture f;
+  memset(&f, 0, sizeof(f));
+  struct ql_ref_host_options ho = {-1, 0, 2};
+  QL_CHECK_OK(ql_ref_host_new(&ho, &f.host, &err), err);
+  QL_CHECK_OK(qlink_plugin_init(QL_ABI_VERSION, &f.plugin, &err), err);
+  QL_CHECK_INT(qlink_plugin_init(QL_ABI_VERSION_MAKE(9, 0), &f.plugin, &err), QL_EVERSION);
+  QL_CHECK_OK(qlink_plugin_init(QL_ABI_VERSION, &f.plugin, &err), err);
+  struct ql_object_store mem;
+  const struct ql_object_store_registry *reg = ql_ref_store_registry_view(ql_ref_host_stores(f.host));
+  QL_CHECK_OK(reg->get_store(reg, "memory://", &mem, &err), err);
+  build_store(&mem);
+  mem.release(&mem);
+  test_schema_and_stats(&f);
+  test_scan_with_filters(&f);
+  test_limit_batches_cancel(&f);
+  test_errors(&f);
+  test_schema_provider(&f);
+  f.plugin.release(&f.plugin);
+  QL_CHECK_OK(ql_ref_host_free(f.host, &err), err);
+  ql_error_release(&err);
+  QL_TEST_END();
+}
