@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# `make bench-zarr`: set up the benchmark's venv, write (or reuse) the
+# ERA5-like store and the ETOPO5 store under data/bench/, then run
+# bench_zarr.py, which prints the markdown table and writes
+# bench/results/zarr.json and bench/results/zarr.png.
+#
+#   QLINK=path/to/qlink PLUGIN=path/to/qlink_zarr.so bench/zarr/run.sh [bench_zarr.py args...]
+#
+# Defaults: QLINK=$CARGO_TARGET_DIR/release/qlink (CARGO_TARGET_DIR defaults
+# to ~/.cache/qlink-target), PLUGIN=build/release/plugins/qlink_zarr.so,
+# ERA5_DAYS=31 (744 hours x 181 x 360: 48.5 M rows, 388 MB uncompressed).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+bench/zarr/setup.sh
+PY=bench/zarr/.venv-xsql/bin/python
+QLINK=${QLINK:-${CARGO_TARGET_DIR:-$HOME/.cache/qlink-target}/release/qlink}
+PLUGIN=${PLUGIN:-build/release/plugins/qlink_zarr.so}
+DAYS=${ERA5_DAYS:-31}
+ERA5=data/bench/era5-${DAYS}d.v3.zarr
+$PY bench/zarr/make_era5.py "$ERA5" --days "$DAYS"
+$PY plugins/zarr/scripts/convert_ferret.py data/bench/ferret --only etopo5
+for f in "$QLINK" "$PLUGIN"; do
+  if [[ ! -e $f ]]; then
+    echo "bench/zarr/run.sh: $f not found (build the qlink CLI and the qlink_zarr plugin first)" >&2
+    exit 2
+  fi
+done
+exec $PY bench/zarr/bench_zarr.py --era5 "$ERA5" --etopo5 data/bench/ferret/etopo5.v3.zarr \
+  --qlink "$QLINK" --plugin "$PLUGIN" --out bench/results/zarr.json --png bench/results/zarr.png "$@"
