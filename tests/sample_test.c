@@ -160,6 +160,7 @@ static void test_series(void) {
   QL_CHECK_INT(st.columns[0].max.value.i64, 441);
   DO(st.release(&st));
   QL_CHECK_STR(plan.name(&plan), "SeriesScanExec");
+  QL_CHECK_STR(plan.display(&plan), "start=0 stop=100 step=3 partitions=4 projection=[square] filters=2 limit=-1 rows=10");
   struct ql_plan_properties props;
   CALL(rc, plan.get_properties(&plan, &props, &err));
   QL_CHECK_INT(props.partition_count, 4);

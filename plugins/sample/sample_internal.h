@@ -84,7 +84,9 @@ struct ql_sample_scan {
   struct ArrowSchema schema;    /* output schema */
   int64_t n_ordering;
   struct ql_sort_key ordering[1];
-  char *display;
+  int64_t n_filters; /* for EXPLAIN */
+  int64_t limit;
+  _Atomic(char *) display; /* built on first use: most scans are never explained */
 };
 void ql_sample_scan_ref(struct ql_sample_scan *scan);
 void ql_sample_scan_unref(struct ql_sample_scan *scan);

@@ -143,7 +143,7 @@ void ql_sample_scan_unref(struct ql_sample_scan *scan) {
   free(scan->columns);
   ql_sample_ranges_free(&scan->rows);
   ql_schema_release(&scan->schema);
-  free(scan->display);
+  free(atomic_load(&scan->display));
   free(scan);
 }
 
@@ -177,7 +177,8 @@ static int scan_rows(const struct ql_sample_series *s, const struct ql_scan_args
   return QL_OK;
 }
 
-static int scan_display(struct ql_sample_scan *scan, int64_t n_filters, int64_t limit, struct ql_error *error) {
+/* One line for EXPLAIN, or NULL without memory. */
+static char *scan_display(const struct ql_sample_scan *scan) {
   char cols[128] = "";
   for (int32_t i = 0; i < scan->n_columns; i++) {
     strcat(cols, i ? "," : "");
@@ -188,10 +189,9 @@ static int scan_display(struct ql_sample_scan *scan, int64_t n_filters, int64_t 
   snprintf(buf, sizeof buf,
            "start=%" PRId64 " stop=%" PRId64 " step=%" PRId64 " partitions=%" PRId64
            " projection=[%s] filters=%" PRId64 " limit=%" PRId64 " rows=%" PRId64,
-           s->start, s->stop, s->step, s->partitions, cols, n_filters, limit, ql_sample_ranges_rows(&scan->rows));
-  scan->display = strdup(buf);
-  if (!scan->display) return ql_error_set(error, QL_ENOMEM, "qlink_sample: out of memory");
-  return QL_OK;
+           s->start, s->stop, s->step, s->partitions, cols, scan->n_filters, scan->limit,
+           ql_sample_ranges_rows(&scan->rows));
+  return strdup(buf);
 }
 
 static int scan_new(const struct ql_sample_series *s, const struct ql_scan_args *args, struct ql_sample_scan **out,
@@ -210,6 +210,7 @@ static int scan_new(const struct ql_sample_series *s, const struct ql_scan_args 
   if (!scan) return ql_error_set(error, QL_ENOMEM, "qlink_sample: out of memory");
   atomic_init(&scan->refs, 1);
   atomic_init(&scan->output_rows, 0);
+  atomic_init(&scan->display, NULL);
   scan->series = *s;
   scan->n_columns = n;
   scan->columns = malloc((size_t)(n > 0 ? n : 1) * sizeof *scan->columns);
@@ -230,7 +231,8 @@ static int scan_new(const struct ql_sample_series *s, const struct ql_scan_args 
       break;
     }
   }
-  if (rc == QL_OK) rc = scan_display(scan, args->filters.n_exprs, args->limit, error);
+  scan->n_filters = args->filters.n_exprs;
+  scan->limit = args->limit;
   if (rc != QL_OK) {
     ql_sample_scan_unref(scan);
     return rc;
@@ -248,7 +250,19 @@ static const char *plan_name(const struct ql_execution_plan *self) {
   return "SeriesScanExec";
 }
 
-static const char *plan_display(const struct ql_execution_plan *self) { return plan_scan(self)->display; }
+static const char *plan_display(const struct ql_execution_plan *self) {
+  struct ql_sample_scan *scan = plan_scan(self);
+  char *text = atomic_load(&scan->display);
+  if (text != NULL) return text;
+  char *mine = scan_display(scan), *expected = NULL;
+  if (mine == NULL) return "SeriesScanExec (out of memory for the display)";
+  /* Another thread may have built it first: keep theirs. */
+  if (!atomic_compare_exchange_strong(&scan->display, &expected, mine)) {
+    free(mine);
+    return expected;
+  }
+  return mine;
+}
 
 static int plan_get_schema(const struct ql_execution_plan *self, struct ArrowSchema *out, struct ql_error *error) {
   return ql_schema_copy(&plan_scan(self)->schema, out, error);
