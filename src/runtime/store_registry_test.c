@@ -1,4 +1,5 @@
 /* Tests for src/runtime/store_registry.c. */
+#include <pthread.h>
 #include <string.h>
 
 #include "qlink/lib/object_store.h"
@@ -86,7 +87,61 @@ static void test_registry(void) {
   ql_error_release(&error);
 }
 
+struct racer {
+  const struct ql_object_store_registry *view;
+  int failures;
+};
+
+/* Readers take handles while the main thread keeps replacing the store. */
+static void *racer_main(void *arg) {
+  struct racer *r = arg;
+  for (int i = 0; i < 3000; i++) {
+    struct ql_object_store h;
+    if (r->view->get_store(r->view, "memory:///k", &h, NULL) != QL_OK) {
+      r->failures++;
+      continue;
+    }
+    struct ql_bytes b;
+    /* Every registered generation holds "k" = 4 bytes. */
+    if (h.get_range(&h, "k", 0, -1, &b, NULL) != QL_OK) {
+      r->failures++;
+    } else {
+      if (b.size != 4) r->failures++;
+      b.release(&b);
+    }
+    h.release(&h);
+  }
+  return NULL;
+}
+
+static void test_concurrent_replace(void) {
+  struct ql_error error = {0};
+  struct ql_ref_store_registry *reg = NULL;
+  QL_CHECK_OK(ql_ref_store_registry_new(&reg, &error), error);
+  struct ql_object_store m;
+  QL_CHECK_OK(ql_memory_store_new(&m, &error), error);
+  QL_CHECK_OK(ql_memory_store_put(&m, "k", "gen0", 4, &error), error);
+  QL_CHECK_OK(ql_ref_store_registry_register(reg, "memory://", &m, &error), error);
+  struct racer racers[3] = {{ql_ref_store_registry_view(reg), 0}, {ql_ref_store_registry_view(reg), 0},
+                            {ql_ref_store_registry_view(reg), 0}};
+  pthread_t t[3];
+  for (int i = 0; i < 3; i++) pthread_create(&t[i], NULL, racer_main, &racers[i]);
+  int failures = 0;
+  for (int i = 0; i < 500; i++) {
+    if (ql_memory_store_new(&m, &error) != QL_OK || ql_memory_store_put(&m, "k", "genN", 4, &error) != QL_OK ||
+        ql_ref_store_registry_register(reg, "memory://", &m, &error) != QL_OK) {
+      failures++;
+    }
+  }
+  for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+  QL_CHECK_INT(failures, 0);
+  for (int i = 0; i < 3; i++) QL_CHECK_INT(racers[i].failures, 0);
+  ql_ref_store_registry_free(reg);
+  ql_error_release(&error);
+}
+
 int main(void) {
   test_registry();
+  test_concurrent_replace();
   QL_TEST_END();
 }
