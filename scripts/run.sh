@@ -11,7 +11,9 @@ plugin=$build/plugins/qlink_sample.so
 
 step() {
   printf '\n== %s\n$' "$1"
-  printf ' %q' "${@:2}"
+  for arg in "${@:2}"; do
+    if [[ $arg =~ ^[A-Za-z0-9_./,=-]+$ ]]; then printf ' %s' "$arg"; else printf " '%s'" "$arg"; fi
+  done
   printf '\n'
   "${@:2}" 2>&1
 }
@@ -24,3 +26,10 @@ step "scan: square > 200 is UNSUPPORTED by the plugin, so the host filters; limi
 step "planner hook: drop_true_filters rewrites Filter(TRUE) away" "$host" plan "$plugin" drop_true_filters
 step "planner hook: decline_all" "$host" plan "$plugin" decline_all
 step "conformance kit" "$build/tools/qlink-check" "$plugin" --spec 'series?stop=1000&step=7&partitions=5'
+printf '\n== conformance kit on a plugin that breaks a rule on purpose (exact row counts off by one)\n'
+printf '$ %s\n' "$build/tools/qlink-check $build/plugins/broken_stats.so"
+if "$build/tools/qlink-check" "$build/plugins/broken_stats.so" 2>&1; then
+  echo "qlink-check missed the broken statistics" >&2
+  exit 1
+fi
+echo "(qlink-check exited non-zero, as it should)"

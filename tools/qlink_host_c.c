@@ -136,6 +136,7 @@ static void print_rows(const struct ql_batches *b, const struct ql_host_filter *
     print_row(b, r, cols, n_proj, json);
     printed++;
   }
+  fflush(stdout); /* keep the rows ahead of the summary when both go to one pipe */
   fprintf(stderr, "qlink-host-c: %" PRId64 " row(s)\n", printed);
 }
 

@@ -238,6 +238,7 @@ int ql_check_plugin(const char *path, const struct ql_check_options *options) {
   ck.verbose = options ? options->verbose : 0;
   ck.threads = options && options->threads > 0 ? options->threads : QLC_DEFAULT_THREADS;
   ck.path = path;
+  ck.scan_label = "scan";
   ck.options = options;
   if (path == NULL) {
     ql_check_violation(&ck, "load", "no plugin path");

@@ -18,6 +18,7 @@ struct ql_checker {
   const struct ql_check_options *options;
   const struct ql_plugin *plugin; /* the loaded descriptor (after ql_plugin_load) */
   struct ql_ref_host *host;
+  const char *scan_label; /* which scan the execution checks run on, for messages */
 };
 
 /* Report one violation: "VIOLATION <rule>: <what>". */

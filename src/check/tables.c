@@ -288,11 +288,12 @@ static void check_concurrent(struct ql_checker *ck, const struct ql_execution_pl
   for (int64_t p = 0; p < partitions; p++) {
     if (!sequential[p].ok) continue;
     if (!results[p].ok) {
-      ql_check_violation(ck, "concurrency.results", "partition %" PRId64 " failed when run concurrently", p);
+      ql_check_violation(ck, "concurrency.results", "%s, partition %" PRId64 " failed when run concurrently",
+                         ck->scan_label, p);
     } else if (results[p].rows != sequential[p].rows || results[p].hash != sequential[p].hash) {
-      ql_check_violation(ck, "concurrency.results", "partition %" PRId64 " gave %" PRId64
+      ql_check_violation(ck, "concurrency.results", "%s, partition %" PRId64 " gave %" PRId64
                          " rows (hash %016" PRIx64 ") concurrently, %" PRId64 " rows (hash %016" PRIx64
-                         ") sequentially", p, results[p].rows, results[p].hash, sequential[p].rows,
+                         ") sequentially", ck->scan_label, p, results[p].rows, results[p].hash, sequential[p].rows,
                          sequential[p].hash);
     }
   }
@@ -339,8 +340,12 @@ static void check_stats_rows(struct ql_checker *ck, const struct ql_execution_pl
   struct ql_statistics st = {0};
   struct ql_error err = {0};
   int rc;
-  char what[64];
-  snprintf(what, sizeof what, partition < 0 ? "plan" : "partition %" PRId64, partition);
+  char what[128];
+  if (partition < 0) {
+    snprintf(what, sizeof what, "%s", ck->scan_label);
+  } else {
+    snprintf(what, sizeof what, "%s, partition %" PRId64, ck->scan_label, partition);
+  }
   QLC_CALL(ck, rc, plan->get_statistics(plan, partition, &st, &err));
   if (rc != QL_OK) {
     note_error(ck, "statistics.get", "execution plan get_statistics", rc, &err);
@@ -502,6 +507,7 @@ static void check_scans(struct ql_checker *ck, const struct ql_table_provider *p
   }
   if (rc == QL_OK) QLC_DO(ck, ql_schema_release(&ps));
   release_err(ck, &err);
+  ck->scan_label = "scan of every column";
   check_execution(ck, &plan);
   check_stream_error(ck, &plan);
   release_plan(ck, &plan);
@@ -520,6 +526,7 @@ static void check_scans(struct ql_checker *ck, const struct ql_table_provider *p
         ql_check_violation(ck, "scan.projection", "a scan of column %d does not have exactly that column", last);
       }
       if (rc == QL_OK) QLC_DO(ck, ql_schema_release(&ps));
+      ck->scan_label = "scan of the last column";
       check_execution(ck, &plan);
       release_plan(ck, &plan);
     }
