@@ -35,6 +35,8 @@ static void test_time_units(void) {
   QL_CHECK_INT(zr_cf_parse_time_units("fortnights since 2000-01-01", &ns, &ref, &y, &m, &d), QL_EINVAL);
   QL_CHECK_INT(zr_cf_parse_time_units("days since yesterday", &ns, &ref, &y, &m, &d), QL_EINVAL);
   QL_CHECK_INT(zr_cf_parse_time_units("meters", &ns, &ref, &y, &m, &d), QL_EINVAL);
+  /* found by the metadata fuzzer: no unit before " since " */
+  QL_CHECK_INT(zr_cf_parse_time_units("  since 2000-01-01", &ns, &ref, &y, &m, &d), QL_EINVAL);
   QL_CHECK_INT(zr_days_from_civil(1970, 1, 1), 0);
   QL_CHECK_INT(zr_days_from_civil(2000, 3, 1), 11017);
 }

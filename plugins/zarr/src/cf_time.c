@@ -25,7 +25,7 @@ static int64_t unit_ns(const char *u, size_t n) {
                {"seconds", 1000000000LL},  {"milliseconds", 1000000LL}, {"microseconds", 1000LL},
                {"nanoseconds", 1LL}};
   char buf[16];
-  if (n == 0 || n + 2 > sizeof(buf)) return 0;
+  if (n == 0 || n > sizeof(buf) - 2) return 0;
   for (size_t i = 0; i < n; i++) buf[i] = (char)tolower((unsigned char)u[i]);
   buf[n] = '\0';
   /* xarray lower-cases and appends a missing plural "s" */
@@ -66,6 +66,7 @@ int zr_cf_parse_time_units(const char *units, int64_t *ns_per_unit, int64_t *ref
   while (*u == ' ') u++;
   const char *ue = since;
   while (ue > u && ue[-1] == ' ') ue--;
+  if (ue <= u) return QL_EINVAL;
   *ns_per_unit = unit_ns(u, (size_t)(ue - u));
   if (*ns_per_unit == 0) return QL_EINVAL;
   const char *p = since + 7;

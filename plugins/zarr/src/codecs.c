@@ -324,7 +324,11 @@ static int decode_zstd(struct zr_buf *b, int64_t expected, struct ql_error *erro
       return ql_error_set(error, QL_EDATA, "zstd: corrupt chunk (%s)",
                           ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short output");
     }
-    QL_RETURN_NOT_OK(check_expected("zstd", (int64_t)got, expected, error));
+    int rc = check_expected("zstd", (int64_t)got, expected, error);
+    if (rc != QL_OK) {
+      free(out);
+      return rc;
+    }
     buf_replace(b, out, (int64_t)got);
     return QL_OK;
   }

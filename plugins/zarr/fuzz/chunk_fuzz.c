@@ -1,0 +1,58 @@
+/* libFuzzer target: the chunk decoders. Byte 0 picks a codec pipeline
+ * (every compressor, checksum, transpose and sharding layout qlink_zarr
+ * reads), byte 1 the element type, bytes 2-3 the chunk shape; the rest is
+ * the stored chunk. Must never crash, leak, hang or write out of bounds;
+ * corrupt input is an error. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codecs.h"
+#include "dtype.h"
+#include "qlink/lib/status.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const char *const PIPELINES[] = {
+    "[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}}]",
+    "[{\"name\":\"bytes\"},{\"name\":\"blosc\"}]",
+    "[{\"name\":\"bytes\"},{\"name\":\"zstd\"}]",
+    "[{\"name\":\"bytes\"},{\"name\":\"gzip\"}]",
+    "[{\"name\":\"bytes\"},{\"name\":\"numcodecs.zlib\"}]",
+    "[{\"name\":\"bytes\"},{\"name\":\"numcodecs.lz4\"}]",
+    "[{\"name\":\"bytes\"},{\"name\":\"zstd\"},{\"name\":\"crc32c\"}]",
+    "[{\"name\":\"transpose\",\"configuration\":{\"order\":[1,0]}},{\"name\":\"bytes\",\"configuration\":{\"endian\":\"big\"}},{\"name\":\"blosc\"}]",
+    "[{\"name\":\"sharding_indexed\",\"configuration\":{\"chunk_shape\":[1,2],\"codecs\":[{\"name\":\"bytes\"}],"
+    "\"index_codecs\":[{\"name\":\"bytes\"},{\"name\":\"crc32c\"}],\"index_location\":\"end\"}}]",
+    "[{\"name\":\"sharding_indexed\",\"configuration\":{\"chunk_shape\":[1,1],\"codecs\":[{\"name\":\"bytes\"},"
+    "{\"name\":\"zstd\"}],\"index_codecs\":[{\"name\":\"bytes\"}],\"index_location\":\"start\"}}]",
+    "[{\"name\":\"sharding_indexed\",\"configuration\":{\"chunk_shape\":[2,2],\"codecs\":[{\"name\":\"bytes\"},"
+    "{\"name\":\"gzip\"}],\"index_codecs\":[{\"name\":\"bytes\"},{\"name\":\"crc32c\"}]}},{\"name\":\"zstd\"}]",
+};
+
+static const char *const DTYPES[] = {"<f8", "<f4", ">i2", "|u1", "<f2", "<M8[ns]", "<U3", "|S5", "|b1", ">u8"};
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 4) return 0;
+  size_t np = sizeof(PIPELINES) / sizeof(PIPELINES[0]);
+  size_t nd = sizeof(DTYPES) / sizeof(DTYPES[0]);
+  const char *pipeline = PIPELINES[data[0] % np];
+  struct ql_error err = {0};
+  struct zr_dtype dtype;
+  if (zr_dtype_parse_v2(DTYPES[data[1] % nd], &dtype, &err) != QL_OK) abort();
+  /* shapes up to 16 x 16, even extents for the sharded layouts */
+  int64_t shape[2] = {2 * (1 + data[2] % 8), 2 * (1 + data[3] % 8)};
+  json_t *codecs = json_loads(pipeline, 0, NULL);
+  struct zr_pipeline p;
+  if (zr_pipeline_parse_v3(codecs, 2, &p, &err) != QL_OK) abort();
+  uint8_t *out = malloc((size_t)(shape[0] * shape[1] * dtype.size));
+  uint8_t fill[32] = {0};
+  if (out) {
+    zr_chunk_decode(&p, &dtype, 2, shape, fill, data + 4, (int64_t)(size - 4), out, &err);
+  }
+  free(out);
+  zr_pipeline_free(&p);
+  json_decref(codecs);
+  ql_error_release(&err);
+  return 0;
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Regenerate the seed corpora in ../fuzz_corpus from stores zarr-python
+writes (run with the project venv; the output is kept in the repo):
+
+    make_corpus.py [OUT_DIR]
+
+metadata_fuzz: consolidated roots (v2 .zmetadata, v3 zarr.json), single
+.zarray / zarr.json documents, time-unit strings.
+chunk_fuzz: 4 selector bytes (pipeline, dtype, shape) + a real chunk
+written with the matching codecs (chunk_fuzz.c lists them in this order).
+"""
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import warnings
+
+import numcodecs
+import numpy as np
+import xarray as xr
+import zarr
+from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ShardingCodec, TransposeCodec, ZstdCodec
+from zarr.codecs.numcodecs import LZ4, Zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def save(out, name, data):
+    os.makedirs(out, exist_ok=True)
+    digest = hashlib.sha1(data).hexdigest()[:16]
+    with open(os.path.join(out, f"{name}-{digest}"), "wb") as f:
+        f.write(data)
+
+
+def metadata_seeds(out, tmp):
+    rng = np.random.default_rng(0)
+    ds = xr.Dataset(
+        {
+            "t": (("time", "y"), rng.normal(size=(4, 3)).astype("f4"), {"units": "K", "long_name": "temp"}),
+            "n": (("time", "y"), rng.integers(0, 9, size=(4, 3)).astype("f8")),
+            "s": (("y",), np.array(["a", "bb", "c"])),
+        },
+        coords={"time": np.array(["2000-01-01", "2000-01-02", "2000-01-03", "2000-01-04"], dtype="M8[ns]"), "y": [1, 2, 3]},
+    )
+    enc = {"n": {"dtype": "i2", "_FillValue": -9, "scale_factor": 0.5}, "t": {"_FillValue": -1e34}}
+    for fmt in (2, 3):
+        path = os.path.join(tmp, f"m{fmt}.zarr")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ds.to_zarr(path, zarr_format=fmt, mode="w", encoding=enc)
+        for root, _, files in os.walk(path):
+            for f in files:
+                if f in (".zmetadata", "zarr.json", ".zarray", ".zattrs"):
+                    with open(os.path.join(root, f), "rb") as fh:
+                        save(out, f"v{fmt}{f.replace('.', '_')}", fh.read())
+    for units in ["days since 2000-01-01", "hour since 0000-01-01 00:00:00", "seconds since 1970-01-01T00:00:00+01:00",
+                  "milliseconds since 1999-12-31 23:59:59.5"]:
+        save(out, "units", json.dumps(units).encode())
+
+
+def chunk_of(path, key):
+    with open(os.path.join(path, key), "rb") as f:
+        return f.read()
+
+
+def chunk_seeds(out, tmp):
+    # (selector, codecs kwargs, dtype index, shape) in chunk_fuzz.c's order
+    configs = [
+        (0, {"compressors": None}),
+        (1, {"compressors": [BloscCodec(cname="lz4", shuffle="shuffle")]}),
+        (2, {"compressors": [ZstdCodec()]}),
+        (3, {"compressors": [GzipCodec()]}),
+        (4, {"compressors": [Zlib()]}),
+        (5, {"compressors": [LZ4()]}),
+        (6, {"compressors": [ZstdCodec(), Crc32cCodec()]}),
+        (7, {"filters": [TransposeCodec(order=(1, 0))], "serializer": BytesCodec(endian="big"), "compressors": [BloscCodec()]}),
+        (8, {"shards": (4, 6), "chunks": (1, 2), "compressors": None}),
+    ]
+    data = np.arange(24, dtype="<f8").reshape(4, 6) * 1.5
+    for sel, kw in configs:
+        path = os.path.join(tmp, f"c{sel}.zarr")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            chunks = kw.pop("chunks", (4, 6))
+            arr = zarr.create_array(path, shape=(4, 6), chunks=chunks, dtype="f8", zarr_format=3, **kw)
+            arr[:] = data
+        save(out, f"p{sel}", bytes([sel, 0, 1, 2]) + chunk_of(path, "c/0/0"))
+    save(out, "p0-short", bytes([0, 3, 0, 0]) + b"\x01\x02\x03")
+
+
+def main(argv):
+    out = argv[1] if len(argv) > 1 else os.path.join(HERE, "..", "fuzz_corpus")
+    with tempfile.TemporaryDirectory() as tmp:
+        metadata_seeds(os.path.join(out, "metadata_fuzz"), tmp)
+        chunk_seeds(os.path.join(out, "chunk_fuzz"), tmp)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
