@@ -155,7 +155,17 @@ struct ql_fold_build {
   double *e_fvalue;
   uint8_t *e_has;
   int64_t rows;
+  /* After the build: each entry's build-side group tuple numbered (e_bgid),
+   * so a probe row finds its groups by (probe group number, e_bgid) in a
+   * small 2-D table instead of hashing the whole tuple per joined pair. */
+  struct ql_fold_keys bgmap;
+  int64_t *e_bgid;
+  int64_t bgid_bytes;
 };
+
+/* Above this many distinct build-side group tuples the 2-D table could waste
+ * too much memory on sparse joins; the probe then hashes every tuple. */
+#define QL_FOLD_MAX_BGIDS 64
 
 static int ql_fold_grow(struct ql_fold_mem *mem, void **p, int64_t old_n, int64_t new_n, int64_t size,
                         struct ql_error *error) {
@@ -163,6 +173,8 @@ static int ql_fold_grow(struct ql_fold_mem *mem, void **p, int64_t old_n, int64_
 }
 
 static void ql_fold_build_destroy(struct ql_fold_build *b, struct ql_fold_mem *mem) {
+  ql_fold_keys_destroy(&b->bgmap, mem);
+  ql_fold_mem_free(mem, b->e_bgid, b->bgid_bytes);
   ql_fold_keys_destroy(&b->kmap, mem);
   ql_fold_keys_destroy(&b->emap, mem);
   ql_fold_mem_free(mem, b->head, b->heads_cap * 8);
@@ -203,6 +215,7 @@ static int ql_fold_build_init(struct ql_fold_build *b, const struct ql_fold_shar
   b->merge = plan->spec.value_type == QL_FOLD_INT64;
   ql_fold_keys_init(&b->kmap, plan->spec.n_keys);
   ql_fold_keys_init(&b->emap, plan->spec.n_keys + b->side.n_groups);
+  ql_fold_keys_init(&b->bgmap, b->side.n_groups);
   if (plan->dense) return ql_fold_build_heads(b, plan->dense_len, mem, error);
   return QL_OK;
 }
@@ -296,6 +309,23 @@ static int ql_fold_build_add(struct ql_fold_build *b, const struct ql_fold_row *
   return QL_OK;
 }
 
+/* Number the build-side group tuples (see e_bgid). */
+static int ql_fold_build_finish(struct ql_fold_build *b, struct ql_fold_mem *mem, struct ql_error *error) {
+  void *p = NULL;
+  QL_RETURN_NOT_OK(ql_fold_mem_resize(mem, &p, 0, b->n_entries * 8, error));
+  b->e_bgid = p;
+  b->bgid_bytes = b->n_entries * 8;
+  int32_t ng = b->side.n_groups;
+  for (int64_t e = 0; e < b->n_entries; e++) {
+    const int64_t *g = b->e_groups + e * ng;
+    int added;
+    uint64_t h = ql_fold_keys_hash(g, b->e_group_nulls[e], ng);
+    QL_RETURN_NOT_OK(ql_fold_keys_insert(&b->bgmap, g, b->e_group_nulls[e], h, &b->e_bgid[e], &added, mem, error));
+    if (b->bgmap.count > QL_FOLD_MAX_BGIDS) return QL_OK; /* too many: the probe hashes tuples */
+  }
+  return QL_OK;
+}
+
 /* ------------------------------------------------------------ group table */
 
 struct ql_fold_groups {
@@ -306,11 +336,17 @@ struct ql_fold_groups {
   int64_t *acc_i;
   struct ql_fold_xsum *acc_f;
   uint8_t *has;
+  /* Probe side only: probe group tuples numbered, and per (number, build
+   * group number) the group index + 1 (0: not yet). */
+  struct ql_fold_keys pmap;
+  int64_t *cells;
+  int64_t n_cells;
 };
 
-static void ql_fold_groups_init(struct ql_fold_groups *g, int32_t width, int32_t is_float) {
+static void ql_fold_groups_init(struct ql_fold_groups *g, int32_t width, int32_t probe_width, int32_t is_float) {
   memset(g, 0, sizeof(*g));
   ql_fold_keys_init(&g->gmap, width);
+  ql_fold_keys_init(&g->pmap, probe_width);
   g->is_float = is_float;
 }
 
@@ -318,42 +354,57 @@ static void ql_fold_groups_destroy(struct ql_fold_groups *g, struct ql_fold_mem 
   if (g->acc_f)
     for (int64_t i = 0; i < g->gmap.count; i++) ql_fold_xsum_clear(&g->acc_f[i], mem);
   ql_fold_keys_destroy(&g->gmap, mem);
+  ql_fold_keys_destroy(&g->pmap, mem);
+  ql_fold_mem_free(mem, g->cells, g->n_cells * 8);
   ql_fold_mem_free(mem, g->acc_i, g->cap * 8);
   ql_fold_mem_free(mem, g->acc_f, g->cap * (int64_t)sizeof(struct ql_fold_xsum));
   ql_fold_mem_free(mem, g->has, g->cap);
-  ql_fold_groups_init(g, g->gmap.width, g->is_float);
+  ql_fold_groups_init(g, g->gmap.width, g->pmap.width, g->is_float);
+}
+
+/* Room in the accumulators for one more group. */
+static int ql_fold_groups_reserve(struct ql_fold_groups *g, struct ql_fold_mem *mem, struct ql_error *error) {
+  if (g->gmap.count < g->cap) return QL_OK;
+  int64_t cap = g->cap ? g->cap * 2 : 64;
+  void *p = g->is_float ? (void *)g->acc_f : (void *)g->acc_i;
+  int64_t size = g->is_float ? (int64_t)sizeof(struct ql_fold_xsum) : 8;
+  QL_RETURN_NOT_OK(ql_fold_grow(mem, &p, g->cap, cap, size, error));
+  if (g->is_float) g->acc_f = p;
+  else g->acc_i = p;
+  void *hp = g->has;
+  int rc = ql_fold_grow(mem, &hp, g->cap, cap, 1, error);
+  if (rc != QL_OK) {
+    if (ql_fold_grow(mem, &p, cap, g->cap, size, NULL) == QL_OK) {
+      if (g->is_float) g->acc_f = p;
+      else g->acc_i = p;
+    }
+    return rc;
+  }
+  g->has = hp;
+  g->cap = cap;
+  return QL_OK;
 }
 
 /* The group of `tuple`, created if new. */
 static int ql_fold_group(struct ql_fold_groups *g, const int64_t *tuple, uint32_t nulls, int64_t *out,
                          struct ql_fold_mem *mem, struct ql_error *error) {
+  QL_RETURN_NOT_OK(ql_fold_keys_index(&g->gmap, mem, error));
   uint64_t h = ql_fold_keys_hash(tuple, nulls, g->gmap.width);
   int64_t n = ql_fold_keys_find(&g->gmap, tuple, nulls, h);
   if (n >= 0) {
     *out = n;
     return QL_OK;
   }
-  if (g->gmap.count == g->cap) {
-    int64_t cap = g->cap ? g->cap * 2 : 64;
-    void *p = g->is_float ? (void *)g->acc_f : (void *)g->acc_i;
-    int64_t size = g->is_float ? (int64_t)sizeof(struct ql_fold_xsum) : 8;
-    QL_RETURN_NOT_OK(ql_fold_grow(mem, &p, g->cap, cap, size, error));
-    if (g->is_float) g->acc_f = p;
-    else g->acc_i = p;
-    void *hp = g->has;
-    int rc = ql_fold_grow(mem, &hp, g->cap, cap, 1, error);
-    if (rc != QL_OK) {
-      if (ql_fold_grow(mem, &p, cap, g->cap, size, NULL) == QL_OK) {
-        if (g->is_float) g->acc_f = p;
-        else g->acc_i = p;
-      }
-      return rc;
-    }
-    g->has = hp;
-    g->cap = cap;
-  }
+  QL_RETURN_NOT_OK(ql_fold_groups_reserve(g, mem, error));
   int added;
   return ql_fold_keys_insert(&g->gmap, tuple, nulls, h, out, &added, mem, error);
+}
+
+/* A group the caller knows is new (not indexed until needed). */
+static int ql_fold_group_append(struct ql_fold_groups *g, const int64_t *tuple, uint32_t nulls, int64_t *out,
+                                struct ql_fold_mem *mem, struct ql_error *error) {
+  QL_RETURN_NOT_OK(ql_fold_groups_reserve(g, mem, error));
+  return ql_fold_keys_append(&g->gmap, tuple, nulls, out, mem, error);
 }
 
 /* dst += src, group by group, in src's order. */
@@ -471,40 +522,83 @@ static int ql_fold_build_batch(struct ql_fold_run *run, void *arg, const struct 
   return QL_OK;
 }
 
+/* The group of probe row `row` joined with build entry `e`, by hashing the
+ * whole group tuple. */
+static int ql_fold_probe_group(struct ql_fold_run *run, struct ql_fold_groups *g, const struct ql_fold_row *row,
+                               int64_t e, int is_new, int64_t *out, struct ql_error *error) {
+  const struct ql_fold_build *b = &run->build;
+  const struct ql_fold_spec *s = &run->plan->spec;
+  int32_t ng = b->side.n_groups;
+  int64_t tuple[QL_FOLD_MAX_GROUPS];
+  uint32_t nulls = 0;
+  for (int32_t i = 0; i < s->n_groups; i++) {
+    const struct ql_fold_group_source *src = &run->sources[i];
+    uint32_t null;
+    if (src->from_build) {
+      tuple[i] = b->e_groups[e * ng + src->index];
+      null = (b->e_group_nulls[e] >> src->index) & 1u;
+    } else {
+      tuple[i] = row->groups[src->index];
+      null = (row->group_nulls >> src->index) & 1u;
+    }
+    nulls |= null << i;
+  }
+  if (is_new) return ql_fold_group_append(g, tuple, nulls, out, &run->mem, error);
+  return ql_fold_group(g, tuple, nulls, out, &run->mem, error);
+}
+
+/* The number of the probe row's group tuple in g->pmap, with its row of
+ * cells (n_bgids wide) allocated. */
+static int ql_fold_probe_number(struct ql_fold_run *run, struct ql_fold_groups *g, const struct ql_fold_row *row,
+                                int64_t *out, struct ql_error *error) {
+  int32_t width = run->probe_side.n_groups;
+  int64_t nb = run->build.bgmap.count;
+  uint64_t h = ql_fold_keys_hash(row->groups, row->group_nulls, width);
+  int added;
+  QL_RETURN_NOT_OK(ql_fold_keys_insert(&g->pmap, row->groups, row->group_nulls, h, out, &added, &run->mem, error));
+  if ((*out + 1) * nb > g->n_cells) {
+    int64_t n = g->n_cells ? g->n_cells * 2 : 64 * nb;
+    while (n < (*out + 1) * nb) n *= 2;
+    void *p = g->cells;
+    QL_RETURN_NOT_OK(ql_fold_mem_resize(&run->mem, &p, g->n_cells * 8, n * 8, error));
+    g->cells = p;
+    g->n_cells = n;
+  }
+  return QL_OK;
+}
+
 static int ql_fold_probe_batch(struct ql_fold_run *run, void *arg, const struct ArrowArray *batch,
                                struct ql_error *error) {
   struct ql_fold_groups *g = arg;
   struct ql_fold_build *b = &run->build;
-  const struct ql_fold_spec *s = &run->plan->spec;
   QL_RETURN_NOT_OK(ql_fold_check_batch(run, 1 - run->plan->build_side, batch, error));
+  int64_t nb = b->bgmap.count;
+  int by_cells = nb > 0 && nb <= QL_FOLD_MAX_BGIDS;
   struct ql_fold_row row;
-  int64_t tuple[QL_FOLD_MAX_GROUPS];
-  int32_t ng = b->side.n_groups;
   for (int64_t r = 0; r < batch->length; r++) {
     if (!ql_fold_decode(&run->probe_side, batch, r, &row)) continue;
     int64_t k;
     QL_RETURN_NOT_OK(ql_fold_key_index(b, row.keys, 0, &k, &run->mem, error));
-    if (k < 0) continue;
+    if (k < 0 || b->head[k] < 0) continue;
+    int64_t pg = 0;
+    if (by_cells) QL_RETURN_NOT_OK(ql_fold_probe_number(run, g, &row, &pg, error));
     for (int64_t e = b->head[k]; e >= 0; e = b->e_next[e]) {
-      uint32_t nulls = 0;
-      for (int32_t i = 0; i < s->n_groups; i++) {
-        const struct ql_fold_group_source *src = &run->sources[i];
-        uint32_t null;
-        if (src->from_build) {
-          tuple[i] = b->e_groups[e * ng + src->index];
-          null = (b->e_group_nulls[e] >> src->index) & 1u;
-        } else {
-          tuple[i] = row.groups[src->index];
-          null = (row.group_nulls >> src->index) & 1u;
-        }
-        nulls |= null << i;
-      }
       int64_t gi;
-      QL_RETURN_NOT_OK(ql_fold_group(g, tuple, nulls, &gi, &run->mem, error));
+      if (by_cells) {
+        int64_t *cell = &g->cells[pg * nb + b->e_bgid[e]];
+        if (*cell == 0) {
+          /* (probe tuple, build tuple) is new: so is the group. */
+          QL_RETURN_NOT_OK(ql_fold_probe_group(run, g, &row, e, 1, &gi, error));
+          *cell = gi + 1;
+        }
+        gi = *cell - 1;
+      } else {
+        QL_RETURN_NOT_OK(ql_fold_probe_group(run, g, &row, e, 0, &gi, error));
+      }
       if (!row.has_value || !b->e_has[e]) continue;
       g->has[gi] = 1;
       if (g->is_float) {
-        QL_RETURN_NOT_OK(ql_fold_xsum_add(&g->acc_f[gi], row.fvalue * b->e_fvalue[e], &run->mem, error));
+        QL_RETURN_NOT_OK(ql_fold_xsum_add_fast(&g->acc_f[gi], row.fvalue * b->e_fvalue[e], &run->mem, error));
       } else {
         g->acc_i[gi] = (int64_t)((uint64_t)g->acc_i[gi] + (uint64_t)row.ivalue * (uint64_t)b->e_ivalue[e]);
       }
@@ -555,13 +649,22 @@ static int ql_fold_run_probe(struct ql_fold_run *run, struct ql_error *error) {
   task.tables = tables;
   int32_t width = run->plan->spec.n_groups;
   int is_float = run->plan->spec.value_type == QL_FOLD_FLOAT64;
-  for (int64_t p = 0; p < n; p++) ql_fold_groups_init(&task.tables[p], width, is_float);
+  for (int64_t p = 0; p < n; p++) ql_fold_groups_init(&task.tables[p], width, run->probe_side.n_groups, is_float);
 
   /* Workers on the host's executor; this thread works too. */
   int rc = ql_fold_parallel(&run->ctx, n, ql_fold_probe_worker, &task, error);
   /* Merge in partition order: the result does not depend on which worker
    * ran which partition. */
-  for (int64_t p = 0; p < n && rc == QL_OK; p++) rc = ql_fold_groups_merge(&run->result, &task.tables[p], &run->mem, error);
+  for (int64_t p = 0; p < n && rc == QL_OK; p++) {
+    if (run->result.gmap.count == 0) {
+      /* Nothing to merge into yet: take the table as it is. */
+      struct ql_fold_groups empty = run->result;
+      run->result = task.tables[p];
+      task.tables[p] = empty;
+    } else {
+      rc = ql_fold_groups_merge(&run->result, &task.tables[p], &run->mem, error);
+    }
+  }
   for (int64_t p = 0; p < n; p++) ql_fold_groups_destroy(&task.tables[p], &run->mem);
   ql_fold_mem_free(&run->mem, tables, tables_bytes);
   return rc;
@@ -573,6 +676,7 @@ static int ql_fold_run_build(struct ql_fold_run *run, struct ql_error *error) {
   if (n < 0) return ql_error_prefix(error, "qlink_fold: build input properties");
   for (int64_t p = 0; p < n; p++)
     QL_RETURN_NOT_OK(ql_fold_drain(run, run->plan->build_side, p, ql_fold_build_batch, NULL, error));
+  QL_RETURN_NOT_OK(ql_fold_build_finish(&run->build, &run->mem, error));
   atomic_fetch_add(&run->plan->build_rows, run->build.rows);
   return QL_OK;
 }
@@ -705,8 +809,8 @@ static int ql_fold_gemm_groups(struct ql_fold_run *run, const struct ql_fold_gem
           tuple[g] = p->gemm_gmin[side] + idx;
         }
       }
-      int64_t gi;
-      QL_RETURN_NOT_OK(ql_fold_group(&run->result, tuple, nulls, &gi, &run->mem, error));
+      int64_t gi; /* each cell is its own group: no lookup needed */
+      QL_RETURN_NOT_OK(ql_fold_group_append(&run->result, tuple, nulls, &gi, &run->mem, error));
       if (!t->has[cell]) continue;
       run->result.has[gi] = 1;
       if (run->result.is_float)
@@ -1004,7 +1108,7 @@ static int ql_fold_execute(const struct ql_execution_plan *self, int64_t partiti
     run->sources[i].from_build = side == s->build_side;
     run->sources[i].index = counts[side]++;
   }
-  ql_fold_groups_init(&run->result, s->spec.n_groups, s->spec.value_type == QL_FOLD_FLOAT64);
+  ql_fold_groups_init(&run->result, s->spec.n_groups, 0, s->spec.value_type == QL_FOLD_FLOAT64);
   memset(out, 0, sizeof(*out));
   out->get_schema = ql_fold_stream_get_schema;
   out->get_next = ql_fold_stream_get_next;

@@ -53,6 +53,7 @@ int64_t ql_fold_keys_find(const struct ql_fold_keys *keys, const int64_t *values
   }
 }
 
+/* Rebuild the slots (n_slots of them) from the tuples themselves. */
 static int ql_fold_keys_rehash(struct ql_fold_keys *keys, int64_t n_slots, struct ql_fold_mem *mem,
                                struct ql_error *error) {
   void *slots = NULL, *hashes = NULL;
@@ -65,23 +66,60 @@ static int ql_fold_keys_rehash(struct ql_fold_keys *keys, int64_t n_slots, struc
   int64_t *new_slots = slots;
   uint64_t *new_hashes = hashes;
   uint64_t mask = (uint64_t)n_slots - 1;
-  for (int64_t i = 0; i < keys->n_slots; i++) {
-    if (keys->slots[i] == 0) continue;
-    uint64_t s = keys->slot_hashes[i] & mask;
+  for (int64_t k = 0; k < keys->count; k++) {
+    uint64_t h = ql_fold_keys_hash(keys->values + k * keys->width, keys->nulls[k], keys->width);
+    uint64_t s = h & mask;
     while (new_slots[s]) s = (s + 1) & mask;
-    new_slots[s] = keys->slots[i];
-    new_hashes[s] = keys->slot_hashes[i];
+    new_slots[s] = k + 1;
+    new_hashes[s] = h;
   }
   ql_fold_mem_free(mem, keys->slots, keys->n_slots * 8);
   ql_fold_mem_free(mem, keys->slot_hashes, keys->n_slots * 8);
   keys->slots = new_slots;
   keys->slot_hashes = new_hashes;
   keys->n_slots = n_slots;
+  keys->n_indexed = keys->count;
+  return QL_OK;
+}
+
+int ql_fold_keys_index(struct ql_fold_keys *keys, struct ql_fold_mem *mem, struct ql_error *error) {
+  if (keys->n_indexed == keys->count && keys->n_slots > 0) return QL_OK;
+  int64_t n = 16;
+  while (n < (keys->count + 1) * 2) n *= 2;
+  return ql_fold_keys_rehash(keys, n, mem, error);
+}
+
+static int ql_fold_keys_reserve(struct ql_fold_keys *keys, struct ql_fold_mem *mem, struct ql_error *error) {
+  if (keys->count < keys->capacity) return QL_OK;
+  int64_t cap = keys->capacity ? keys->capacity * 2 : 16;
+  void *v = keys->values, *n = keys->nulls;
+  QL_RETURN_NOT_OK(ql_fold_mem_resize(mem, &v, keys->capacity * keys->width * 8, cap * keys->width * 8, error));
+  keys->values = v;
+  int rc = ql_fold_mem_resize(mem, &n, keys->capacity * 4, cap * 4, error);
+  if (rc != QL_OK) {
+    /* Give the values' growth back so the accounting matches `capacity`. */
+    if (ql_fold_mem_resize(mem, &v, cap * keys->width * 8, keys->capacity * keys->width * 8, NULL) == QL_OK)
+      keys->values = v;
+    return rc;
+  }
+  keys->nulls = n;
+  keys->capacity = cap;
+  return QL_OK;
+}
+
+int ql_fold_keys_append(struct ql_fold_keys *keys, const int64_t *values, uint32_t nulls, int64_t *number,
+                        struct ql_fold_mem *mem, struct ql_error *error) {
+  QL_RETURN_NOT_OK(ql_fold_keys_reserve(keys, mem, error));
+  int64_t k = keys->count++;
+  if (keys->width) memcpy(keys->values + k * keys->width, values, (size_t)keys->width * 8);
+  keys->nulls[k] = nulls;
+  *number = k;
   return QL_OK;
 }
 
 int ql_fold_keys_insert(struct ql_fold_keys *keys, const int64_t *values, uint32_t nulls, uint64_t hash,
                         int64_t *number, int *added, struct ql_fold_mem *mem, struct ql_error *error) {
+  if (keys->n_indexed < keys->count) QL_RETURN_NOT_OK(ql_fold_keys_index(keys, mem, error));
   int64_t found = ql_fold_keys_find(keys, values, nulls, hash);
   *added = 0;
   if (found >= 0) {
@@ -91,21 +129,7 @@ int ql_fold_keys_insert(struct ql_fold_keys *keys, const int64_t *values, uint32
   /* Keep the load factor at or below 1/2. */
   if ((keys->count + 1) * 2 > keys->n_slots)
     QL_RETURN_NOT_OK(ql_fold_keys_rehash(keys, keys->n_slots ? keys->n_slots * 2 : 16, mem, error));
-  if (keys->count == keys->capacity) {
-    int64_t cap = keys->capacity ? keys->capacity * 2 : 16;
-    void *v = keys->values, *n = keys->nulls;
-    QL_RETURN_NOT_OK(ql_fold_mem_resize(mem, &v, keys->capacity * keys->width * 8, cap * keys->width * 8, error));
-    keys->values = v;
-    int rc = ql_fold_mem_resize(mem, &n, keys->capacity * 4, cap * 4, error);
-    if (rc != QL_OK) {
-      /* Give the values' growth back so the accounting matches `capacity`. */
-      if (ql_fold_mem_resize(mem, &v, cap * keys->width * 8, keys->capacity * keys->width * 8, NULL) == QL_OK)
-        keys->values = v;
-      return rc;
-    }
-    keys->nulls = n;
-    keys->capacity = cap;
-  }
+  QL_RETURN_NOT_OK(ql_fold_keys_reserve(keys, mem, error));
   int64_t k = keys->count++;
   if (keys->width) memcpy(keys->values + k * keys->width, values, (size_t)keys->width * 8);
   keys->nulls[k] = nulls;
@@ -114,6 +138,7 @@ int ql_fold_keys_insert(struct ql_fold_keys *keys, const int64_t *values, uint32
   while (keys->slots[s]) s = (s + 1) & mask;
   keys->slots[s] = k + 1;
   keys->slot_hashes[s] = hash;
+  keys->n_indexed = keys->count;
   *number = k;
   *added = 1;
   return QL_OK;

@@ -57,30 +57,24 @@ static int ql_fold_xsum_add_at(struct ql_fold_xsum *x, int32_t idx, uint64_t v0,
   }
   uint64_t *l = ql_fold_xsum_limbs(x);
   int32_t i = idx - x->lo;
-  uint64_t add[2] = {v0, v1};
-  uint64_t carry = 0;
-  for (int32_t k = i; k < x->n; k++) {
-    uint64_t a = k - i < 2 ? add[k - i] : 0;
-    if (k - i >= 2 && carry == 0) break;
-    uint64_t before = l[k];
-    if (!neg) {
-      uint64_t s = before + a;
-      uint64_t c1 = s < before;
-      uint64_t s2 = s + carry;
-      carry = c1 | (s2 < s);
-      l[k] = s2;
-    } else {
-      uint64_t d = before - a;
-      uint64_t b1 = before < a;
-      uint64_t d2 = d - carry;
-      carry = b1 | (d < carry);
-      l[k] = d2;
-    }
+  /* Two limbs at once; the carry (borrow) then ripples up from limb i + 2,
+   * which exists: the window reaches idx + 2. */
+  unsigned __int128 cur = ((unsigned __int128)l[i + 1] << 64) | l[i];
+  unsigned __int128 v = ((unsigned __int128)v1 << 64) | v0;
+  unsigned __int128 r = neg ? cur - v : cur + v;
+  int carry = neg ? cur < v : r < cur;
+  l[i] = (uint64_t)r;
+  l[i + 1] = (uint64_t)(r >> 64);
+  for (int32_t k = i + 2; carry && k < x->n; k++) {
+    if (neg) carry = l[k]-- == 0;
+    else carry = ++l[k] == 0;
   }
-  uint64_t top = l[x->n - 1];
-  if (top != 0 && top != ~(uint64_t)0) {
-    QL_RETURN_NOT_OK(ql_fold_xsum_widen(x, x->lo, x->n + 1, mem, error));
-  }
+  return ql_fold_xsum_fix_top(x, mem, error);
+}
+
+int ql_fold_xsum_fix_top(struct ql_fold_xsum *x, struct ql_fold_mem *mem, struct ql_error *error) {
+  uint64_t top = ql_fold_xsum_limbs(x)[x->n - 1];
+  if (top != 0 && top != ~(uint64_t)0) return ql_fold_xsum_widen(x, x->lo, x->n + 1, mem, error);
   return QL_OK;
 }
 
@@ -121,6 +115,19 @@ static int ql_fold_xsum_bit(const uint64_t *mag, int32_t n, int64_t bit) {
   return (int)((mag[bit / 64] >> (bit % 64)) & 1u);
 }
 
+/* The 53 bits starting at local bit `low` (which may be negative: zeros). */
+static uint64_t ql_fold_xsum_bits(const uint64_t *mag, int32_t n, int64_t low) {
+  uint64_t m;
+  if (low < 0) {
+    m = mag[0] << (-low); /* top < 53 here, so everything sits in limb 0 */
+  } else {
+    int64_t w = low / 64, b = low % 64;
+    m = mag[w] >> b;
+    if (b && w + 1 < n) m |= mag[w + 1] << (64 - b);
+  }
+  return m & ((UINT64_C(1) << 53) - 1);
+}
+
 static int ql_fold_xsum_any_below(const uint64_t *mag, int64_t bit) {
   if (bit <= 0) return 0;
   for (int64_t k = 0; k < bit / 64; k++)
@@ -152,9 +159,8 @@ double ql_fold_xsum_value(const struct ql_fold_xsum *x) {
   if (h < 0) return 0.0;
   int64_t top = (int64_t)h * 64 + (63 - __builtin_clzll(mag[h])); /* local bit index of the leading 1 */
   int64_t global_top = top + (int64_t)x->lo * 64;
-  uint64_t m = 0;
   int64_t low = top - 52; /* local index of the significand's lowest bit */
-  for (int64_t k = 0; k < 53; k++) m |= (uint64_t)ql_fold_xsum_bit(mag, n, low + k) << k;
+  uint64_t m = ql_fold_xsum_bits(mag, n, low);
   if (global_top >= 53) {
     /* Round to nearest, ties to even, on the 53 leading bits. */
     int round = ql_fold_xsum_bit(mag, n, low - 1);

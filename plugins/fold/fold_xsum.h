@@ -35,8 +35,11 @@ struct ql_fold_xsum {
   uint64_t inl[QL_FOLD_XSUM_INLINE];
 };
 
-/* A zeroed struct is an empty sum (0). */
+/* A zeroed struct is an empty sum (0). ql_fold_xsum_add is the general
+ * path; ql_fold_xsum_add_fast (below) handles the common case inline. */
 int ql_fold_xsum_add(struct ql_fold_xsum *x, double v, struct ql_fold_mem *mem, struct ql_error *error);
+/* Restore the invariant that the top limb is only the sign (internal). */
+int ql_fold_xsum_fix_top(struct ql_fold_xsum *x, struct ql_fold_mem *mem, struct ql_error *error);
 /* x += y exactly (y unchanged). */
 int ql_fold_xsum_merge(struct ql_fold_xsum *x, const struct ql_fold_xsum *y, struct ql_fold_mem *mem,
                        struct ql_error *error);
@@ -44,5 +47,38 @@ int ql_fold_xsum_merge(struct ql_fold_xsum *x, const struct ql_fold_xsum *y, str
 double ql_fold_xsum_value(const struct ql_fold_xsum *x);
 /* Free heap limbs (the struct is then an empty sum again). */
 void ql_fold_xsum_clear(struct ql_fold_xsum *x, struct ql_fold_mem *mem);
+
+/* The hot path of ql_fold_xsum_add: a finite non-zero value landing inside
+ * the current window (limbs idx..idx+2 present) with no carry into the top
+ * limb's sign; anything else goes to the general function. Same result. */
+static inline int ql_fold_xsum_add_fast(struct ql_fold_xsum *x, double v, struct ql_fold_mem *mem,
+                                        struct ql_error *error) {
+  uint64_t b;
+  __builtin_memcpy(&b, &v, 8);
+  uint32_t e = (uint32_t)(b >> 52) & 0x7ffu;
+  uint32_t p = (e ? e : 1) - 1;
+  int32_t idx = (int32_t)(p / 64);
+  if (e == 0x7ffu || x->n == 0 || idx < x->lo || idx + 2 >= x->lo + x->n) return ql_fold_xsum_add(x, v, mem, error);
+  uint64_t m = b & ((UINT64_C(1) << 52) - 1);
+  if (e) m |= UINT64_C(1) << 52;
+  uint32_t s = p % 64;
+  unsigned __int128 t = (unsigned __int128)m << s;
+  uint64_t *l = x->heap ? x->heap : x->inl;
+  int32_t i = idx - x->lo;
+  unsigned __int128 cur = ((unsigned __int128)l[i + 1] << 64) | l[i];
+  unsigned __int128 r = (b >> 63) ? cur - t : cur + t;
+  int carry = (b >> 63) ? cur < t : r < cur;
+  l[i] = (uint64_t)r;
+  l[i + 1] = (uint64_t)(r >> 64);
+  /* idx + 2 < top: the carry stops below the sign limb or reaches it. */
+  for (int32_t k = i + 2; carry && k < x->n; k++) carry = (b >> 63) ? l[k]-- == 0 : ++l[k] == 0;
+  uint64_t top = l[x->n - 1];
+  if (top != 0 && top != ~(uint64_t)0) {
+    /* Undo is not needed: widening keeps the value; let the general path
+     * re-establish the sign-limb invariant by adding zero. */
+    return ql_fold_xsum_fix_top(x, mem, error);
+  }
+  return 0;
+}
 
 #endif /* QL_FOLD_XSUM_H */

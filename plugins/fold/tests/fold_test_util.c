@@ -138,6 +138,11 @@ static void ft_stats_release(struct ql_statistics *s) {
   s->release = NULL;
 }
 
+static int ft_i64_cmp(const void *x, const void *y) {
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return (a > b) - (a < b);
+}
+
 static int ft_get_statistics(const struct ql_execution_plan *p, int64_t part, struct ql_statistics *out,
                              struct ql_error *e) {
   const struct ft_table *t = ft_of(p);
@@ -154,18 +159,20 @@ static int ft_get_statistics(const struct ql_execution_plan *p, int64_t part, st
     const struct ft_col *col = &t->cols[c];
     if (col->format[0] == 'g' || col->format[0] == 'f') continue;
     struct ql_column_statistics *s = &out->columns[c];
-    int64_t lo = INT64_MAX, hi = INT64_MIN, nulls = 0, distinct = 0;
+    int64_t lo = INT64_MAX, hi = INT64_MIN, nulls = 0, distinct = 0, n = 0;
+    int64_t *sorted = malloc((size_t)(t->n_rows ? t->n_rows : 1) * sizeof(int64_t));
     for (int64_t r = 0; r < t->n_rows; r++) {
       if (!col->valid[r]) {
         nulls++;
         continue;
       }
-      int seen = 0;
-      for (int64_t q = 0; q < r && !seen; q++) seen = col->valid[q] && col->i[q] == col->i[r];
-      distinct += !seen;
+      sorted[n++] = col->i[r];
       if (col->i[r] < lo) lo = col->i[r];
       if (col->i[r] > hi) hi = col->i[r];
     }
+    qsort(sorted, (size_t)n, sizeof(int64_t), ft_i64_cmp);
+    for (int64_t r = 0; r < n; r++) distinct += r == 0 || sorted[r] != sorted[r - 1];
+    free(sorted);
     s->null_count_precision = QL_PRECISION_EXACT;
     s->null_count = nulls;
     s->distinct_count_precision = QL_PRECISION_EXACT;

@@ -13,7 +13,9 @@
 #include "qlink/planner.h"
 
 #define FT_MAX_COLS 8
+#ifndef FT_MAX_ROWS
 #define FT_MAX_ROWS 4096
+#endif
 #define FT_MAX_PARTS 8
 
 /* A column: int64 values (any integer format), or doubles ("g"/"f"). */
