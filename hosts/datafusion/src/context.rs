@@ -1,0 +1,157 @@
+//! Registering a plugin's objects on a DataFusion `SessionContext`: tables
+//! from "PLUGIN/PROVIDER?key=value" specs, every table of a schema provider,
+//! the plugin's functions, and its planners.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::Arc;
+
+use datafusion::catalog::{MemorySchemaProvider, SchemaProvider};
+use datafusion::error::DataFusionError;
+use datafusion::prelude::SessionContext;
+
+use crate::error::{cstr, ErrorSlot, Result};
+use crate::ffi::*;
+use crate::functions::{QlinkAggregateUdf, QlinkScalarUdf, QlinkTableFunction, QlinkWindowUdf};
+use crate::plugin::{Options, Plugin, TableSpec};
+use crate::services::{SessionSource, SessionView};
+use crate::table::QlinkTableProvider;
+
+/// A `SessionContext` plus the plugins loaded into it, by name and path.
+pub struct QlinkSession {
+    pub ctx: SessionContext,
+    plugins: HashMap<String, Arc<Plugin>>,
+}
+
+impl QlinkSession {
+    pub fn new(ctx: SessionContext) -> QlinkSession {
+        QlinkSession { ctx, plugins: HashMap::new() }
+    }
+
+    /// Load a plugin from `path` (once; later calls return the same one).
+    pub fn load_plugin(&mut self, path: &str) -> Result<Arc<Plugin>> {
+        if let Some(p) = self.plugins.get(path) {
+            return Ok(Arc::clone(p));
+        }
+        let p = Plugin::load(path)?;
+        self.plugins.insert(path.to_string(), Arc::clone(&p));
+        self.plugins.entry(p.name().to_string()).or_insert_with(|| Arc::clone(&p));
+        Ok(p)
+    }
+
+    /// A plugin by the name it reports or the path it was loaded from; a
+    /// path not loaded yet is loaded.
+    pub fn plugin(&mut self, name_or_path: &str) -> Result<Arc<Plugin>> {
+        if let Some(p) = self.plugins.get(name_or_path) {
+            return Ok(Arc::clone(p));
+        }
+        if name_or_path.contains('/') || name_or_path.ends_with(".so") {
+            return self.load_plugin(name_or_path);
+        }
+        Err(DataFusionError::Plan(format!(
+            "no plugin named '{name_or_path}' is loaded (load it with --plugin PATH, or give its path)"
+        )))
+    }
+
+    /// Split "PLUGIN/PROVIDER?k=v" where PLUGIN may itself be a path with
+    /// slashes: the provider is the last path segment before '?'.
+    fn split_spec(spec: &str) -> Result<TableSpec> {
+        let (head, query) = match spec.find('?') {
+            Some(i) => (&spec[..i], &spec[i..]),
+            None => (spec, ""),
+        };
+        let Some(slash) = head.rfind('/') else {
+            return Err(DataFusionError::Plan(format!("table spec '{spec}' must look like PLUGIN/PROVIDER?key=value&...")));
+        };
+        let plugin = &head[..slash];
+        // libqlink parses the provider and the percent-encoded options.
+        let mut parsed = TableSpec::parse(&format!("p/{}{}", &head[slash + 1..], query))?;
+        parsed.plugin = plugin.to_string();
+        Ok(parsed)
+    }
+
+    /// Open a table provider and register it as `name`.
+    pub fn register_table(&mut self, name: &str, spec: &str) -> Result<Arc<QlinkTableProvider>> {
+        let s = Self::split_spec(spec)?;
+        let plugin = self.plugin(&s.plugin)?;
+        let state = self.ctx.state();
+        let table = Arc::new(QlinkTableProvider::open(&plugin, &s.provider, &s.options, &state)?);
+        self.ctx.register_table(name, Arc::clone(&table) as _)?;
+        Ok(table)
+    }
+
+    /// Open a schema provider and register each of its tables as NAME.table.
+    pub fn register_schema(&mut self, name: &str, spec: &str) -> Result<Vec<String>> {
+        let s = Self::split_spec(spec)?;
+        let plugin = self.plugin(&s.plugin)?;
+        let open = plugin
+            .descriptor()
+            .schema_provider_open
+            .ok_or_else(|| DataFusionError::Plan(format!("plugin {} offers no schema providers", plugin.name())))?;
+        let state = self.ctx.state();
+        let view = SessionView::new(SessionSource::Session(&state));
+        let opts = Options::new(&s.options)?;
+        let raw_opts = opts.raw();
+        let cname = CString::new(s.provider.as_str()).unwrap_or_default();
+        let mut sp: ql_schema_provider = zeroed();
+        let mut err = ErrorSlot::new();
+        let st = {
+            let _g = plugin.enter();
+            unsafe { open(plugin.descriptor(), cname.as_ptr(), &raw_opts, &view.raw, &mut sp, err.ptr()) }
+        };
+        err.check(st, &format!("opening schema {}/{}", plugin.name(), s.provider))?;
+        let result = (|| {
+            let schema = Arc::new(MemorySchemaProvider::new());
+            let mut names = Vec::new();
+            let count = sp.table_count.map(|f| unsafe { f(&sp) }).unwrap_or(0);
+            for i in 0..count.max(0) {
+                let tname = cstr(sp.table_name.map(|f| unsafe { f(&sp, i) }).unwrap_or(std::ptr::null()));
+                let ctname = CString::new(tname.as_str()).unwrap_or_default();
+                let table_fn = sp.table.ok_or_else(|| DataFusionError::Plan("schema provider: table is NULL".into()))?;
+                let mut tp: ql_table_provider = zeroed();
+                let mut err = ErrorSlot::new();
+                let st = {
+                    let _g = plugin.enter();
+                    unsafe { table_fn(&sp, ctname.as_ptr(), &mut tp, err.ptr()) }
+                };
+                err.check(st, &format!("opening table {tname} of schema {name}"))?;
+                let t = QlinkTableProvider::from_raw(tp, Arc::clone(&plugin), &tname)?;
+                schema.register_table(tname.clone(), Arc::new(t))?;
+                names.push(format!("{name}.{tname}"));
+            }
+            let catalog_name = self.ctx.state().config_options().catalog.default_catalog.clone();
+            let catalog = self
+                .ctx
+                .catalog(&catalog_name)
+                .ok_or_else(|| DataFusionError::Plan(format!("no catalog {catalog_name}")))?;
+            catalog.register_schema(name, schema)?;
+            Ok(names)
+        })();
+        if let Some(r) = sp.release {
+            let _g = plugin.enter();
+            unsafe { r(&mut sp) };
+        }
+        result
+    }
+
+    /// Register every function the plugin's catalogue lists.
+    pub fn register_functions(&mut self, plugin: &Arc<Plugin>) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        for item in plugin.items() {
+            match item.kind {
+                QL_ITEM_SCALAR_FUNCTION => self.ctx.register_udf(QlinkScalarUdf::open(plugin, &item.name)?),
+                QL_ITEM_AGGREGATE_FUNCTION => self.ctx.register_udaf(QlinkAggregateUdf::open(plugin, &item.name)?),
+                QL_ITEM_WINDOW_FUNCTION => self.ctx.register_udwf(QlinkWindowUdf::open(plugin, &item.name)?),
+                QL_ITEM_TABLE_FUNCTION => {
+                    self.ctx.register_udtf(&item.name, Arc::new(QlinkTableFunction::open(plugin, &item.name)?))
+                }
+                _ => continue,
+            }
+            names.push(item.name.clone());
+        }
+        Ok(names)
+    }
+}
+
+#[allow(dead_code)]
+fn _schema(_: &dyn SchemaProvider) {}

@@ -1,0 +1,418 @@
+//! DataFusion expressions → qlink expression arena (qlink/plan.h), built with
+//! libqlink's IR builder: no protobuf, no serialization (design 3.5). What
+//! the IR has no kind for becomes QL_EXPR_OTHER with DataFusion's display,
+//! which plugins leave alone (and a table provider answers "unsupported").
+
+use std::ffi::CString;
+use std::os::raw::c_char;
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, TimeUnit};
+use datafusion::common::{Column, ScalarValue};
+use datafusion::error::DataFusionError;
+use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction, WindowFunctionDefinition};
+use datafusion::logical_expr::{Expr, Operator};
+
+use crate::error::{ErrorSlot, Result};
+use crate::ffi::*;
+use crate::identity::{self, intern};
+
+/// An owned `ql_plan_view` (released on drop).
+pub struct OwnedView(pub ql_plan_view);
+
+// SAFETY: views are immutable once finished (plan.h).
+unsafe impl Send for OwnedView {}
+unsafe impl Sync for OwnedView {}
+
+impl Drop for OwnedView {
+    fn drop(&mut self) {
+        if let Some(r) = self.0.release {
+            // SAFETY: the builder's release frees the arena.
+            unsafe { r(&mut self.0) };
+        }
+    }
+}
+
+/// libqlink's arena builder.
+pub struct IrBuilder {
+    b: *mut ql_ir_builder,
+}
+
+impl Drop for IrBuilder {
+    fn drop(&mut self) {
+        // SAFETY: made by ql_ir_builder_new.
+        unsafe { ql_ir_builder_free(self.b) };
+    }
+}
+
+impl IrBuilder {
+    pub fn new() -> Result<IrBuilder> {
+        let mut b = std::ptr::null_mut();
+        let mut err = ErrorSlot::new();
+        // SAFETY: out pointers valid.
+        let st = unsafe { ql_ir_builder_new(&mut b, err.ptr()) };
+        err.check(st, "creating an IR builder")?;
+        Ok(IrBuilder { b })
+    }
+
+    pub fn expr(&mut self, e: &ql_expr) -> ql_expr_id {
+        // SAFETY: the builder copies everything `e` points to.
+        unsafe { ql_ir_expr(self.b, e) }
+    }
+
+    pub fn node(&mut self, n: &ql_plan_node) -> ql_node_id {
+        // SAFETY: as above.
+        unsafe { ql_ir_node(self.b, n) }
+    }
+
+    pub fn finish(&mut self, root: ql_node_id) -> Result<OwnedView> {
+        let mut view: ql_plan_view = zeroed();
+        let mut err = ErrorSlot::new();
+        // SAFETY: out pointers valid.
+        let st = unsafe { ql_ir_builder_finish(self.b, root, &mut view, err.ptr()) };
+        err.check(st, "building a plan view")?;
+        Ok(OwnedView(view))
+    }
+}
+
+/// Keeps C strings alive until the builder copied them.
+#[derive(Default)]
+pub struct Strings(Vec<CString>);
+
+impl Strings {
+    pub fn add(&mut self, s: &str) -> *const c_char {
+        let c = CString::new(s.replace('\0', " ")).unwrap();
+        let p = c.as_ptr();
+        self.0.push(c);
+        p
+    }
+}
+
+/// Arrow C format string of a type (the Arrow C Data Interface's).
+pub fn format_of(dt: &DataType) -> String {
+    match dt {
+        DataType::Null => "n".into(),
+        DataType::Boolean => "b".into(),
+        DataType::Int8 => "c".into(),
+        DataType::UInt8 => "C".into(),
+        DataType::Int16 => "s".into(),
+        DataType::UInt16 => "S".into(),
+        DataType::Int32 => "i".into(),
+        DataType::UInt32 => "I".into(),
+        DataType::Int64 => "l".into(),
+        DataType::UInt64 => "L".into(),
+        DataType::Float16 => "e".into(),
+        DataType::Float32 => "f".into(),
+        DataType::Float64 => "g".into(),
+        DataType::Utf8 => "u".into(),
+        DataType::LargeUtf8 => "U".into(),
+        DataType::Utf8View => "vu".into(),
+        DataType::Binary => "z".into(),
+        DataType::LargeBinary => "Z".into(),
+        DataType::BinaryView => "vz".into(),
+        DataType::Date32 => "tdD".into(),
+        DataType::Date64 => "tdm".into(),
+        _ => match ArrowSchema::try_from(dt) {
+            Ok(s) => s.format().to_string(),
+            Err(_) => "n".into(),
+        },
+    }
+}
+
+fn unit_char(u: &TimeUnit) -> char {
+    match u {
+        TimeUnit::Second => 's',
+        TimeUnit::Millisecond => 'm',
+        TimeUnit::Microsecond => 'u',
+        TimeUnit::Nanosecond => 'n',
+    }
+}
+
+/// A DataFusion scalar as a `ql_scalar` borrowing from `v` (and `strings`).
+/// None for values only an Arrow array could carry.
+pub fn scalar_to_ql(v: &ScalarValue, strings: &mut Strings) -> Option<ql_scalar> {
+    let mut s: ql_scalar = zeroed();
+    let dt = v.data_type();
+    s.format = intern(&format_of(&dt)).as_ptr();
+    if v.is_null() {
+        s.is_null = 1;
+        return Some(s);
+    }
+    let bytes = |d: &[u8]| ql_scalar_value { bytes: ql_scalar_bytes { data: d.as_ptr() as *const c_char, size: d.len() as i64 } };
+    s.value = match v {
+        ScalarValue::Boolean(Some(b)) => ql_scalar_value { i64_: *b as i64 },
+        ScalarValue::Int8(Some(x)) => ql_scalar_value { i64_: *x as i64 },
+        ScalarValue::Int16(Some(x)) => ql_scalar_value { i64_: *x as i64 },
+        ScalarValue::Int32(Some(x)) => ql_scalar_value { i64_: *x as i64 },
+        ScalarValue::Int64(Some(x)) => ql_scalar_value { i64_: *x },
+        ScalarValue::UInt8(Some(x)) => ql_scalar_value { u64_: *x as u64 },
+        ScalarValue::UInt16(Some(x)) => ql_scalar_value { u64_: *x as u64 },
+        ScalarValue::UInt32(Some(x)) => ql_scalar_value { u64_: *x as u64 },
+        ScalarValue::UInt64(Some(x)) => ql_scalar_value { u64_: *x },
+        ScalarValue::Float32(Some(x)) => ql_scalar_value { f64_: *x as f64 },
+        ScalarValue::Float64(Some(x)) => ql_scalar_value { f64_: *x },
+        ScalarValue::Utf8(Some(x)) | ScalarValue::LargeUtf8(Some(x)) | ScalarValue::Utf8View(Some(x)) => bytes(x.as_bytes()),
+        ScalarValue::Binary(Some(x)) | ScalarValue::LargeBinary(Some(x)) | ScalarValue::BinaryView(Some(x)) => bytes(x),
+        ScalarValue::Date32(Some(x)) => ql_scalar_value { i64_: *x as i64 },
+        ScalarValue::Date64(Some(x)) => ql_scalar_value { i64_: *x },
+        ScalarValue::TimestampSecond(Some(x), tz)
+        | ScalarValue::TimestampMillisecond(Some(x), tz)
+        | ScalarValue::TimestampMicrosecond(Some(x), tz)
+        | ScalarValue::TimestampNanosecond(Some(x), tz) => {
+            if let DataType::Timestamp(u, _) = &dt {
+                let f = format!("ts{}:{}", unit_char(u), tz.as_deref().unwrap_or(""));
+                s.format = strings.add(&f);
+            }
+            ql_scalar_value { i64_: *x }
+        }
+        ScalarValue::Decimal128(Some(x), _, _) => {
+            ql_scalar_value { dec128: ql_scalar_dec128 { lo: *x as u64, hi: (*x >> 64) as i64 } }
+        }
+        _ => return None,
+    };
+    Some(s)
+}
+
+fn binary_op(op: &Operator) -> i32 {
+    match op {
+        Operator::Eq => QL_OP_EQ,
+        Operator::NotEq => QL_OP_NE,
+        Operator::Lt => QL_OP_LT,
+        Operator::LtEq => QL_OP_LE,
+        Operator::Gt => QL_OP_GT,
+        Operator::GtEq => QL_OP_GE,
+        Operator::And => QL_OP_AND,
+        Operator::Or => QL_OP_OR,
+        Operator::Plus => QL_OP_PLUS,
+        Operator::Minus => QL_OP_MINUS,
+        Operator::Multiply => QL_OP_MULTIPLY,
+        Operator::Divide => QL_OP_DIVIDE,
+        Operator::Modulo => QL_OP_MODULO,
+        Operator::IsDistinctFrom => QL_OP_IS_DISTINCT_FROM,
+        Operator::IsNotDistinctFrom => QL_OP_IS_NOT_DISTINCT_FROM,
+        Operator::StringConcat => QL_OP_STRING_CONCAT,
+        _ => QL_OP_OTHER,
+    }
+}
+
+/// Lowers DataFusion expressions into an IR builder. `resolve` maps a column
+/// to its index in whatever schema the receiving node's columns index (a
+/// table's full schema for filters; the inputs' concatenation in plans).
+pub struct Lowering {
+    pub b: IrBuilder,
+    pub strings: Strings,
+    resolve: Box<dyn Fn(&Column) -> i32>,
+}
+
+impl Lowering {
+    pub fn boxed(resolve: Box<dyn Fn(&Column) -> i32>) -> Result<Self> {
+        Ok(Lowering { b: IrBuilder::new()?, strings: Strings::default(), resolve })
+    }
+
+    /// Columns lowered from now on index what `resolve` says.
+    pub fn set_resolver(&mut self, resolve: Box<dyn Fn(&Column) -> i32>) {
+        self.resolve = resolve;
+    }
+
+    fn other(&mut self, e: &Expr) -> ql_expr_id {
+        let mut x = ql_expr::empty(QL_EXPR_OTHER);
+        x.name = self.strings.add(&e.to_string());
+        self.b.expr(&x)
+    }
+
+    fn with_args(&mut self, mut x: ql_expr, args: &[ql_expr_id]) -> ql_expr_id {
+        x.n_args = args.len() as i32;
+        x.args = if args.is_empty() { std::ptr::null() } else { args.as_ptr() };
+        self.b.expr(&x)
+    }
+
+    fn many(&mut self, es: &[Expr]) -> Vec<ql_expr_id> {
+        es.iter().map(|e| self.lower(e)).collect()
+    }
+
+    /// The id of `e` in the arena (-1 after a builder failure, which
+    /// `finish` reports).
+    pub fn lower(&mut self, e: &Expr) -> ql_expr_id {
+        match e {
+            Expr::Column(c) => {
+                let mut x = ql_expr::empty(QL_EXPR_COLUMN);
+                x.name = self.strings.add(&c.name);
+                if let Some(r) = &c.relation {
+                    x.qualifier = self.strings.add(&r.to_string());
+                }
+                x.column_index = (self.resolve)(c);
+                self.b.expr(&x)
+            }
+            Expr::Literal(v, _) => match scalar_to_ql(v, &mut self.strings) {
+                Some(s) => {
+                    let mut x = ql_expr::empty(QL_EXPR_LITERAL);
+                    x.literal = s;
+                    x.type_format = s.format;
+                    self.b.expr(&x)
+                }
+                None => self.other(e),
+            },
+            Expr::BinaryExpr(be) => {
+                let op = binary_op(&be.op);
+                if op == QL_OP_OTHER {
+                    return self.other(e);
+                }
+                let l = self.lower(&be.left);
+                let r = self.lower(&be.right);
+                let mut x = ql_expr::empty(QL_EXPR_BINARY);
+                x.op = op;
+                self.with_args(x, &[l, r])
+            }
+            Expr::Not(a) => self.unary(QL_EXPR_NOT, a),
+            Expr::Negative(a) => self.unary(QL_EXPR_NEGATIVE, a),
+            Expr::IsNull(a) => self.unary(QL_EXPR_IS_NULL, a),
+            Expr::IsNotNull(a) => self.unary(QL_EXPR_IS_NOT_NULL, a),
+            Expr::Cast(c) => self.cast(QL_EXPR_CAST, &c.expr, c.field.data_type()),
+            Expr::TryCast(c) => self.cast(QL_EXPR_TRY_CAST, &c.expr, c.field.data_type()),
+            Expr::Alias(a) => {
+                let arg = self.lower(&a.expr);
+                let mut x = ql_expr::empty(QL_EXPR_ALIAS);
+                x.name = self.strings.add(&a.name);
+                self.with_args(x, &[arg])
+            }
+            Expr::Between(bt) => {
+                let args = [self.lower(&bt.expr), self.lower(&bt.low), self.lower(&bt.high)];
+                let mut x = ql_expr::empty(QL_EXPR_BETWEEN);
+                x.flags = if bt.negated { QL_EXPR_NEGATED } else { 0 };
+                self.with_args(x, &args)
+            }
+            Expr::InList(il) => {
+                let mut args = vec![self.lower(&il.expr)];
+                args.extend(self.many(&il.list));
+                let mut x = ql_expr::empty(QL_EXPR_IN_LIST);
+                x.flags = if il.negated { QL_EXPR_NEGATED } else { 0 };
+                self.with_args(x, &args)
+            }
+            Expr::Like(l) if l.escape_char.is_none() => {
+                let args = [self.lower(&l.expr), self.lower(&l.pattern)];
+                let mut x = ql_expr::empty(QL_EXPR_LIKE);
+                x.flags = (if l.negated { QL_EXPR_NEGATED } else { 0 })
+                    | (if l.case_insensitive { QL_EXPR_CASE_INSENSITIVE } else { 0 });
+                self.with_args(x, &args)
+            }
+            Expr::Case(c) => {
+                let mut args = Vec::new();
+                let mut flags = 0;
+                if let Some(op) = &c.expr {
+                    args.push(self.lower(op));
+                    flags |= QL_CASE_HAS_OPERAND;
+                }
+                for (w, t) in &c.when_then_expr {
+                    args.push(self.lower(w));
+                    args.push(self.lower(t));
+                }
+                if let Some(el) = &c.else_expr {
+                    args.push(self.lower(el));
+                    flags |= QL_CASE_HAS_ELSE;
+                }
+                let mut x = ql_expr::empty(QL_EXPR_CASE);
+                x.flags = flags;
+                self.with_args(x, &args)
+            }
+            Expr::ScalarFunction(ScalarFunction { func, args }) => {
+                let ids = self.many(args);
+                let mut x = ql_expr::empty(QL_EXPR_SCALAR_FUNCTION);
+                x.name = self.strings.add(func.name());
+                x.function = identity::scalar_identity(func).raw();
+                self.with_args(x, &ids)
+            }
+            Expr::AggregateFunction(AggregateFunction { func, params }) => {
+                if !params.order_by.is_empty() {
+                    return self.other(e);
+                }
+                let ids = self.many(&params.args);
+                let mut x = ql_expr::empty(QL_EXPR_AGGREGATE_FUNCTION);
+                x.name = self.strings.add(func.name());
+                x.function = identity::aggregate_identity(func).raw();
+                x.flags = if params.distinct { QL_EXPR_DISTINCT } else { 0 };
+                x.filter = match &params.filter {
+                    Some(f) => self.lower(f),
+                    None => -1,
+                };
+                self.with_args(x, &ids)
+            }
+            Expr::WindowFunction(w) => {
+                let mut ids = self.many(&w.params.args);
+                let n_func_args = ids.len() as i32;
+                let parts = self.many(&w.params.partition_by);
+                let n_partition_by = parts.len() as i32;
+                ids.extend(parts);
+                for s in &w.params.order_by {
+                    let a = self.lower(&s.expr);
+                    let mut flags = if s.asc { 0 } else { QL_SORT_DESC };
+                    if s.nulls_first {
+                        flags |= QL_SORT_NULLS_FIRST;
+                    }
+                    let mut x = ql_expr::empty(QL_EXPR_SORT);
+                    x.flags = flags;
+                    ids.push(self.with_args(x, &[a]));
+                }
+                let mut x = ql_expr::empty(QL_EXPR_WINDOW_FUNCTION);
+                let (name, id) = match &w.fun {
+                    WindowFunctionDefinition::AggregateUDF(f) => (f.name().to_string(), identity::aggregate_identity(f)),
+                    WindowFunctionDefinition::WindowUDF(f) => (f.name().to_string(), identity::window_identity(f)),
+                };
+                x.name = self.strings.add(&name);
+                x.function = id.raw();
+                x.n_func_args = n_func_args;
+                x.n_partition_by = n_partition_by;
+                self.with_args(x, &ids)
+            }
+            _ => self.other(e),
+        }
+    }
+
+    /// A sort expression (SORT kind) over `e`.
+    pub fn sort(&mut self, e: &Expr, asc: bool, nulls_first: bool) -> ql_expr_id {
+        let a = self.lower(e);
+        let mut x = ql_expr::empty(QL_EXPR_SORT);
+        x.flags = (if asc { 0 } else { QL_SORT_DESC }) | (if nulls_first { QL_SORT_NULLS_FIRST } else { 0 });
+        self.with_args(x, &[a])
+    }
+
+    fn unary(&mut self, kind: i32, a: &Expr) -> ql_expr_id {
+        let arg = self.lower(a);
+        self.with_args(ql_expr::empty(kind), &[arg])
+    }
+
+    fn cast(&mut self, kind: i32, a: &Expr, dt: &DataType) -> ql_expr_id {
+        let arg = self.lower(a);
+        let mut x = ql_expr::empty(kind);
+        x.type_format = self.strings.add(&format_of(dt));
+        self.with_args(x, &[arg])
+    }
+}
+
+/// Filters over a table (columns index its full schema) as an expression
+/// arena, with the roots in `ids`.
+pub struct FilterList {
+    pub view: OwnedView,
+    pub ids: Vec<ql_expr_id>,
+}
+
+impl FilterList {
+    pub fn new(schema: &arrow::datatypes::SchemaRef, filters: &[&Expr]) -> Result<FilterList> {
+        let schema = Arc::clone(schema);
+        let mut low = Lowering::boxed(Box::new(move |c: &Column| schema.index_of(&c.name).map(|i| i as i32).unwrap_or(-1)))?;
+        let ids: Vec<ql_expr_id> = filters.iter().map(|f| low.lower(f)).collect();
+        let view = low.b.finish(-1)?;
+        if ids.iter().any(|&i| i < 0) {
+            return Err(DataFusionError::Internal("building the filter arena failed".into()));
+        }
+        Ok(FilterList { view, ids })
+    }
+
+    pub fn raw(&self) -> ql_expr_list {
+        ql_expr_list {
+            view: &self.view.0,
+            n_exprs: self.ids.len() as i32,
+            reserved_: 0,
+            exprs: if self.ids.is_empty() { std::ptr::null() } else { self.ids.as_ptr() },
+        }
+    }
+}

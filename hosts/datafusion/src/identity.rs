@@ -1,0 +1,118 @@
+//! Function identity (gap G2): a DataFusion function is a built-in when its
+//! implementation is the very object DataFusion's own registry holds (the
+//! built-ins are process-wide singletons), never by name. A session UDF named
+//! `sum` has another implementation object, so it is user-defined. qlink
+//! functions wrapped by this adapter carry their plugin's identity.
+
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use datafusion::logical_expr::{AggregateUDF, ScalarUDF, WindowUDF};
+
+use crate::ffi::*;
+
+/// Interned NUL-terminated strings: identities borrowed by plan views and
+/// session lookups stay valid for the life of the process.
+pub fn intern(s: &str) -> &'static CStr {
+    static TABLE: OnceLock<Mutex<HashMap<String, &'static CStr>>> = OnceLock::new();
+    let mut t = TABLE.get_or_init(Default::default).lock().unwrap();
+    if let Some(c) = t.get(s) {
+        return c;
+    }
+    let c: &'static CStr = Box::leak(CString::new(s.replace('\0', " ")).unwrap().into_boxed_c_str());
+    t.insert(s.to_string(), c);
+    c
+}
+
+/// An identity with interned strings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Identity {
+    pub origin: i32,
+    pub kind: i32,
+    pub name: &'static CStr,
+    pub library: Option<&'static CStr>,
+    pub uid: u64,
+}
+
+impl Identity {
+    pub fn raw(&self) -> ql_function_id {
+        ql_function_id {
+            origin: self.origin,
+            kind: self.kind,
+            name: self.name.as_ptr(),
+            library: self.library.map(|l| l.as_ptr()).unwrap_or(std::ptr::null()),
+            uid: self.uid,
+        }
+    }
+}
+
+struct Builtins {
+    scalar: HashMap<usize, &'static str>,
+    aggregate: HashMap<usize, &'static str>,
+    window: HashMap<usize, &'static str>,
+}
+
+fn impl_ptr<T: ?Sized>(a: &Arc<T>) -> usize {
+    Arc::as_ptr(a) as *const () as usize
+}
+
+fn builtins() -> &'static Builtins {
+    static B: OnceLock<Builtins> = OnceLock::new();
+    B.get_or_init(|| {
+        let leak = |s: &str| -> &'static str { intern(s).to_str().unwrap() };
+        let mut scalar = HashMap::new();
+        for f in datafusion::functions::all_default_functions()
+            .into_iter()
+            .chain(datafusion::functions_nested::all_default_nested_functions())
+        {
+            scalar.insert(impl_ptr(f.inner()), leak(f.name()));
+        }
+        let mut aggregate = HashMap::new();
+        for f in datafusion::functions_aggregate::all_default_aggregate_functions() {
+            aggregate.insert(impl_ptr(f.inner()), leak(f.name()));
+        }
+        let mut window = HashMap::new();
+        for f in datafusion::functions_window::all_default_window_functions() {
+            window.insert(impl_ptr(f.inner()), leak(f.name()));
+        }
+        Builtins { scalar, aggregate, window }
+    })
+}
+
+fn user(kind: i32, name: &str, ptr: usize) -> Identity {
+    Identity { origin: QL_ORIGIN_USER, kind, name: intern(name), library: Some(intern("host")), uid: ptr as u64 }
+}
+
+pub fn scalar_identity(f: &ScalarUDF) -> Identity {
+    let ptr = impl_ptr(f.inner());
+    if let Some(name) = builtins().scalar.get(&ptr) {
+        return Identity { origin: QL_ORIGIN_BUILTIN, kind: QL_FUNCTION_SCALAR, name: intern(name), library: None, uid: 0 };
+    }
+    if let Some(q) = f.inner().downcast_ref::<crate::functions::QlinkScalarUdf>() {
+        return q.identity(f.name());
+    }
+    user(QL_FUNCTION_SCALAR, f.name(), ptr)
+}
+
+pub fn aggregate_identity(f: &AggregateUDF) -> Identity {
+    let ptr = impl_ptr(f.inner());
+    if let Some(name) = builtins().aggregate.get(&ptr) {
+        return Identity { origin: QL_ORIGIN_BUILTIN, kind: QL_FUNCTION_AGGREGATE, name: intern(name), library: None, uid: 0 };
+    }
+    if let Some(q) = f.inner().downcast_ref::<crate::functions::QlinkAggregateUdf>() {
+        return q.identity(f.name());
+    }
+    user(QL_FUNCTION_AGGREGATE, f.name(), ptr)
+}
+
+pub fn window_identity(f: &WindowUDF) -> Identity {
+    let ptr = impl_ptr(f.inner());
+    if let Some(name) = builtins().window.get(&ptr) {
+        return Identity { origin: QL_ORIGIN_BUILTIN, kind: QL_FUNCTION_WINDOW, name: intern(name), library: None, uid: 0 };
+    }
+    if let Some(q) = f.inner().downcast_ref::<crate::functions::QlinkWindowUdf>() {
+        return q.identity(f.name());
+    }
+    user(QL_FUNCTION_WINDOW, f.name(), ptr)
+}

@@ -1,0 +1,166 @@
+//! A loaded plugin: libqlink's loader does the loading and version
+//! negotiation (`ql_plugin_load`); this module keeps the library alive for as
+//! long as any object opened from it, and brackets every call into the plugin
+//! with its executor enter/leave hooks (gap G4).
+
+use std::ffi::CString;
+use std::os::raw::c_void;
+use std::sync::Arc;
+
+use datafusion::error::DataFusionError;
+
+use crate::error::{cstr, ErrorSlot, Result};
+use crate::ffi::*;
+
+pub struct Plugin {
+    raw: *mut ql_loaded_plugin,
+    name: String,
+    path: String,
+}
+
+// SAFETY: the descriptor's members are thread-safe per the ABI (plugin.h).
+unsafe impl Send for Plugin {}
+unsafe impl Sync for Plugin {}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Plugin({} from {})", self.name, self.path)
+    }
+}
+
+/// Calls the plugin's executor_leave when dropped (same thread as enter).
+pub struct EnterGuard<'a> {
+    plugin: &'a ql_plugin,
+    token: *mut c_void,
+}
+
+impl Drop for EnterGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(leave) = self.plugin.executor_leave {
+            // SAFETY: enter/leave are paired on one thread as plugin.h requires.
+            unsafe { leave(self.plugin, self.token) };
+        }
+    }
+}
+
+/// One entry of a plugin's catalogue.
+#[derive(Debug, Clone)]
+pub struct Item {
+    pub kind: i32,
+    pub name: String,
+    pub description: String,
+}
+
+impl Plugin {
+    /// Load the plugin at `path` (ql_plugin_load: dlopen, version
+    /// negotiation, descriptor checks).
+    pub fn load(path: &str) -> Result<Arc<Plugin>> {
+        let cpath = CString::new(path).map_err(|_| DataFusionError::Plan(format!("bad plugin path {path:?}")))?;
+        let mut raw: *mut ql_loaded_plugin = std::ptr::null_mut();
+        let mut err = ErrorSlot::new();
+        // SAFETY: valid C string and out pointers.
+        let status = unsafe { ql_plugin_load(cpath.as_ptr(), &mut raw, err.ptr()) };
+        err.check(status, &format!("loading plugin {path}"))?;
+        // SAFETY: on QL_OK `raw` is a loaded plugin with a checked descriptor.
+        let name = cstr(unsafe { (*raw).plugin.name });
+        Ok(Arc::new(Plugin { raw, name, path: path.to_string() }))
+    }
+
+    pub fn descriptor(&self) -> &ql_plugin {
+        // SAFETY: raw lives until drop.
+        unsafe { &(*self.raw).plugin }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Bracket a call into the plugin (gap G4).
+    pub fn enter(&self) -> EnterGuard<'_> {
+        let p = self.descriptor();
+        let token = match p.executor_enter {
+            // SAFETY: the hook of a checked descriptor.
+            Some(enter) => unsafe { enter(p) },
+            None => std::ptr::null_mut(),
+        };
+        EnterGuard { plugin: p, token }
+    }
+
+    pub fn items(&self) -> Vec<Item> {
+        let p = self.descriptor();
+        (0..p.n_items.max(0) as usize)
+            .map(|i| {
+                // SAFETY: items has n_items entries.
+                let it = unsafe { &*p.items.add(i) };
+                Item { kind: it.kind, name: cstr(it.name), description: cstr(it.description) }
+            })
+            .collect()
+    }
+
+    pub fn has_item(&self, kind: i32, name: &str) -> bool {
+        self.items().iter().any(|i| i.kind == kind && i.name == name)
+    }
+}
+
+impl Drop for Plugin {
+    fn drop(&mut self) {
+        // SAFETY: every object opened from the plugin holds an Arc<Plugin>, so
+        // they are all released by now.
+        unsafe { ql_plugin_unload(self.raw) };
+    }
+}
+
+/// Key/value options as the ABI passes them; owns the C strings.
+pub struct Options {
+    _keys: Vec<CString>,
+    _values: Vec<CString>,
+    key_ptrs: Vec<*const std::os::raw::c_char>,
+    value_ptrs: Vec<*const std::os::raw::c_char>,
+}
+
+impl Options {
+    pub fn new(pairs: &[(String, String)]) -> Result<Options> {
+        let bad = |s: &str| DataFusionError::Plan(format!("option {s:?} contains a NUL byte"));
+        let keys: Vec<CString> = pairs.iter().map(|(k, _)| CString::new(k.as_str()).map_err(|_| bad(k))).collect::<Result<_>>()?;
+        let values: Vec<CString> =
+            pairs.iter().map(|(_, v)| CString::new(v.as_str()).map_err(|_| bad(v))).collect::<Result<_>>()?;
+        let key_ptrs = keys.iter().map(|k| k.as_ptr()).collect();
+        let value_ptrs = values.iter().map(|v| v.as_ptr()).collect();
+        Ok(Options { _keys: keys, _values: values, key_ptrs, value_ptrs })
+    }
+    pub fn raw(&self) -> ql_options {
+        ql_options { count: self.key_ptrs.len() as i64, keys: self.key_ptrs.as_ptr(), values: self.value_ptrs.as_ptr() }
+    }
+}
+
+/// A parsed "PLUGIN/PROVIDER?key=value&..." spec (libqlink's parser).
+#[derive(Debug, Clone)]
+pub struct TableSpec {
+    pub plugin: String,
+    pub provider: String,
+    pub options: Vec<(String, String)>,
+}
+
+impl TableSpec {
+    pub fn parse(spec: &str) -> Result<TableSpec> {
+        let c = CString::new(spec).map_err(|_| DataFusionError::Plan(format!("bad table spec {spec:?}")))?;
+        let mut out: ql_table_spec = zeroed();
+        let mut err = ErrorSlot::new();
+        // SAFETY: valid input and out pointers; freed below.
+        let status = unsafe { ql_table_spec_parse(c.as_ptr(), &mut out, err.ptr()) };
+        err.check(status, &format!("parsing table spec {spec:?}"))?;
+        let mut options = Vec::new();
+        for i in 0..out.options.count.max(0) as usize {
+            // SAFETY: count entries in keys and values.
+            unsafe { options.push((cstr(*out.options.keys.add(i)), cstr(*out.options.values.add(i)))) };
+        }
+        let parsed = TableSpec { plugin: cstr(out.plugin), provider: cstr(out.provider), options };
+        // SAFETY: filled by ql_table_spec_parse.
+        unsafe { ql_table_spec_free(&mut out) };
+        Ok(parsed)
+    }
+}

@@ -1,0 +1,37 @@
+//! First end-to-end check: a plugin table scanned through DataFusion equals
+//! the same rows in a native MemTable.
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Float64Array, RecordBatch};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::datasource::MemTable;
+use datafusion::prelude::SessionContext;
+use qlink_datafusion::QlinkSession;
+
+const DFTEST: &str = env!("QLINK_DFTEST_PLUGIN");
+
+fn grid_batch(rows: usize, cols: usize) -> RecordBatch {
+    let fields: Vec<Field> = (0..cols).map(|c| Field::new(format!("c{c}"), DataType::Float64, true)).collect();
+    let arrays = (0..cols)
+        .map(|c| Arc::new(Float64Array::from_iter_values((0..rows).map(|r| (r * cols + c) as f64))) as _)
+        .collect();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).unwrap()
+}
+
+#[tokio::test]
+async fn grid_equals_memtable() {
+    let mut s = QlinkSession::new(SessionContext::new());
+    s.register_table("t", &format!("{DFTEST}/grid?rows=65&cols=16")).unwrap();
+    let b = grid_batch(65, 16);
+    let mem = MemTable::try_new(b.schema(), vec![vec![b]]).unwrap();
+    s.ctx.register_table("m", Arc::new(mem)).unwrap();
+    for q in ["SELECT * FROM {} ORDER BY c0", "SELECT count(*) AS n FROM {}", "SELECT sum(c3) AS s, max(c15) AS m FROM {} WHERE c0 > 100"] {
+        let a = s.ctx.sql(&q.replace("{}", "t")).await.unwrap().collect().await.unwrap();
+        let m = s.ctx.sql(&q.replace("{}", "m")).await.unwrap().collect().await.unwrap();
+        assert_eq!(
+            datafusion::arrow::util::pretty::pretty_format_batches(&a).unwrap().to_string(),
+            datafusion::arrow::util::pretty::pretty_format_batches(&m).unwrap().to_string(),
+            "{q}"
+        );
+    }
+}
