@@ -493,18 +493,28 @@ static int ql_fold_drain(struct ql_fold_run *run, int side, int64_t p,
   return rc;
 }
 
+/* A batch from a child must have the columns the fold reads, each a
+ * fixed-width array with a data buffer: a malformed batch is an error, never
+ * a crash. */
 static int ql_fold_check_batch(const struct ql_fold_run *run, int side, const struct ArrowArray *batch,
                                struct ql_error *error) {
-  int64_t need = 0;
   const struct ql_fold_spec *s = &run->plan->spec;
-  for (int32_t i = 0; i < s->n_keys; i++)
-    if (s->keys[side][i].column >= need) need = s->keys[side][i].column + 1;
+  const struct ql_fold_operand *ops[QL_FOLD_MAX_KEYS + QL_FOLD_MAX_GROUPS + 1];
+  int n = 0;
+  for (int32_t i = 0; i < s->n_keys; i++) ops[n++] = &s->keys[side][i];
   for (int32_t i = 0; i < s->n_groups; i++)
-    if (s->groups[i].side == side && s->groups[i].column >= need) need = s->groups[i].column + 1;
-  if (s->values[side].column >= need) need = s->values[side].column + 1;
-  if (batch->n_children < need)
-    return ql_error_set(error, QL_EDATA, "qlink_fold: input %d batch has %lld columns, expected at least %lld", side,
-                        (long long)batch->n_children, (long long)need);
+    if (s->groups[i].side == side) ops[n++] = &s->groups[i];
+  ops[n++] = &s->values[side];
+  if (batch->length < 0 || batch->offset < 0)
+    return ql_error_set(error, QL_EDATA, "qlink_fold: input %d batch has a negative length or offset", side);
+  for (int i = 0; i < n; i++) {
+    int32_t col = ops[i]->column;
+    const struct ArrowArray *c = col < batch->n_children && batch->children ? batch->children[col] : NULL;
+    if (!c || c->n_buffers < 2 || c->offset < 0 || c->length < batch->offset + batch->length ||
+        (c->length > 0 && !c->buffers[1]))
+      return ql_error_set(error, QL_EDATA, "qlink_fold: input %d batch column %d (%s) is missing or malformed", side,
+                          col, ops[i]->name);
+  }
   return QL_OK;
 }
 
@@ -691,6 +701,7 @@ static int ql_fold_run_build(struct ql_fold_run *run, struct ql_error *error) {
 
 struct ql_fold_gemm_fill {
   struct ql_fold_matrix *m;
+  int64_t rows;
   struct ql_fold_side side;
   int32_t side_index;
 };
@@ -721,7 +732,7 @@ static int ql_fold_gemm_batch(struct ql_fold_run *run, void *arg, const struct A
                      : ql_fold_matrix_put(f->m, k, g, row.has_value, row.ivalue, row.fvalue);
     if (dup) return QL_FOLD_FALLBACK;
   }
-  atomic_fetch_add(s == 0 ? &run->plan->build_rows : &run->plan->probe_rows, batch->length);
+  f->rows += batch->length;
   return QL_OK;
 }
 
@@ -843,6 +854,7 @@ static int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
   struct ql_fold_gemm_fill fill[2];
   for (int s = 0; s < 2; s++) {
     fill[s].m = s == 0 ? &a : &b;
+    fill[s].rows = 0;
     fill[s].side_index = s;
     ql_fold_side_init(&p->spec, s, &fill[s].side);
     if (rc == QL_OK) rc = ql_fold_drain_all(run, s, ql_fold_gemm_batch, &fill[s], error);
@@ -862,13 +874,12 @@ static int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
   ql_fold_mem_free(&run->mem, c, c ? cells * 8 : 0);
   ql_fold_mem_free(&run->mem, exist, exist ? cells : 0);
   ql_fold_mem_free(&run->mem, has, has ? cells : 0);
-  if (rc == QL_OK) atomic_fetch_add(&run->plan->dense_runs, 1);
-  if (rc == QL_FOLD_FALLBACK) {
-    /* Start over on the hash path with an empty result. */
-    ql_fold_groups_destroy(&run->result, &run->mem);
-    atomic_store(&run->plan->build_rows, 0);
-    atomic_store(&run->plan->probe_rows, 0);
+  if (rc == QL_OK) {
+    atomic_fetch_add(&run->plan->dense_runs, 1);
+    atomic_fetch_add(&run->plan->build_rows, fill[0].rows); /* left input */
+    atomic_fetch_add(&run->plan->probe_rows, fill[1].rows); /* right input */
   }
+  if (rc == QL_FOLD_FALLBACK) ql_fold_groups_destroy(&run->result, &run->mem); /* start over on the hash path */
   return rc;
 }
 
@@ -1173,6 +1184,7 @@ int ql_fold_check_child(const struct ql_fold_spec *spec, int side, const struct 
   for (int i = 0; i < n && rc == QL_OK; i++) {
     const struct ql_fold_operand *op = ops[i];
     if (op->column >= schema.n_children || !schema.children[op->column]->format ||
+        schema.children[op->column]->dictionary ||
         ql_fold_format_storage(schema.children[op->column]->format) != op->storage)
       rc = ql_error_set(error, QL_EINVAL, "qlink_fold: input %d column %d (%s) is not of the planned type", side,
                         op->column, op->name);

@@ -353,6 +353,15 @@ static void test_cancel_and_exact_values(void) {
   QL_CHECK_INT(n, -QL_ECANCELLED);
   QL_CHECK_INT(ft_host_free(&h), QL_OK);
 
+  /* An input whose batches lack the planned columns: a clean QL_EDATA. */
+  a->broken_batches = 1;
+  ft_host_init(&h, -1, 0, 1024);
+  n = ft_collect(&fold, &h, 2, 0, got_rows, CAP, msg, sizeof(msg));
+  QL_CHECK_INT(n, -QL_EDATA);
+  QL_CHECK(strstr(msg, "missing or malformed") != NULL);
+  QL_CHECK_INT(ft_host_free(&h), QL_OK);
+  a->broken_batches = 0;
+
   /* EXPLAIN-facing surface. */
   QL_CHECK_STR(fold.name(&fold), "FoldExec");
   QL_CHECK_STR(fold.display(&fold), "on=[a.k0 = b.k0], by=[a.g0, b.g0], sum=a.v * b.v, build=right");

@@ -122,8 +122,9 @@ static int ft_execute(const struct ql_execution_plan *p, int64_t part, const str
   struct ArrowArray *batches = calloc((size_t)(n_batches ? n_batches : 1), sizeof(*batches));
   for (int64_t b = 0; b < n_batches; b++) {
     int64_t lo = from + b * t->batch_rows, hi = lo + t->batch_rows < to ? lo + t->batch_rows : to;
-    if (ql_array_init_struct(&batches[b], hi - lo, t->n_cols, NULL) != QL_OK) abort();
-    for (int c = 0; c < t->n_cols; c++)
+    int n_cols = t->broken_batches ? 1 : t->n_cols;
+    if (ql_array_init_struct(&batches[b], hi - lo, n_cols, NULL) != QL_OK) abort();
+    for (int c = 0; c < n_cols; c++)
       if (ft_column_array(&t->cols[c], t->order + lo, hi - lo, batches[b].children[c]) != QL_OK) abort();
   }
   struct ArrowSchema schema;

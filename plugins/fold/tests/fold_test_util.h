@@ -37,6 +37,7 @@ struct ft_table {
   int64_t batch_rows;              /* rows per batch */
   int64_t order[FT_MAX_ROWS];      /* emission position -> row */
   int with_stats;                  /* exact statistics (row count, min/max/distinct of integer columns) */
+  int broken_batches;              /* batches carry only the first column (a lying input) */
 };
 
 /* A deterministic random generator (splitmix64). */
