@@ -544,6 +544,69 @@ int zr_colbuf_append(struct zr_colbuf *b, const struct zr_decoder *d, const uint
   return QL_OK;
 }
 
+static int is_plain(const struct zr_decoder *d, int32_t width) {
+  return !d->n_mask && !d->has_scale && !d->has_offset && !d->cf_time && !d->cf_duration && !d->bool_from_int &&
+         d->in.size == width && d->out != ZR_OUT_TIMESTAMP && d->out != ZR_OUT_DURATION && d->out != ZR_OUT_BOOL;
+}
+
+static int reserve_rows(struct zr_colbuf *b, int64_t n) {
+  while (b->n + n > b->cap) QL_RETURN_NOT_OK(grow_rows(b));
+  return QL_OK;
+}
+
+/* float32 data with fill values and no scaling: xarray compares in float32. */
+static int append_masked_f32(struct zr_colbuf *b, const struct zr_decoder *d, const uint8_t *base,
+                             const int64_t *offsets, int64_t n) {
+  float masks[ZR_MAX_MASKS];
+  for (int32_t k = 0; k < d->n_mask; k++) masks[k] = (float)d->mask_f[k];
+  float *out = (float *)(void *)b->data;
+  for (int64_t r = 0; r < n; r++) {
+    float x;
+    memcpy(&x, base + offsets[r] * 4, 4);
+    int masked = 0;
+    for (int32_t k = 0; k < d->n_mask; k++) masked |= x == masks[k];
+    if (masked) {
+      QL_RETURN_NOT_OK(mark_null(b));
+      x = 0;
+    } else if (b->valid) {
+      b->valid[b->n] = 1;
+    }
+    out[b->n++] = x;
+  }
+  return QL_OK;
+}
+
+int zr_colbuf_append_many(struct zr_colbuf *b, const struct zr_decoder *d, const uint8_t *base, const int64_t *offsets,
+                          int64_t n) {
+  if (b->width && (is_plain(d, b->width) ||
+                   (d->in.type == ZR_FLOAT && d->in.size == 4 && d->out == ZR_OUT_F32 && !d->has_scale &&
+                    !d->has_offset && !d->cf_time && !d->cf_duration))) {
+    QL_RETURN_NOT_OK(reserve_rows(b, n));
+    if (d->n_mask) return append_masked_f32(b, d, base, offsets, n);
+    if (b->valid) memset(b->valid + b->n, 1, (size_t)n);
+    uint8_t *o = b->data + b->n * b->width;
+    switch (b->width) {
+      case 1:
+        for (int64_t r = 0; r < n; r++) o[r] = base[offsets[r]];
+        break;
+      case 2:
+        for (int64_t r = 0; r < n; r++) memcpy(o + 2 * r, base + 2 * offsets[r], 2);
+        break;
+      case 4:
+        for (int64_t r = 0; r < n; r++) memcpy(o + 4 * r, base + 4 * offsets[r], 4);
+        break;
+      default:
+        for (int64_t r = 0; r < n; r++) memcpy(o + 8 * r, base + 8 * offsets[r], 8);
+        break;
+    }
+    b->n += n;
+    return QL_OK;
+  }
+  int64_t size = d->in.size;
+  for (int64_t r = 0; r < n; r++) QL_RETURN_NOT_OK(zr_colbuf_append(b, d, base + offsets[r] * size));
+  return QL_OK;
+}
+
 static uint8_t *pack_bits(const uint8_t *bytes, int64_t n) {
   uint8_t *bits = calloc((size_t)((n + 7) / 8) + 1, 1);
   if (!bits) return NULL;

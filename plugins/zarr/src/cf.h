@@ -114,6 +114,10 @@ void zr_colbuf_free(struct zr_colbuf *b);
 /* Decode one element and append it. QL_EOVERFLOW (time out of range) or
  * QL_ENOMEM; QL_EDATA for invalid UTF-32. */
 int zr_colbuf_append(struct zr_colbuf *b, const struct zr_decoder *d, const uint8_t *elem);
+/* Append the elements base + offsets[k] * in.size for k < n (the batch
+ * gather of a scan); plain copies and masked floats take tight loops. */
+int zr_colbuf_append_many(struct zr_colbuf *b, const struct zr_decoder *d, const uint8_t *base, const int64_t *offsets,
+                          int64_t n);
 /* Move the buffers into an Arrow array (b is left empty). */
 int zr_colbuf_finish(struct zr_colbuf *b, struct ArrowArray *out, struct ql_error *error);
 

@@ -136,7 +136,12 @@ static int fill_batch(struct zr_stream *st, int64_t n, struct ArrowArray *out, s
   const struct zr_table *t = scan_table(s);
   int32_t nd = t->ndim;
   int64_t *idx = malloc(sizeof(int64_t) * (size_t)(n * (nd ? nd : 1)));
-  if (!idx) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  int64_t *offs = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  if (!idx || !offs) {
+    free(idx);
+    free(offs);
+    return ql_error_set(error, QL_ENOMEM, "out of memory");
+  }
   for (int64_t r = 0; r < n; r++) {
     for (int32_t k = 0; k < nd; k++) idx[r * nd + k] = st->sel[k][st->pos[k]];
     for (int32_t k = nd - 1; k >= 0; k--) {
@@ -152,25 +157,27 @@ static int fill_batch(struct zr_stream *st, int64_t n, struct ArrowArray *out, s
       rc = ql_error_set(error, QL_ENOMEM, "out of memory");
       break;
     }
-    int64_t size = c->dec.in.size;
-    for (int64_t r = 0; rc == QL_OK && r < n; r++) {
-      const uint8_t *elem;
-      if (c->role == ZR_ROLE_DIM) {
-        elem = s->ds->dims[t->dims[c->dim]].raw + idx[r * nd + c->dim] * size;
-      } else {
-        int64_t off = 0;
-        for (int32_t ax = 0; ax < c->n_axes; ax++) {
-          off += (idx[r * nd + c->axes[ax]] - st->lo[c->axes[ax]]) * st->strides[j][ax];
-        }
-        elem = st->blocks[j] + off * size;
+    const uint8_t *base;
+    if (c->role == ZR_ROLE_DIM) {
+      base = s->ds->dims[t->dims[c->dim]].raw;
+      for (int64_t r = 0; r < n; r++) offs[r] = idx[r * nd + c->dim];
+    } else {
+      base = st->blocks[j];
+      int64_t origin = 0;
+      for (int32_t ax = 0; ax < c->n_axes; ax++) origin += st->lo[c->axes[ax]] * st->strides[j][ax];
+      for (int64_t r = 0; r < n; r++) {
+        int64_t off = -origin;
+        const int64_t *ri = idx + r * nd;
+        for (int32_t ax = 0; ax < c->n_axes; ax++) off += ri[c->axes[ax]] * st->strides[j][ax];
+        offs[r] = off;
       }
-      int arc = zr_colbuf_append(&b, &c->dec, elem);
-      if (arc != QL_OK) {
-        rc = ql_error_set(error, arc, "zarr store %s: column '%s': %s", s->ds->store.url, c->name,
-                          arc == QL_EOVERFLOW ? "a time value does not fit timestamp[ns] (or an offset overflows)"
-                          : arc == QL_EDATA   ? "invalid UTF-32 string"
-                                              : "out of memory");
-      }
+    }
+    int arc = zr_colbuf_append_many(&b, &c->dec, base, offs, n);
+    if (arc != QL_OK) {
+      rc = ql_error_set(error, arc, "zarr store %s: column '%s': %s", s->ds->store.url, c->name,
+                        arc == QL_EOVERFLOW ? "a time value does not fit timestamp[ns] (or an offset overflows)"
+                        : arc == QL_EDATA   ? "invalid UTF-32 string"
+                                            : "out of memory");
     }
     if (rc == QL_OK) {
       rc = zr_colbuf_finish(&b, out->children[j], error);
@@ -179,6 +186,7 @@ static int fill_batch(struct zr_stream *st, int64_t n, struct ArrowArray *out, s
     }
   }
   free(idx);
+  free(offs);
   if (rc != QL_OK) ql_array_release(out);
   return rc;
 }

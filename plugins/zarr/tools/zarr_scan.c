@@ -101,20 +101,21 @@ static void print_cell(const char *fmt, const struct ArrowArray *a, int64_t i) {
 static int dump_column(FILE *data, FILE *valid, const char *fmt, const struct ArrowArray *a) {
   int64_t width = fmt[0] == 'b' ? 0 : ql_format_byte_width(fmt);
   if (width < 0 || fmt[0] == 'u' || fmt[0] == 'z') return 1;
-  for (int64_t r = 0; r < a->length; r++) {
-    uint8_t v = (uint8_t)ql_array_is_valid(a, r);
-    fwrite(&v, 1, 1, valid);
-  }
+  uint8_t *bytes = malloc((size_t)a->length + 1);
+  if (!bytes) return 1;
+  for (int64_t r = 0; r < a->length; r++) bytes[r] = (uint8_t)ql_array_is_valid(a, r);
+  fwrite(bytes, 1, (size_t)a->length, valid);
   if (width == 0) {
     const uint8_t *bits = a->buffers[1];
     for (int64_t r = 0; r < a->length; r++) {
       int64_t k = r + a->offset;
-      uint8_t v = (bits[k / 8] >> (k % 8)) & 1;
-      fwrite(&v, 1, 1, data);
+      bytes[r] = (bits[k / 8] >> (k % 8)) & 1;
     }
+    fwrite(bytes, 1, (size_t)a->length, data);
   } else {
     fwrite((const uint8_t *)a->buffers[1] + a->offset * width, (size_t)width, (size_t)a->length, data);
   }
+  free(bytes);
   return 0;
 }
 
