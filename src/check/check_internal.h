@@ -42,6 +42,8 @@ void ql_check_note(struct ql_checker *ck, const char *fmt, ...) QL_PRINTF_FORMAT
 
 /* Exports of the ELF file at path (exports.c). */
 void ql_check_exports(struct ql_checker *ck, const char *path);
+/* The same over a file's bytes (`path` only names it in messages). */
+void ql_check_exports_image(struct ql_checker *ck, const unsigned char *data, size_t size, const char *path);
 /* Version negotiation and the descriptor, through dlopen (descriptor.c).
  * Returns 0 if the plugin could be initialised at all. */
 int ql_check_descriptor(struct ql_checker *ck, const char *path);

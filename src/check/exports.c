@@ -53,16 +53,19 @@ static int exported(const Elf64_Sym *sym) {
   return type == STT_FUNC || type == STT_OBJECT || type == STT_TLS || type == STT_GNU_IFUNC || type == STT_COMMON;
 }
 
-/* Walk .dynsym; report extras and return whether the entry point is there. */
+/* Walk .dynsym; report extras and return whether the entry point is there.
+ * Structs are copied out with memcpy: offsets in a file need not be aligned. */
 static int scan_dynsym(struct ql_checker *ck, const unsigned char *d, const Elf64_Shdr *symtab,
                        const Elf64_Shdr *strtab) {
   int found = 0;
   uint64_t n = symtab->sh_entsize ? symtab->sh_size / symtab->sh_entsize : 0;
+  const char *names = (const char *)d + strtab->sh_offset;
   for (uint64_t i = 1; i < n; i++) {
-    const Elf64_Sym *sym = (const Elf64_Sym *)(d + symtab->sh_offset + i * symtab->sh_entsize);
-    if (!exported(sym) || sym->st_name >= strtab->sh_size) continue;
-    const char *name = (const char *)d + strtab->sh_offset + sym->st_name;
-    if (memchr(name, '\0', strtab->sh_size - sym->st_name) == NULL) continue;
+    Elf64_Sym sym;
+    memcpy(&sym, d + symtab->sh_offset + i * symtab->sh_entsize, sizeof sym);
+    if (!exported(&sym) || sym.st_name >= strtab->sh_size) continue;
+    const char *name = names + sym.st_name;
+    if (memchr(name, '\0', strtab->sh_size - sym.st_name) == NULL) continue;
     if (strcmp(name, QL_PLUGIN_ENTRY_POINT) == 0) {
       found = 1;
     } else if (!is_linker_symbol(name)) {
@@ -73,6 +76,37 @@ static int scan_dynsym(struct ql_checker *ck, const unsigned char *d, const Elf6
   return found;
 }
 
+void ql_check_exports_image(struct ql_checker *ck, const unsigned char *d, size_t size, const char *path) {
+  Elf64_Ehdr eh;
+  if (size < sizeof eh) {
+    ql_check_violation(ck, "exports.elf", "%s is too short for an ELF file", path);
+    return;
+  }
+  memcpy(&eh, d, sizeof eh);
+  if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_shentsize != sizeof(Elf64_Shdr) || !in_bounds(size, eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr))) {
+    ql_check_violation(ck, "exports.elf", "%s is not a 64-bit ELF shared library with section headers", path);
+    return;
+  }
+  int found = 0, have_dynsym = 0;
+  for (int i = 0; i < eh.e_shnum; i++) {
+    Elf64_Shdr sh, strtab;
+    memcpy(&sh, d + eh.e_shoff + (size_t)i * sizeof sh, sizeof sh);
+    if (sh.sh_type != SHT_DYNSYM || sh.sh_link >= eh.e_shnum) continue;
+    memcpy(&strtab, d + eh.e_shoff + (size_t)sh.sh_link * sizeof strtab, sizeof strtab);
+    if (!in_bounds(size, sh.sh_offset, sh.sh_size) || !in_bounds(size, strtab.sh_offset, strtab.sh_size) ||
+        (sh.sh_entsize != 0 && sh.sh_entsize < sizeof(Elf64_Sym))) {
+      ql_check_violation(ck, "exports.elf", "%s has a malformed dynamic symbol table", path);
+      break;
+    }
+    have_dynsym = 1;
+    found |= scan_dynsym(ck, d, &sh, &strtab);
+  }
+  if (!have_dynsym || !found) {
+    ql_check_violation(ck, "exports.entry_point", "%s does not export %s", path, QL_PLUGIN_ENTRY_POINT);
+  }
+}
+
 void ql_check_exports(struct ql_checker *ck, const char *path) {
   ql_check_note(ck, "exported symbols of %s", path);
   size_t size = 0;
@@ -81,28 +115,6 @@ void ql_check_exports(struct ql_checker *ck, const char *path) {
     ql_check_violation(ck, "exports.elf", "cannot read %s", path);
     return;
   }
-  const Elf64_Ehdr *eh = (const Elf64_Ehdr *)d;
-  if (size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-      eh->e_shentsize != sizeof(Elf64_Shdr) || !in_bounds(size, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr))) {
-    ql_check_violation(ck, "exports.elf", "%s is not a 64-bit ELF shared library with section headers", path);
-    free(d);
-    return;
-  }
-  const Elf64_Shdr *sh = (const Elf64_Shdr *)(d + eh->e_shoff);
-  int found = 0, have_dynsym = 0;
-  for (int i = 0; i < eh->e_shnum; i++) {
-    if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh->e_shnum) continue;
-    const Elf64_Shdr *strtab = &sh[sh[i].sh_link];
-    if (!in_bounds(size, sh[i].sh_offset, sh[i].sh_size) || !in_bounds(size, strtab->sh_offset, strtab->sh_size) ||
-        (sh[i].sh_entsize != 0 && sh[i].sh_entsize < sizeof(Elf64_Sym))) {
-      ql_check_violation(ck, "exports.elf", "%s has a malformed dynamic symbol table", path);
-      break;
-    }
-    have_dynsym = 1;
-    found |= scan_dynsym(ck, d, &sh[i], strtab);
-  }
-  if (!have_dynsym || !found) {
-    ql_check_violation(ck, "exports.entry_point", "%s does not export %s", path, QL_PLUGIN_ENTRY_POINT);
-  }
+  ql_check_exports_image(ck, d, size, path);
   free(d);
 }
