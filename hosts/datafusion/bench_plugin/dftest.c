@@ -19,6 +19,7 @@
  * example. Thread-safe: the provider's data is immutable after open; the
  * reference counts are atomic.
  */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,21 @@ static const char *opt(const struct ql_options *o, const char *key, const char *
     if (strcmp(o->keys[i], key) == 0) return o->values[i];
   }
   return fallback;
+}
+
+/* QL_EINVAL naming the first option not in `known` (n names). */
+static int check_options(const struct ql_options *o, const char *const *known, int n, const char *what,
+                         struct ql_error *error) {
+  for (int64_t i = 0; o && i < o->count; i++) {
+    int ok = 0;
+    for (int k = 0; k < n; k++) ok |= strcmp(o->keys[i], known[k]) == 0;
+    if (!ok) {
+      char msg[256];
+      snprintf(msg, sizeof msg, "unknown option '%s' for qlink_dftest/%s", o->keys[i], what);
+      return set_err(error, QL_EINVAL, msg);
+    }
+  }
+  return QL_OK;
 }
 
 /* A leaf schema with static strings; release frees only the struct's own allocation. */
@@ -390,6 +406,8 @@ static void grid_release(struct ql_table_provider *self) {
 }
 
 static int grid_open(const struct ql_options *options, struct ql_table_provider *out, struct ql_error *error) {
+  static const char *const known[] = {"rows", "cols", "batch_rows"};
+  if (check_options(options, known, 3, "grid", error) != QL_OK) return QL_EINVAL;
   int64_t rows = atoll(opt(options, "rows", "65"));
   int64_t cols = atoll(opt(options, "cols", "16"));
   int64_t batch_rows = atoll(opt(options, "batch_rows", "0"));
@@ -426,7 +444,10 @@ static int grid_open(const struct ql_options *options, struct ql_table_provider 
 
 /* ------------------------------------------------------------------- probe */
 
+#define PROBE_COLS 6
 struct probe_config {
+  int32_t proj[PROBE_COLS]; /* projected columns, in order */
+  int32_t n_proj;
   char *url;
   int64_t reserve;
   int64_t spawn;
@@ -434,7 +455,6 @@ struct probe_config {
   int fail;
 };
 
-#define PROBE_COLS 6
 static char *probe_names[PROBE_COLS] = {"bytes_read", "first_byte", "reserved", "spawned_sum", "temp_ok", "in_hook"};
 static const char *probe_fmts[PROBE_COLS] = {"l", "l", "l", "l", "l", "l"};
 
@@ -477,15 +497,17 @@ static void probe_batch_release(struct ArrowArray *a) {
   a->release = NULL;
 }
 
-static int probe_row(const int64_t *values, struct ArrowArray *out) {
+static int probe_row(const struct probe_config *cfg, const int64_t *all, struct ArrowArray *out) {
+  int64_t values[PROBE_COLS];
+  for (int i = 0; i < cfg->n_proj; i++) values[i] = all[cfg->proj[i]];
   memset(out, 0, sizeof *out);
   out->length = 1;
   out->n_buffers = 1;
   out->buffers = calloc(1, sizeof(void *));
-  out->n_children = PROBE_COLS;
+  out->n_children = cfg->n_proj;
   out->children = calloc(PROBE_COLS, sizeof *out->children);
   if (!out->buffers || !out->children) return QL_ENOMEM;
-  for (int i = 0; i < PROBE_COLS; i++) {
+  for (int i = 0; i < cfg->n_proj; i++) {
     struct ArrowArray *c = calloc(1, sizeof *c);
     int64_t *v = malloc(sizeof *v);
     const void **bufs = calloc(2, sizeof(void *));
@@ -509,7 +531,7 @@ static int probe_fail(struct probe_stream *ps, struct ql_error *err, const char 
   int status = err->status;
   if (err->release) err->release(err);
   /* errno-style codes for an Arrow stream */
-  return status == QL_ERESOURCES ? 12 : status == QL_ENOTFOUND ? 2 : 5;
+  return status == QL_ERESOURCES ? ENOSPC : status == QL_ENOTFOUND ? ENOENT : EIO;
 }
 
 static int probe_get_next(struct ArrowArrayStream *s, struct ArrowArray *out) {
@@ -579,12 +601,17 @@ static int probe_get_next(struct ArrowArrayStream *s, struct ArrowArray *out) {
     tf.release(&tf);
   }
   ps->batches++;
-  return probe_row(values, out) == QL_OK ? 0 : 12;
+  return probe_row(&ps->cfg, values, out) == QL_OK ? 0 : 12;
+}
+
+static int probe_schema(const struct probe_config *cfg, struct ArrowSchema *out) {
+  char *names[PROBE_COLS];
+  for (int i = 0; i < cfg->n_proj; i++) names[i] = probe_names[cfg->proj[i]];
+  return make_schema(out, cfg->n_proj, names, probe_fmts);
 }
 
 static int probe_get_schema(struct ArrowArrayStream *s, struct ArrowSchema *out) {
-  (void)s;
-  return make_schema(out, PROBE_COLS, probe_names, probe_fmts) == QL_OK ? 0 : 12;
+  return probe_schema(&((struct probe_stream *)s->private_data)->cfg, out) == QL_OK ? 0 : 12;
 }
 
 static const char *probe_last_error(struct ArrowArrayStream *s) {
@@ -604,8 +631,7 @@ static const char *probe_plan_name(const struct ql_execution_plan *self) {
 }
 
 static int probe_plan_schema(const struct ql_execution_plan *self, struct ArrowSchema *out, struct ql_error *error) {
-  (void)self;
-  if (make_schema(out, PROBE_COLS, probe_names, probe_fmts) != QL_OK) return set_err(error, QL_ENOMEM, "oom");
+  if (probe_schema(self->private_data, out) != QL_OK) return set_err(error, QL_ENOMEM, "oom");
   return QL_OK;
 }
 
@@ -638,8 +664,7 @@ static void probe_plan_release(struct ql_execution_plan *self) {
 
 static int probe_get_table_schema(const struct ql_table_provider *self, struct ArrowSchema *out,
                                   struct ql_error *error) {
-  (void)self;
-  if (make_schema(out, PROBE_COLS, probe_names, probe_fmts) != QL_OK) return set_err(error, QL_ENOMEM, "oom");
+  if (probe_schema(self->private_data, out) != QL_OK) return set_err(error, QL_ENOMEM, "oom");
   return QL_OK;
 }
 
@@ -654,15 +679,17 @@ static struct probe_config *probe_config_copy(const struct probe_config *c) {
 static int probe_scan(const struct ql_table_provider *self, const struct ql_session *session,
                       const struct ql_scan_args *args, struct ql_execution_plan *out, struct ql_error *error) {
   (void)session;
-  if (args->n_projection >= 0 && args->n_projection != PROBE_COLS) {
-    /* Keep the plugin small: it always produces every column. */
-    for (int32_t i = 0; i < args->n_projection; i++) {
-      if (args->projection[i] != i) return set_err(error, QL_ENOTSUP, "probe: projection pushdown not supported");
-    }
-    if (args->n_projection != PROBE_COLS) return set_err(error, QL_ENOTSUP, "probe: projection pushdown not supported");
+  if (args->n_projection > PROBE_COLS) return set_err(error, QL_EINVAL, "probe: projection too long");
+  for (int32_t i = 0; i < args->n_projection; i++) {
+    if (args->projection[i] < 0 || args->projection[i] >= PROBE_COLS)
+      return set_err(error, QL_EINVAL, "probe: projection index out of range");
   }
   struct probe_config *cfg = probe_config_copy(self->private_data);
   if (!cfg) return set_err(error, QL_ENOMEM, "oom");
+  if (args->n_projection >= 0) {
+    cfg->n_proj = args->n_projection;
+    for (int32_t i = 0; i < args->n_projection; i++) cfg->proj[i] = args->projection[i];
+  }
   memset(out, 0, sizeof *out);
   out->struct_size = sizeof *out;
   out->name = probe_plan_name;
@@ -682,6 +709,8 @@ static void probe_release(struct ql_table_provider *self) {
 }
 
 static int probe_open(const struct ql_options *options, struct ql_table_provider *out, struct ql_error *error) {
+  static const char *const known[] = {"url", "reserve", "spawn", "temp", "fail"};
+  if (check_options(options, known, 5, "probe", error) != QL_OK) return QL_EINVAL;
   struct probe_config *c = calloc(1, sizeof *c);
   if (!c) return set_err(error, QL_ENOMEM, "oom");
   const char *url = opt(options, "url", NULL);
@@ -690,6 +719,8 @@ static int probe_open(const struct ql_options *options, struct ql_table_provider
   c->spawn = atoll(opt(options, "spawn", "0"));
   c->temp = atoi(opt(options, "temp", "0"));
   c->fail = atoi(opt(options, "fail", "0"));
+  c->n_proj = PROBE_COLS;
+  for (int i = 0; i < PROBE_COLS; i++) c->proj[i] = i;
   memset(out, 0, sizeof *out);
   out->struct_size = sizeof *out;
   out->table_type = QL_TABLE_BASE;
@@ -748,7 +779,7 @@ static int table_open(const struct ql_plugin *self, const char *name, const stru
 static int planner_open(const struct ql_plugin *self, const char *name, const struct ql_options *options,
                         struct ql_planner *out, struct ql_error *error) {
   (void)self;
-  (void)options;
+  if (options && options->count > 0) return set_err(error, QL_EINVAL, "planner qlink_dftest/decline takes no options");
   if (strcmp(name, "decline") != 0) return set_err(error, QL_ENOTFOUND, "qlink_dftest: no such planner");
   memset(out, 0, sizeof *out);
   out->struct_size = sizeof *out;

@@ -28,6 +28,12 @@ impl QlinkSession {
         QlinkSession { ctx, plugins: HashMap::new() }
     }
 
+    /// Make an already loaded plugin known by its name and path.
+    pub fn insert_plugin(&mut self, p: Arc<Plugin>) {
+        self.plugins.insert(p.path().to_string(), Arc::clone(&p));
+        self.plugins.entry(p.name().to_string()).or_insert(p);
+    }
+
     /// Load a plugin from `path` (once; later calls return the same one).
     pub fn load_plugin(&mut self, path: &str) -> Result<Arc<Plugin>> {
         if let Some(p) = self.plugins.get(path) {

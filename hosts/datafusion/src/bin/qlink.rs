@@ -1,1 +1,367 @@
-fn main() {}
+//! `qlink`: run SQL over qlink plugins with DataFusion.
+//!
+//!   qlink sql [OPTIONS] "SQL"       run a query and print its result
+//!   qlink explain [OPTIONS] "SQL"   print the plan (--analyze: run it and show metrics)
+//!   qlink check [--spec P?k=v]... [--verbose] PLUGIN.so   the conformance kit
+//!
+//! OPTIONS: --plugin PATH (repeatable; registers the plugin's functions),
+//! --table NAME=PLUGIN/PROVIDER?key=value&... (PLUGIN: a path or the name of
+//! a plugin loaded with --plugin), --schema NAME=PLUGIN/PROVIDER?... (every
+//! table of a schema provider as NAME.table), --planner PLUGIN/NAME?...,
+//! --format table|csv|json, --memory-limit 2G.
+//!
+//! Errors print one line and exit non-zero; never a panic trace.
+
+use std::ffi::CString;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::error::DataFusionError;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::SessionStateBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use futures::StreamExt;
+use qlink_datafusion::ffi::{ql_check_options, ql_check_plugin};
+use qlink_datafusion::planner::{InstalledPlanner, QlinkQueryPlanner};
+use qlink_datafusion::{Plugin, QlinkSession};
+
+const USAGE: &str = "usage:
+  qlink sql [OPTIONS] \"SQL\"
+  qlink explain [OPTIONS] [--analyze] \"SQL\"
+  qlink check [--spec PROVIDER?key=value]... [--verbose] PLUGIN.so
+OPTIONS:
+  --plugin PATH                      load a plugin (its functions are registered)
+  --table NAME=PLUGIN/PROVIDER?k=v   register a plugin table (PLUGIN: path or loaded plugin name)
+  --schema NAME=PLUGIN/PROVIDER?k=v  register every table of a schema provider as NAME.<table>
+  --planner PLUGIN/NAME?k=v          install a planner plugin
+  --format table|csv|json            output format (default table)
+  --memory-limit SIZE                memory pool limit, e.g. 512M, 2G";
+
+struct Args {
+    command: String,
+    plugins: Vec<String>,
+    tables: Vec<(String, String)>,
+    schemas: Vec<(String, String)>,
+    planners: Vec<String>,
+    specs: Vec<String>,
+    format: String,
+    memory_limit: Option<usize>,
+    analyze: bool,
+    verbose: bool,
+    positional: Vec<String>,
+}
+
+fn fail(msg: impl std::fmt::Display) -> ! {
+    let text = msg.to_string().replace('\n', " ");
+    eprintln!("qlink: error: {text}");
+    std::process::exit(1);
+}
+
+fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&t[..t.len() - 1], 1usize << 10),
+        Some('M') => (&t[..t.len() - 1], 1 << 20),
+        Some('G') => (&t[..t.len() - 1], 1 << 30),
+        Some('T') => (&t[..t.len() - 1], 1 << 40),
+        _ => (t, 1),
+    };
+    let v: f64 = num.trim().parse().map_err(|_| format!("--memory-limit: cannot read '{s}' as a size (e.g. 512M, 2G)"))?;
+    if !(v > 0.0) {
+        return Err(format!("--memory-limit: '{s}' must be positive"));
+    }
+    Ok((v * mult as f64) as usize)
+}
+
+fn name_spec(opt: &str, v: &str) -> Result<(String, String), String> {
+    match v.split_once('=') {
+        Some((n, s)) if !n.is_empty() && !s.is_empty() => Ok((n.to_string(), s.to_string())),
+        _ => Err(format!("{opt} wants NAME=PLUGIN/PROVIDER?key=value, got '{v}'")),
+    }
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut it = std::env::args().skip(1);
+    let command = it.next().ok_or_else(|| USAGE.to_string())?;
+    if command == "--help" || command == "-h" || command == "help" {
+        println!("{USAGE}");
+        std::process::exit(0);
+    }
+    if command == "--version" {
+        println!("qlink {} (DataFusion 55.2.0)", env!("CARGO_PKG_VERSION"));
+        std::process::exit(0);
+    }
+    if !["sql", "explain", "check"].contains(&command.as_str()) {
+        return Err(format!("unknown command '{command}'\n{USAGE}"));
+    }
+    let mut a = Args {
+        command,
+        plugins: vec![],
+        tables: vec![],
+        schemas: vec![],
+        planners: vec![],
+        specs: vec![],
+        format: "table".into(),
+        memory_limit: None,
+        analyze: false,
+        verbose: false,
+        positional: vec![],
+    };
+    while let Some(arg) = it.next() {
+        let (key, inline) = match arg.split_once('=') {
+            Some((k, v)) if k.starts_with("--") => (k.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = |name: &str| -> Result<String, String> {
+            inline.clone().or_else(|| it.next()).ok_or_else(|| format!("{name} needs a value"))
+        };
+        match key.as_str() {
+            "--plugin" => a.plugins.push(value("--plugin")?),
+            "--table" => a.tables.push(name_spec("--table", &value("--table")?)?),
+            "--schema" => a.schemas.push(name_spec("--schema", &value("--schema")?)?),
+            "--planner" => a.planners.push(value("--planner")?),
+            "--spec" => a.specs.push(value("--spec")?),
+            "--format" => {
+                a.format = value("--format")?;
+                if !["table", "csv", "json"].contains(&a.format.as_str()) {
+                    return Err(format!("--format must be table, csv or json, not '{}'", a.format));
+                }
+            }
+            "--memory-limit" => a.memory_limit = Some(parse_size(&value("--memory-limit")?)?),
+            "--analyze" => a.analyze = true,
+            "--verbose" | "-v" => a.verbose = true,
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            k if k.starts_with("--") => return Err(format!("unknown option '{k}'\n{USAGE}")),
+            _ => a.positional.push(arg),
+        }
+    }
+    if a.positional.len() != 1 {
+        return Err(match a.command.as_str() {
+            "check" => "check wants exactly one plugin path".to_string(),
+            _ => format!("{} wants exactly one SQL statement (quote it)", a.command),
+        });
+    }
+    Ok(a)
+}
+
+/// The one-line message of a DataFusion error, without its nesting.
+fn df_message(e: &DataFusionError) -> String {
+    match e.find_root() {
+        DataFusionError::ResourcesExhausted(m) => format!("resources exhausted: {m}"),
+        DataFusionError::Execution(m) => m.clone(),
+        DataFusionError::Plan(m) => m.clone(),
+        DataFusionError::NotImplemented(m) => format!("not supported: {m}"),
+        root => root.to_string(),
+    }
+}
+
+fn check(a: &Args) -> i32 {
+    let path = CString::new(a.positional[0].as_str()).unwrap_or_else(|_| fail("bad plugin path"));
+    let specs: Vec<CString> = a.specs.iter().map(|s| CString::new(s.as_str()).unwrap_or_else(|_| fail("bad --spec"))).collect();
+    let ptrs: Vec<*const std::os::raw::c_char> = specs.iter().map(|s| s.as_ptr()).collect();
+    let opts = ql_check_options {
+        n_specs: ptrs.len() as i32,
+        specs: if ptrs.is_empty() { std::ptr::null() } else { ptrs.as_ptr() },
+        threads: 0,
+        verbose: a.verbose as i32,
+        out: std::ptr::null_mut(),
+        isolate: 1,
+    };
+    std::io::stdout().flush().ok();
+    // SAFETY: valid strings and options for the call.
+    let violations = unsafe { ql_check_plugin(path.as_ptr(), &opts) };
+    if violations == 0 {
+        0
+    } else {
+        1
+    }
+}
+
+async fn build_session(a: &Args) -> Result<QlinkSession, DataFusionError> {
+    let mut rt = RuntimeEnvBuilder::new();
+    if let Some(limit) = a.memory_limit {
+        rt = rt.with_memory_limit(limit, 1.0);
+    }
+    let runtime = rt.build_arc()?;
+    let mut plugins: Vec<Arc<Plugin>> = Vec::new();
+    for p in &a.plugins {
+        plugins.push(Plugin::load(p)?);
+    }
+    let find = |name: &str, plugins: &mut Vec<Arc<Plugin>>| -> Result<Arc<Plugin>, DataFusionError> {
+        if let Some(p) = plugins.iter().find(|p| p.name() == name || p.path() == name) {
+            return Ok(Arc::clone(p));
+        }
+        if name.contains('/') || name.ends_with(".so") {
+            let p = Plugin::load(name)?;
+            plugins.push(Arc::clone(&p));
+            return Ok(p);
+        }
+        Err(DataFusionError::Plan(format!("no plugin named '{name}' is loaded (use --plugin PATH)")))
+    };
+    let mut planners = Vec::new();
+    for spec in &a.planners {
+        let (head, query) = spec.split_at(spec.find('?').unwrap_or(spec.len()));
+        let (plugin, name) = head
+            .rsplit_once('/')
+            .ok_or_else(|| DataFusionError::Plan(format!("--planner wants PLUGIN/NAME?key=value, got '{spec}'")))?;
+        let parsed = qlink_datafusion::TableSpec::parse(&format!("p/{name}{query}"))?;
+        let p = find(plugin, &mut plugins)?;
+        planners.push(InstalledPlanner::open(&p, name, &parsed.options)?);
+    }
+    let mut builder = SessionStateBuilder::new()
+        .with_config(SessionConfig::new().with_information_schema(true))
+        .with_runtime_env(runtime)
+        .with_default_features();
+    if !planners.is_empty() {
+        builder = builder.with_query_planner(Arc::new(QlinkQueryPlanner::new(planners)));
+    }
+    let ctx = SessionContext::new_with_state(builder.build());
+    let mut s = QlinkSession::new(ctx);
+    for p in &plugins {
+        s.insert_plugin(Arc::clone(p));
+    }
+    for p in &a.plugins {
+        let p = s.plugin(p)?;
+        s.register_functions(&p)?;
+    }
+    for (name, spec) in &a.tables {
+        s.register_table(name, spec)?;
+    }
+    for (name, spec) in &a.schemas {
+        s.register_schema(name, spec)?;
+    }
+    Ok(s)
+}
+
+/// Stderr progress for long queries: elapsed time, rows, batches.
+struct Progress {
+    rows: Arc<AtomicU64>,
+    batches: Arc<AtomicU64>,
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Progress {
+    fn start() -> Progress {
+        let rows = Arc::new(AtomicU64::new(0));
+        let batches = Arc::new(AtomicU64::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let thread = if std::io::stderr().is_terminal() {
+            let (r, b, d) = (Arc::clone(&rows), Arc::clone(&batches), Arc::clone(&done));
+            Some(std::thread::spawn(move || {
+                let t0 = Instant::now();
+                let mut shown = false;
+                while !d.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(100));
+                    if t0.elapsed() < Duration::from_millis(500) || d.load(Ordering::Relaxed) {
+                        continue;
+                    }
+                    shown = true;
+                    eprint!(
+                        "\r\x1b[K{:.1}s  {} rows  {} batches",
+                        t0.elapsed().as_secs_f64(),
+                        r.load(Ordering::Relaxed),
+                        b.load(Ordering::Relaxed)
+                    );
+                }
+                if shown {
+                    eprint!("\r\x1b[K");
+                }
+            }))
+        } else {
+            None
+        };
+        Progress { rows, batches, done, thread }
+    }
+    fn add(&self, b: &RecordBatch) {
+        self.rows.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
+        self.batches.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn print_batches(batches: &[RecordBatch], format: &str) -> Result<(), DataFusionError> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match format {
+        "csv" => {
+            let mut w = datafusion::arrow::csv::Writer::new(&mut out);
+            for b in batches {
+                w.write(b)?;
+            }
+        }
+        "json" => {
+            let mut w = datafusion::arrow::json::ArrayWriter::new(&mut out);
+            let refs: Vec<&RecordBatch> = batches.iter().collect();
+            w.write_batches(&refs)?;
+            w.finish()?;
+            writeln!(out)?;
+        }
+        _ => {
+            writeln!(out, "{}", datafusion::arrow::util::pretty::pretty_format_batches(batches)?)?;
+        }
+    }
+    Ok(())
+}
+
+async fn run(a: &Args) -> Result<(), DataFusionError> {
+    let s = build_session(a).await?;
+    let sql = if a.command == "explain" {
+        format!("EXPLAIN {}{}", if a.analyze { "ANALYZE " } else { "" }, a.positional[0])
+    } else {
+        a.positional[0].clone()
+    };
+    let df = s.ctx.sql(&sql).await?;
+    let progress = Progress::start();
+    let mut stream = df.execute_stream().await?;
+    let mut batches = Vec::new();
+    while let Some(b) = stream.next().await {
+        let b = b?;
+        progress.add(&b);
+        batches.push(b);
+    }
+    drop(progress);
+    if a.command == "explain" {
+        return print_batches(&batches, "table");
+    }
+    print_batches(&batches, &a.format)
+}
+
+fn main() {
+    std::panic::set_hook(Box::new(|info| {
+        let msg = if let Some(s) = info.payload().downcast_ref::<&str>() {
+            s.to_string()
+        } else if let Some(s) = info.payload().downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "unknown panic".to_string()
+        };
+        eprintln!("qlink: internal error: {}", msg.replace('\n', " "));
+        std::process::exit(2);
+    }));
+    let args = parse_args().unwrap_or_else(|e| {
+        eprintln!("qlink: error: {e}");
+        std::process::exit(2);
+    });
+    if args.command == "check" {
+        std::process::exit(check(&args));
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| fail(e));
+    if let Err(e) = rt.block_on(run(&args)) {
+        fail(df_message(&e));
+    }
+}
