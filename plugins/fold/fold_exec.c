@@ -212,7 +212,9 @@ static int ql_fold_build_init(struct ql_fold_build *b, const struct ql_fold_shar
   memset(b, 0, sizeof(*b));
   b->plan = plan;
   ql_fold_side_init(&plan->spec, plan->build_side, &b->side);
-  b->merge = plan->spec.value_type == QL_FOLD_INT64;
+  /* Pre-aggregating is exact only when the product is the sum's own int64
+   * ring: x * (y1 + y2) = x * y1 + x * y2 (mod 2^64). */
+  b->merge = plan->spec.product == QL_FOLD_S64;
   ql_fold_keys_init(&b->kmap, plan->spec.n_keys);
   ql_fold_keys_init(&b->emap, plan->spec.n_keys + b->side.n_groups);
   ql_fold_keys_init(&b->bgmap, b->side.n_groups);
@@ -577,6 +579,18 @@ static int ql_fold_probe_number(struct ql_fold_run *run, struct ql_fold_groups *
   return QL_OK;
 }
 
+/* x * y as DataFusion computes it at the product's width (wrapping), then
+ * widened to int64 for the sum (as an unsigned bit pattern for wrapping adds). */
+static inline uint64_t ql_fold_int_product(int32_t product, int64_t x, int64_t y) {
+  uint64_t p = (uint64_t)x * (uint64_t)y;
+  switch (product) {
+    case QL_FOLD_S8: return (uint64_t)(int64_t)(int8_t)(uint8_t)p;
+    case QL_FOLD_S16: return (uint64_t)(int64_t)(int16_t)(uint16_t)p;
+    case QL_FOLD_S32: return (uint64_t)(int64_t)(int32_t)(uint32_t)p;
+    default: return p;
+  }
+}
+
 static int ql_fold_probe_batch(struct ql_fold_run *run, void *arg, const struct ArrowArray *batch,
                                struct ql_error *error) {
   struct ql_fold_groups *g = arg;
@@ -584,6 +598,7 @@ static int ql_fold_probe_batch(struct ql_fold_run *run, void *arg, const struct 
   QL_RETURN_NOT_OK(ql_fold_check_batch(run, 1 - run->plan->build_side, batch, error));
   int64_t nb = b->bgmap.count;
   int by_cells = nb > 0 && nb <= QL_FOLD_MAX_BGIDS;
+  int32_t product = run->plan->spec.product;
   struct ql_fold_row row;
   for (int64_t r = 0; r < batch->length; r++) {
     if (!ql_fold_decode(&run->probe_side, batch, r, &row)) continue;
@@ -608,9 +623,11 @@ static int ql_fold_probe_batch(struct ql_fold_run *run, void *arg, const struct 
       if (!row.has_value || !b->e_has[e]) continue;
       g->has[gi] = 1;
       if (g->is_float) {
-        QL_RETURN_NOT_OK(ql_fold_xsum_add_fast(&g->acc_f[gi], row.fvalue * b->e_fvalue[e], &run->mem, error));
+        double prod = row.fvalue * b->e_fvalue[e];
+        if (product == QL_FOLD_F32) prod = (double)((float)row.fvalue * (float)b->e_fvalue[e]);
+        QL_RETURN_NOT_OK(ql_fold_xsum_add_fast(&g->acc_f[gi], prod, &run->mem, error));
       } else {
-        g->acc_i[gi] = (int64_t)((uint64_t)g->acc_i[gi] + (uint64_t)row.ivalue * (uint64_t)b->e_ivalue[e]);
+        g->acc_i[gi] = (int64_t)((uint64_t)g->acc_i[gi] + ql_fold_int_product(product, row.ivalue, b->e_ivalue[e]));
       }
     }
   }
@@ -1248,7 +1265,7 @@ static int ql_fold_column_range(const struct ql_statistics *st, const struct ql_
  * are not much larger than the inputs (so they are truly dense). */
 static void ql_fold_choose_gemm(struct ql_fold_shared *s) {
   const struct ql_fold_spec *p = &s->spec;
-  if (p->n_keys != 1) return;
+  if (p->n_keys != 1 || (p->product != QL_FOLD_S64 && p->product != QL_FOLD_F64)) return;
   struct ql_fold_side sides[2];
   struct ql_statistics st[2];
   memset(st, 0, sizeof(st));

@@ -304,14 +304,28 @@ static int ql_fold_match_sum(const struct ql_plan_view *v, ql_node_id agg, struc
   if (!ql_fold_operand(v, s, r.node, mul->args[0], &x, s)) return 0;
   if (!ql_fold_operand(v, s, r.node, mul->args[1], &y, s)) return 0;
   if (x.side == y.side) return ql_fold_decline(s, "both factors come from one join input");
-  if (strcmp(x.format, y.format) || (strcmp(x.format, "l") && strcmp(x.format, "g")))
-    return ql_fold_decline(s, "product of '%s' and '%s' not supported (int64 or float64 only)", x.format, y.format);
-  for (int i = 0; i < n_casts; i++)
-    if (strcmp(casts[i], x.format)) return ql_fold_decline(s, "cast of the product to '%s'", casts[i]);
+  /* The product has the factors' common type P: int64 and float64 as is;
+   * int8/16/32 multiply with wrapping at their width and float32 rounds to
+   * float32 (DataFusion's kernels) before the cast to the sum's type. */
+  int32_t product = ql_fold_format_storage(x.format);
+  int narrow = product == QL_FOLD_S8 || product == QL_FOLD_S16 || product == QL_FOLD_S32 || product == QL_FOLD_F32;
+  if (strcmp(x.format, y.format) || !(narrow || product == QL_FOLD_S64 || product == QL_FOLD_F64) ||
+      !ql_fold_is_plain_int(x.format) != (product == QL_FOLD_F32 || product == QL_FOLD_F64))
+    return ql_fold_decline(s, "product of '%s' and '%s' not supported (int8..int64, float32, float64)", x.format,
+                           y.format);
+  const char *fmt = x.format;
+  for (int i = n_casts - 1; i >= 0; i--) {
+    if (!ql_fold_cast_ok(fmt, casts[i])) return ql_fold_decline(s, "cast of the product to '%s'", casts[i]);
+    fmt = casts[i];
+  }
+  if (strcmp(fmt, "l") && strcmp(fmt, "g")) return ql_fold_decline(s, "sum of type '%s' not supported", fmt);
+  if ((fmt[0] == 'g') != (product == QL_FOLD_F32 || product == QL_FOLD_F64))
+    return ql_fold_decline(s, "product of '%s' summed as '%s'", x.format, fmt);
   const struct ArrowSchema *f = ql_fold_field(v, agg, n->n_exprs);
-  if (!f || !f->format || strcmp(f->format, x.format))
+  if (!f || !f->format || strcmp(f->format, fmt))
     return ql_fold_decline(s, "sum result type '%s' differs from the product's", f && f->format ? f->format : "?");
-  s->value_type = x.format[0] == 'l' ? QL_FOLD_INT64 : QL_FOLD_FLOAT64;
+  s->value_type = fmt[0] == 'l' ? QL_FOLD_INT64 : QL_FOLD_FLOAT64;
+  s->product = product;
   x.as_f64 = y.as_f64 = s->value_type == QL_FOLD_FLOAT64;
   s->values[x.side] = x;
   s->values[y.side] = y;

@@ -11,11 +11,11 @@
  *    with at least one equi-key pair, no extra condition and NULL keys never
  *    equal (no QL_NODE_NULL_EQUALS_NULL);
  *  - join keys and group keys that are columns of one join input, through
- *    exact widening integer casts, of integer or temporal types; values of
- *    type int64 or float64 after exact casts (integers and float32 to
- *    float64, narrower integers to int64), both of the same type, so the
- *    product and the sum have that type (int64: DataFusion's wrapping
- *    arithmetic; float64).
+ *    exact widening integer casts, of integer or temporal types; factors of
+ *    one type P after exact casts: int64 or float64 (summed as is), or
+ *    int8/16/32 or float32 whose product wraps (rounds) at that width before
+ *    the cast to int64 (float64) that DataFusion's sum coercion adds
+ *    (DataFusion's wrapping arithmetic throughout).
  *
  * Thread-safety: pure functions of the view.
  */
@@ -53,8 +53,8 @@ struct ql_fold_spec {
   ql_node_id inputs[2]; /* the join's inputs: the children the host plans */
   int32_t n_keys;
   int32_t n_groups;
-  int32_t value_type; /* enum ql_fold_value_type */
-  int32_t reserved_;
+  int32_t value_type; /* enum ql_fold_value_type: the sum's type */
+  int32_t product;    /* enum ql_fold_storage: the product's type (S8..S64, F32, F64) */
   struct ql_fold_operand keys[2][QL_FOLD_MAX_KEYS]; /* keys[side][i] pairs with keys[1 - side][i] */
   struct ql_fold_operand groups[QL_FOLD_MAX_GROUPS]; /* in output order */
   struct ql_fold_operand values[2];                  /* values[side] */

@@ -161,7 +161,7 @@ static int plan_fold(const struct ft_query *q, struct ft_table *a, struct ft_tab
 static void test_random(uint64_t seed, int iterations) {
   uint64_t rng = seed;
   struct ft_table *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
-  int dense_runs = 0, gemm_runs = 0, gemm_done = 0;
+  int dense_runs = 0, gemm_runs = 0, gemm_done = 0, narrow_runs = 0;
   for (int it = 0; it < iterations; it++) {
     int is_float = (int)(ft_rand(&rng) % 2);
     int dense = ft_rand(&rng) % 5 == 0;
@@ -182,6 +182,22 @@ static void test_random(uint64_t seed, int iterations) {
       random_table(a, "a", &rng, is_float, na, key_range, dense);
       random_table(b, "b", &rng, is_float, nb, key_range, dense);
       random_query(&q, &rng, is_float, dense);
+      if (ft_rand(&rng) % 4 == 0) {
+        /* Narrow factors: int32 / int16 products that wrap, float32 products. */
+        q.narrow_product = 1;
+        const char *f = is_float ? "f" : (ft_rand(&rng) % 2 ? "i" : "s");
+        int wide = ft_rand(&rng) % 2;
+        for (int k = 0; k < 2; k++) {
+          struct ft_col *v = &(k ? b : a)->cols[4];
+          snprintf(v->format, sizeof(v->format), "%s", f);
+          for (int64_t r = 0; r < (k ? b : a)->n_rows; r++) {
+            if (f[0] == 'f') v->f[r] = (double)(float)((double)ft_rand_range(&rng, -100000, 100000) / 9.0);
+            else if (f[0] == 'i') v->i[r] = wide ? ft_rand_range(&rng, INT32_MIN, INT32_MAX) : ft_rand_range(&rng, -50, 50);
+            else v->i[r] = ft_rand_range(&rng, INT16_MIN, INT16_MAX);
+          }
+        }
+        narrow_runs++;
+      }
     }
     struct ql_plan_view view;
     struct ql_execution_plan fold;
@@ -225,6 +241,7 @@ static void test_random(uint64_t seed, int iterations) {
     view.release(&view);
   }
   QL_CHECK(gemm_done > 20); /* finished on the dense kernel, not a fallback */
+  QL_CHECK(narrow_runs > 20);
   QL_CHECK(dense_runs > 0); /* the generator reaches the dense key index */
   QL_CHECK(gemm_runs > 20);  /* and the dense kernel */
   printf("dense key index in %d runs, dense kernel chosen in %d and finished in %d of %d\n", dense_runs, gemm_runs,

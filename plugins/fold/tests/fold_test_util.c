@@ -344,6 +344,8 @@ int ft_build_view(const struct ft_query *q, const struct ft_table *a, const stru
   }
   /* Operands as the aggregate sees them: over the join's output, or over a projection. */
   const char *vt = q->is_float ? "g" : "l";
+  /* Narrow products: the factors stay in their type (both the same). */
+  const char *ft = q->narrow_product ? a->cols[q->aval].format : vt;
   int bv_side = q->value_same_side ? 0 : 1;
   const struct ft_table *tb = bv_side ? b : a;
   int bv_col = q->value_same_side ? q->akey[0] : q->bval;
@@ -369,12 +371,13 @@ int ft_build_view(const struct ft_query *q, const struct ft_table *a, const stru
       pq[np] = NULL;
       np++;
     }
-    ql_expr_id x = ft_column_as(bld, xc->name, a->name, xi, xc->format, vt);
-    ql_expr_id y = ft_column_as(bld, yc->name, tb->name, yi, yc->format, vt);
+    ql_expr_id x = ft_column_as(bld, xc->name, a->name, xi, xc->format, ft);
+    ql_expr_id y = ft_column_as(bld, yc->name, tb->name, yi, yc->format, ft);
     if (q->projection == 2) {
       ql_expr_id prod = q->swap_product ? ql_ir_binary(bld, q->op ? q->op : QL_OP_MULTIPLY, y, x)
                                         : ql_ir_binary(bld, q->op ? q->op : QL_OP_MULTIPLY, x, y);
       snprintf(pnames[np], 16, "__common_expr_1");
+      if (q->narrow_product) prod = ql_ir_cast(bld, prod, vt, 0);
       pe[np] = ql_ir_alias(bld, prod, pnames[np]);
       pq[np++] = NULL;
     } else {
@@ -387,7 +390,7 @@ int ft_build_view(const struct ft_query *q, const struct ft_table *a, const stru
     }
     if (ql_schema_init_struct(&ps, NULL, np, NULL) != QL_OK) abort();
     for (int i = 0; i < q->n_groups; i++) ft_set_field(&ps, i, gc[i]->format, pnames[i]);
-    for (int i = q->n_groups; i < np; i++) ft_set_field(&ps, i, vt, pnames[i]);
+    for (int i = q->n_groups; i < np; i++) ft_set_field(&ps, i, q->projection == 1 ? ft : vt, pnames[i]);
     struct ql_plan_node pn = ft_node(QL_NODE_PROJECTION);
     pn.n_inputs = 1;
     pn.inputs = &top;
@@ -404,14 +407,16 @@ int ft_build_view(const struct ft_query *q, const struct ft_table *a, const stru
       ql_expr_id px = ql_ir_column(bld, "x", NULL, q->n_groups), py = ql_ir_column(bld, "y", NULL, q->n_groups + 1);
       sum_arg = q->swap_product ? ql_ir_binary(bld, q->op ? q->op : QL_OP_MULTIPLY, py, px)
                                 : ql_ir_binary(bld, q->op ? q->op : QL_OP_MULTIPLY, px, py);
+      if (q->narrow_product) sum_arg = ql_ir_cast(bld, sum_arg, vt, 0);
     }
   } else {
     for (int i = 0; i < q->n_groups; i++)
       group_exprs[i] = ql_ir_column(bld, gc[i]->name, q->gside[i] ? b->name : a->name, gidx[i]);
-    ql_expr_id x = ft_column_as(bld, xc->name, a->name, xi, xc->format, vt);
-    ql_expr_id y = ft_column_as(bld, yc->name, tb->name, yi, yc->format, vt);
+    ql_expr_id x = ft_column_as(bld, xc->name, a->name, xi, xc->format, ft);
+    ql_expr_id y = ft_column_as(bld, yc->name, tb->name, yi, yc->format, ft);
     sum_arg = q->swap_product ? ql_ir_binary(bld, q->op ? q->op : QL_OP_MULTIPLY, y, x)
                               : ql_ir_binary(bld, q->op ? q->op : QL_OP_MULTIPLY, x, y);
+    if (q->narrow_product) sum_arg = ql_ir_cast(bld, sum_arg, vt, 0);
   }
   struct ql_function_id fid = {QL_ORIGIN_BUILTIN, QL_FUNCTION_AGGREGATE, "sum", NULL, 0};
   if (q->function.name) fid = q->function;
@@ -540,10 +545,15 @@ int64_t ft_reference(const struct ft_query *q, const struct ft_table *a, const s
         double yv = y->format[0] == 'g' || y->format[0] == 'f' ? y->f[rb] : (double)y->i[rb];
         if (x->format[0] == 'f') xv = (double)(float)xv;
         if (y->format[0] == 'f') yv = (double)(float)yv;
-        rows[at].f += xv * yv;
-        rows[at].abs_sum += fabs(xv * yv);
+        double p = xv * yv;
+        if (q->narrow_product) p = (double)((float)xv * (float)yv); /* float32 product */
+        rows[at].f += p;
+        rows[at].abs_sum += fabs(p);
       } else {
-        rows[at].i = (int64_t)((uint64_t)rows[at].i + (uint64_t)x->i[ra] * (uint64_t)y->i[rb]);
+        uint64_t p = (uint64_t)x->i[ra] * (uint64_t)y->i[rb];
+        if (q->narrow_product && x->format[0] == 'i') p = (uint64_t)(int64_t)(int32_t)(uint32_t)p; /* wraps at 32 bits */
+        if (q->narrow_product && x->format[0] == 's') p = (uint64_t)(int64_t)(int16_t)(uint16_t)p;
+        rows[at].i = (int64_t)((uint64_t)rows[at].i + p);
       }
     }
   }

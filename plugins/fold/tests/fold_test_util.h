@@ -78,6 +78,7 @@ struct ft_query {
                             2 a Projection that computes the product */
   int alias_inputs;      /* SubqueryAlias nodes over the scans */
   int swap_product;      /* y * x instead of x * y */
+  int narrow_product;    /* factors keep their (common) type; the product is cast to the sum's */
   /* Variations for declines. */
   struct ql_function_id function; /* zero: built-in sum */
   int agg_flags;         /* QL_EXPR_DISTINCT */
