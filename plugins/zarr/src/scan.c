@@ -471,8 +471,35 @@ static int plan_partitions(struct zr_scan *s, struct ql_error *error) {
   return rc;
 }
 
+/* Chunks of the projected arrays: in the whole table, and in the partitions
+ * kept after pruning (an upper bound of what a scan reads: slicing inside a
+ * partition can skip more). */
+static void count_chunks(const struct zr_scan *s, int64_t *kept, int64_t *total) {
+  const struct zr_table *t = scan_table(s);
+  *kept = 0;
+  *total = 0;
+  for (int32_t j = 0; j < s->n_proj; j++) {
+    const struct zr_column *c = &t->columns[s->proj[j]];
+    if (c->role == ZR_ROLE_DIM) continue;
+    const struct zr_array *a = &s->ds->group.arrays[c->array];
+    int64_t all = 1;
+    for (int32_t ax = 0; ax < a->ndim; ax++) all *= (a->shape[ax] + a->chunks[ax] - 1) / a->chunks[ax];
+    *total += all;
+    for (int64_t p = 0; p < s->n_parts; p++) {
+      int64_t in_part = 1;
+      for (int32_t ax = 0; ax < c->n_axes; ax++) {
+        int64_t lo = s->parts[p].start[c->axes[ax]], n = s->parts[p].count[c->axes[ax]];
+        in_part *= (lo + n - 1) / a->chunks[ax] - lo / a->chunks[ax] + 1;
+      }
+      *kept += in_part;
+    }
+  }
+}
+
 static int build_display(struct zr_scan *s) {
   const struct zr_table *t = scan_table(s);
+  int64_t kept, total;
+  count_chunks(s, &kept, &total);
   size_t cap = 256 + strlen(s->ds->store.url) + strlen(t->name);
   for (int32_t j = 0; j < s->n_proj; j++) cap += strlen(t->columns[s->proj[j]].name) + 2;
   s->display = malloc(cap);
@@ -485,8 +512,9 @@ static int build_display(struct zr_scan *s) {
     used += (size_t)snprintf(s->display + used, cap - used, "%s%s", first ? "" : ", ", c->name);
     first = 0;
   }
-  snprintf(s->display + used, cap - used, "] partitions=%lld/%lld pruned=%lld%s", (long long)s->n_parts,
-           (long long)s->n_blocks, (long long)(s->n_blocks - s->n_parts), s->limit >= 0 ? " limit" : "");
+  snprintf(s->display + used, cap - used, "] partitions=%lld/%lld chunks=%lld/%lld pruned=%lld%s",
+           (long long)s->n_parts, (long long)s->n_blocks, (long long)kept, (long long)total,
+           (long long)(total - kept), s->limit >= 0 ? " limit" : "");
   if (s->limit >= 0) {
     used = strlen(s->display);
     snprintf(s->display + used, cap - used, "=%lld", (long long)s->limit);

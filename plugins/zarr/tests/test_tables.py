@@ -338,3 +338,26 @@ def test_batches_and_limit(tmp_path, fmt):
     # the limit applies per partition; the host applies it globally
     assert limited.metrics["rows"] == 6
     assert limited.plan_stats["num_rows"] == 6
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("freq", ["7D", "3h", "5min", "11s", "250ms", "3us", "7ns"])
+def test_every_time_unit_xarray_writes(tmp_path, fmt, freq):
+    # xarray picks the units ("days since", "hours since", ... "nanoseconds
+    # since") from the data's resolution; timedeltas likewise
+    times = pd.date_range("2001-02-03 04:05:06", periods=5, freq=freq)
+    deltas = (times - times[0]).values.astype("m8[ns]")
+    ds = xr.Dataset({"lag": (("time",), deltas)}, coords={"time": times})
+    path = write(ds, tmp_path / "t.zarr", fmt)
+    scan = check_table(path)
+    assert scan.formats["time"] == "tsn:"
+    assert scan.formats["lag"].startswith("tD")
+
+
+def test_string_dimension_coordinate(tmp_path):
+    ds = xr.Dataset({"v": (("station",), np.arange(3.0))}, coords={"station": np.array(["oslo", "rome", "kyiv"])})
+    path = write(ds, tmp_path / "s.zarr", 3)
+    scan = check_table(path)
+    assert scan.formats["station"] == "u"
+    got = run_scan(path, "--where", "station = 1")
+    assert got.header["answers"] == [0]
