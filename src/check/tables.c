@@ -644,14 +644,35 @@ static void check_pushdown_column(struct ql_checker *ck, const struct ql_table_p
   view.release(&view);
 }
 
-static void check_pushdown(struct ql_checker *ck, const struct ql_table_provider *p) {
-  if (p->supports_filters == NULL) return;
+/* Exact table statistics must be true of the table's rows. */
+static void check_table_statistics(struct ql_checker *ck, const struct ql_table_provider *p,
+                                   const struct ql_batches *all) {
+  if (p->get_statistics == NULL) return;
+  struct ql_statistics st = {0};
+  struct ql_error err = {0};
+  int rc;
+  QLC_CALL(ck, rc, p->get_statistics(p, &st, &err));
+  release_err(ck, &err);
+  if (rc != QL_OK) return; /* reported by the shape check */
+  if (st.num_rows_precision == QL_PRECISION_EXACT && st.num_rows != all->n_rows) {
+    ql_check_violation(ck, "statistics.num_rows", "the table claims exactly %" PRId64 " rows, a scan returned %" PRId64,
+                       st.num_rows, all->n_rows);
+  }
+  if (st.n_columns == all->schema.n_children && st.columns) {
+    for (int64_t c = 0; c < st.n_columns; c++) check_column_minmax(ck, all, c, &st.columns[c], "the table");
+  }
+  if (st.release) QLC_DO(ck, st.release(&st));
+}
+
+/* Checks against the rows of a full scan: table statistics, then filter
+ * pushdown on integer columns (their comparisons are exact in every engine). */
+static void check_against_rows(struct ql_checker *ck, const struct ql_table_provider *p) {
   struct ql_batches all = {0};
   struct ql_error err = {0};
   int rc = ql_batches_scan(ck->plugin, p, ck->host, NULL, &all, &err);
   release_err(ck, &err);
-  /* Integer columns only: their comparisons are exact in every engine. */
-  for (int64_t c = 0; rc == QL_OK && c < all.schema.n_children && c < 8; c++) {
+  if (rc == QL_OK) check_table_statistics(ck, p, &all);
+  for (int64_t c = 0; rc == QL_OK && p->supports_filters && c < all.schema.n_children && c < 8; c++) {
     if (strcmp(all.schema.children[c]->format, "l") == 0) check_pushdown_column(ck, p, &all, c);
   }
   QLC_DO(ck, ql_batches_free(&all));
@@ -700,7 +721,7 @@ void ql_check_table_provider(struct ql_checker *ck, const struct ql_item_info *i
       release_err(ck, &err);
     }
     check_scans(ck, &p, &s1);
-    check_pushdown(ck, &p);
+    check_against_rows(ck, &p);
     QLC_DO(ck, ql_schema_release(&s1));
   }
   release_provider(ck, &p, item->name);

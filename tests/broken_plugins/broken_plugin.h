@@ -211,6 +211,11 @@ static int qlb_provider_schema(const struct ql_table_provider *self, struct Arro
 static int *volatile g_qlb_null; /* the defect: scan writes through it */
 #endif
 
+static int qlb_provider_statistics(const struct ql_table_provider *self, struct ql_statistics *out,
+                                   struct ql_error *error) {
+  return qlb_statistics(0, *(const int64_t *)self->private_data, out, error);
+}
+
 static int qlb_scan(const struct ql_table_provider *self, const struct ql_session *session,
                     const struct ql_scan_args *args, struct ql_execution_plan *out, struct ql_error *error) {
   (void)session;
@@ -279,6 +284,7 @@ static int qlb_open(const struct ql_plugin *self, const char *name, const struct
   out->struct_size = sizeof *out;
   out->table_type = QL_TABLE_BASE;
   out->get_schema = qlb_provider_schema;
+  out->get_statistics = qlb_provider_statistics;
   out->scan = qlb_scan;
 #ifdef BROKEN_PUSHDOWN
   out->supports_filters = qlb_supports_filters;
