@@ -293,7 +293,41 @@ static void test_schema_provider(struct fixture *f) {
   ql_error_release(&err);
 }
 
+/* A session memory limit applies to the partition blocks. */
+static void test_memory_limit(void) {
+  struct ql_error err = {0};
+  struct fixture f;
+  memset(&f, 0, sizeof(f));
+  struct ql_ref_host_options ho = {4, 0, 1}; /* partition 0 needs 16 bytes */
+  QL_CHECK_OK(ql_ref_host_new(&ho, &f.host, &err), err);
+  QL_CHECK_OK(qlink_plugin_init(QL_ABI_VERSION, &f.plugin, &err), err);
+  struct ql_object_store mem;
+  const struct ql_object_store_registry *reg = ql_ref_store_registry_view(ql_ref_host_stores(f.host));
+  QL_CHECK_OK(reg->get_store(reg, "memory://", &mem, &err), err);
+  build_store(&mem);
+  mem.release(&mem);
+  QL_CHECK_OK(open_table(&f, NULL, &err), err);
+  struct ql_scan_args args = {sizeof(struct ql_scan_args), -1, NULL, {NULL, 0, 0, NULL}, -1};
+  struct ql_execution_plan plan;
+  QL_CHECK_OK(f.tp.scan(&f.tp, ql_ref_host_session(f.host), &args, &plan, &err), err);
+  struct ql_task_context ctx;
+  ql_ref_host_task_context(f.host, 0, &ctx);
+  struct ArrowArrayStream st;
+  QL_CHECK_OK(plan.execute(&plan, 0, &ctx, &st, &err), err);
+  struct ArrowArray a;
+  QL_CHECK(st.get_next(&st, &a) != 0);
+  const char *msg = st.get_last_error(&st);
+  QL_CHECK(msg && strstr(msg, "partition 0") != NULL);
+  st.release(&st);
+  plan.release(&plan);
+  f.tp.release(&f.tp);
+  f.plugin.release(&f.plugin);
+  QL_CHECK_OK(ql_ref_host_free(f.host, &err), err);
+  ql_error_release(&err);
+}
+
 int main(void) {
+  test_memory_limit();
   struct ql_error err = {0};
   struct fixture f;
   memset(&f, 0, sizeof(f));

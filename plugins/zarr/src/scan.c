@@ -71,12 +71,45 @@ struct zr_stream {
   int64_t (*strides)[ZR_MAX_DIMS];              /* element strides of each block's axes */
   int64_t pos[ZR_MAX_DIMS];                     /* odometer into sel */
   int64_t emitted, total;
+  struct ql_memory_reservation reservation; /* the blocks, counted against the host's pool */
   char *last_error;
 };
 
 static void stream_set_error(struct zr_stream *st, struct ql_error *err) {
   free(st->last_error);
   st->last_error = strdup(ql_error_message(err)[0] ? ql_error_message(err) : "zarr scan failed");
+}
+
+/* Bytes of the blocks (and one chunk buffer per array) a partition holds. */
+static int64_t block_bytes(const struct zr_stream *st) {
+  const struct zr_scan *s = st->scan;
+  const struct zr_table *t = scan_table(s);
+  int64_t total = 0;
+  for (int32_t j = 0; j < s->n_proj; j++) {
+    const struct zr_column *c = &t->columns[s->proj[j]];
+    if (c->role == ZR_ROLE_DIM) continue;
+    const struct zr_array *a = &s->ds->group.arrays[c->array];
+    int64_t n = a->dtype.size;
+    for (int32_t ax = 0; ax < c->n_axes; ax++) n *= st->extent[c->axes[ax]];
+    total += n + zr_product(a->chunks, a->ndim) * a->dtype.size;
+  }
+  return total;
+}
+
+/* Count the partition's memory against the host's memory pool (gap G5), so
+ * a session memory limit applies to Zarr scans too. */
+static int reserve_blocks(struct zr_stream *st, struct ql_error *error) {
+  const struct ql_task_context *ctx = st->ctx;
+  const struct ql_memory_pool *pool = ctx && ctx->runtime_env ? ctx->runtime_env->memory_pool : NULL;
+  if (!pool || !pool->reservation_new) return QL_OK;
+  char name[64];
+  snprintf(name, sizeof(name), "ZarrScanExec[%lld]", (long long)ctx->partition);
+  QL_RETURN_NOT_OK(pool->reservation_new(pool, name, 0, &st->reservation, error));
+  int rc = st->reservation.try_grow(&st->reservation, block_bytes(st), error);
+  if (rc != QL_OK) {
+    ql_error_prefix(error, "zarr store %s: partition %lld", st->scan->ds->store.url, (long long)ctx->partition);
+  }
+  return rc;
 }
 
 static int stream_load(struct zr_stream *st, struct ql_error *error) {
@@ -101,6 +134,7 @@ static int stream_load(struct zr_stream *st, struct ql_error *error) {
   st->strides = calloc((size_t)(s->n_proj ? s->n_proj : 1), sizeof(*st->strides));
   if (!st->blocks || !st->strides) return ql_error_set(error, QL_ENOMEM, "out of memory");
   if (st->total == 0) return QL_OK;
+  QL_RETURN_NOT_OK(reserve_blocks(st, error));
   for (int32_t j = 0; j < s->n_proj; j++) {
     const struct zr_column *c = &t->columns[s->proj[j]];
     if (c->role == ZR_ROLE_DIM) continue;
@@ -256,6 +290,7 @@ static void stream_release(struct ArrowArrayStream *self) {
   }
   free(st->blocks);
   free(st->strides);
+  if (st->reservation.release) st->reservation.release(&st->reservation);
   free(st->last_error);
   scan_unref(st->scan);
   free(st);
