@@ -103,6 +103,18 @@ int main(void) {
   QL_CHECK(strstr(out, "planner drop_true_filters: REWRITE node 2\n") != NULL);
   free(out);
 
+  snprintf(args, sizeof args, "call %s add_one 1 NULL 41", so);
+  expect_host(args, "2\nNULL\n42\n");
+  snprintf(args, sizeof args, "call %s sum_sq 1 2 NULL 3", so);
+  expect_host(args, "14\n");
+  snprintf(args, sizeof args, "call %s sum_sq", so);
+  expect_host(args, "NULL\n");
+  snprintf(args, sizeof args, "call %s running_count x x x", so);
+  expect_host(args, "1\n2\n3\n");
+  snprintf(args, sizeof args, "call %s add_one 9223372036854775807", so);
+  QL_CHECK_INT(host(args, &out), 1);
+  free(out);
+
   expect_check("qlink_sample", "series?stop=500&step=3&partitions=6", 0, NULL);
   expect_check("broken_no_entry", NULL, 1, "exports.entry_point");
   expect_check("broken_magic", NULL, 1, "descriptor.magic");

@@ -4,12 +4,16 @@
  *   qlink-host-c scan PLUGIN.so 'provider?key=value&...' [--columns a,b]
  *                [--where 'column op literal']... [--limit N] [--format csv|jsonl]
  *   qlink-host-c plan PLUGIN.so PLANNER
+ *   qlink-host-c call PLUGIN.so FUNCTION [VALUE|NULL]...
  *
  * scan runs the pushdown handshake (supports_filters), plans the scan with
  * the projection, the filters and (when every filter is EXACT) the limit,
  * executes every partition and prints the rows; filters the plugin does not
  * apply exactly are applied here, as an engine would. plan builds a small
- * logical plan, runs the planner hook on it and prints its answer.
+ * logical plan, runs the planner hook on it and prints its answer. call
+ * runs a scalar, aggregate or window function over one int64 argument
+ * column holding the values (for a function of no argument, over as many
+ * rows) and prints its output, one value a line.
  * Every call into the plugin is bracketed by its executor hooks.
  */
 #include <inttypes.h>
@@ -29,7 +33,8 @@ static int usage(void) {
           "usage: qlink-host-c list PLUGIN.so\n"
           "       qlink-host-c scan PLUGIN.so 'provider?key=value&...' [--columns a,b] [--where 'col op literal']...\n"
           "                    [--limit N] [--format csv|jsonl]\n"
-          "       qlink-host-c plan PLUGIN.so PLANNER\n");
+          "       qlink-host-c plan PLUGIN.so PLANNER\n"
+          "       qlink-host-c call PLUGIN.so FUNCTION [VALUE|NULL]...\n");
   return 2;
 }
 
@@ -325,6 +330,108 @@ static int cmd_plan(struct ql_loaded_plugin *lp, struct ql_ref_host *host, const
   return rc == QL_OK ? 0 : fail(&err, "plan");
 }
 
+/* ------------------------------------------------------------------ call */
+
+/* The values as a struct array of one int64 column ("NULL" is NULL), or of
+ * no column with as many rows when the function takes no argument. */
+static int call_args(char **values, int n, int n_args, struct ArrowSchema *schema, struct ArrowArray *array,
+                     struct ql_error *error) {
+  QL_RETURN_NOT_OK(ql_schema_init_struct(schema, "", n_args, error));
+  int rc = n_args ? ql_schema_init(schema->children[0], "l", "x", ARROW_FLAG_NULLABLE, error) : QL_OK;
+  if (rc == QL_OK) rc = ql_array_init_struct(array, n, n_args, error);
+  if (rc != QL_OK || n_args == 0) return rc;
+  int64_t *data = calloc((size_t)n + 1, sizeof *data);
+  uint8_t *bits = calloc((size_t)n / 8 + 1, 1);
+  if (!data || !bits) {
+    free(data);
+    free(bits);
+    return ql_error_set(error, QL_ENOMEM, "out of memory");
+  }
+  for (int i = 0; i < n; i++) {
+    if (strcmp(values[i], "NULL") == 0) continue;
+    char *end;
+    data[i] = strtoll(values[i], &end, 10);
+    if (*values[i] == '\0' || *end != '\0') {
+      free(data);
+      free(bits);
+      return ql_error_set(error, QL_EINVAL, "'%s' is not an int64 or NULL", values[i]);
+    }
+    bits[i / 8] |= (uint8_t)(1u << (i % 8));
+  }
+  return ql_array_init_fixed(array->children[0], n, -1, bits, data, error);
+}
+
+static void print_i64_array(const struct ArrowArray *a) {
+  for (int64_t i = 0; i < a->length; i++) {
+    if (ql_array_is_valid(a, i)) {
+      printf("%" PRId64 "\n", ((const int64_t *)a->buffers[1])[a->offset + i]);
+    } else {
+      printf("NULL\n");
+    }
+  }
+}
+
+static int call_function(const struct ql_plugin *p, const struct ql_item_info *item, char **values, int n,
+                         struct ql_error *err) {
+  struct ArrowSchema schema = {0};
+  struct ArrowArray args = {0}, out = {0};
+  int rc = QL_OK;
+  void *tok = ql_plugin_enter(p);
+  if (item->kind == QL_ITEM_SCALAR_FUNCTION) {
+    struct ql_scalar_function f = {0};
+    rc = p->scalar_function_open(p, item->name, &f, err);
+    if (rc == QL_OK) {
+      rc = call_args(values, n, f.signature.n_args == 0 ? 0 : 1, &schema, &args, err);
+      if (rc == QL_OK) rc = f.invoke(&f, &schema, &args, n, &out, err);
+      f.release(&f);
+    }
+  } else if (item->kind == QL_ITEM_AGGREGATE_FUNCTION) {
+    struct ql_aggregate_function f = {0};
+    struct ql_accumulator acc = {0};
+    rc = p->aggregate_function_open(p, item->name, &f, err);
+    if (rc == QL_OK) {
+      rc = call_args(values, n, f.signature.n_args == 0 ? 0 : 1, &schema, &args, err);
+      if (rc == QL_OK) rc = f.accumulator_new(&f, &schema, &acc, err);
+      if (rc == QL_OK) rc = acc.update(&acc, &args, err);
+      if (rc == QL_OK) rc = acc.evaluate(&acc, &out, err);
+      if (acc.release) acc.release(&acc);
+      f.release(&f);
+    }
+  } else if (item->kind == QL_ITEM_WINDOW_FUNCTION) {
+    struct ql_window_function f = {0};
+    struct ql_partition_evaluator ev = {0};
+    rc = p->window_function_open(p, item->name, &f, err);
+    if (rc == QL_OK) {
+      rc = call_args(values, n, f.signature.n_args == 0 ? 0 : 1, &schema, &args, err);
+      if (rc == QL_OK) rc = f.evaluator_new(&f, &schema, &ev, err);
+      if (rc == QL_OK) rc = ev.evaluate_all(&ev, &args, n, &out, err);
+      if (ev.release) ev.release(&ev);
+      f.release(&f);
+    }
+  } else {
+    rc = ql_error_set(err, QL_EINVAL, "'%s' is not a scalar, aggregate or window function", item->name);
+  }
+  ql_plugin_leave(p, tok);
+  if (rc == QL_OK) print_i64_array(&out);
+  ql_array_release(&out);
+  ql_array_release(&args);
+  ql_schema_release(&schema);
+  return rc;
+}
+
+static int cmd_call(struct ql_loaded_plugin *lp, const char *name, char **values, int n) {
+  const struct ql_plugin *p = &lp->plugin;
+  const struct ql_item_info *item = NULL;
+  static const int32_t kinds[3] = {QL_ITEM_SCALAR_FUNCTION, QL_ITEM_AGGREGATE_FUNCTION, QL_ITEM_WINDOW_FUNCTION};
+  for (int k = 0; k < 3 && item == NULL; k++) item = ql_plugin_find_item(p, kinds[k], name);
+  struct ql_error err = {0};
+  if (item == NULL) {
+    ql_error_set(&err, QL_ENOTFOUND, "%s offers no function '%s'", p->name, name);
+    return fail(&err, "call");
+  }
+  return call_function(p, item, values, n, &err) == QL_OK ? 0 : fail(&err, "call");
+}
+
 /* ------------------------------------------------------------------ main */
 
 static int parse_scan(int argc, char **argv, struct scan_request *req) {
@@ -358,7 +465,10 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "scan") == 0 && !parse_scan(argc, argv, &req)) return usage();
   if (strcmp(cmd, "plan") == 0 && argc != 4) return usage();
   if (strcmp(cmd, "list") == 0 && argc != 3) return usage();
-  if (strcmp(cmd, "scan") != 0 && strcmp(cmd, "plan") != 0 && strcmp(cmd, "list") != 0) return usage();
+  if (strcmp(cmd, "call") == 0 && argc < 4) return usage();
+  if (strcmp(cmd, "scan") != 0 && strcmp(cmd, "plan") != 0 && strcmp(cmd, "list") != 0 && strcmp(cmd, "call") != 0) {
+    return usage();
+  }
   struct ql_error err = {0};
   struct ql_loaded_plugin *lp = NULL;
   if (ql_plugin_load(argv[2], &lp, &err) != QL_OK) return fail(&err, "load");
@@ -373,6 +483,8 @@ int main(int argc, char **argv) {
     status = cmd_list(lp);
   } else if (strcmp(cmd, "scan") == 0) {
     status = cmd_scan(lp, host, &req);
+  } else if (strcmp(cmd, "call") == 0) {
+    status = cmd_call(lp, argv[3], argv + 4, argc - 4);
   } else {
     status = cmd_plan(lp, host, argv[3]);
   }
