@@ -95,13 +95,18 @@ static double ql_fold_read_f64(const struct ArrowArray *a, int32_t storage, int6
   }
 }
 
+/* Integer sums are kept at 128 bits, wrapping: decimal128 sums need them,
+ * and an int64 sum is their low 64 bits (wrapping sums are a ring
+ * homomorphism), so one path serves both. */
+typedef unsigned __int128 ql_fold_u128;
+
 /* One decoded row of a side. */
 struct ql_fold_row {
   int64_t keys[QL_FOLD_MAX_KEYS];
   int64_t groups[QL_FOLD_MAX_GROUPS];
   uint32_t group_nulls;
   int32_t has_value;
-  int64_t ivalue;
+  ql_fold_u128 ivalue;
   double fvalue;
 };
 
@@ -132,7 +137,8 @@ static int ql_fold_decode(const struct ql_fold_side *side, const struct ArrowArr
   row->fvalue = 0;
   if (row->has_value) {
     if (side->value->as_f64) row->fvalue = ql_fold_read_f64(c, side->value->storage, at);
-    else row->ivalue = ql_fold_read_i64(c, side->value->storage, at);
+    else if (side->value->storage == QL_FOLD_D128) memcpy(&row->ivalue, (const uint8_t *)c->buffers[1] + at * 16, 16);
+    else row->ivalue = (ql_fold_u128)(uint64_t)ql_fold_read_i64(c, side->value->storage, at);
   }
   return 1;
 }
@@ -151,7 +157,7 @@ struct ql_fold_build {
   int64_t *e_next;
   int64_t *e_groups;         /* side.n_groups per entry */
   uint32_t *e_group_nulls;
-  int64_t *e_ivalue;
+  ql_fold_u128 *e_ivalue;
   double *e_fvalue;
   uint8_t *e_has;
   int64_t rows;
@@ -182,7 +188,7 @@ static void ql_fold_build_destroy(struct ql_fold_build *b, struct ql_fold_mem *m
   ql_fold_mem_free(mem, b->e_next, b->cap * 8);
   ql_fold_mem_free(mem, b->e_groups, b->cap * b->side.n_groups * 8);
   ql_fold_mem_free(mem, b->e_group_nulls, b->cap * 4);
-  ql_fold_mem_free(mem, b->e_ivalue, b->cap * 8);
+  ql_fold_mem_free(mem, b->e_ivalue, b->cap * 16);
   ql_fold_mem_free(mem, b->e_fvalue, b->cap * 8);
   ql_fold_mem_free(mem, b->e_has, b->cap);
 }
@@ -255,7 +261,7 @@ static int ql_fold_build_entries(struct ql_fold_build *b, struct ql_fold_mem *me
    * destroy path frees by the old capacity, so shrink back on failure. */
   void **arrays[] = {(void **)&b->e_next, (void **)&b->e_groups, (void **)&b->e_group_nulls,
                      (void **)&b->e_ivalue, (void **)&b->e_fvalue, (void **)&b->e_has};
-  int64_t sizes[] = {8, 8 * g, 4, 8, 8, 1};
+  int64_t sizes[] = {8, 8 * g, 4, 16, 8, 1};
   for (int k = 0; k < 6; k++) {
     p = *arrays[k];
     int rc = ql_fold_grow(mem, &p, b->cap, cap, sizes[k], error);
@@ -289,7 +295,7 @@ static int ql_fold_build_add(struct ql_fold_build *b, const struct ql_fold_row *
     QL_RETURN_NOT_OK(ql_fold_keys_insert(&b->emap, tuple, nulls, h, &e, &added, mem, error));
     if (!added) {
       if (row->has_value) {
-        b->e_ivalue[e] = (int64_t)((uint64_t)b->e_ivalue[e] + (uint64_t)row->ivalue);
+        b->e_ivalue[e] += row->ivalue;
         b->e_has[e] = 1;
       }
       return QL_OK;
@@ -335,7 +341,7 @@ struct ql_fold_groups {
   int64_t cap;
   int32_t is_float;
   int32_t reserved_;
-  int64_t *acc_i;
+  ql_fold_u128 *acc_i;
   struct ql_fold_xsum *acc_f;
   uint8_t *has;
   /* Probe side only: probe group tuples numbered, and per (number, build
@@ -358,7 +364,7 @@ static void ql_fold_groups_destroy(struct ql_fold_groups *g, struct ql_fold_mem 
   ql_fold_keys_destroy(&g->gmap, mem);
   ql_fold_keys_destroy(&g->pmap, mem);
   ql_fold_mem_free(mem, g->cells, g->n_cells * 8);
-  ql_fold_mem_free(mem, g->acc_i, g->cap * 8);
+  ql_fold_mem_free(mem, g->acc_i, g->cap * 16);
   ql_fold_mem_free(mem, g->acc_f, g->cap * (int64_t)sizeof(struct ql_fold_xsum));
   ql_fold_mem_free(mem, g->has, g->cap);
   ql_fold_groups_init(g, g->gmap.width, g->pmap.width, g->is_float);
@@ -369,7 +375,7 @@ static int ql_fold_groups_reserve(struct ql_fold_groups *g, struct ql_fold_mem *
   if (g->gmap.count < g->cap) return QL_OK;
   int64_t cap = g->cap ? g->cap * 2 : 64;
   void *p = g->is_float ? (void *)g->acc_f : (void *)g->acc_i;
-  int64_t size = g->is_float ? (int64_t)sizeof(struct ql_fold_xsum) : 8;
+  int64_t size = g->is_float ? (int64_t)sizeof(struct ql_fold_xsum) : 16;
   QL_RETURN_NOT_OK(ql_fold_grow(mem, &p, g->cap, cap, size, error));
   if (g->is_float) g->acc_f = p;
   else g->acc_i = p;
@@ -419,7 +425,7 @@ static int ql_fold_groups_merge(struct ql_fold_groups *dst, const struct ql_fold
     if (!src->has[i]) continue;
     dst->has[d] = 1;
     if (dst->is_float) QL_RETURN_NOT_OK(ql_fold_xsum_merge(&dst->acc_f[d], &src->acc_f[i], mem, error));
-    else dst->acc_i[d] = (int64_t)((uint64_t)dst->acc_i[d] + (uint64_t)src->acc_i[i]);
+    else dst->acc_i[d] += src->acc_i[i];
   }
   return QL_OK;
 }
@@ -580,8 +586,8 @@ static int ql_fold_probe_number(struct ql_fold_run *run, struct ql_fold_groups *
 }
 
 /* x * y as DataFusion computes it at the product's width (wrapping), then
- * widened to int64 for the sum (as an unsigned bit pattern for wrapping adds). */
-static inline uint64_t ql_fold_int_product(int32_t product, int64_t x, int64_t y) {
+ * widened for the sum (as an unsigned bit pattern for wrapping adds). */
+static inline ql_fold_u128 ql_fold_int_product(int32_t product, ql_fold_u128 x, ql_fold_u128 y) {
   uint64_t p = (uint64_t)x * (uint64_t)y;
   switch (product) {
     case QL_FOLD_S8: return (uint64_t)(int64_t)(int8_t)(uint8_t)p;
@@ -627,7 +633,16 @@ static int ql_fold_probe_batch(struct ql_fold_run *run, void *arg, const struct 
         if (product == QL_FOLD_F32) prod = (double)((float)row.fvalue * (float)b->e_fvalue[e]);
         QL_RETURN_NOT_OK(ql_fold_xsum_add_fast(&g->acc_f[gi], prod, &run->mem, error));
       } else {
-        g->acc_i[gi] = (int64_t)((uint64_t)g->acc_i[gi] + ql_fold_int_product(product, row.ivalue, b->e_ivalue[e]));
+        if (product == QL_FOLD_D128) {
+          /* arrow multiplies decimals with mul_checked: an overflow fails the query. */
+          __int128 p;
+          if (__builtin_mul_overflow((__int128)row.ivalue, (__int128)b->e_ivalue[e], &p))
+            return ql_error_set(error, QL_EOVERFLOW, "qlink_fold: arithmetic overflow multiplying decimal values of %s and %s",
+                                run->plan->spec.values[0].name, run->plan->spec.values[1].name);
+          g->acc_i[gi] += (ql_fold_u128)p;
+        } else {
+          g->acc_i[gi] += ql_fold_int_product(product, row.ivalue, b->e_ivalue[e]);
+        }
       }
     }
   }
@@ -745,8 +760,9 @@ static int ql_fold_gemm_batch(struct ql_fold_run *run, void *arg, const struct A
       }
     }
     int64_t k = key - p->gemm_kmin;
-    int dup = s == 0 ? ql_fold_matrix_put(f->m, g, k, row.has_value, row.ivalue, row.fvalue)
-                     : ql_fold_matrix_put(f->m, k, g, row.has_value, row.ivalue, row.fvalue);
+    int64_t iv = (int64_t)(uint64_t)row.ivalue; /* int64 products only on this path */
+    int dup = s == 0 ? ql_fold_matrix_put(f->m, g, k, row.has_value, iv, row.fvalue)
+                     : ql_fold_matrix_put(f->m, k, g, row.has_value, iv, row.fvalue);
     if (dup) return QL_FOLD_FALLBACK;
   }
   f->rows += batch->length;
@@ -844,7 +860,7 @@ static int ql_fold_gemm_groups(struct ql_fold_run *run, const struct ql_fold_gem
       if (run->result.is_float)
         QL_RETURN_NOT_OK(ql_fold_xsum_add(&run->result.acc_f[gi], ((const double *)t->c)[cell], &run->mem, error));
       else
-        run->result.acc_i[gi] = ((const int64_t *)t->c)[cell];
+        run->result.acc_i[gi] = (uint64_t)((const int64_t *)t->c)[cell];
     }
   }
   return QL_OK;
@@ -955,7 +971,9 @@ static int ql_fold_emit_key(const struct ql_fold_run *run, int32_t i, int64_t fr
 static int ql_fold_emit_sum_column(const struct ql_fold_run *run, int64_t from, int64_t n, int empty_row,
                                    struct ArrowArray *out, struct ql_error *error) {
   const struct ql_fold_groups *g = &run->result;
-  int64_t *data = calloc((size_t)(n ? n : 1), 8);
+  int is_decimal = run->plan->spec.value_type == QL_FOLD_DECIMAL128;
+  size_t width = is_decimal ? 16 : 8;
+  uint8_t *data = calloc((size_t)(n ? n : 1), width);
   uint8_t *validity = calloc((size_t)(n / 8 + 1), 1);
   if (!data || !validity) {
     free(data);
@@ -971,9 +989,12 @@ static int ql_fold_emit_sum_column(const struct ql_fold_run *run, int64_t from, 
     validity[r >> 3] |= (uint8_t)(1u << (r & 7));
     if (g->is_float) {
       double d = ql_fold_xsum_value(&g->acc_f[from + r]);
-      memcpy(&data[r], &d, 8);
+      memcpy(data + r * 8, &d, 8);
+    } else if (is_decimal) {
+      memcpy(data + r * 16, &g->acc_i[from + r], 16); /* little-endian two's complement */
     } else {
-      data[r] = g->acc_i[from + r];
+      uint64_t v = (uint64_t)g->acc_i[from + r]; /* the int64 sum: low 64 bits */
+      memcpy(data + r * 8, &v, 8);
     }
   }
   if (nulls == 0) {

@@ -34,6 +34,13 @@ int32_t ql_fold_format_storage(const char *f) {
       default: return 0;
     }
   }
+  /* Decimal128 ("d:p,s" or "d:p,s,128"); other widths are not read. */
+  if (f[0] == 'd' && f[1] == ':') {
+    int p, sc, bits = 128, used = 0;
+    if (sscanf(f, "d:%d,%d%n", &p, &sc, &used) == 2 && (f[used] == 0 || (sscanf(f + used, ",%d", &bits) == 1 && bits == 128)))
+      return QL_FOLD_D128;
+    return 0;
+  }
   /* Temporal types: dates, times, timestamps, durations (Arrow C formats). */
   if (!strcmp(f, "tdD") || !strcmp(f, "tts") || !strcmp(f, "ttm")) return QL_FOLD_S32;
   if (!strcmp(f, "tdm") || !strcmp(f, "ttu") || !strcmp(f, "ttn")) return QL_FOLD_S64;
@@ -68,7 +75,12 @@ static int ql_fold_cast_ok(const char *from, const char *to) {
 
 static int ql_fold_is_key_format(const char *f) {
   int32_t s = ql_fold_format_storage(f);
-  return s != 0 && s != QL_FOLD_F32 && s != QL_FOLD_F64;
+  return s != 0 && s != QL_FOLD_F32 && s != QL_FOLD_F64 && s != QL_FOLD_D128;
+}
+
+static int ql_fold_decimal_scale(const char *f) {
+  int p = 0, sc = -1;
+  return sscanf(f, "d:%d,%d", &p, &sc) == 2 ? sc : -1;
 }
 
 /* The struct-schema child `i` of node `id`, or NULL. */
@@ -304,6 +316,19 @@ static int ql_fold_match_sum(const struct ql_plan_view *v, ql_node_id agg, struc
   if (!ql_fold_operand(v, s, r.node, mul->args[0], &x, s)) return 0;
   if (!ql_fold_operand(v, s, r.node, mul->args[1], &y, s)) return 0;
   if (x.side == y.side) return ql_fold_decline(s, "both factors come from one join input");
+  if (ql_fold_format_storage(x.format) == QL_FOLD_D128 && ql_fold_format_storage(y.format) == QL_FOLD_D128) {
+    /* Decimal product: scale s1 + s2, unscaled values multiplied at 128 bits. */
+    const struct ArrowSchema *f = ql_fold_field(v, agg, n->n_exprs);
+    int scale = ql_fold_decimal_scale(x.format) + ql_fold_decimal_scale(y.format);
+    if (n_casts > 0) return ql_fold_decline(s, "cast of a decimal product");
+    if (!f || !f->format || ql_fold_format_storage(f->format) != QL_FOLD_D128 || ql_fold_decimal_scale(f->format) != scale)
+      return ql_fold_decline(s, "decimal sum type '%s' is not of scale %d", f && f->format ? f->format : "?", scale);
+    s->value_type = QL_FOLD_DECIMAL128;
+    s->product = QL_FOLD_D128;
+    s->values[x.side] = x;
+    s->values[y.side] = y;
+    return 1;
+  }
   /* The product has the factors' common type P: int64 and float64 as is;
    * int8/16/32 multiply with wrapping at their width and float32 rounds to
    * float32 (DataFusion's kernels) before the cast to the sum's type. */
@@ -311,8 +336,8 @@ static int ql_fold_match_sum(const struct ql_plan_view *v, ql_node_id agg, struc
   int narrow = product == QL_FOLD_S8 || product == QL_FOLD_S16 || product == QL_FOLD_S32 || product == QL_FOLD_F32;
   if (strcmp(x.format, y.format) || !(narrow || product == QL_FOLD_S64 || product == QL_FOLD_F64) ||
       !ql_fold_is_plain_int(x.format) != (product == QL_FOLD_F32 || product == QL_FOLD_F64))
-    return ql_fold_decline(s, "product of '%s' and '%s' not supported (int8..int64, float32, float64)", x.format,
-                           y.format);
+    return ql_fold_decline(s, "product of '%s' and '%s' not supported (int8..int64, float32, float64, decimal128)",
+                           x.format, y.format);
   const char *fmt = x.format;
   for (int i = n_casts - 1; i >= 0; i--) {
     if (!ql_fold_cast_ok(fmt, casts[i])) return ql_fold_decline(s, "cast of the product to '%s'", casts[i]);

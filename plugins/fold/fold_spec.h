@@ -15,7 +15,11 @@
  *    one type P after exact casts: int64 or float64 (summed as is), or
  *    int8/16/32 or float32 whose product wraps (rounds) at that width before
  *    the cast to int64 (float64) that DataFusion's sum coercion adds
- *    (DataFusion's wrapping arithmetic throughout).
+ *    (DataFusion's wrapping arithmetic throughout); or decimal128 factors
+ *    (any precisions and scales) whose product has scale s1 + s2 and whose
+ *    sum is the decimal128 the aggregate declares with that scale (unscaled
+ *    values multiply with an overflow check, as arrow's decimal multiply
+ *    does, and add with wrapping at 128 bits, as DataFusion's sum does).
  *
  * Thread-safety: pure functions of the view.
  */
@@ -32,10 +36,11 @@
 enum ql_fold_storage {
   QL_FOLD_S8 = 1, QL_FOLD_S16, QL_FOLD_S32, QL_FOLD_S64,
   QL_FOLD_U8, QL_FOLD_U16, QL_FOLD_U32, QL_FOLD_U64,
-  QL_FOLD_F32, QL_FOLD_F64
+  QL_FOLD_F32, QL_FOLD_F64,
+  QL_FOLD_D128 /* decimal128 ("d:p,s"): 16-byte two's-complement unscaled values */
 };
 
-enum ql_fold_value_type { QL_FOLD_INT64 = 1, QL_FOLD_FLOAT64 = 2 };
+enum ql_fold_value_type { QL_FOLD_INT64 = 1, QL_FOLD_FLOAT64 = 2, QL_FOLD_DECIMAL128 = 3 };
 
 /* A column of one join input, read after exact casts. */
 struct ql_fold_operand {

@@ -110,7 +110,7 @@ static int rows_match(const struct ft_row *ref, int64_t n_ref, const struct ft_r
     const struct ft_row *x = &ref[r], *y = &got[r];
     int same_keys = memcmp(x->keys, y->keys, sizeof(x->keys)) == 0 && x->nulls == y->nulls;
     int ok = same_keys && x->has == y->has;
-    if (ok && x->has) ok = is_float ? fabs(x->f - y->f) <= 1e-12 * x->abs_sum : x->i == y->i;
+    if (ok && x->has) ok = is_float == 1 ? fabs(x->f - y->f) <= 1e-12 * x->abs_sum : x->i == y->i && x->hi == y->hi;
     if (!ok) {
       fprintf(stderr, "row %lld: keys (%lld,%lld,%lld)/%u has %d i %lld f %.17g; expected (%lld,%lld,%lld)/%u has %d i %lld f %.17g\n",
               (long long)r, (long long)y->keys[0], (long long)y->keys[1], (long long)y->keys[2], y->nulls, y->has,
@@ -125,7 +125,7 @@ static int rows_match(const struct ft_row *ref, int64_t n_ref, const struct ft_r
 static int rows_identical(const struct ft_row *a, const struct ft_row *b, int64_t n) {
   for (int64_t r = 0; r < n; r++) {
     if (memcmp(a[r].keys, b[r].keys, sizeof(a[r].keys)) || a[r].nulls != b[r].nulls || a[r].has != b[r].has ||
-        a[r].i != b[r].i || memcmp(&a[r].f, &b[r].f, 8))
+        a[r].i != b[r].i || a[r].hi != b[r].hi || memcmp(&a[r].f, &b[r].f, 8))
       return 0;
   }
   return 1;
@@ -161,7 +161,7 @@ static int plan_fold(const struct ft_query *q, struct ft_table *a, struct ft_tab
 static void test_random(uint64_t seed, int iterations) {
   uint64_t rng = seed;
   struct ft_table *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
-  int dense_runs = 0, gemm_runs = 0, gemm_done = 0, narrow_runs = 0;
+  int dense_runs = 0, gemm_runs = 0, gemm_done = 0, narrow_runs = 0, decimal_runs = 0;
   for (int it = 0; it < iterations; it++) {
     int is_float = (int)(ft_rand(&rng) % 2);
     int dense = ft_rand(&rng) % 5 == 0;
@@ -197,6 +197,17 @@ static void test_random(uint64_t seed, int iterations) {
           }
         }
         narrow_runs++;
+      } else if (!is_float && ft_rand(&rng) % 3 == 0) {
+        /* decimal128 factors of different scales; unscaled values up to 2^61. */
+        q.decimal = 1;
+        snprintf(a->cols[4].format, 8, "d:10,2");
+        snprintf(b->cols[4].format, 8, "d:18,3");
+        int huge = ft_rand(&rng) % 2;
+        for (int k = 0; k < 2; k++)
+          for (int64_t r = 0; r < (k ? b : a)->n_rows; r++)
+            (k ? b : a)->cols[4].i[r] = huge ? ft_rand_range(&rng, -((int64_t)1 << 61), (int64_t)1 << 61)
+                                             : ft_rand_range(&rng, -99999, 99999);
+        decimal_runs++;
       }
     }
     struct ql_plan_view view;
@@ -213,11 +224,12 @@ static void test_random(uint64_t seed, int iterations) {
     char msg[512];
     struct ft_host h1;
     ft_host_init(&h1, -1, 0, ft_rand_range(&rng, 1, 64));
-    int64_t n1 = ft_collect(&fold, &h1, q.n_groups, is_float, got_rows, CAP, msg, sizeof(msg));
+    int kind = q.decimal ? 2 : is_float;
+    int64_t n1 = ft_collect(&fold, &h1, q.n_groups, kind, got_rows, CAP, msg, sizeof(msg));
     QL_CHECK_INT(ft_host_free(&h1), QL_OK);
     if (n1 < 0) fprintf(stderr, "iteration %d: %s\n", it, msg);
     ft_sort_rows(got_rows, n1 < 0 ? 0 : n1);
-    int ok = n1 >= 0 && rows_match(ref_rows, n_ref, got_rows, n1, is_float);
+    int ok = n1 >= 0 && rows_match(ref_rows, n_ref, got_rows, n1, kind);
     if (!ok) fprintf(stderr, "iteration %d (seed %llu) differs from the reference\n", it, (unsigned long long)seed);
     QL_CHECK(ok);
 
@@ -226,7 +238,7 @@ static void test_random(uint64_t seed, int iterations) {
     ft_table_shuffle_layout(b, &rng, (int)ft_rand_range(&rng, 1, 4), ft_rand_range(&rng, 1, 9));
     struct ft_host h2;
     ft_host_init(&h2, -1, 3, ft_rand_range(&rng, 1, 5));
-    int64_t n2 = ft_collect(&fold, &h2, q.n_groups, is_float, again_rows, CAP, msg, sizeof(msg));
+    int64_t n2 = ft_collect(&fold, &h2, q.n_groups, kind, again_rows, CAP, msg, sizeof(msg));
     QL_CHECK_INT(ft_host_free(&h2), QL_OK);
     ft_sort_rows(again_rows, n2 < 0 ? 0 : n2);
     int same = n2 == n1 && rows_identical(got_rows, again_rows, n1);
@@ -242,6 +254,7 @@ static void test_random(uint64_t seed, int iterations) {
   }
   QL_CHECK(gemm_done > 20); /* finished on the dense kernel, not a fallback */
   QL_CHECK(narrow_runs > 20);
+  QL_CHECK(decimal_runs > 10);
   QL_CHECK(dense_runs > 0); /* the generator reaches the dense key index */
   QL_CHECK(gemm_runs > 20);  /* and the dense kernel */
   printf("dense key index in %d runs, dense kernel chosen in %d and finished in %d of %d\n", dense_runs, gemm_runs,

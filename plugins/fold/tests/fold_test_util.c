@@ -47,6 +47,7 @@ void ft_table_shuffle_layout(struct ft_table *t, uint64_t *rng, int n_parts, int
 
 static int64_t ft_width(const char *format) {
   switch (format[0]) {
+    case 'd': return 16;
     case 'l': case 'g': return 8;
     case 'i': case 'f': return 4;
     case 's': return 2;
@@ -74,6 +75,7 @@ static int ft_column_array(const struct ft_col *col, const int64_t *rows, int64_
       case 'f': { float x = (float)col->f[r]; memcpy(data + k * 4, &x, 4); break; }
       case 'i': { int32_t x = (int32_t)col->i[r]; memcpy(data + k * 4, &x, 4); break; }
       case 's': { int16_t x = (int16_t)col->i[r]; memcpy(data + k * 2, &x, 2); break; }
+      case 'd': { __int128 x = col->i[r]; memcpy(data + k * 16, &x, 16); break; }
       default: memcpy(data + k * 8, &col->i[r], 8);
     }
   }
@@ -344,13 +346,23 @@ int ft_build_view(const struct ft_query *q, const struct ft_table *a, const stru
   }
   /* Operands as the aggregate sees them: over the join's output, or over a projection. */
   const char *vt = q->is_float ? "g" : "l";
-  /* Narrow products: the factors stay in their type (both the same). */
-  const char *ft = q->narrow_product ? a->cols[q->aval].format : vt;
+  char dec_sum[32];
+  if (q->decimal) {
+    int p1, s1, p2, s2;
+    sscanf(a->cols[q->aval].format, "d:%d,%d", &p1, &s1);
+    sscanf(b->cols[q->bval].format, "d:%d,%d", &p2, &s2);
+    snprintf(dec_sum, sizeof(dec_sum), "d:38,%d", s1 + s2);
+    vt = dec_sum;
+  }
+  /* Narrow products and decimals: the factors stay in their own types. */
+  int keep = q->narrow_product || q->decimal;
+  const char *ft = keep ? a->cols[q->aval].format : vt;
   int bv_side = q->value_same_side ? 0 : 1;
   const struct ft_table *tb = bv_side ? b : a;
   int bv_col = q->value_same_side ? q->akey[0] : q->bval;
   int32_t xi = q->aval, yi = (bv_side ? na : 0) + bv_col;
   const struct ft_col *xc = &a->cols[q->aval], *yc = &tb->cols[bv_col];
+  const char *fy = keep ? yc->format : vt;
   int32_t gidx[3];
   const struct ft_col *gc[3];
   for (int i = 0; i < q->n_groups; i++) {
@@ -372,7 +384,7 @@ int ft_build_view(const struct ft_query *q, const struct ft_table *a, const stru
       np++;
     }
     ql_expr_id x = ft_column_as(bld, xc->name, a->name, xi, xc->format, ft);
-    ql_expr_id y = ft_column_as(bld, yc->name, tb->name, yi, yc->format, ft);
+    ql_expr_id y = ft_column_as(bld, yc->name, tb->name, yi, yc->format, fy);
     if (q->projection == 2) {
       ql_expr_id prod = q->swap_product ? ql_ir_binary(bld, q->op ? q->op : QL_OP_MULTIPLY, y, x)
                                         : ql_ir_binary(bld, q->op ? q->op : QL_OP_MULTIPLY, x, y);
@@ -390,7 +402,12 @@ int ft_build_view(const struct ft_query *q, const struct ft_table *a, const stru
     }
     if (ql_schema_init_struct(&ps, NULL, np, NULL) != QL_OK) abort();
     for (int i = 0; i < q->n_groups; i++) ft_set_field(&ps, i, gc[i]->format, pnames[i]);
-    for (int i = q->n_groups; i < np; i++) ft_set_field(&ps, i, q->projection == 1 ? ft : vt, pnames[i]);
+    if (q->projection == 1) {
+      ft_set_field(&ps, q->n_groups, ft, pnames[q->n_groups]);
+      ft_set_field(&ps, q->n_groups + 1, fy, pnames[q->n_groups + 1]);
+    } else {
+      ft_set_field(&ps, q->n_groups, vt, pnames[q->n_groups]);
+    }
     struct ql_plan_node pn = ft_node(QL_NODE_PROJECTION);
     pn.n_inputs = 1;
     pn.inputs = &top;
@@ -413,7 +430,7 @@ int ft_build_view(const struct ft_query *q, const struct ft_table *a, const stru
     for (int i = 0; i < q->n_groups; i++)
       group_exprs[i] = ql_ir_column(bld, gc[i]->name, q->gside[i] ? b->name : a->name, gidx[i]);
     ql_expr_id x = ft_column_as(bld, xc->name, a->name, xi, xc->format, ft);
-    ql_expr_id y = ft_column_as(bld, yc->name, tb->name, yi, yc->format, ft);
+    ql_expr_id y = ft_column_as(bld, yc->name, tb->name, yi, yc->format, fy);
     sum_arg = q->swap_product ? ql_ir_binary(bld, q->op ? q->op : QL_OP_MULTIPLY, y, x)
                               : ql_ir_binary(bld, q->op ? q->op : QL_OP_MULTIPLY, x, y);
     if (q->narrow_product) sum_arg = ql_ir_cast(bld, sum_arg, vt, 0);
@@ -549,6 +566,11 @@ int64_t ft_reference(const struct ft_query *q, const struct ft_table *a, const s
         if (q->narrow_product) p = (double)((float)xv * (float)yv); /* float32 product */
         rows[at].f += p;
         rows[at].abs_sum += fabs(p);
+      } else if (q->decimal) {
+        unsigned __int128 acc = ((unsigned __int128)(uint64_t)rows[at].hi << 64) | (uint64_t)rows[at].i;
+        acc += (unsigned __int128)(__int128)x->i[ra] * (unsigned __int128)(__int128)y->i[rb];
+        rows[at].i = (int64_t)(uint64_t)acc;
+        rows[at].hi = (int64_t)(uint64_t)(acc >> 64);
       } else {
         uint64_t p = (uint64_t)x->i[ra] * (uint64_t)y->i[rb];
         if (q->narrow_product && x->format[0] == 'i') p = (uint64_t)(int64_t)(int32_t)(uint32_t)p; /* wraps at 32 bits */
@@ -610,8 +632,14 @@ int64_t ft_collect(const struct ql_execution_plan *plan, struct ft_host *h, int 
       const struct ArrowArray *c = b.children[n_groups];
       row->has = ql_array_is_valid(c, r);
       if (row->has) {
-        if (is_float) row->f = ((const double *)c->buffers[1])[c->offset + r];
-        else row->i = ((const int64_t *)c->buffers[1])[c->offset + r];
+        if (is_float == 2) {
+          memcpy(&row->i, (const uint8_t *)c->buffers[1] + (c->offset + r) * 16, 8);
+          memcpy(&row->hi, (const uint8_t *)c->buffers[1] + (c->offset + r) * 16 + 8, 8);
+        } else if (is_float) {
+          row->f = ((const double *)c->buffers[1])[c->offset + r];
+        } else {
+          row->i = ((const int64_t *)c->buffers[1])[c->offset + r];
+        }
       }
     }
     b.release(&b);

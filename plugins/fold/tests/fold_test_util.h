@@ -79,6 +79,7 @@ struct ft_query {
   int alias_inputs;      /* SubqueryAlias nodes over the scans */
   int swap_product;      /* y * x instead of x * y */
   int narrow_product;    /* factors keep their (common) type; the product is cast to the sum's */
+  int decimal;           /* decimal128 factors (value columns "d:p,s"); a decimal128 sum */
   /* Variations for declines. */
   struct ql_function_id function; /* zero: built-in sum */
   int agg_flags;         /* QL_EXPR_DISTINCT */
@@ -119,6 +120,7 @@ struct ft_row {
   uint32_t nulls;
   int has; /* sum not NULL */
   int64_t i;
+  int64_t hi; /* decimal128 sums: the high 64 bits (i holds the low ones) */
   double f;
   double abs_sum; /* reference only: sum of |products| (the float tolerance scale) */
 };
@@ -126,8 +128,9 @@ struct ft_row {
 /* Reference: nested-loop join plus group sum, in SQL semantics. */
 int64_t ft_reference(const struct ft_query *q, const struct ft_table *a, const struct ft_table *b, struct ft_row *rows,
                      int64_t cap);
-/* Execute `plan` partition 0 under `h`; rows into `rows`. Returns the row
- * count, or -(status) on failure with the message in msg. */
+/* Execute `plan` partition 0 under `h`; rows into `rows` (is_float: 0 int64
+ * sums, 1 float64, 2 decimal128). Returns the row count, or -(status) on
+ * failure with the message in msg. */
 int64_t ft_collect(const struct ql_execution_plan *plan, struct ft_host *h, int n_groups, int is_float,
                    struct ft_row *rows, int64_t cap, char *msg, size_t msg_cap);
 /* Sort rows by keys. */
