@@ -81,7 +81,7 @@ int zr_statistics(const struct zr_dataset *ds, const struct zr_table *t, const s
       cs->null_count = 0;
     }
     /* with a limit, which rows come out is not fixed: only bounds hold */
-    if (has[c->dim] && !d->has_nan && d->comparable) {
+    if (rows > 0 && has[c->dim] && !d->has_nan && d->comparable) {
       cs->min_max_precision = limit >= 0 && limit < rows ? QL_PRECISION_INEXACT : QL_PRECISION_EXACT;
       cs->min.is_null = 0;
       cs->max.is_null = 0;

@@ -361,3 +361,13 @@ def test_string_dimension_coordinate(tmp_path):
     assert scan.formats["station"] == "u"
     got = run_scan(path, "--where", "station = 1")
     assert got.header["answers"] == [0]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_empty_dimension(tmp_path, fmt):
+    ds = xr.Dataset({"v": (("t", "x"), np.zeros((0, 3)))}, coords={"t": np.array([], dtype="f8"), "x": [1, 2, 3]})
+    path = write(ds, tmp_path / "e.zarr", fmt)
+    scan = run_scan(path)
+    assert scan.rows == []
+    assert scan.table_stats["num_rows"] == 0
+    assert scan.table_stats["min"]["x"] is None
