@@ -3,6 +3,7 @@
 
 #include <blosc.h>
 #include <lz4.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,18 +245,20 @@ const char *zr_pipeline_describe(const struct zr_pipeline *p, char *buf, size_t 
 
 /* ---------------------------------------------------------------- crc32c */
 
-uint32_t zr_crc32c(const uint8_t *data, int64_t n) {
-  static uint32_t table[256];
-  static volatile int ready = 0;
-  if (!ready) {
-    /* Idempotent: racing threads write identical values. */
-    for (uint32_t i = 0; i < 256; i++) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-      table[i] = c;
-    }
-    ready = 1;
+static uint32_t crc32c_table[256];
+static pthread_once_t crc32c_once = PTHREAD_ONCE_INIT;
+
+static void crc32c_init(void) {
+  for (uint32_t i = 0; i < 256; i++) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    crc32c_table[i] = c;
   }
+}
+
+uint32_t zr_crc32c(const uint8_t *data, int64_t n) {
+  pthread_once(&crc32c_once, crc32c_init);
+  const uint32_t *table = crc32c_table;
   uint32_t crc = 0xFFFFFFFFu;
   for (int64_t i = 0; i < n; i++) crc = table[(crc ^ data[i]) & 0xFF] ^ (crc >> 8);
   return crc ^ 0xFFFFFFFFu;
