@@ -289,10 +289,11 @@ def markdown(results):
     return "\n".join(lines)
 
 
-def plot(results, path):
+def plot(results, path, subtitle):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
     methods = [("qlink", "qlink_zarr (DataFusion)", "#1b7837"), ("xarray_sql", "xarray-sql 0.6.0", "#762a83"),
                ("pandas", "xarray + pandas", "#999999")]
@@ -312,12 +313,17 @@ def plot(results, path):
                     ys.append(v / 1e6 if metric == "rows_per_s" else v)
             bars = ax.bar(xs, ys, width, label=label, color=color)
             ax.bar_label(bars, fmt="%.3g", fontsize=8)
-        ax.set_xticks(range(len(group)), [r["label"] for r in group], fontsize=9)
+        ax.set_xticks(range(len(group)), [
+            r["label"] + (f"\nqlink {r['ratio_vs_xarray_sql']:.1f}x xarray-sql" if "ratio_vs_xarray_sql" in r else "")
+            for r in group], fontsize=9)
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_title(title)
         ax.set_ylabel(ylabel)
     axes[0].legend(fontsize=8)
-    fig.suptitle("qlink_zarr vs xarray-sql vs xarray+pandas on the same Zarr stores (best of N)")
+    fig.suptitle("qlink_zarr vs xarray-sql vs xarray+pandas on the same Zarr stores (best of N)\n" + subtitle,
+                 fontsize=11)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -416,7 +422,8 @@ def main(argv=None):
     with open(args.out, "w") as f:
         json.dump(doc, f, indent=2)
         f.write("\n")
-    plot(results, args.png)
+    plot(results, args.png, f"{os.cpu_count()} CPUs, load average {doc['machine']['load_average_1_5_15'][0]:.1f} "
+         "at the end; qlink times include process start-up")
     print(f"wrote {args.out} and {args.png}")
     return 0 if doc["all_agree"] else 1
 
