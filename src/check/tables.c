@@ -509,6 +509,31 @@ static void release_plan(struct ql_checker *ck, struct ql_execution_plan *plan) 
   }
 }
 
+/* A leaf plan given its (no) children again is a copy of itself, or says
+ * QL_ENOTSUP; the copy has the same schema and releases itself. */
+static void check_new_children(struct ql_checker *ck, const struct ql_execution_plan *plan,
+                               const struct ArrowSchema *schema) {
+  int64_t n;
+  QLC_CALL(ck, n, plan->child_count ? plan->child_count(plan) : 0);
+  if (n != 0 || plan->with_new_children == NULL) return;
+  struct ql_execution_plan copy = {0};
+  struct ql_error err = {0};
+  int rc;
+  QLC_CALL(ck, rc, plan->with_new_children(plan, NULL, 0, &copy, &err));
+  if (rc == QL_OK) {
+    struct ArrowSchema cs = {0};
+    QLC_CALL(ck, rc, copy.get_schema(&copy, &cs, &err));
+    if (rc != QL_OK || !ql_check_schema_equal(&cs, schema)) {
+      ql_check_violation(ck, "plan.with_new_children", "the copy of a leaf plan has another schema");
+    }
+    if (rc == QL_OK) QLC_DO(ck, ql_schema_release(&cs));
+    release_plan(ck, &copy);
+  } else if (rc != QL_ENOTSUP) {
+    note_error(ck, "plan.with_new_children", "with_new_children of a leaf plan with no children", rc, &err);
+  }
+  release_err(ck, &err);
+}
+
 static void check_scans(struct ql_checker *ck, const struct ql_table_provider *p, const struct ArrowSchema *schema) {
   struct ql_scan_args all = {sizeof all, -1, NULL, {NULL, 0, 0, NULL}, -1};
   struct ql_execution_plan original, plan;
@@ -532,6 +557,7 @@ static void check_scans(struct ql_checker *ck, const struct ql_table_provider *p
   }
   if (rc == QL_OK) QLC_DO(ck, ql_schema_release(&ps));
   release_err(ck, &err);
+  check_new_children(ck, &plan, schema);
   ck->scan_label = "scan of every column";
   check_execution(ck, &plan);
   check_stream_error(ck, &plan);
