@@ -2,12 +2,21 @@
 #include "fold_planner.h"
 
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fold_exec.h"
 #include "fold_spec.h"
 #include "qlink/lib/options.h"
 #include "qlink/lib/status.h"
+
+/* QLINK_FOLD_TRACE=1 in the environment: one line on stderr per planner
+ * call saying what was folded or why not (for people integrating hosts). */
+static int ql_fold_tracing(void) {
+  const char *t = getenv("QLINK_FOLD_TRACE");
+  return t && t[0] && strcmp(t, "0") != 0;
+}
 
 static int ql_fold_plan(const struct ql_planner *self, const struct ql_planner_context *ctx,
                         struct ql_planner_result *out, struct ql_error *error) {
@@ -17,6 +26,10 @@ static int ql_fold_plan(const struct ql_planner *self, const struct ql_planner_c
     return QL_OK;
   struct ql_fold_spec spec;
   ql_node_id id = ql_fold_find(ctx->plan, &spec);
+  if (ql_fold_tracing()) {
+    if (id < 0) fprintf(stderr, "qlink_fold: plan rooted at node %d: declined: %s\n", ctx->plan->root, spec.why);
+    else fprintf(stderr, "qlink_fold: plan rooted at node %d: folding aggregate node %d\n", ctx->plan->root, id);
+  }
   if (id < 0) return QL_OK;
   struct ql_execution_plan children[2];
   memset(children, 0, sizeof(children));
@@ -33,6 +46,7 @@ static int ql_fold_plan(const struct ql_planner *self, const struct ql_planner_c
     struct ql_error ignored;
     memset(&ignored, 0, sizeof(ignored));
     int rc = ql_fold_check_child(&spec, k, &children[k], &ignored);
+    if (rc != QL_OK && ql_fold_tracing()) fprintf(stderr, "qlink_fold: declined: %s\n", ql_error_message(&ignored));
     ql_error_release(&ignored);
     if (rc != QL_OK) {
       for (int j = 0; j < 2; j++)
