@@ -101,6 +101,10 @@ int main(void) {
   snprintf(args, sizeof args, "plan %s drop_true_filters", so);
   QL_CHECK_INT(host(args, &out), 0);
   QL_CHECK(strstr(out, "planner drop_true_filters: REWRITE node 2\n") != NULL);
+  /* The spliced plan: the Limit now reads the real filter, no TRUE filter is left. */
+  const char *after = strstr(out, "plan after the rewrite:\nLimit");
+  QL_CHECK(after != NULL && strstr(after, "true") == NULL && strstr(after, "value > 3") != NULL &&
+           strstr(after, "TableScan: t") != NULL);
   free(out);
 
   snprintf(args, sizeof args, "call %s add_one 1 NULL 41", so);

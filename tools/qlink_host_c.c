@@ -292,6 +292,68 @@ static void print_plan(const char *title, const struct ql_plan_view *v, ql_node_
   free(text);
 }
 
+/* Copy subtree `id` of `v` into `b`; the node `replace` of `v` becomes the
+ * root of `with` (another view) instead. -1 on failure (the builder holds why). */
+static ql_expr_id copy_expr(struct ql_ir_builder *b, const struct ql_plan_view *v, ql_expr_id id) {
+  if (id < 0) return -1;
+  const struct ql_expr *e = &v->exprs[id];
+  ql_expr_id args[64];
+  if (e->n_args > 64) return -1;
+  for (int32_t i = 0; i < e->n_args; i++) {
+    if ((args[i] = copy_expr(b, v, e->args[i])) < 0) return -1;
+  }
+  struct ql_expr copy = *e;
+  copy.args = args;
+  copy.filter = copy_expr(b, v, e->filter);
+  if (e->filter >= 0 && copy.filter < 0) return -1;
+  return ql_ir_expr(b, &copy);
+}
+
+static int copy_exprs(struct ql_ir_builder *b, const struct ql_plan_view *v, const ql_expr_id *src, int32_t n,
+                      ql_expr_id *dst) {
+  for (int32_t i = 0; i < n; i++) {
+    if ((dst[i] = copy_expr(b, v, src[i])) < 0) return 0;
+  }
+  return 1;
+}
+
+static ql_node_id splice(struct ql_ir_builder *b, const struct ql_plan_view *v, ql_node_id id, ql_node_id replace,
+                         const struct ql_plan_view *with) {
+  if (id == replace) return splice(b, with, with->root, -1, NULL);
+  const struct ql_plan_node *n = &v->nodes[id];
+  ql_node_id inputs[64];
+  ql_expr_id exprs[64], exprs2[64];
+  if (n->n_inputs > 64 || n->n_exprs > 64 || n->n_exprs2 > 64) return -1;
+  for (int32_t i = 0; i < n->n_inputs; i++) {
+    if ((inputs[i] = splice(b, v, n->inputs[i], replace, with)) < 0) return -1;
+  }
+  if (!copy_exprs(b, v, n->exprs, n->n_exprs, exprs) || !copy_exprs(b, v, n->exprs2, n->n_exprs2, exprs2)) return -1;
+  struct ql_plan_node copy = *n;
+  copy.inputs = inputs;
+  copy.exprs = exprs;
+  copy.exprs2 = exprs2;
+  copy.condition = copy_expr(b, v, n->condition);
+  if (n->condition >= 0 && copy.condition < 0) return -1;
+  return ql_ir_node(b, &copy);
+}
+
+/* Print the plan as the host would run it: `view` with the rewritten subtree in place. */
+static int print_rewritten(const struct ql_plan_view *view, const struct ql_planner_result *r, struct ql_error *err) {
+  struct ql_ir_builder *b;
+  QL_RETURN_NOT_OK(ql_ir_builder_new(&b, err));
+  struct ql_plan_view out = {0};
+  ql_node_id root = splice(b, view, view->root, r->node, &r->rewrite);
+  int rc = ql_ir_builder_status(b, err);
+  if (rc == QL_OK && root < 0) rc = ql_error_set(err, QL_EINVAL, "the rewrite is too wide to splice");
+  if (rc == QL_OK) rc = ql_ir_builder_finish(b, root, &out, err);
+  ql_ir_builder_free(b);
+  if (rc == QL_OK) {
+    print_plan("plan after the rewrite:", &out, out.root);
+    out.release(&out);
+  }
+  return rc;
+}
+
 static int cmd_plan(struct ql_loaded_plugin *lp, struct ql_ref_host *host, const char *name) {
   const struct ql_plugin *p = &lp->plugin;
   struct ql_error err = {0};
@@ -316,6 +378,11 @@ static int cmd_plan(struct ql_loaded_plugin *lp, struct ql_ref_host *host, const
       printf("planner %s: REWRITE node %d\n", name, (int)result.node);
       print_plan("rewritten subtree:", &result.rewrite, result.rewrite.root);
       if (ql_ir_validate(&result.rewrite, &err) != QL_OK) rc = ql_error_prefix(&err, "the rewrite is not valid");
+      if (rc == QL_OK && (result.node < 0 || result.node >= view.n_nodes)) {
+        rc = ql_error_set(&err, QL_EINVAL, "the planner replaced node %d of a %d-node plan", (int)result.node,
+                          (int)view.n_nodes);
+      }
+      if (rc == QL_OK) rc = print_rewritten(&view, &result, &err);
       result.rewrite.release(&result.rewrite);
     }
     if (rc == QL_OK && result.action == QL_PLANNER_PHYSICAL) {
