@@ -708,6 +708,11 @@ static int ql_fold_run_probe(struct ql_fold_run *run, struct ql_error *error) {
     }
   }
   for (int64_t p = 0; p < n; p++) ql_fold_groups_destroy(&task.tables[p], &run->mem);
+  /* The probe-side lookup tables are not needed to emit. */
+  ql_fold_keys_destroy(&run->result.pmap, &run->mem);
+  ql_fold_mem_free(&run->mem, run->result.cells, run->result.n_cells * 8);
+  run->result.cells = NULL;
+  run->result.n_cells = 0;
   ql_fold_mem_free(&run->mem, tables, tables_bytes);
   return rc;
 }
