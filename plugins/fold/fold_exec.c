@@ -149,6 +149,7 @@ struct ql_fold_build {
   const struct ql_fold_shared *plan;
   struct ql_fold_side side;
   int32_t merge; /* int64: pre-aggregate entries per (key, group) */
+  int32_t dense; /* use the plan's dense key index (the final table only) */
   struct ql_fold_keys kmap;  /* join keys that are not in the dense range */
   struct ql_fold_keys emap;  /* (join key, group) tuples = entries, when merging */
   int64_t n_heads, heads_cap;
@@ -213,10 +214,11 @@ static int ql_fold_build_heads(struct ql_fold_build *b, int64_t need, struct ql_
   return QL_OK;
 }
 
-static int ql_fold_build_init(struct ql_fold_build *b, const struct ql_fold_shared *plan, struct ql_fold_mem *mem,
-                              struct ql_error *error) {
+static int ql_fold_build_init(struct ql_fold_build *b, const struct ql_fold_shared *plan, int dense,
+                              struct ql_fold_mem *mem, struct ql_error *error) {
   memset(b, 0, sizeof(*b));
   b->plan = plan;
+  b->dense = dense && plan->dense;
   ql_fold_side_init(&plan->spec, plan->build_side, &b->side);
   /* Pre-aggregating is exact only when the product is the sum's own int64
    * ring: x * (y1 + y2) = x * y1 + x * y2 (mod 2^64). */
@@ -224,7 +226,7 @@ static int ql_fold_build_init(struct ql_fold_build *b, const struct ql_fold_shar
   ql_fold_keys_init(&b->kmap, plan->spec.n_keys);
   ql_fold_keys_init(&b->emap, plan->spec.n_keys + b->side.n_groups);
   ql_fold_keys_init(&b->bgmap, b->side.n_groups);
-  if (plan->dense) return ql_fold_build_heads(b, plan->dense_len, mem, error);
+  if (b->dense) return ql_fold_build_heads(b, plan->dense_len, mem, error);
   return QL_OK;
 }
 
@@ -233,11 +235,11 @@ static int ql_fold_build_init(struct ql_fold_build *b, const struct ql_fold_shar
 static int ql_fold_key_index(struct ql_fold_build *b, const int64_t *keys, int insert, int64_t *out,
                              struct ql_fold_mem *mem, struct ql_error *error) {
   const struct ql_fold_shared *p = b->plan;
-  if (p->dense && keys[0] >= p->dense_min && (uint64_t)keys[0] - (uint64_t)p->dense_min < (uint64_t)p->dense_len) {
+  if (b->dense && keys[0] >= p->dense_min && (uint64_t)keys[0] - (uint64_t)p->dense_min < (uint64_t)p->dense_len) {
     *out = keys[0] - p->dense_min;
     return QL_OK;
   }
-  int64_t base = p->dense ? p->dense_len : 0;
+  int64_t base = b->dense ? p->dense_len : 0;
   uint64_t h = ql_fold_keys_hash(keys, 0, b->kmap.width);
   if (!insert) {
     int64_t n = ql_fold_keys_find(&b->kmap, keys, 0, h);
@@ -528,8 +530,7 @@ static int ql_fold_check_batch(const struct ql_fold_run *run, int side, const st
 
 static int ql_fold_build_batch(struct ql_fold_run *run, void *arg, const struct ArrowArray *batch,
                                struct ql_error *error) {
-  (void)arg;
-  struct ql_fold_build *b = &run->build;
+  struct ql_fold_build *b = arg ? arg : &run->build;
   QL_RETURN_NOT_OK(ql_fold_check_batch(run, run->plan->build_side, batch, error));
   struct ql_fold_row row;
   for (int64_t r = 0; r < batch->length; r++) {
@@ -717,12 +718,84 @@ static int ql_fold_run_probe(struct ql_fold_run *run, struct ql_error *error) {
   return rc;
 }
 
+/* Add every entry of a partition's build table to the final one, key by key
+ * in first-seen order: a deterministic order, and for int64 the sums merge. */
+static int ql_fold_build_merge(struct ql_fold_build *dst, const struct ql_fold_build *src, struct ql_fold_mem *mem,
+                               struct ql_error *error) {
+  int32_t nk = src->kmap.width, ng = src->side.n_groups;
+  struct ql_fold_row row;
+  memset(&row, 0, sizeof(row));
+  for (int64_t k = 0; k < src->kmap.count; k++) {
+    memcpy(row.keys, src->kmap.values + k * nk, (size_t)nk * 8);
+    for (int64_t e = src->head[k]; e >= 0; e = src->e_next[e]) {
+      memcpy(row.groups, src->e_groups + e * ng, (size_t)ng * 8);
+      row.group_nulls = src->e_group_nulls[e];
+      row.has_value = src->e_has[e];
+      row.ivalue = src->e_ivalue[e];
+      row.fvalue = src->e_fvalue[e];
+      QL_RETURN_NOT_OK(ql_fold_build_add(dst, &row, mem, error));
+    }
+  }
+  dst->rows += src->rows;
+  return QL_OK;
+}
+
+struct ql_fold_build_task {
+  struct ql_fold_run *run;
+  struct ql_fold_build *tables; /* one per build partition */
+  int64_t n_partitions;
+  atomic_llong next;
+  atomic_int failed;
+};
+
+static int ql_fold_build_worker(void *arg, struct ql_error *error) {
+  struct ql_fold_build_task *t = arg;
+  for (;;) {
+    if (atomic_load(&t->failed)) return QL_OK;
+    int64_t p = atomic_fetch_add(&t->next, 1);
+    if (p >= t->n_partitions) return QL_OK;
+    int rc = ql_fold_drain(t->run, t->run->plan->build_side, p, ql_fold_build_batch, &t->tables[p], error);
+    if (rc != QL_OK) {
+      atomic_store(&t->failed, 1);
+      return rc;
+    }
+  }
+}
+
+/* Several partitions and an executor: each partition into its own table in
+ * parallel, then merged in partition order. */
+static int ql_fold_run_build_parallel(struct ql_fold_run *run, int64_t n, struct ql_error *error) {
+  void *tables = NULL;
+  int64_t bytes = n * (int64_t)sizeof(struct ql_fold_build);
+  QL_RETURN_NOT_OK(ql_fold_mem_resize(&run->mem, &tables, 0, bytes, error));
+  struct ql_fold_build_task task;
+  memset(&task, 0, sizeof(task));
+  task.run = run;
+  task.tables = tables;
+  task.n_partitions = n;
+  int rc = QL_OK;
+  for (int64_t p = 0; p < n; p++) {
+    int prc = ql_fold_build_init(&task.tables[p], run->plan, 0, &run->mem, error);
+    if (prc != QL_OK && rc == QL_OK) rc = prc;
+  }
+  if (rc == QL_OK) rc = ql_fold_parallel(&run->ctx, n, ql_fold_build_worker, &task, error);
+  for (int64_t p = 0; p < n && rc == QL_OK; p++) rc = ql_fold_build_merge(&run->build, &task.tables[p], &run->mem, error);
+  for (int64_t p = 0; p < n; p++) ql_fold_build_destroy(&task.tables[p], &run->mem);
+  ql_fold_mem_free(&run->mem, tables, bytes);
+  return rc;
+}
+
 static int ql_fold_run_build(struct ql_fold_run *run, struct ql_error *error) {
   const struct ql_execution_plan *child = &run->plan->children[run->plan->build_side];
   int64_t n = ql_fold_partition_count(child, error);
   if (n < 0) return ql_error_prefix(error, "qlink_fold: build input properties");
-  for (int64_t p = 0; p < n; p++)
-    QL_RETURN_NOT_OK(ql_fold_drain(run, run->plan->build_side, p, ql_fold_build_batch, NULL, error));
+  const struct ql_executor *ex = run->ctx.executor;
+  if (n > 1 && ex && ex->spawn && (!ex->parallelism || ex->parallelism(ex) > 1)) {
+    QL_RETURN_NOT_OK(ql_fold_run_build_parallel(run, n, error));
+  } else {
+    for (int64_t p = 0; p < n; p++)
+      QL_RETURN_NOT_OK(ql_fold_drain(run, run->plan->build_side, p, ql_fold_build_batch, NULL, error));
+  }
   QL_RETURN_NOT_OK(ql_fold_build_finish(&run->build, &run->mem, error));
   atomic_fetch_add(&run->plan->build_rows, run->build.rows);
   return QL_OK;
@@ -931,7 +1004,7 @@ static int ql_fold_run_all(struct ql_fold_run *run, struct ql_error *error) {
   int64_t t0 = ql_fold_now_ns();
   int rc = run->plan->gemm ? ql_fold_run_gemm(run, error) : QL_FOLD_FALLBACK;
   if (rc == QL_FOLD_FALLBACK) {
-    rc = ql_fold_build_init(&run->build, run->plan, &run->mem, error);
+    rc = ql_fold_build_init(&run->build, run->plan, 1, &run->mem, error);
     if (rc == QL_OK) rc = ql_fold_run_build(run, error);
     if (rc == QL_OK) rc = ql_fold_run_probe(run, error);
     /* The build table is not needed to emit. */

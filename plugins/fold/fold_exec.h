@@ -6,8 +6,9 @@
  *
  * Algorithm (no joined row is ever materialised):
  *  1. Build: drain every partition of the build child (the one with fewer
- *     rows by statistics; the right input when unknown), in partition order,
- *     into a table keyed by the join keys. Rows with a NULL key are dropped
+ *     rows by statistics; the right input when unknown) into a table keyed
+ *     by the join keys (in parallel on the host's executor when it offers
+ *     one, a table per partition merged in partition order). Rows with a NULL key are dropped
  *     (NULL never matches). int64 sums are pre-aggregated per (join key,
  *     build-side group key): sum over the pairs of x * y = x * (sum of y),
  *     exact under DataFusion's wrapping int64 arithmetic; a flag remembers
