@@ -229,7 +229,14 @@ fn convert_metrics(m: &ql_metrics, out: &mut MetricsSet) {
     for i in 0..m.count.max(0) as usize {
         // SAFETY: count items owned by the snapshot.
         let it = unsafe { &*m.items.add(i) };
-        let name: std::borrow::Cow<'static, str> = cstr(it.name).into();
+        let raw_name = cstr(it.name);
+        // The host counts output rows and its own compute time itself; a
+        // plugin's figures of the same name would be summed into them.
+        let name: std::borrow::Cow<'static, str> = match raw_name.as_str() {
+            "output_rows" | "output_batches" => continue,
+            "elapsed_compute" => "plugin_elapsed_compute".into(),
+            _ => raw_name.into(),
+        };
         let partition = if it.partition < 0 { None } else { Some(it.partition as usize) };
         let v = it.value.max(0) as usize;
         let value = match it.kind {
@@ -693,7 +700,7 @@ impl Iterator for BlockingReader {
     type Item = std::result::Result<RecordBatch, ArrowError>;
     fn next(&mut self) -> Option<Self::Item> {
         let _e = self.rt.as_ref().map(|h| h.enter());
-        futures::executor::block_on(self.stream.next()).map(|r| r.map_err(|e| ArrowError::ExternalError(Box::new(e))))
+        crate::services::block_on(self.stream.next()).map(|r| r.map_err(|e| ArrowError::ExternalError(Box::new(e))))
     }
 }
 

@@ -563,14 +563,20 @@ impl QlinkQueryPlanner {
         }
     }
 
+    /// Plan `plan`; `skip` is a planner that asked for exactly this plan
+    /// through plan_physical (asking it again would recurse forever).
     fn plan<'a>(
         &'a self,
         plan: &'a LogicalPlan,
         session: &'a dyn Session,
+        skip: Option<&'a InstalledPlanner>,
     ) -> futures::future::BoxFuture<'a, Result<Arc<dyn ExecutionPlan>>> {
         Box::pin(async move {
             let mut mask: Option<u32> = None;
             for p in &self.planners {
+                if skip.is_some_and(|s| std::ptr::eq(s, p.as_ref())) {
+                    continue;
+                }
                 let interest = p.raw.interest;
                 if interest != 0 {
                     let m = *mask.get_or_insert_with(|| kind_mask(plan));
@@ -591,7 +597,7 @@ impl QlinkQueryPlanner {
         let Some(plan_fn) = p.raw.plan else { return Ok(None) };
         let built = plan_view(plan)?;
         let view = SessionView::new(SessionSource::Session(session));
-        let call = PlannerCall { qp: self, session, built: &built };
+        let call = PlannerCall { qp: self, session, built: &built, asking: p };
         let ctx = ql_planner_context {
             struct_size: std::mem::size_of::<ql_planner_context>() as u32,
             reserved_: 0,
@@ -637,6 +643,7 @@ impl QlinkQueryPlanner {
 
 struct PlannerCall<'a> {
     qp: &'a QlinkQueryPlanner,
+    asking: &'a InstalledPlanner,
     session: &'a dyn Session,
     built: &'a PlanViewBuild,
 }
@@ -646,9 +653,9 @@ struct PlannerCall<'a> {
 fn block_in_callback<T>(f: impl std::future::Future<Output = T>) -> T {
     match tokio::runtime::Handle::try_current() {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(|| futures::executor::block_on(f))
+            tokio::task::block_in_place(|| crate::services::block_on(f))
         }
-        _ => futures::executor::block_on(f),
+        _ => crate::services::block_on(f),
     }
 }
 
@@ -663,7 +670,8 @@ unsafe extern "C" fn plan_physical(
         let Some((sub, _)) = call.built.subtrees.get(&node) else {
             return set_error(error, QL_EINVAL, &format!("plan_physical: no node {node} in the plan view"));
         };
-        match block_in_callback(call.qp.plan(sub, call.session)) {
+        let skip = if node == call.built.view.0.root { Some(call.asking) } else { None };
+        match block_in_callback(call.qp.plan(sub, call.session, skip)) {
             Ok(plan) => {
                 std::ptr::write(out, export_host_plan(plan, None));
                 QL_OK
@@ -676,7 +684,7 @@ unsafe extern "C" fn plan_physical(
 #[async_trait]
 impl QueryPlanner for QlinkQueryPlanner {
     async fn create_physical_plan(&self, logical_plan: &LogicalPlan, session: &dyn Session) -> Result<Arc<dyn ExecutionPlan>> {
-        self.plan(logical_plan, session).await
+        self.plan(logical_plan, session, None).await
     }
 }
 

@@ -42,10 +42,32 @@ fn io_runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
+struct ThreadWaker(std::thread::Thread);
+impl std::task::Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Poll a future to completion on this thread, parking between polls.
+/// Unlike futures' block_on it may nest (a planner's plan_physical inside
+/// another's), which planning a chain of plugin answers needs.
+pub fn block_on<F: std::future::Future>(fut: F) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    let waker = std::task::Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    loop {
+        if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::park();
+    }
+}
+
 /// Run `fut` to completion from any thread, sync.
 pub fn block_on_io<T: Send + 'static>(fut: impl std::future::Future<Output = T> + Send + 'static) -> T {
     let handle = io_runtime().spawn(fut);
-    futures::executor::block_on(handle).expect("qlink io task panicked")
+    block_on(handle).expect("qlink io task panicked")
 }
 
 // ----------------------------------------------------------- memory pool
@@ -444,7 +466,7 @@ unsafe extern "C" fn job_wait(job: *mut ql_job, error: *mut ql_error) -> c_int {
         let Some(handle) = state.handle.take() else {
             return set_error(error, QL_ESTATE, "job already waited for");
         };
-        match futures::executor::block_on(handle) {
+        match block_on(handle) {
             Ok((QL_OK, _)) => QL_OK,
             Ok((status, msg)) => set_error(error, status, &msg),
             Err(e) => set_error(error, QL_EINTERNAL, &format!("spawned job failed: {e}")),
@@ -778,7 +800,7 @@ unsafe extern "C" fn session_table_lookup(
             .and_then(|c| c.schema(&resolved.schema))
             .map(|schema| {
                 let t = resolved.table.to_string();
-                futures::executor::block_on(async move { schema.table(&t).await })
+                block_on(async move { schema.table(&t).await })
             });
         let provider = match provider {
             Some(Ok(Some(p))) => p,
