@@ -1,0 +1,141 @@
+"""qlink for Python: query qlink plugins with DataFusion.
+
+Two ways in:
+
+- :class:`Session`, an embedded DataFusion 55.2 host. Plugins, their
+  tables, schemas, functions and planners, object stores and a memory limit
+  are registered on it; :meth:`Session.sql` returns a ``pyarrow.Table`` and
+  :meth:`Session.sql_reader` a ``pyarrow.RecordBatchReader``. The GIL is
+  released while a query runs. The runtime environment (memory pool, object
+  stores) is the session's own, so plugins see the limit and the stores.
+- :class:`Plugin`, a loaded plugin (``Plugin(path)``).
+
+Errors are subclasses of :class:`QlinkError` carrying the plugin's own
+message: :class:`PlanError` (bad SQL, unknown table or option),
+:class:`ExecutionError` (a failure while running, including a plugin's),
+:class:`ResourcesExhaustedError` (the memory limit refused a reservation),
+:class:`NotSupportedError`, :class:`PluginError` (loading or opening a
+plugin) and :class:`VersionMismatchError`. Nothing a plugin does aborts the
+interpreter: the host turns panics and plugin failures into these errors.
+
+The plugins built with this package (``qlink_sample``, ``qlink_zarr``) ship
+inside it; :func:`plugin_path` finds them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from ._qlink import Session as _NativeSession
+from ._qlink import (
+    DATAFUSION_VERSION,
+    ExecutionError,
+    NotSupportedError,
+    PlanError,
+    Plugin,
+    PluginError,
+    QlinkError,
+    ResourcesExhaustedError,
+    VersionMismatchError,
+    __version__,
+)
+
+__all__ = [
+    "DATAFUSION_VERSION",
+    "ExecutionError",
+    "NotSupportedError",
+    "PlanError",
+    "Plugin",
+    "PluginError",
+    "QlinkError",
+    "ResourcesExhaustedError",
+    "Session",
+    "VersionMismatchError",
+    "__version__",
+    "plugin_path",
+    "register_zarr",
+]
+
+_PLUGIN_DIR = Path(__file__).resolve().parent / "plugins"
+
+
+def plugin_path(name: str) -> str:
+    """The path of a plugin shipped with this package, e.g. ``"qlink_zarr"``.
+
+    ``QLINK_PLUGIN_DIR`` (a directory of ``<name>.so`` files) takes
+    precedence over the copies inside the package. Raises
+    :class:`PluginError` if the plugin is in neither place.
+    """
+    candidates = []
+    env = os.environ.get("QLINK_PLUGIN_DIR")
+    if env:
+        candidates.append(Path(env) / f"{name}.so")
+    candidates.append(_PLUGIN_DIR / f"{name}.so")
+    for c in candidates:
+        if c.is_file():
+            return str(c)
+    raise PluginError(
+        f"plugin {name!r} not found (looked in {', '.join(str(c.parent) for c in candidates)})"
+    )
+
+
+def _store_name(path: str) -> str:
+    """A SQL-friendly schema name from a store path: its stem, [a-z0-9_]."""
+    stem = Path(str(path).rstrip("/")).name
+    if stem.endswith(".zarr"):
+        stem = stem[: -len(".zarr")]
+    name = re.sub(r"[^a-z0-9_]", "_", stem.lower()) or "zarr"
+    return name if not name[0].isdigit() else f"z_{name}"
+
+
+def register_zarr(session: Session, path: str, name: str | None = None) -> list[str]:
+    """Register every table of the Zarr store at ``path`` on ``session``.
+
+    Each table (a group of variables sharing dimensions: one row per
+    coordinate tuple, dimensions as key columns) becomes ``NAME.<table>``;
+    ``name`` defaults to the store's file name without ``.zarr``. ``path``
+    is a local path or a URL served by an object store registered on the
+    session. Returns the qualified table names. Same as
+    :meth:`Session.register_zarr`.
+    """
+    schema = name or _store_name(path)
+    if not isinstance(path, str) or "://" not in path:
+        path = str(Path(path).resolve())
+    return session.register_schema(schema, plugin_path("qlink_zarr"), "store", path=path)
+
+
+class Session(_NativeSession):
+    """An embedded DataFusion host for qlink plugins.
+
+    ``Session(memory_limit=None, target_partitions=None, batch_size=None,
+    information_schema=True, config=None)``; ``memory_limit`` is a number of
+    bytes or a string such as ``"512M"``; ``config`` maps DataFusion option
+    keys (``"datafusion.execution.batch_size"``) to values.
+
+    Methods (all release the GIL while DataFusion or a plugin works):
+
+    - ``load_plugin(plugin, functions=True)``: load a plugin (a path or a
+      :class:`Plugin`) and register its scalar/aggregate/window/table
+      functions; returns the :class:`Plugin`.
+    - ``register_table(name, plugin, provider, **options)``: a plugin table.
+    - ``register_schema(name, plugin, provider, **options)``: every table of
+      a schema provider as ``name.<table>``; returns the names.
+    - ``register_zarr(path, name=None)``: every table of a Zarr store.
+    - ``install_planner(plugin, planner, **options)``: a planner plugin.
+    - ``register_arrow(name, data)``: Arrow data (a pyarrow Table...) as an
+      in-memory table.
+    - ``register_object_store(url, root=None)``: ``memory://...`` or a local
+      directory serving ``url``; plugins read through it.
+    - ``sql(query)`` -> ``pyarrow.Table``; ``sql_reader(query)`` ->
+      ``pyarrow.RecordBatchReader``; ``explain(query, analyze=False)`` -> str;
+      ``tables()`` -> names of the default schema's tables.
+    """
+
+    def register_zarr(self, path: str, name: str | None = None) -> list[str]:
+        """Register every table of the Zarr store at ``path`` as ``name.<table>``.
+
+        See :func:`register_zarr`.
+        """
+        return register_zarr(self, path, name)

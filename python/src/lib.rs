@@ -1,0 +1,28 @@
+//! `qlink._qlink`: the native part of the `qlink` Python package.
+//!
+//! - `Session` (session.rs): an embedded DataFusion host over the Rust host
+//!   adapter `qlink-datafusion`, returning pyarrow data;
+//! - `Plugin` (plugin.rs): a loaded qlink plugin;
+//! - the exception hierarchy (errors.rs);
+//! - Arrow PyCapsule import/export (arrow_io.rs).
+
+use pyo3::prelude::*;
+
+mod arrow_io;
+mod errors;
+mod plugin;
+mod session;
+
+/// The DataFusion version this module's embedded host is built on.
+const DATAFUSION_VERSION: &str = "55.2.0";
+
+#[pymodule]
+fn _qlink(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+    m.add_class::<session::PySession>()?;
+    m.add_class::<plugin::PyPlugin>()?;
+    m.add_class::<arrow_io::ArrowStream>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("DATAFUSION_VERSION", DATAFUSION_VERSION)?;
+    Ok(())
+}

@@ -1,0 +1,94 @@
+//! `qlink.Plugin`: a loaded qlink plugin (libqlink's loader: dlopen,
+//! version negotiation, descriptor checks). The library stays loaded while
+//! this object or anything opened from it lives.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict};
+use qlink_datafusion::ffi::*;
+use qlink_datafusion::Plugin;
+
+use crate::errors::plugin_err;
+
+/// Keyword options as the (key, value) strings the ABI passes: values go
+/// through str(), booleans as "true"/"false"; None values are left out.
+pub fn options_of(options: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    if let Some(d) = options {
+        for (k, v) in d.iter() {
+            if v.is_none() {
+                continue;
+            }
+            let key: String = k.extract()?;
+            let value: String =
+                if v.is_instance_of::<PyBool>() { if v.is_truthy()? { "true".into() } else { "false".into() } } else { v.str()?.extract()? };
+            out.push((key, value));
+        }
+    }
+    Ok(out)
+}
+
+fn kind_name(kind: i32) -> &'static str {
+    match kind {
+        QL_ITEM_TABLE_PROVIDER => "table_provider",
+        QL_ITEM_SCHEMA_PROVIDER => "schema_provider",
+        QL_ITEM_SCALAR_FUNCTION => "scalar_function",
+        QL_ITEM_AGGREGATE_FUNCTION => "aggregate_function",
+        QL_ITEM_WINDOW_FUNCTION => "window_function",
+        QL_ITEM_TABLE_FUNCTION => "table_function",
+        QL_ITEM_PLANNER => "planner",
+        QL_ITEM_OBJECT_STORE => "object_store",
+        _ => "unknown",
+    }
+}
+
+/// A loaded qlink plugin.
+#[pyclass(module = "qlink._qlink", name = "Plugin", frozen)]
+pub struct PyPlugin {
+    inner: Arc<Plugin>,
+}
+
+impl PyPlugin {
+    pub fn from_arc(inner: Arc<Plugin>) -> PyPlugin {
+        PyPlugin { inner }
+    }
+    pub fn inner(&self) -> Arc<Plugin> {
+        Arc::clone(&self.inner)
+    }
+}
+
+#[pymethods]
+impl PyPlugin {
+    /// Plugin(path): load the plugin at `path`. Raises PluginError with the
+    /// loader's message (missing file, no entry point, ABI version refused).
+    #[new]
+    fn new(py: Python<'_>, path: String) -> PyResult<Self> {
+        let inner = py.detach(|| Plugin::load(&path)).map_err(plugin_err)?;
+        Ok(PyPlugin { inner })
+    }
+
+    /// The name the plugin reports (e.g. "qlink_sample").
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name().to_string()
+    }
+
+    /// The path it was loaded from.
+    #[getter]
+    fn path(&self) -> String {
+        self.inner.path().to_string()
+    }
+
+    /// The plugin's catalogue: a list of (kind, name, description), kind one
+    /// of "table_provider", "schema_provider", "scalar_function",
+    /// "aggregate_function", "window_function", "table_function", "planner",
+    /// "object_store".
+    fn items(&self) -> Vec<(String, String, String)> {
+        self.inner.items().into_iter().map(|i| (kind_name(i.kind).to_string(), i.name, i.description)).collect()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("qlink.Plugin({:?} from {:?})", self.inner.name(), self.inner.path())
+    }
+}

@@ -1,0 +1,64 @@
+"""qlink_zarr through Session.register_zarr / qlink.register_zarr, on stores
+written by xarray, compared with xarray's own to_dataframe."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import qlink
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("zarr")
+    ds = xr.Dataset(
+        {
+            "temp": (("time", "lat"), np.arange(20, dtype="f8").reshape(5, 4) / 4),
+            "count": (("time", "lat"), np.arange(20, dtype="i4").reshape(5, 4) * 3),
+            "elev": (("lat",), np.array([10, 20, 30, 40], dtype="i4")),
+        },
+        coords={"time": np.arange(5, dtype="i8"), "lat": np.array([-1.5, 0.0, 1.5, 3.0])},
+    )
+    path = root / "weather.zarr"
+    ds.to_zarr(path, zarr_format=3, consolidated=False, encoding={"temp": {"chunks": (2, 4)}})
+    return ds, path
+
+
+def test_register_zarr_tables_equal_xarray(store):
+    ds, path = store
+    s = qlink.Session()
+    names = s.register_zarr(str(path))
+    assert sorted(names) == ["weather.lat", "weather.time_lat"]
+    got = s.sql('SELECT time, lat, temp, "count" FROM weather.time_lat ORDER BY time, lat').to_pandas()
+    want = ds[["temp", "count"]].to_dataframe().reset_index().sort_values(["time", "lat"]).reset_index(drop=True)
+    assert list(got.columns) == ["time", "lat", "temp", "count"]
+    assert got["time"].tolist() == want["time"].tolist()
+    assert got["lat"].tolist() == want["lat"].tolist()
+    assert got["temp"].tolist() == want["temp"].tolist()
+    assert got["count"].tolist() == want["count"].tolist()
+    lat = s.sql("SELECT lat, elev FROM weather.lat ORDER BY lat").to_pydict()
+    assert lat == {"lat": [-1.5, 0.0, 1.5, 3.0], "elev": [10, 20, 30, 40]}
+
+
+def test_zarr_filter_and_aggregate(store):
+    ds, path = store
+    s = qlink.Session()
+    qlink.register_zarr(s, str(path), name="w")
+    got = s.sql("SELECT time, sum(temp) AS s FROM w.time_lat WHERE time >= 3 GROUP BY time ORDER BY time").to_pydict()
+    want = ds["temp"].sel(time=[3, 4]).sum("lat").values.tolist()
+    assert got == {"time": [3, 4], "s": want}
+
+
+def test_zarr_through_a_registered_object_store(store):
+    _, path = store
+    s = qlink.Session()
+    s.register_object_store("stores://local", root=str(path.parent))
+    names = s.register_zarr("stores://local/weather.zarr", name="remote")
+    assert sorted(names) == ["remote.lat", "remote.time_lat"]
+    assert s.sql("SELECT count(*) AS n FROM remote.time_lat").to_pydict() == {"n": [20]}
+
+
+def test_zarr_errors(tmp_path):
+    s = qlink.Session()
+    with pytest.raises(qlink.QlinkError):
+        s.register_zarr(str(tmp_path / "missing.zarr"))
