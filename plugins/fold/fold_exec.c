@@ -1204,6 +1204,15 @@ static int ql_fold_with_new_children(const struct ql_execution_plan *self, struc
       if (children[i].release) children[i].release(&children[i]);
     return ql_error_set(error, QL_EINVAL, "FoldExec takes 2 children, got %lld", (long long)n_children);
   }
+  /* New children must still have the columns the fold reads. */
+  for (int k = 0; k < 2; k++) {
+    int rc = ql_fold_check_child(&s->spec, k, &children[k], error);
+    if (rc != QL_OK) {
+      for (int j = 0; j < 2; j++)
+        if (children[j].release) children[j].release(&children[j]);
+      return rc;
+    }
+  }
   return ql_fold_exec_new(&s->spec, &s->schema, children, out, error);
 }
 

@@ -402,8 +402,20 @@ static void test_cancel_and_exact_values(void) {
   QL_CHECK_OK(fold.get_properties(&fold, &props, &err), err);
   QL_CHECK_INT(props.partition_count, 1);
 
-  /* with_new_children keeps working on new inputs. */
+  /* with_new_children checks the new inputs' columns... */
   struct ql_execution_plan kids[2], copy;
+  struct ft_table *narrow = calloc(1, sizeof(*narrow));
+  narrow->n_cols = 1;
+  snprintf(narrow->cols[0].name, 16, "k0");
+  snprintf(narrow->cols[0].format, 8, "l");
+  ft_table_reset_layout(narrow);
+  ft_plan_new(narrow, &kids[0]);
+  ft_plan_new(b, &kids[1]);
+  QL_CHECK_INT(fold.with_new_children(&fold, kids, 2, &copy, &err), QL_EINVAL);
+  QL_CHECK(kids[0].release == NULL && kids[1].release == NULL); /* moved in and released */
+  ql_error_release(&err);
+  free(narrow);
+  /* ...and keeps working on good ones. */
   ft_plan_new(a, &kids[0]);
   ft_plan_new(b, &kids[1]);
   QL_CHECK_OK(fold.with_new_children(&fold, kids, 2, &copy, &err), err);
