@@ -542,6 +542,10 @@ impl InstalledPlanner {
     }
 }
 
+/// Nanoseconds spent in the planner hook (plan view, call, answer handling),
+/// process-wide: what installing planners costs, for the benchmark.
+pub static HOOK_NANOS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// DataFusion's default physical planner with the planners' hook in front.
 pub struct QlinkQueryPlanner {
     planners: Vec<Arc<InstalledPlanner>>,
@@ -584,7 +588,10 @@ impl QlinkQueryPlanner {
                         continue; // the decline fast path: nothing this planner wants
                     }
                 }
-                if let Some(new_plan) = self.ask(p, plan, session)? {
+                let t0 = std::time::Instant::now();
+                let answer = self.ask(p, plan, session);
+                HOOK_NANOS.fetch_add(t0.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+                if let Some(new_plan) = answer? {
                     return self.default.create_physical_plan(&new_plan, session).await;
                 }
             }
