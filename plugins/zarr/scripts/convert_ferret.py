@@ -26,13 +26,18 @@ import tempfile
 import warnings
 
 FILES = ["coads_climatology", "levitus_climatology", "monthly_navy_winds", "etopo5"]
-VERSION = "1"  # bump when the conversion changes
-TARGET_ELEMENTS = 1 << 20  # about 4 MB of float32 per chunk
+VERSION = "2"  # bump when the conversion changes
+TARGET_ELEMENTS = 1 << 16  # 256 KB of float32 per chunk: several partitions per table
 
 
 def chunks_for(shape):
-    """Halve the largest extent until a chunk holds at most TARGET_ELEMENTS."""
+    """Chunk extents holding at most TARGET_ELEMENTS: split the leading axis
+    (time or depth) first for 3-D and larger arrays, as climate stores are
+    usually chunked, then halve the largest extent."""
     chunks = list(shape)
+    if len(chunks) >= 3:
+        while chunks[0] > 1 and _product(chunks) > TARGET_ELEMENTS:
+            chunks[0] = (chunks[0] + 1) // 2
     while chunks and _product(chunks) > TARGET_ELEMENTS:
         i = max(range(len(chunks)), key=lambda k: chunks[k])
         chunks[i] = (chunks[i] + 1) // 2
