@@ -69,8 +69,8 @@ static int literal_value(const struct zr_dim *d, const struct ql_expr *e, struct
     out->v = (long double)e->literal.value.i64 * unit_of(lf[2]) / unit_of(cf[2]);
     return 1;
   }
-  if (strchr("csilCSILefgb", cf[0]) == NULL || cf[1] != '\0') return 0;
-  if (lf[1] != '\0') return 0;
+  if (!cf[0] || strchr("csilCSILefgb", cf[0]) == NULL || cf[1] != '\0') return 0;
+  if (!lf[0] || lf[1] != '\0') return 0;
   if (strchr("csilb", lf[0])) {
     out->v = (long double)e->literal.value.i64;
   } else if (strchr("CSIL", lf[0])) {
