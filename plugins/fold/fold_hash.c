@@ -1,0 +1,521 @@
+/* qlink_fold: the hash path: build table, group tables, probe (see fold_internal.h, fold_exec.h). */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fold_internal.h"
+#include "qlink/lib/arrow.h"
+#include "qlink/lib/status.h"
+
+static int ql_fold_grow(struct ql_fold_mem *mem, void **p, int64_t old_n, int64_t new_n, int64_t size,
+                        struct ql_error *error) {
+  return ql_fold_mem_resize(mem, p, old_n * size, new_n * size, error);
+}
+
+void ql_fold_build_destroy(struct ql_fold_build *b, struct ql_fold_mem *mem) {
+  ql_fold_keys_destroy(&b->bgmap, mem);
+  ql_fold_mem_free(mem, b->e_bgid, b->bgid_bytes);
+  ql_fold_keys_destroy(&b->kmap, mem);
+  ql_fold_keys_destroy(&b->emap, mem);
+  ql_fold_mem_free(mem, b->head, b->heads_cap * 8);
+  ql_fold_mem_free(mem, b->tail, b->heads_cap * 8);
+  ql_fold_mem_free(mem, b->e_next, b->cap * 8);
+  ql_fold_mem_free(mem, b->e_groups, b->cap * b->side.n_groups * 8);
+  ql_fold_mem_free(mem, b->e_group_nulls, b->cap * 4);
+  ql_fold_mem_free(mem, b->e_ivalue, b->cap * 16);
+  ql_fold_mem_free(mem, b->e_fvalue, b->cap * 8);
+  ql_fold_mem_free(mem, b->e_has, b->cap);
+}
+
+static int ql_fold_build_heads(struct ql_fold_build *b, int64_t need, struct ql_fold_mem *mem, struct ql_error *error) {
+  if (need > b->heads_cap) {
+    int64_t cap = b->heads_cap ? b->heads_cap : 16;
+    while (cap < need) cap *= 2;
+    void *h = b->head, *t = b->tail;
+    QL_RETURN_NOT_OK(ql_fold_grow(mem, &h, b->heads_cap, cap, 8, error));
+    b->head = h;
+    int rc = ql_fold_grow(mem, &t, b->heads_cap, cap, 8, error);
+    if (rc != QL_OK) {
+      if (ql_fold_grow(mem, &h, cap, b->heads_cap, 8, NULL) == QL_OK) b->head = h;
+      return rc;
+    }
+    b->tail = t;
+    b->heads_cap = cap;
+  }
+  for (int64_t i = b->n_heads; i < need; i++) b->head[i] = b->tail[i] = -1;
+  if (need > b->n_heads) b->n_heads = need;
+  return QL_OK;
+}
+
+int ql_fold_build_init(struct ql_fold_build *b, const struct ql_fold_shared *plan, int dense,
+                              struct ql_fold_mem *mem, struct ql_error *error) {
+  memset(b, 0, sizeof(*b));
+  b->plan = plan;
+  b->dense = dense && plan->dense;
+  ql_fold_side_init(&plan->spec, plan->build_side, &b->side);
+  /* Pre-aggregating is exact only when the product is the sum's own int64
+   * ring: x * (y1 + y2) = x * y1 + x * y2 (mod 2^64). */
+  b->merge = plan->spec.product == QL_FOLD_S64;
+  ql_fold_keys_init(&b->kmap, plan->spec.n_keys);
+  ql_fold_keys_init(&b->emap, plan->spec.n_keys + b->side.n_groups);
+  ql_fold_keys_init(&b->bgmap, b->side.n_groups);
+  if (b->dense) return ql_fold_build_heads(b, plan->dense_len, mem, error);
+  return QL_OK;
+}
+
+/* Index of a join key among the heads: key - min inside the dense range,
+ * else dense_len + its number in kmap. -1 when absent and not inserting. */
+static int ql_fold_key_index(struct ql_fold_build *b, const int64_t *keys, int insert, int64_t *out,
+                             struct ql_fold_mem *mem, struct ql_error *error) {
+  const struct ql_fold_shared *p = b->plan;
+  if (b->dense && keys[0] >= p->dense_min && (uint64_t)keys[0] - (uint64_t)p->dense_min < (uint64_t)p->dense_len) {
+    *out = keys[0] - p->dense_min;
+    return QL_OK;
+  }
+  int64_t base = b->dense ? p->dense_len : 0;
+  uint64_t h = ql_fold_keys_hash(keys, 0, b->kmap.width);
+  if (!insert) {
+    int64_t n = ql_fold_keys_find(&b->kmap, keys, 0, h);
+    *out = n < 0 ? -1 : base + n;
+    return QL_OK;
+  }
+  int64_t n;
+  int added;
+  QL_RETURN_NOT_OK(ql_fold_keys_insert(&b->kmap, keys, 0, h, &n, &added, mem, error));
+  if (added) QL_RETURN_NOT_OK(ql_fold_build_heads(b, base + n + 1, mem, error));
+  *out = base + n;
+  return QL_OK;
+}
+
+static int ql_fold_build_entries(struct ql_fold_build *b, struct ql_fold_mem *mem, struct ql_error *error) {
+  if (b->n_entries < b->cap) return QL_OK;
+  int64_t cap = b->cap ? b->cap * 2 : 64;
+  int64_t g = b->side.n_groups;
+  void *p;
+  /* Each array grows in turn; `cap` is committed only when all did, and the
+   * destroy path frees by the old capacity, so shrink back on failure. */
+  void **arrays[] = {(void **)&b->e_next, (void **)&b->e_groups, (void **)&b->e_group_nulls,
+                     (void **)&b->e_ivalue, (void **)&b->e_fvalue, (void **)&b->e_has};
+  int64_t sizes[] = {8, 8 * g, 4, 16, 8, 1};
+  for (int k = 0; k < 6; k++) {
+    p = *arrays[k];
+    int rc = ql_fold_grow(mem, &p, b->cap, cap, sizes[k], error);
+    if (rc != QL_OK) {
+      for (int j = 0; j < k; j++) {
+        void *q = *arrays[j];
+        if (ql_fold_grow(mem, &q, cap, b->cap, sizes[j], NULL) == QL_OK) *arrays[j] = q;
+      }
+      return rc;
+    }
+    *arrays[k] = p;
+  }
+  b->cap = cap;
+  return QL_OK;
+}
+
+static int ql_fold_build_add(struct ql_fold_build *b, const struct ql_fold_row *row, struct ql_fold_mem *mem,
+                             struct ql_error *error) {
+  int64_t k;
+  QL_RETURN_NOT_OK(ql_fold_key_index(b, row->keys, 1, &k, mem, error));
+  int32_t nk = b->plan->spec.n_keys, ng = b->side.n_groups;
+  int64_t e;
+  if (b->merge) {
+    int64_t tuple[QL_FOLD_MAX_KEYS + QL_FOLD_MAX_GROUPS];
+    memcpy(tuple, row->keys, (size_t)nk * 8);
+    memcpy(tuple + nk, row->groups, (size_t)ng * 8);
+    uint32_t nulls = row->group_nulls << nk;
+    int added;
+    uint64_t h = ql_fold_keys_hash(tuple, nulls, nk + ng);
+    QL_RETURN_NOT_OK(ql_fold_build_entries(b, mem, error)); /* room for a possible new entry */
+    QL_RETURN_NOT_OK(ql_fold_keys_insert(&b->emap, tuple, nulls, h, &e, &added, mem, error));
+    if (!added) {
+      if (row->has_value) {
+        b->e_ivalue[e] += row->ivalue;
+        b->e_has[e] = 1;
+      }
+      return QL_OK;
+    }
+  } else {
+    QL_RETURN_NOT_OK(ql_fold_build_entries(b, mem, error));
+    e = b->n_entries;
+  }
+  b->n_entries = e + 1;
+  memcpy(b->e_groups + e * ng, row->groups, (size_t)ng * 8);
+  b->e_group_nulls[e] = row->group_nulls;
+  b->e_ivalue[e] = row->ivalue;
+  b->e_fvalue[e] = row->fvalue;
+  b->e_has[e] = (uint8_t)row->has_value;
+  b->e_next[e] = -1;
+  if (b->tail[k] >= 0) b->e_next[b->tail[k]] = e;
+  else b->head[k] = e;
+  b->tail[k] = e;
+  return QL_OK;
+}
+
+/* Number the build-side group tuples (see e_bgid). */
+static int ql_fold_build_finish(struct ql_fold_build *b, struct ql_fold_mem *mem, struct ql_error *error) {
+  void *p = NULL;
+  QL_RETURN_NOT_OK(ql_fold_mem_resize(mem, &p, 0, b->n_entries * 8, error));
+  b->e_bgid = p;
+  b->bgid_bytes = b->n_entries * 8;
+  int32_t ng = b->side.n_groups;
+  for (int64_t e = 0; e < b->n_entries; e++) {
+    const int64_t *g = b->e_groups + e * ng;
+    int added;
+    uint64_t h = ql_fold_keys_hash(g, b->e_group_nulls[e], ng);
+    QL_RETURN_NOT_OK(ql_fold_keys_insert(&b->bgmap, g, b->e_group_nulls[e], h, &b->e_bgid[e], &added, mem, error));
+    if (b->bgmap.count > QL_FOLD_MAX_BGIDS) return QL_OK; /* too many: the probe hashes tuples */
+  }
+  return QL_OK;
+}
+
+void ql_fold_groups_init(struct ql_fold_groups *g, int32_t width, int32_t probe_width, int32_t is_float) {
+  memset(g, 0, sizeof(*g));
+  ql_fold_keys_init(&g->gmap, width);
+  ql_fold_keys_init(&g->pmap, probe_width);
+  g->is_float = is_float;
+}
+
+void ql_fold_groups_destroy(struct ql_fold_groups *g, struct ql_fold_mem *mem) {
+  if (g->acc_f)
+    for (int64_t i = 0; i < g->gmap.count; i++) ql_fold_xsum_clear(&g->acc_f[i], mem);
+  ql_fold_keys_destroy(&g->gmap, mem);
+  ql_fold_keys_destroy(&g->pmap, mem);
+  ql_fold_mem_free(mem, g->cells, g->n_cells * 8);
+  ql_fold_mem_free(mem, g->acc_i, g->cap * 16);
+  ql_fold_mem_free(mem, g->acc_f, g->cap * (int64_t)sizeof(struct ql_fold_xsum));
+  ql_fold_mem_free(mem, g->has, g->cap);
+  ql_fold_groups_init(g, g->gmap.width, g->pmap.width, g->is_float);
+}
+
+/* Room in the accumulators for one more group. */
+static int ql_fold_groups_reserve(struct ql_fold_groups *g, struct ql_fold_mem *mem, struct ql_error *error) {
+  if (g->gmap.count < g->cap) return QL_OK;
+  int64_t cap = g->cap ? g->cap * 2 : 64;
+  void *p = g->is_float ? (void *)g->acc_f : (void *)g->acc_i;
+  int64_t size = g->is_float ? (int64_t)sizeof(struct ql_fold_xsum) : 16;
+  QL_RETURN_NOT_OK(ql_fold_grow(mem, &p, g->cap, cap, size, error));
+  if (g->is_float) g->acc_f = p;
+  else g->acc_i = p;
+  void *hp = g->has;
+  int rc = ql_fold_grow(mem, &hp, g->cap, cap, 1, error);
+  if (rc != QL_OK) {
+    if (ql_fold_grow(mem, &p, cap, g->cap, size, NULL) == QL_OK) {
+      if (g->is_float) g->acc_f = p;
+      else g->acc_i = p;
+    }
+    return rc;
+  }
+  g->has = hp;
+  g->cap = cap;
+  return QL_OK;
+}
+
+/* The group of `tuple`, created if new. */
+static int ql_fold_group(struct ql_fold_groups *g, const int64_t *tuple, uint32_t nulls, int64_t *out,
+                         struct ql_fold_mem *mem, struct ql_error *error) {
+  QL_RETURN_NOT_OK(ql_fold_keys_index(&g->gmap, mem, error));
+  uint64_t h = ql_fold_keys_hash(tuple, nulls, g->gmap.width);
+  int64_t n = ql_fold_keys_find(&g->gmap, tuple, nulls, h);
+  if (n >= 0) {
+    *out = n;
+    return QL_OK;
+  }
+  QL_RETURN_NOT_OK(ql_fold_groups_reserve(g, mem, error));
+  int added;
+  return ql_fold_keys_insert(&g->gmap, tuple, nulls, h, out, &added, mem, error);
+}
+
+/* A group the caller knows is new (not indexed until needed). */
+int ql_fold_group_append(struct ql_fold_groups *g, const int64_t *tuple, uint32_t nulls, int64_t *out,
+                                struct ql_fold_mem *mem, struct ql_error *error) {
+  QL_RETURN_NOT_OK(ql_fold_groups_reserve(g, mem, error));
+  return ql_fold_keys_append(&g->gmap, tuple, nulls, out, mem, error);
+}
+
+/* dst += src, group by group, in src's order. */
+static int ql_fold_groups_merge(struct ql_fold_groups *dst, const struct ql_fold_groups *src, struct ql_fold_mem *mem,
+                                struct ql_error *error) {
+  int32_t w = src->gmap.width;
+  for (int64_t i = 0; i < src->gmap.count; i++) {
+    int64_t d;
+    QL_RETURN_NOT_OK(ql_fold_group(dst, src->gmap.values + i * w, src->gmap.nulls[i], &d, mem, error));
+    if (!src->has[i]) continue;
+    dst->has[d] = 1;
+    if (dst->is_float) QL_RETURN_NOT_OK(ql_fold_xsum_merge(&dst->acc_f[d], &src->acc_f[i], mem, error));
+    else dst->acc_i[d] += src->acc_i[i];
+  }
+  return QL_OK;
+}
+
+struct ql_fold_probe_task {
+  struct ql_fold_run *run;
+  struct ql_fold_groups *tables; /* one per probe partition */
+  int64_t n_partitions;
+  atomic_llong next;
+  atomic_int failed;
+};
+
+static int ql_fold_build_batch(struct ql_fold_run *run, void *arg, const struct ArrowArray *batch,
+                               struct ql_error *error) {
+  struct ql_fold_build *b = arg ? arg : &run->build;
+  QL_RETURN_NOT_OK(ql_fold_check_batch(run, run->plan->build_side, batch, error));
+  struct ql_fold_row row;
+  for (int64_t r = 0; r < batch->length; r++) {
+    if (!ql_fold_decode(&b->side, batch, r, &row)) continue;
+    QL_RETURN_NOT_OK(ql_fold_build_add(b, &row, &run->mem, error));
+  }
+  b->rows += batch->length;
+  return QL_OK;
+}
+
+/* The group of probe row `row` joined with build entry `e`, by hashing the
+ * whole group tuple. */
+static int ql_fold_probe_group(struct ql_fold_run *run, struct ql_fold_groups *g, const struct ql_fold_row *row,
+                               int64_t e, int is_new, int64_t *out, struct ql_error *error) {
+  const struct ql_fold_build *b = &run->build;
+  const struct ql_fold_spec *s = &run->plan->spec;
+  int32_t ng = b->side.n_groups;
+  int64_t tuple[QL_FOLD_MAX_GROUPS];
+  uint32_t nulls = 0;
+  for (int32_t i = 0; i < s->n_groups; i++) {
+    const struct ql_fold_group_source *src = &run->sources[i];
+    uint32_t null;
+    if (src->from_build) {
+      tuple[i] = b->e_groups[e * ng + src->index];
+      null = (b->e_group_nulls[e] >> src->index) & 1u;
+    } else {
+      tuple[i] = row->groups[src->index];
+      null = (row->group_nulls >> src->index) & 1u;
+    }
+    nulls |= null << i;
+  }
+  if (is_new) return ql_fold_group_append(g, tuple, nulls, out, &run->mem, error);
+  return ql_fold_group(g, tuple, nulls, out, &run->mem, error);
+}
+
+/* The number of the probe row's group tuple in g->pmap, with its row of
+ * cells (n_bgids wide) allocated. */
+static int ql_fold_probe_number(struct ql_fold_run *run, struct ql_fold_groups *g, const struct ql_fold_row *row,
+                                int64_t *out, struct ql_error *error) {
+  int32_t width = run->probe_side.n_groups;
+  int64_t nb = run->build.bgmap.count;
+  uint64_t h = ql_fold_keys_hash(row->groups, row->group_nulls, width);
+  int added;
+  QL_RETURN_NOT_OK(ql_fold_keys_insert(&g->pmap, row->groups, row->group_nulls, h, out, &added, &run->mem, error));
+  if ((*out + 1) * nb > g->n_cells) {
+    int64_t n = g->n_cells ? g->n_cells * 2 : 64 * nb;
+    while (n < (*out + 1) * nb) n *= 2;
+    void *p = g->cells;
+    QL_RETURN_NOT_OK(ql_fold_mem_resize(&run->mem, &p, g->n_cells * 8, n * 8, error));
+    g->cells = p;
+    g->n_cells = n;
+  }
+  return QL_OK;
+}
+
+/* x * y as DataFusion computes it at the product's width (wrapping), then
+ * widened for the sum (as an unsigned bit pattern for wrapping adds). */
+static inline ql_fold_u128 ql_fold_int_product(int32_t product, ql_fold_u128 x, ql_fold_u128 y) {
+  uint64_t p = (uint64_t)x * (uint64_t)y;
+  switch (product) {
+    case QL_FOLD_S8: return (uint64_t)(int64_t)(int8_t)(uint8_t)p;
+    case QL_FOLD_S16: return (uint64_t)(int64_t)(int16_t)(uint16_t)p;
+    case QL_FOLD_S32: return (uint64_t)(int64_t)(int32_t)(uint32_t)p;
+    default: return p;
+  }
+}
+
+static int ql_fold_probe_batch(struct ql_fold_run *run, void *arg, const struct ArrowArray *batch,
+                               struct ql_error *error) {
+  struct ql_fold_groups *g = arg;
+  struct ql_fold_build *b = &run->build;
+  QL_RETURN_NOT_OK(ql_fold_check_batch(run, 1 - run->plan->build_side, batch, error));
+  int64_t nb = b->bgmap.count;
+  int by_cells = nb > 0 && nb <= QL_FOLD_MAX_BGIDS;
+  int32_t product = run->plan->spec.product;
+  struct ql_fold_row row;
+  for (int64_t r = 0; r < batch->length; r++) {
+    if (!ql_fold_decode(&run->probe_side, batch, r, &row)) continue;
+    int64_t k;
+    QL_RETURN_NOT_OK(ql_fold_key_index(b, row.keys, 0, &k, &run->mem, error));
+    if (k < 0 || b->head[k] < 0) continue;
+    int64_t pg = 0;
+    if (by_cells) QL_RETURN_NOT_OK(ql_fold_probe_number(run, g, &row, &pg, error));
+    for (int64_t e = b->head[k]; e >= 0; e = b->e_next[e]) {
+      int64_t gi;
+      if (by_cells) {
+        int64_t *cell = &g->cells[pg * nb + b->e_bgid[e]];
+        if (*cell == 0) {
+          /* (probe tuple, build tuple) is new: so is the group. */
+          QL_RETURN_NOT_OK(ql_fold_probe_group(run, g, &row, e, 1, &gi, error));
+          *cell = gi + 1;
+        }
+        gi = *cell - 1;
+      } else {
+        QL_RETURN_NOT_OK(ql_fold_probe_group(run, g, &row, e, 0, &gi, error));
+      }
+      if (!row.has_value || !b->e_has[e]) continue;
+      g->has[gi] = 1;
+      if (g->is_float) {
+        double prod = row.fvalue * b->e_fvalue[e];
+        if (product == QL_FOLD_F32) prod = (double)((float)row.fvalue * (float)b->e_fvalue[e]);
+        QL_RETURN_NOT_OK(ql_fold_xsum_add_fast(&g->acc_f[gi], prod, &run->mem, error));
+      } else {
+        if (product == QL_FOLD_D128) {
+          /* arrow multiplies decimals with mul_checked: an overflow fails the query. */
+          __int128 p;
+          if (__builtin_mul_overflow((__int128)row.ivalue, (__int128)b->e_ivalue[e], &p))
+            return ql_error_set(error, QL_EOVERFLOW, "qlink_fold: arithmetic overflow multiplying decimal values of %s and %s",
+                                run->plan->spec.values[0].name, run->plan->spec.values[1].name);
+          g->acc_i[gi] += (ql_fold_u128)p;
+        } else {
+          g->acc_i[gi] += ql_fold_int_product(product, row.ivalue, b->e_ivalue[e]);
+        }
+      }
+    }
+  }
+  atomic_fetch_add(&run->plan->probe_rows, batch->length);
+  return QL_OK;
+}
+
+/* A worker: probe partitions taken from a shared counter until none is left. */
+static int ql_fold_probe_worker(void *arg, struct ql_error *error) {
+  struct ql_fold_probe_task *t = arg;
+  struct ql_fold_run *run = t->run;
+  for (;;) {
+    if (atomic_load(&t->failed)) return QL_OK;
+    int64_t p = atomic_fetch_add(&t->next, 1);
+    if (p >= t->n_partitions) return QL_OK;
+    int rc = ql_fold_drain(run, 1 - run->plan->build_side, p, ql_fold_probe_batch, &t->tables[p], error);
+    if (rc != QL_OK) {
+      atomic_store(&t->failed, 1);
+      return rc;
+    }
+  }
+}
+
+int ql_fold_run_probe(struct ql_fold_run *run, struct ql_error *error) {
+  const struct ql_execution_plan *child = &run->plan->children[1 - run->plan->build_side];
+  int64_t n = ql_fold_partition_count(child, error);
+  if (n < 0) return ql_error_prefix(error, "qlink_fold: probe input properties");
+  struct ql_fold_probe_task task;
+  memset(&task, 0, sizeof(task));
+  task.run = run;
+  task.n_partitions = n;
+  void *tables = NULL;
+  int64_t tables_bytes = n * (int64_t)sizeof(struct ql_fold_groups);
+  QL_RETURN_NOT_OK(ql_fold_mem_resize(&run->mem, &tables, 0, tables_bytes, error));
+  task.tables = tables;
+  int32_t width = run->plan->spec.n_groups;
+  int is_float = run->plan->spec.value_type == QL_FOLD_FLOAT64;
+  for (int64_t p = 0; p < n; p++) ql_fold_groups_init(&task.tables[p], width, run->probe_side.n_groups, is_float);
+
+  /* Workers on the host's executor; this thread works too. */
+  int rc = ql_fold_parallel(&run->ctx, n, ql_fold_probe_worker, &task, error);
+  /* Merge in partition order: the result does not depend on which worker
+   * ran which partition. */
+  for (int64_t p = 0; p < n && rc == QL_OK; p++) {
+    if (run->result.gmap.count == 0) {
+      /* Nothing to merge into yet: take the table as it is. */
+      struct ql_fold_groups empty = run->result;
+      run->result = task.tables[p];
+      task.tables[p] = empty;
+    } else {
+      rc = ql_fold_groups_merge(&run->result, &task.tables[p], &run->mem, error);
+    }
+  }
+  for (int64_t p = 0; p < n; p++) ql_fold_groups_destroy(&task.tables[p], &run->mem);
+  /* The probe-side lookup tables are not needed to emit. */
+  ql_fold_keys_destroy(&run->result.pmap, &run->mem);
+  ql_fold_mem_free(&run->mem, run->result.cells, run->result.n_cells * 8);
+  run->result.cells = NULL;
+  run->result.n_cells = 0;
+  ql_fold_mem_free(&run->mem, tables, tables_bytes);
+  return rc;
+}
+
+/* Add every entry of a partition's build table to the final one, key by key
+ * in first-seen order: a deterministic order, and for int64 the sums merge. */
+static int ql_fold_build_merge(struct ql_fold_build *dst, const struct ql_fold_build *src, struct ql_fold_mem *mem,
+                               struct ql_error *error) {
+  int32_t nk = src->kmap.width, ng = src->side.n_groups;
+  struct ql_fold_row row;
+  memset(&row, 0, sizeof(row));
+  for (int64_t k = 0; k < src->kmap.count; k++) {
+    memcpy(row.keys, src->kmap.values + k * nk, (size_t)nk * 8);
+    for (int64_t e = src->head[k]; e >= 0; e = src->e_next[e]) {
+      memcpy(row.groups, src->e_groups + e * ng, (size_t)ng * 8);
+      row.group_nulls = src->e_group_nulls[e];
+      row.has_value = src->e_has[e];
+      row.ivalue = src->e_ivalue[e];
+      row.fvalue = src->e_fvalue[e];
+      QL_RETURN_NOT_OK(ql_fold_build_add(dst, &row, mem, error));
+    }
+  }
+  dst->rows += src->rows;
+  return QL_OK;
+}
+
+struct ql_fold_build_task {
+  struct ql_fold_run *run;
+  struct ql_fold_build *tables; /* one per build partition */
+  int64_t n_partitions;
+  atomic_llong next;
+  atomic_int failed;
+};
+
+static int ql_fold_build_worker(void *arg, struct ql_error *error) {
+  struct ql_fold_build_task *t = arg;
+  for (;;) {
+    if (atomic_load(&t->failed)) return QL_OK;
+    int64_t p = atomic_fetch_add(&t->next, 1);
+    if (p >= t->n_partitions) return QL_OK;
+    int rc = ql_fold_drain(t->run, t->run->plan->build_side, p, ql_fold_build_batch, &t->tables[p], error);
+    if (rc != QL_OK) {
+      atomic_store(&t->failed, 1);
+      return rc;
+    }
+  }
+}
+
+/* Several partitions and an executor: each partition into its own table in
+ * parallel, then merged in partition order. */
+static int ql_fold_run_build_parallel(struct ql_fold_run *run, int64_t n, struct ql_error *error) {
+  void *tables = NULL;
+  int64_t bytes = n * (int64_t)sizeof(struct ql_fold_build);
+  QL_RETURN_NOT_OK(ql_fold_mem_resize(&run->mem, &tables, 0, bytes, error));
+  struct ql_fold_build_task task;
+  memset(&task, 0, sizeof(task));
+  task.run = run;
+  task.tables = tables;
+  task.n_partitions = n;
+  int rc = QL_OK;
+  for (int64_t p = 0; p < n; p++) {
+    int prc = ql_fold_build_init(&task.tables[p], run->plan, 0, &run->mem, error);
+    if (prc != QL_OK && rc == QL_OK) rc = prc;
+  }
+  if (rc == QL_OK) rc = ql_fold_parallel(&run->ctx, n, ql_fold_build_worker, &task, error);
+  for (int64_t p = 0; p < n && rc == QL_OK; p++) rc = ql_fold_build_merge(&run->build, &task.tables[p], &run->mem, error);
+  for (int64_t p = 0; p < n; p++) ql_fold_build_destroy(&task.tables[p], &run->mem);
+  ql_fold_mem_free(&run->mem, tables, bytes);
+  return rc;
+}
+
+int ql_fold_run_build(struct ql_fold_run *run, struct ql_error *error) {
+  const struct ql_execution_plan *child = &run->plan->children[run->plan->build_side];
+  int64_t n = ql_fold_partition_count(child, error);
+  if (n < 0) return ql_error_prefix(error, "qlink_fold: build input properties");
+  const struct ql_executor *ex = run->ctx.executor;
+  if (n > 1 && ex && ex->spawn && (!ex->parallelism || ex->parallelism(ex) > 1)) {
+    QL_RETURN_NOT_OK(ql_fold_run_build_parallel(run, n, error));
+  } else {
+    for (int64_t p = 0; p < n; p++)
+      QL_RETURN_NOT_OK(ql_fold_drain(run, run->plan->build_side, p, ql_fold_build_batch, NULL, error));
+  }
+  QL_RETURN_NOT_OK(ql_fold_build_finish(&run->build, &run->mem, error));
+  atomic_fetch_add(&run->plan->build_rows, run->build.rows);
+  return QL_OK;
+}
