@@ -104,14 +104,19 @@ fn join_type(t: &JoinType) -> i32 {
 /// logical subtrees (for plan_physical and for splicing answers in).
 pub struct PlanViewBuild {
     pub view: OwnedView,
-    pub subtrees: HashMap<ql_node_id, (LogicalPlan, Vec<usize>)>,
+    /// Node id → path of child indices from the root (subtrees are found
+    /// by walking, so building a view clones no plan node).
+    pub paths: HashMap<ql_node_id, Vec<usize>>,
     _tables: Vec<Box<Arc<dyn TableProvider>>>,
 }
 
 struct ViewBuilder {
     low: Lowering,
-    subtrees: HashMap<ql_node_id, (LogicalPlan, Vec<usize>)>,
+    paths: HashMap<ql_node_id, Vec<usize>>,
     tables: Vec<Box<Arc<dyn TableProvider>>>,
+    /// Arrow C schemas already exported in this view, by the Arrow schema's
+    /// address (a filter, sort or limit shares its input's schema).
+    schemas: HashMap<usize, Box<ArrowSchema>>,
 }
 
 fn resolver(schemas: Vec<DFSchemaRef>) -> Box<dyn Fn(&Column) -> i32> {
@@ -145,8 +150,12 @@ impl ViewBuilder {
         n.n_inputs = inputs.len() as i32;
         n.inputs = if inputs.is_empty() { std::ptr::null() } else { inputs.as_ptr() };
         let schema = p.schema();
-        let arrow_schema = ArrowSchema::try_from(schema.as_arrow()).map_err(|e| DataFusionError::Internal(e.to_string()))?;
-        n.schema = &arrow_schema;
+        let key = schema.as_arrow() as *const _ as usize;
+        if !self.schemas.contains_key(&key) {
+            let s = ArrowSchema::try_from(schema.as_arrow()).map_err(|e| DataFusionError::Internal(e.to_string()))?;
+            self.schemas.insert(key, Box::new(s));
+        }
+        n.schema = &**self.schemas.get(&key).unwrap();
         let quals: Vec<Option<String>> = schema.iter().map(|(q, _)| q.map(|q| q.to_string())).collect();
         let qual_ptrs: Vec<*const std::os::raw::c_char> =
             quals.iter().map(|q| q.as_ref().map(|s| self.low.strings.add(s)).unwrap_or(std::ptr::null())).collect();
@@ -235,7 +244,6 @@ impl ViewBuilder {
         n.exprs2 = if exprs2.is_empty() { std::ptr::null() } else { exprs2.as_ptr() };
         let id = self.low.b.node(&n);
         drop(table_schema);
-        drop(arrow_schema);
         if id < 0 {
             let mut err = ErrorSlot::new();
             return Err(DataFusionError::Internal(format!("building the plan view failed: {}", {
@@ -243,7 +251,7 @@ impl ViewBuilder {
                 "see ql_ir_builder_status"
             })));
         }
-        self.subtrees.insert(id, (p.clone(), path));
+        self.paths.insert(id, path);
         Ok(id)
     }
 }
@@ -251,10 +259,19 @@ impl ViewBuilder {
 /// Build the plan view of a logical plan.
 pub fn plan_view(plan: &LogicalPlan) -> Result<PlanViewBuild> {
     let low = Lowering::boxed(Box::new(|_: &Column| -1))?;
-    let mut vb = ViewBuilder { low, subtrees: HashMap::new(), tables: Vec::new() };
+    let mut vb = ViewBuilder { low, paths: HashMap::new(), tables: Vec::new(), schemas: HashMap::new() };
     let root = vb.node(plan, Vec::new())?;
     let view = vb.low.b.finish(root)?;
-    Ok(PlanViewBuild { view, subtrees: vb.subtrees, _tables: vb.tables })
+    Ok(PlanViewBuild { view, paths: vb.paths, _tables: vb.tables })
+}
+
+/// The subtree of `plan` at `path`.
+fn subtree<'p>(plan: &'p LogicalPlan, path: &[usize]) -> Option<&'p LogicalPlan> {
+    let mut p = plan;
+    for &i in path {
+        p = *p.inputs().get(i)?;
+    }
+    Some(p)
 }
 
 // ---------------------------------------------------- view → logical plan
@@ -604,7 +621,7 @@ impl QlinkQueryPlanner {
         let Some(plan_fn) = p.raw.plan else { return Ok(None) };
         let built = plan_view(plan)?;
         let view = SessionView::new(SessionSource::Session(session));
-        let call = PlannerCall { qp: self, session, built: &built, asking: p };
+        let call = PlannerCall { qp: self, session, built: &built, asking: p, plan };
         let ctx = ql_planner_context {
             struct_size: std::mem::size_of::<ql_planner_context>() as u32,
             reserved_: 0,
@@ -627,17 +644,18 @@ impl QlinkQueryPlanner {
             QL_PLANNER_PHYSICAL => {
                 let physical = std::mem::replace(&mut out.physical, zeroed());
                 let exec = import_owned(physical, p.plugin.clone())?;
-                let (sub, path) = built
-                    .subtrees
+                let path = built
+                    .paths
                     .get(&out.node)
                     .ok_or_else(|| DataFusionError::Plan(format!("planner {}: answered for unknown node {}", p.name, out.node)))?;
+                let sub = subtree(plan, path).ok_or_else(|| DataFusionError::Internal("bad subtree path".into()))?;
                 let node = QlinkPhysicalNode { plan: exec, schema: Arc::clone(sub.schema()) };
                 Ok(Some(replace_at(plan, path, LogicalPlan::Extension(Extension { node: Arc::new(node) }))?))
             }
             QL_PLANNER_REWRITE => {
                 let rewrite = OwnedView(std::mem::replace(&mut out.rewrite, zeroed()));
-                let (_, path) = built
-                    .subtrees
+                let path = built
+                    .paths
                     .get(&out.node)
                     .ok_or_else(|| DataFusionError::Plan(format!("planner {}: answered for unknown node {}", p.name, out.node)))?;
                 let new_sub = plan_of(&rewrite.0, rewrite.0.root, session)?;
@@ -649,6 +667,7 @@ impl QlinkQueryPlanner {
 }
 
 struct PlannerCall<'a> {
+    plan: &'a LogicalPlan,
     qp: &'a QlinkQueryPlanner,
     asking: &'a InstalledPlanner,
     session: &'a dyn Session,
@@ -674,7 +693,7 @@ unsafe extern "C" fn plan_physical(
 ) -> c_int {
     guard_status(error, "planner plan_physical", || {
         let call = &*((*ctx).private_data as *const PlannerCall);
-        let Some((sub, _)) = call.built.subtrees.get(&node) else {
+        let Some(sub) = call.built.paths.get(&node).and_then(|path| subtree(call.plan, path)) else {
             return set_error(error, QL_EINVAL, &format!("plan_physical: no node {node} in the plan view"));
         };
         let skip = if node == call.built.view.0.root { Some(call.asking) } else { None };
