@@ -151,11 +151,25 @@ impl std::fmt::Display for RootError {
 }
 impl std::error::Error for RootError {}
 
+/// A DataFusion error as the Arrow error the C stream reports. The variant
+/// picks the errno pyarrow maps to an exception class: a refused memory
+/// reservation becomes ENOMEM (pyarrow.ArrowMemoryError, a MemoryError),
+/// an unsupported feature ENOSYS (ArrowNotImplementedError), anything else
+/// EINVAL (ArrowInvalid). The text is the root (plugin's) message.
+fn stream_error(e: &DataFusionError) -> ArrowError {
+    let msg = qlink_datafusion::error::error_message(e);
+    match e.find_root() {
+        DataFusionError::ResourcesExhausted(_) => ArrowError::MemoryError(msg),
+        DataFusionError::NotImplemented(_) => ArrowError::NotYetImplemented(msg),
+        _ => ArrowError::ExternalError(Box::new(RootError(msg))),
+    }
+}
+
 impl Iterator for StreamReader {
     type Item = Result<RecordBatch, ArrowError>;
     fn next(&mut self) -> Option<Self::Item> {
         let next = runtime().block_on(self.stream.next())?;
-        Some(next.map_err(|e| ArrowError::ExternalError(Box::new(RootError(qlink_datafusion::error::error_message(&e))))))
+        Some(next.map_err(|e| stream_error(&e)))
     }
 }
 

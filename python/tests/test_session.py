@@ -197,7 +197,18 @@ def test_memory_limit_applies_to_plugin_reservations(sample_path):
         qlink.Session(memory_limit=0)
 
 
-def test_object_store_reaches_plugins(tmp_path):
+def test_sql_reader_error_mid_stream(sample_path):
+    s = qlink.Session(memory_limit=1 << 16)
+    s.register_table("t", sample_path, "series", stop=100000, partitions=1)
+    reader = s.sql_reader("SELECT value FROM t")  # planning succeeds
+    # the plugin's reservation is refused while reading: pyarrow raises its
+    # MemoryError subclass with the plugin's message
+    with pytest.raises(MemoryError, match="SeriesScanExec partition 0: Additional allocation failed"):
+        reader.read_all()
+
+
+def test_register_object_store_arguments(tmp_path):
+    # that plugins read through a registered store: test_zarr.py
     s = qlink.Session()
     with pytest.raises(ValueError, match="give root=DIR"):
         s.register_object_store("s3://bucket")
@@ -207,7 +218,7 @@ def test_object_store_reaches_plugins(tmp_path):
 
 def test_gil_is_released_while_a_query_runs(sample_path):
     s = qlink.Session(target_partitions=1)
-    s.register_table("t", sample_path, "series", stop=30_000_000, partitions=1)
+    s.register_table("t", sample_path, "series", stop=60_000_000, partitions=1)
     result = {}
 
     def run():
