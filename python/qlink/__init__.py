@@ -54,8 +54,10 @@ __all__ = [
     "Session",
     "VersionMismatchError",
     "__version__",
+    "ZarrStore",
     "plugin_path",
     "register_zarr",
+    "zarr",
 ]
 
 _PLUGIN_DIR = Path(__file__).resolve().parent / "plugins"
@@ -139,3 +141,75 @@ class Session(_NativeSession):
         See :func:`register_zarr`.
         """
         return register_zarr(self, path, name)
+
+
+def _quote(ident: str) -> str:
+    return '"' + ident.replace('"', '""') + '"'
+
+
+class ZarrStore:
+    """The tables of one Zarr store, read by the qlink_zarr plugin.
+
+    Made by :func:`zarr`. ``tables`` lists the store's tables (one per group
+    of variables sharing dimensions). ``table(name)`` reads one as a
+    ``pyarrow.Table``, ``reader(name)`` streams it, and ``register(ctx)``
+    registers every table in a datafusion-python ``SessionContext``.
+
+    ``register`` copies each table into the context as in-memory record
+    batches: datafusion-python then queries native MemTables. (A zero-copy
+    table provider for datafusion-python goes through its capsule protocol,
+    which this version of qlink does not ship yet; see python/DESIGN.md.)
+    For stores larger than memory, query them in :class:`Session` with
+    :meth:`Session.register_zarr` instead, where filters and projections reach
+    the plugin.
+    """
+
+    def __init__(self, path: str, session: Session | None = None, name: str | None = None):
+        self.path = path
+        self.session = session if session is not None else Session()
+        self.schema = name or _store_name(path)
+        qualified = register_zarr(self.session, path, self.schema)
+        self.tables = sorted(q.split(".", 1)[1] for q in qualified)
+
+    def _table_name(self, name: str | None) -> str:
+        if name is None:
+            if len(self.tables) != 1:
+                raise PlanError(f"store {self.path} has {len(self.tables)} tables ({', '.join(self.tables)}); name one")
+            return self.tables[0]
+        if name not in self.tables:
+            raise PlanError(f"store {self.path} has no table {name!r} (tables: {', '.join(self.tables)})")
+        return name
+
+    def _select(self, name: str | None) -> str:
+        return f"SELECT * FROM {_quote(self.schema)}.{_quote(self._table_name(name))}"
+
+    def table(self, name: str | None = None):
+        """Table ``name`` (the only one if omitted) as a ``pyarrow.Table``."""
+        return self.session.sql(self._select(name))
+
+    def reader(self, name: str | None = None):
+        """Table ``name`` as a ``pyarrow.RecordBatchReader``."""
+        return self.session.sql_reader(self._select(name))
+
+    def register(self, ctx, prefix: str = "") -> list[str]:
+        """Register every table in datafusion-python's ``ctx`` as
+        ``prefix + table``; returns the names registered."""
+        names = []
+        for t in self.tables:
+            data = self.table(t)
+            ctx.register_record_batches(prefix + t, [data.to_batches()])
+            names.append(prefix + t)
+        return names
+
+    def __repr__(self) -> str:
+        return f"qlink.ZarrStore({self.path!r}, tables={self.tables})"
+
+
+def zarr(path: str, session: Session | None = None, name: str | None = None) -> ZarrStore:
+    """Open the Zarr store at ``path`` (a local path, or a URL an object store
+    registered on ``session`` serves) and return its :class:`ZarrStore`.
+
+    Its tables are registered on ``session`` (a new :class:`Session` if
+    omitted) as ``name.<table>``, ``name`` defaulting to the store's file name.
+    """
+    return ZarrStore(path, session=session, name=name)

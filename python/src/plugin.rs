@@ -43,6 +43,22 @@ fn kind_name(kind: i32) -> &'static str {
     }
 }
 
+/// Keep `plugin` loaded until the process exits.
+///
+/// Arrow data a plugin produced carries release callbacks that live in the
+/// plugin's library; a pyarrow Table (or a datafusion-python MemTable made
+/// from it) can outlive every qlink object that used the plugin. Unloading
+/// the library then would leave those callbacks pointing at unmapped code,
+/// so, as Python does with extension modules, a plugin loaded from Python is
+/// never unloaded.
+pub fn pin(plugin: &Arc<Plugin>) {
+    static PINNED: std::sync::OnceLock<std::sync::Mutex<Vec<Arc<Plugin>>>> = std::sync::OnceLock::new();
+    let mut v = PINNED.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+    if !v.iter().any(|p| Arc::ptr_eq(p, plugin)) {
+        v.push(Arc::clone(plugin));
+    }
+}
+
 /// A loaded qlink plugin.
 #[pyclass(module = "qlink._qlink", name = "Plugin", frozen)]
 pub struct PyPlugin {
@@ -65,6 +81,7 @@ impl PyPlugin {
     #[new]
     fn new(py: Python<'_>, path: String) -> PyResult<Self> {
         let inner = py.detach(|| Plugin::load(&path)).map_err(plugin_err)?;
+        pin(&inner);
         Ok(PyPlugin { inner })
     }
 

@@ -131,7 +131,9 @@ impl PySession {
             .extract()
             .map_err(|_| PyTypeError::new_err("plugin must be a qlink.Plugin, a plugin path or the name of a loaded plugin"))?;
         let py = plugin.py();
-        py.detach(|| self.lock().session.plugin(&path)).map_err(plugin_err)
+        let p = py.detach(|| self.lock().session.plugin(&path)).map_err(plugin_err)?;
+        crate::plugin::pin(&p);
+        Ok(p)
     }
 }
 

@@ -207,6 +207,23 @@ def test_sql_reader_error_mid_stream(sample_path):
         reader.read_all()
 
 
+def test_results_outlive_the_session_and_plugin():
+    import gc
+
+    s = qlink.Session()
+    s.register_table("t", qlink.plugin_path("qlink_sample"), "series", stop=5, partitions=1)
+    table = s.sql("SELECT value, parity FROM t")
+    reader = s.sql_reader("SELECT square FROM t")
+    del s
+    gc.collect()
+    # The batches' release callbacks live in the plugin's library; it must
+    # still be loaded when they run.
+    assert table.to_pydict() == {"value": [0, 1, 2, 3, 4], "parity": ["even", "odd", "even", "odd", "even"]}
+    assert reader.read_all().column("square").to_pylist() == [0, 1, 4, 9, 16]
+    del table, reader
+    gc.collect()
+
+
 def test_register_object_store_arguments(tmp_path):
     # that plugins read through a registered store: test_zarr.py
     s = qlink.Session()

@@ -58,6 +58,27 @@ def test_zarr_through_a_registered_object_store(store):
     assert s.sql("SELECT count(*) AS n FROM remote.time_lat").to_pydict() == {"n": [20]}
 
 
+def test_zarr_helper_for_datafusion_python(store):
+    import datafusion
+
+    ds, path = store
+    z = qlink.zarr(str(path))
+    assert z.tables == ["lat", "time_lat"]
+    ctx = datafusion.SessionContext()
+    assert z.register(ctx, prefix="w_") == ["w_lat", "w_time_lat"]
+    got = ctx.sql('SELECT time, lat, temp FROM w_time_lat WHERE lat > 0 ORDER BY time, lat').to_pandas()
+    want = ds["temp"].where(ds["lat"] > 0, drop=True).to_dataframe().reset_index().sort_values(["time", "lat"])
+    assert got["time"].tolist() == want["time"].tolist()
+    assert got["lat"].tolist() == want["lat"].tolist()
+    assert got["temp"].tolist() == want["temp"].tolist()
+    assert z.table("lat").to_pydict() == {"lat": [-1.5, 0.0, 1.5, 3.0], "elev": [10, 20, 30, 40]}
+    assert z.reader("time_lat").read_all().num_rows == 20
+    with pytest.raises(qlink.PlanError, match="has 2 tables"):
+        z.table()
+    with pytest.raises(qlink.PlanError, match="no table 'nope'"):
+        z.table("nope")
+
+
 def test_zarr_errors(tmp_path):
     s = qlink.Session()
     with pytest.raises(qlink.QlinkError):
