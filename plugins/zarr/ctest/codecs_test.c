@@ -26,7 +26,7 @@ static int decode_v2(const char *compressor_json, const char *dtype, int order_f
   struct zr_pipeline p;
   rc = zr_pipeline_from_v2(comp, NULL, ndim, order_f, d.big_endian, &p, err);
   uint8_t fill[8] = {0};
-  if (rc == QL_OK) rc = zr_chunk_decode(&p, &d, ndim, shape, fill, in, n, out, err);
+  if (rc == QL_OK) rc = zr_chunk_decode(&p, &d, ndim, shape, fill, in, n, out, NULL, err);
   zr_pipeline_free(&p);
   if (comp) json_decref(comp);
   return rc;
@@ -170,10 +170,10 @@ static void test_v3_pipelines(void) {
   int64_t shape[2] = {2, 3};
   double out[6];
   uint8_t fill[8] = {0};
-  QL_CHECK_OK(zr_chunk_decode(&p, &d, 2, shape, fill, buf, 52, (uint8_t *)out, &err), err);
+  QL_CHECK_OK(zr_chunk_decode(&p, &d, 2, shape, fill, buf, 52, (uint8_t *)out, NULL, &err), err);
   for (int i = 0; i < 6; i++) QL_CHECK(out[i] == i);
   buf[5] ^= 1;
-  QL_CHECK_INT(zr_chunk_decode(&p, &d, 2, shape, fill, buf, 52, (uint8_t *)out, &err), QL_EDATA);
+  QL_CHECK_INT(zr_chunk_decode(&p, &d, 2, shape, fill, buf, 52, (uint8_t *)out, NULL, &err), QL_EDATA);
   QL_CHECK(strstr(ql_error_message(&err), "crc32c") != NULL);
   zr_pipeline_free(&p);
   json_decref(codecs);
@@ -213,7 +213,7 @@ static void test_v3_pipelines(void) {
   int64_t sshape[2] = {4, 4};
   double sout[16];
   double nan_fill = -1;
-  QL_CHECK_OK(zr_chunk_decode(&p, &d, 2, sshape, (const uint8_t *)&nan_fill, shard, off + 68, (uint8_t *)sout, &err),
+  QL_CHECK_OK(zr_chunk_decode(&p, &d, 2, sshape, (const uint8_t *)&nan_fill, shard, off + 68, (uint8_t *)sout, NULL, &err),
               err);
   for (int r = 0; r < 4; r++) {
     for (int c = 0; c < 4; c++) {
@@ -223,16 +223,55 @@ static void test_v3_pipelines(void) {
   }
   /* an inner chunk pointing outside the shard */
   put_u64(shard + off + 0, 1000);
-  QL_CHECK_INT(zr_chunk_decode(&p, &d, 2, sshape, (const uint8_t *)&nan_fill, shard, off + 68, (uint8_t *)sout, &err),
+  QL_CHECK_INT(zr_chunk_decode(&p, &d, 2, sshape, (const uint8_t *)&nan_fill, shard, off + 68, (uint8_t *)sout, NULL, &err),
                QL_EDATA);
-  QL_CHECK_INT(zr_chunk_decode(&p, &d, 2, sshape, (const uint8_t *)&nan_fill, shard, 20, (uint8_t *)sout, &err),
+  QL_CHECK_INT(zr_chunk_decode(&p, &d, 2, sshape, (const uint8_t *)&nan_fill, shard, 20, (uint8_t *)sout, NULL, &err),
                QL_EDATA);
   zr_pipeline_free(&p);
   json_decref(codecs);
   ql_error_release(&err);
 }
 
+static void test_vlen_utf8(void) {
+  struct ql_error err = {0};
+  struct zr_dtype d;
+  QL_CHECK_OK(zr_dtype_parse_v2("|O", &d, &err), err);
+  QL_CHECK_INT(d.type, ZR_VLEN);
+  json_t *filters = json_loads("[{\"id\":\"vlen-utf8\"}]", 0, NULL);
+  struct zr_pipeline p;
+  QL_CHECK_OK(zr_pipeline_from_v2(NULL, filters, 1, 0, 0, &p, &err), err);
+  QL_CHECK_OK(zr_pipeline_check_dtype(&p, &d, &err), err);
+  /* 3 items: "ab", "", "\xe2\x82\xac" */
+  const uint8_t chunk[] = {3, 0, 0, 0, 2, 0, 0, 0, 'a', 'b', 0, 0, 0, 0, 3, 0, 0, 0, 0xE2, 0x82, 0xAC};
+  int64_t shape[1] = {3};
+  uint64_t out[6];
+  uint8_t fill[16] = {0};
+  struct zr_heap heap = {0};
+  QL_CHECK_OK(zr_chunk_decode(&p, &d, 1, shape, fill, chunk, sizeof(chunk), (uint8_t *)out, &heap, &err), err);
+  QL_CHECK_INT(out[0], 0);
+  QL_CHECK_INT(out[1], 2);
+  QL_CHECK_INT(out[3], 0);
+  QL_CHECK_INT(out[4], 2);
+  QL_CHECK_INT(out[5], 3);
+  QL_CHECK_INT(heap.len, 5);
+  QL_CHECK(memcmp(heap.data, "ab\xe2\x82\xac", 5) == 0);
+  QL_CHECK_INT(zr_chunk_decode(&p, &d, 1, shape, fill, chunk, sizeof(chunk) - 1, (uint8_t *)out, &heap, &err), QL_EDATA);
+  QL_CHECK(strstr(ql_error_message(&err), "vlen-utf8") != NULL);
+  int64_t four[1] = {4};
+  uint64_t out4[8];
+  QL_CHECK_INT(zr_chunk_decode(&p, &d, 1, four, fill, chunk, sizeof(chunk), (uint8_t *)out4, &heap, &err), QL_EDATA);
+  zr_heap_free(&heap);
+  zr_pipeline_free(&p);
+  /* object dtype without the filter is refused */
+  QL_CHECK_OK(zr_pipeline_from_v2(NULL, NULL, 1, 0, 0, &p, &err), err);
+  QL_CHECK_INT(zr_pipeline_check_dtype(&p, &d, &err), QL_ENOTSUP);
+  zr_pipeline_free(&p);
+  json_decref(filters);
+  ql_error_release(&err);
+}
+
 int main(void) {
+  test_vlen_utf8();
   test_crc32c();
   test_dtypes();
   test_compressors();

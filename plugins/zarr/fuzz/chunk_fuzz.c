@@ -28,6 +28,8 @@ static const char *const PIPELINES[] = {
     "{\"name\":\"zstd\"}],\"index_codecs\":[{\"name\":\"bytes\"}],\"index_location\":\"start\"}}]",
     "[{\"name\":\"sharding_indexed\",\"configuration\":{\"chunk_shape\":[2,2],\"codecs\":[{\"name\":\"bytes\"},"
     "{\"name\":\"gzip\"}],\"index_codecs\":[{\"name\":\"bytes\"},{\"name\":\"crc32c\"}]}},{\"name\":\"zstd\"}]",
+    "[{\"name\":\"vlen-utf8\"}]",
+    "[{\"name\":\"vlen-utf8\"},{\"name\":\"zstd\"}]",
 };
 
 static const char *const DTYPES[] = {"<f8", "<f4", ">i2", "|u1", "<f2", "<M8[ns]", "<U3", "|S5", "|b1", ">u8"};
@@ -39,7 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *pipeline = PIPELINES[data[0] % np];
   struct ql_error err = {0};
   struct zr_dtype dtype;
-  if (zr_dtype_parse_v2(DTYPES[data[1] % nd], &dtype, &err) != QL_OK) abort();
+  int vlen = strstr(pipeline, "vlen-utf8") != NULL;
+  if (zr_dtype_parse_v2(vlen ? "|O" : DTYPES[data[1] % nd], &dtype, &err) != QL_OK) abort();
   /* shapes up to 16 x 16, even extents for the sharded layouts */
   int64_t shape[2] = {2 * (1 + data[2] % 8), 2 * (1 + data[3] % 8)};
   json_t *codecs = json_loads(pipeline, 0, NULL);
@@ -47,9 +50,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (zr_pipeline_parse_v3(codecs, 2, &p, &err) != QL_OK) abort();
   uint8_t *out = malloc((size_t)(shape[0] * shape[1] * dtype.size));
   uint8_t fill[32] = {0};
+  struct zr_heap heap = {0};
   if (out) {
-    zr_chunk_decode(&p, &dtype, 2, shape, fill, data + 4, (int64_t)(size - 4), out, &err);
+    zr_chunk_decode(&p, &dtype, 2, shape, fill, data + 4, (int64_t)(size - 4), out, &heap, &err);
   }
+  zr_heap_free(&heap);
   free(out);
   zr_pipeline_free(&p);
   json_decref(codecs);

@@ -12,6 +12,7 @@ written with the matching codecs (chunk_fuzz.c lists them in this order).
 import hashlib
 import json
 import os
+import struct
 import sys
 import tempfile
 import warnings
@@ -87,6 +88,10 @@ def chunk_seeds(out, tmp):
             arr[:] = data
         save(out, f"p{sel}", bytes([sel, 0, 1, 2]) + chunk_of(path, "c/0/0"))
     save(out, "p0-short", bytes([0, 3, 0, 0]) + b"\x01\x02\x03")
+    # vlen-utf8 (pipeline 11): 4 items for the 2 x 2 shape of bytes 2-3 = 0
+    items = [b"oslo", b"", "kyiv\u20ac".encode(), b"x"]
+    chunk = struct.pack("<I", len(items)) + b"".join(struct.pack("<I", len(i)) + i for i in items)
+    save(out, "p11-vlen", bytes([11, 0, 0, 0]) + chunk)
 
 
 def main(argv):

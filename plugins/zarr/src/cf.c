@@ -147,7 +147,8 @@ int zr_decoder_init(const struct zr_array *a, int32_t decode_times, struct zr_de
   if (unsig && strcmp(unsig, "true") == 0 && d->in.type == ZR_INT) d->in.type = ZR_UINT;
   if (unsig && strcmp(unsig, "false") == 0 && d->in.type == ZR_UINT) d->in.type = ZR_INT;
   switch (d->in.type) {
-    case ZR_UNICODE: set_out(d, ZR_OUT_UTF8); return QL_OK;
+    case ZR_UNICODE:
+    case ZR_VLEN: set_out(d, ZR_OUT_UTF8); return QL_OK;
     case ZR_BYTES: set_out(d, ZR_OUT_BINARY); return QL_OK;
     case ZR_BOOL: set_out(d, ZR_OUT_BOOL); return QL_OK;
     case ZR_DATETIME:
@@ -604,6 +605,46 @@ int zr_colbuf_append_many(struct zr_colbuf *b, const struct zr_decoder *d, const
   }
   int64_t size = d->in.size;
   for (int64_t r = 0; r < n; r++) QL_RETURN_NOT_OK(zr_colbuf_append(b, d, base + offsets[r] * size));
+  return QL_OK;
+}
+
+/* Is [p, p+n) well-formed UTF-8 (no surrogates, no overlongs, <= U+10FFFF)? */
+static int valid_utf8(const uint8_t *p, int64_t n) {
+  int64_t i = 0;
+  while (i < n) {
+    uint8_t c = p[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    int len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+    if (len == 0 || c > 0xF4 || i + len > n) return 0;
+    for (int k = 1; k < len; k++) {
+      if ((p[i + k] & 0xC0) != 0x80) return 0;
+    }
+    if (len == 3 && ((c == 0xE0 && p[i + 1] < 0xA0) || (c == 0xED && p[i + 1] >= 0xA0))) return 0;
+    if (len == 4 && ((c == 0xF0 && p[i + 1] < 0x90) || (c == 0xF4 && p[i + 1] >= 0x90))) return 0;
+    i += len;
+  }
+  return 1;
+}
+
+int zr_colbuf_append_vlen(struct zr_colbuf *b, const struct zr_heap *heap, const uint8_t *base,
+                          const int64_t *offsets, int64_t n) {
+  for (int64_t r = 0; r < n; r++) {
+    uint64_t elem[2];
+    memcpy(elem, base + 16 * offsets[r], 16);
+    if (elem[1] > (uint64_t)heap->len || elem[0] > (uint64_t)heap->len - elem[1]) return QL_EDATA;
+    const uint8_t *s = heap->data + elem[0];
+    if (!valid_utf8(s, (int64_t)elem[1])) return QL_EDATA;
+    QL_RETURN_NOT_OK(grow_rows(b));
+    if (b->valid) b->valid[b->n] = 1;
+    QL_RETURN_NOT_OK(reserve_bytes(b, (int64_t)elem[1]));
+    if (elem[1]) memcpy(b->data + b->data_len, s, (size_t)elem[1]);
+    b->data_len += (int64_t)elem[1];
+    b->offsets[b->n + 1] = (int32_t)b->data_len;
+    b->n++;
+  }
   return QL_OK;
 }
 

@@ -118,6 +118,10 @@ int zr_colbuf_append(struct zr_colbuf *b, const struct zr_decoder *d, const uint
  * gather of a scan); plain copies and masked floats take tight loops. */
 int zr_colbuf_append_many(struct zr_colbuf *b, const struct zr_decoder *d, const uint8_t *base, const int64_t *offsets,
                           int64_t n);
+/* Same for variable-length strings: elements {offset, length} into `heap`.
+ * QL_EDATA for bytes that are not UTF-8 or lie outside the heap. */
+int zr_colbuf_append_vlen(struct zr_colbuf *b, const struct zr_heap *heap, const uint8_t *base,
+                          const int64_t *offsets, int64_t n);
 /* Move the buffers into an Arrow array (b is left empty). */
 int zr_colbuf_finish(struct zr_colbuf *b, struct ArrowArray *out, struct ql_error *error);
 

@@ -28,7 +28,8 @@ static int codec_kind(int32_t id) {
   switch (id) {
     case ZR_CODEC_TRANSPOSE: return 0;
     case ZR_CODEC_BYTES:
-    case ZR_CODEC_SHARDING: return 1;
+    case ZR_CODEC_SHARDING:
+    case ZR_CODEC_VLEN_UTF8: return 1;
     default: return 2;
   }
 }
@@ -117,6 +118,10 @@ static int parse_codec_v3(const json_t *j, int32_t ndim, struct zr_codec *c, str
     }
     return QL_OK;
   }
+  if (strcmp(n, "vlen-utf8") == 0) {
+    c->id = ZR_CODEC_VLEN_UTF8;
+    return QL_OK;
+  }
   if (strcmp(n, "transpose") == 0) {
     c->id = ZR_CODEC_TRANSPOSE;
     return parse_transpose(config, ndim, c, error);
@@ -169,9 +174,11 @@ int zr_pipeline_parse_v3(const json_t *codecs, int32_t ndim, struct zr_pipeline 
 int zr_pipeline_from_v2(const json_t *compressor, const json_t *filters, int32_t ndim, int32_t order_f,
                         int32_t big_endian, struct zr_pipeline *out, struct ql_error *error) {
   memset(out, 0, sizeof(*out));
+  int vlen = 0;
   if (filters && !json_is_null(filters) && !(json_is_array(filters) && json_array_size(filters) == 0)) {
     const char *id = json_is_array(filters) ? json_string_value(json_object_get(json_array_get(filters, 0), "id")) : NULL;
-    return ql_error_set(error, QL_ENOTSUP, "unsupported v2 filter '%s'", id ? id : "(malformed)");
+    vlen = id && strcmp(id, "vlen-utf8") == 0 && json_array_size(filters) == 1;
+    if (!vlen) return ql_error_set(error, QL_ENOTSUP, "unsupported v2 filter '%s'", id ? id : "(malformed)");
   }
   out->codecs = calloc(3, sizeof(struct zr_codec));
   if (!out->codecs) return ql_error_set(error, QL_ENOMEM, "out of memory building the v2 pipeline");
@@ -182,7 +189,7 @@ int zr_pipeline_from_v2(const json_t *compressor, const json_t *filters, int32_t
     for (int32_t i = 0; i < ndim; i++) t->order[i] = ndim - 1 - i;
   }
   struct zr_codec *b = &out->codecs[out->n++];
-  b->id = ZR_CODEC_BYTES;
+  b->id = vlen ? ZR_CODEC_VLEN_UTF8 : ZR_CODEC_BYTES;
   b->big_endian = big_endian;
   if (compressor && !json_is_null(compressor)) {
     const char *id = json_string_value(json_object_get(compressor, "id"));
@@ -200,6 +207,77 @@ int zr_pipeline_from_v2(const json_t *compressor, const json_t *filters, int32_t
     }
     return ql_error_set(error, QL_ENOTSUP, "unsupported compressor '%s'", id);
   }
+  return QL_OK;
+}
+
+int zr_pipeline_check_dtype(const struct zr_pipeline *p, const struct zr_dtype *dtype, struct ql_error *error) {
+  int vlen_codec = 0;
+  for (int32_t i = 0; i < p->n; i++) {
+    const struct zr_codec *c = &p->codecs[i];
+    if (c->id == ZR_CODEC_VLEN_UTF8) vlen_codec = 1;
+    if (c->id == ZR_CODEC_SHARDING) QL_RETURN_NOT_OK(zr_pipeline_check_dtype(c->inner, dtype, error));
+    if (c->id == ZR_CODEC_SHARDING) vlen_codec = dtype->type == ZR_VLEN;
+  }
+  if (vlen_codec && dtype->type != ZR_VLEN) {
+    return ql_error_set(error, QL_EDATA, "vlen-utf8 codec on a fixed-width element type");
+  }
+  if (!vlen_codec && dtype->type == ZR_VLEN) {
+    return ql_error_set(error, QL_ENOTSUP, "variable-length dtype '%s' without the vlen-utf8 codec (object dtype '|O' / 'string')",
+                        "string");
+  }
+  return QL_OK;
+}
+
+void zr_heap_free(struct zr_heap *heap) {
+  if (!heap) return;
+  free(heap->data);
+  memset(heap, 0, sizeof(*heap));
+}
+
+static int heap_append(struct zr_heap *h, const uint8_t *p, int64_t n, int64_t *offset) {
+  if (h->len + n > h->cap) {
+    int64_t cap = h->cap ? h->cap : 256;
+    while (cap < h->len + n) cap *= 2;
+    if (cap > ((int64_t)1 << 31)) return QL_EDATA;
+    uint8_t *d = realloc(h->data, (size_t)cap);
+    if (!d) return QL_ENOMEM;
+    h->data = d;
+    h->cap = cap;
+  }
+  if (n) memcpy(h->data + h->len, p, (size_t)n);
+  *offset = h->len;
+  h->len += n;
+  return QL_OK;
+}
+
+static uint32_t read_u32le(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* numcodecs VLenUTF8: uint32 LE item count, then per item a uint32 LE byte
+ * length and the UTF-8 bytes. */
+static int decode_vlen(const uint8_t *in, int64_t size, int64_t n_elem, uint8_t *out, struct zr_heap *heap,
+                       struct ql_error *error) {
+  if (!heap) return ql_error_set(error, QL_EINTERNAL, "vlen-utf8: no string heap");
+  if (size < 4) return ql_error_set(error, QL_EDATA, "vlen-utf8: truncated header");
+  int64_t count = read_u32le(in);
+  if (count != n_elem) {
+    return ql_error_set(error, QL_EDATA, "vlen-utf8: %lld items, expected %lld", (long long)count, (long long)n_elem);
+  }
+  int64_t pos = 4;
+  for (int64_t i = 0; i < count; i++) {
+    if (size - pos < 4) return ql_error_set(error, QL_EDATA, "vlen-utf8: truncated at item %lld", (long long)i);
+    int64_t len = read_u32le(in + pos);
+    pos += 4;
+    if (len > size - pos) return ql_error_set(error, QL_EDATA, "vlen-utf8: item %lld overruns the chunk", (long long)i);
+    int64_t off = 0;
+    int rc = heap_append(heap, in + pos, len, &off);
+    if (rc != QL_OK) return ql_error_set(error, rc, "vlen-utf8: string bytes exceed 2 GiB or memory");
+    uint64_t elem[2] = {(uint64_t)off, (uint64_t)len};
+    memcpy(out + 16 * i, elem, 16);
+    pos += len;
+  }
+  if (pos != size) return ql_error_set(error, QL_EDATA, "vlen-utf8: %lld trailing bytes", (long long)(size - pos));
   return QL_OK;
 }
 
@@ -228,6 +306,7 @@ static const char *codec_name(int32_t id) {
     case ZR_CODEC_GZIP: return "gzip";
     case ZR_CODEC_LZ4: return "lz4";
     case ZR_CODEC_CRC32C: return "crc32c";
+    case ZR_CODEC_VLEN_UTF8: return "vlen-utf8";
     default: return "?";
   }
 }
@@ -507,7 +586,7 @@ static void untranspose(const struct zr_codec *c, int32_t ndim, const int64_t *d
 }
 
 static int decode_shard(const struct zr_codec *c, const struct zr_dtype *dtype, int32_t ndim, const int64_t *shape,
-                        const uint8_t *fill, const uint8_t *in, int64_t in_size, uint8_t *out,
+                        const uint8_t *fill, const uint8_t *in, int64_t in_size, uint8_t *out, struct zr_heap *heap,
                         struct ql_error *error) {
   int64_t grid[ZR_MAX_DIMS + 1];
   for (int32_t i = 0; i < ndim; i++) {
@@ -536,7 +615,7 @@ static int decode_shard(const struct zr_codec *c, const struct zr_dtype *dtype, 
   struct zr_dtype u64 = {ZR_UINT, 8, 0, 8, 0, ""};
   const uint8_t *index_src = c->index_at_end ? in + in_size - index_bytes : in;
   int rc = zr_chunk_decode(c->index, &u64, ndim + 1, grid, (const uint8_t *)"\0\0\0\0\0\0\0\0", index_src,
-                           index_bytes, (uint8_t *)index, error);
+                           index_bytes, (uint8_t *)index, NULL, error);
   if (rc != QL_OK) ql_error_prefix(error, "sharding_indexed index");
   int64_t pos[ZR_MAX_DIMS] = {0}, origin[ZR_MAX_DIMS], zero[ZR_MAX_DIMS] = {0};
   for (int64_t k = 0; rc == QL_OK && k < n_inner; k++) {
@@ -549,7 +628,7 @@ static int decode_shard(const struct zr_codec *c, const struct zr_dtype *dtype, 
                         (long long)k, (unsigned long long)off, (unsigned long long)nb, (long long)in_size);
       break;
     } else {
-      rc = zr_chunk_decode(c->inner, dtype, ndim, c->inner_chunks, fill, in + off, (int64_t)nb, inner, error);
+      rc = zr_chunk_decode(c->inner, dtype, ndim, c->inner_chunks, fill, in + off, (int64_t)nb, inner, heap, error);
       if (rc != QL_OK) {
         ql_error_prefix(error, "inner chunk %lld", (long long)k);
         break;
@@ -567,7 +646,8 @@ static int decode_shard(const struct zr_codec *c, const struct zr_dtype *dtype, 
 }
 
 int zr_chunk_decode(const struct zr_pipeline *p, const struct zr_dtype *dtype, int32_t ndim, const int64_t *shape,
-                    const uint8_t *fill, const uint8_t *in, int64_t in_size, uint8_t *out, struct ql_error *error) {
+                    const uint8_t *fill, const uint8_t *in, int64_t in_size, uint8_t *out, struct zr_heap *heap,
+                    struct ql_error *error) {
   int32_t k = 0;
   while (k < p->n && codec_kind(p->codecs[k].id) == 0) k++;
   if (k >= p->n) return ql_error_set(error, QL_EINTERNAL, "pipeline without an array->bytes codec");
@@ -600,7 +680,9 @@ int zr_chunk_decode(const struct zr_pipeline *p, const struct zr_dtype *dtype, i
   }
   if (rc == QL_OK) {
     const struct zr_codec *ab = &p->codecs[k];
-    if (ab->id == ZR_CODEC_BYTES) {
+    if (ab->id == ZR_CODEC_BYTES && dtype->type == ZR_VLEN) {
+      rc = ql_error_set(error, QL_EDATA, "variable-length strings need the vlen-utf8 codec");
+    } else if (ab->id == ZR_CODEC_BYTES) {
       if (b.size != n_bytes) {
         rc = ql_error_set(error, QL_EDATA, "chunk has %lld bytes, expected %lld (%lld elements of %d bytes)",
                           (long long)b.size, (long long)n_bytes, (long long)n_elem, (int)dtype->size);
@@ -610,8 +692,11 @@ int zr_chunk_decode(const struct zr_pipeline *p, const struct zr_dtype *dtype, i
         stored.big_endian = ab->big_endian;
         zr_dtype_to_native(&stored, target, n_elem);
       }
+    } else if (ab->id == ZR_CODEC_VLEN_UTF8) {
+      rc = dtype->type == ZR_VLEN ? decode_vlen(b.data, b.size, n_elem, target, heap, error)
+                                  : ql_error_set(error, QL_EDATA, "vlen-utf8 codec on a fixed-width element type");
     } else {
-      rc = decode_shard(ab, dtype, ndim, shapes[k], fill, b.data, b.size, target, error);
+      rc = decode_shard(ab, dtype, ndim, shapes[k], fill, b.data, b.size, target, heap, error);
     }
   }
   /* Undo array->array codecs in reverse, ping-ponging between buffers. */

@@ -29,8 +29,18 @@ enum zr_codec_id {
   ZR_CODEC_ZLIB = 6,
   ZR_CODEC_GZIP = 7,
   ZR_CODEC_LZ4 = 8,
-  ZR_CODEC_CRC32C = 9
+  ZR_CODEC_CRC32C = 9,
+  ZR_CODEC_VLEN_UTF8 = 10 /* array -> bytes: numcodecs' VLenUTF8 (count, then length-prefixed items) */
 };
+
+/* Bytes of variable-length strings a decoded chunk or block refers to
+ * (ZR_VLEN elements hold offsets into it). Owned by whoever holds the
+ * elements; grows only. */
+struct zr_heap {
+  uint8_t *data;
+  int64_t len, cap;
+};
+void zr_heap_free(struct zr_heap *heap);
 
 struct zr_pipeline;
 
@@ -58,6 +68,9 @@ int zr_pipeline_parse_v3(const json_t *codecs, int32_t ndim, struct zr_pipeline 
  * [compressor]. `filters` must be null or empty (QL_ENOTSUP otherwise). */
 int zr_pipeline_from_v2(const json_t *compressor, const json_t *filters, int32_t ndim, int32_t order_f,
                         int32_t big_endian, struct zr_pipeline *out, struct ql_error *error);
+/* QL_OK when the pipeline and the element type agree on variable-length
+ * strings (ZR_VLEN exactly when the array->bytes codec is vlen-utf8). */
+int zr_pipeline_check_dtype(const struct zr_pipeline *p, const struct zr_dtype *dtype, struct ql_error *error);
 void zr_pipeline_free(struct zr_pipeline *p);
 /* "blosc(lz4)+bytes" style summary for messages and EXPLAIN; into buf. */
 const char *zr_pipeline_describe(const struct zr_pipeline *p, char *buf, size_t cap);
@@ -65,12 +78,14 @@ const char *zr_pipeline_describe(const struct zr_pipeline *p, char *buf, size_t 
 /* Decode one stored chunk (`in`, `in_size` bytes) of shape `shape` (rank
  * `ndim`) into `out`: prod(shape) elements of `dtype`, native byte order,
  * C order. `fill` (dtype->size bytes) fills inner chunks a shard does not
- * store. Errors: QL_EDATA for a corrupt or truncated chunk (sizes,
+ * store. ZR_VLEN arrays append their string bytes to `heap` (required for
+ * them, ignored otherwise). Errors: QL_EDATA for a corrupt or truncated chunk (sizes,
  * checksums, decompressor errors), QL_ENOTSUP for a codec combination that
  * cannot apply. The message names the codec and the problem; the caller
  * prefixes the store, array and chunk. */
 int zr_chunk_decode(const struct zr_pipeline *p, const struct zr_dtype *dtype, int32_t ndim, const int64_t *shape,
-                    const uint8_t *fill, const uint8_t *in, int64_t in_size, uint8_t *out, struct ql_error *error);
+                    const uint8_t *fill, const uint8_t *in, int64_t in_size, uint8_t *out, struct zr_heap *heap,
+                    struct ql_error *error);
 
 /* CRC-32C (Castagnoli), as the crc32c codec stores it. */
 uint32_t zr_crc32c(const uint8_t *data, int64_t n);

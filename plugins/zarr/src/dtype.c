@@ -52,6 +52,13 @@ static int parse_size(const char *digits, int32_t *out) {
 
 int zr_dtype_parse_v2(const char *typestr, struct zr_dtype *out, struct ql_error *error) {
   memset(out, 0, sizeof(*out));
+  if (typestr && strcmp(typestr, "|O") == 0) {
+    /* object: only as vlen-utf8 strings (the pipeline checks the filter) */
+    out->type = ZR_VLEN;
+    out->size = 16;
+    out->swap_unit = 1;
+    return QL_OK;
+  }
   size_t len = typestr ? strlen(typestr) : 0;
   if (len < 3 || (typestr[0] != '<' && typestr[0] != '>' && typestr[0] != '|' && typestr[0] != '=')) {
     return ql_error_set(error, QL_EDATA, "malformed dtype '%s'", typestr ? typestr : "(null)");
@@ -159,6 +166,12 @@ int zr_dtype_parse_v3(const json_t *data_type, struct zr_dtype *out, struct ql_e
     out->swap_unit = 8;
     return set_time_unit(out, unit, name, error);
   }
+  if (strcmp(name, "string") == 0) {
+    out->type = ZR_VLEN;
+    out->size = 16;
+    out->swap_unit = 1;
+    return QL_OK;
+  }
   if (strcmp(name, "fixed_length_utf32") == 0) {
     if (!parse_v3_length(config, &out->size) || out->size % 4 != 0) {
       return ql_error_set(error, QL_EDATA, "data_type %s needs configuration.length_bytes, a positive multiple of 4",
@@ -189,6 +202,7 @@ const char *zr_dtype_name(const struct zr_dtype *d, char *buf, size_t cap) {
     case ZR_TIMEDELTA: snprintf(buf, cap, "timedelta64[%s]", d->unit); return buf;
     case ZR_BYTES: snprintf(buf, cap, "S%d", d->size); return buf;
     case ZR_UNICODE: snprintf(buf, cap, "U%d", d->size / 4); return buf;
+    case ZR_VLEN: return "string";
     default: return "unknown";
   }
 }

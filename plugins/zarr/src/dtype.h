@@ -22,7 +22,9 @@ enum zr_type {
   ZR_DATETIME = 5,  /* numpy datetime64: int64 count of `unit_ns` since the epoch; INT64_MIN is NaT */
   ZR_TIMEDELTA = 6, /* numpy timedelta64: int64 count of `unit_ns`; INT64_MIN is NaT */
   ZR_BYTES = 7,     /* fixed-width bytes ("|S<n>"), trailing NULs stripped on read */
-  ZR_UNICODE = 8    /* fixed-width UTF-32 ("<U<n>"), `size` = 4 * n bytes */
+  ZR_UNICODE = 8,   /* fixed-width UTF-32 ("<U<n>"), `size` = 4 * n bytes */
+  ZR_VLEN = 9       /* variable-length UTF-8 (v2 "|O" + vlen-utf8, v3 "string"): decoded
+                       elements are {uint64 offset, uint64 length} into a zr_heap */
 };
 
 /* One element type. `size` is the element's byte width; `big_endian` is

@@ -207,6 +207,10 @@ int zr_fill_parse(const json_t *json, const struct zr_dtype *d, int32_t zarr_for
       }
       return QL_OK;
     }
+    case ZR_VLEN:
+      /* elements are {offset, length}: all zero is the empty string */
+      if (json_is_string(json) && json_string_value(json)[0] == '\0') return QL_OK;
+      return ql_error_set(error, QL_ENOTSUP, "fill_value of a variable-length string array must be \"\" or null");
     case ZR_UNICODE:
       if (!json_is_string(json)) return ql_error_set(error, QL_EDATA, "fill_value of a string array must be a string");
       utf8_to_utf32(json_string_value(json), out, d->size);

@@ -81,6 +81,7 @@ int zr_array_parse_v2(const char *name, const json_t *zarray, const json_t *zatt
   QL_RETURN_NOT_OK(zr_pipeline_from_v2(json_object_get(zarray, "compressor"), json_object_get(zarray, "filters"),
                                        out->ndim, order && order[0] == 'F', out->dtype.big_endian, &out->codecs,
                                        error));
+  QL_RETURN_NOT_OK(zr_pipeline_check_dtype(&out->codecs, &out->dtype, error));
   const char *sep = json_string_value(json_object_get(zarray, "dimension_separator"));
   out->key_sep = sep && strcmp(sep, "/") == 0 ? '/' : '.';
   if (sep && strcmp(sep, "/") != 0 && strcmp(sep, ".") != 0) {

@@ -66,6 +66,7 @@ int zr_array_parse_v3(const char *name, const json_t *meta, struct zr_array *out
   QL_RETURN_NOT_OK(zr_dtype_parse_v3(json_object_get(meta, "data_type"), &out->dtype, error));
   QL_RETURN_NOT_OK(parse_key_encoding(json_object_get(meta, "chunk_key_encoding"), out, error));
   QL_RETURN_NOT_OK(zr_pipeline_parse_v3(json_object_get(meta, "codecs"), out->ndim, &out->codecs, error));
+  QL_RETURN_NOT_OK(zr_pipeline_check_dtype(&out->codecs, &out->dtype, error));
   apply_endianness(out);
   out->fill = calloc(1, (size_t)out->dtype.size);
   if (!out->fill) return ql_error_set(error, QL_ENOMEM, "out of memory");

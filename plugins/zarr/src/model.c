@@ -12,7 +12,7 @@
 /* ------------------------------------------------------------- reading */
 
 int zr_read_chunk(const struct zr_store *store, const struct zr_array *a, const int64_t *chunk, uint8_t *out,
-                  int64_t *bytes_read, struct ql_error *error) {
+                  struct zr_heap *heap, int64_t *bytes_read, struct ql_error *error) {
   char key[2048];
   *bytes_read = 0;
   if (zr_chunk_key(a, chunk, key, sizeof(key)) != QL_OK) {
@@ -30,14 +30,15 @@ int zr_read_chunk(const struct zr_store *store, const struct zr_array *a, const 
   }
   if (rc != QL_OK) return ql_error_prefix(error, "array '%s'", a->name);
   *bytes_read = bytes.size;
-  rc = zr_chunk_decode(&a->codecs, &a->dtype, a->ndim, a->chunks, a->fill, bytes.data, bytes.size, out, error);
+  rc = zr_chunk_decode(&a->codecs, &a->dtype, a->ndim, a->chunks, a->fill, bytes.data, bytes.size, out, heap,
+                       error);
   if (bytes.release) bytes.release(&bytes);
   if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: array '%s' chunk '%s'", store->url, a->name, key);
   return QL_OK;
 }
 
 int zr_read_box(const struct zr_store *store, const struct zr_array *a, const int64_t *lo, const int64_t *count,
-                uint8_t *out, int64_t *chunks, int64_t *bytes, struct ql_error *error) {
+                uint8_t *out, struct zr_heap *heap, int64_t *chunks, int64_t *bytes, struct ql_error *error) {
   int32_t nd = a->ndim;
   int64_t c0[ZR_MAX_DIMS], c1[ZR_MAX_DIMS], c[ZR_MAX_DIMS];
   for (int32_t i = 0; i < nd; i++) {
@@ -56,7 +57,7 @@ int zr_read_box(const struct zr_store *store, const struct zr_array *a, const in
   int rc = QL_OK;
   for (;;) {
     int64_t got = 0;
-    rc = zr_read_chunk(store, a, c, buf, &got, error);
+    rc = zr_read_chunk(store, a, c, buf, heap, &got, error);
     if (rc != QL_OK) break;
     (*chunks)++;
     *bytes += got;
@@ -97,6 +98,7 @@ static void dataset_free(struct zr_dataset *ds) {
   for (int32_t i = 0; i < ds->n_dims; i++) {
     free(ds->dims[i].name);
     free(ds->dims[i].raw);
+    zr_heap_free(&ds->dims[i].heap);
     free(ds->dims[i].values);
   }
   free(ds->dims);
@@ -204,7 +206,7 @@ static int load_dim_values(struct zr_dataset *ds, struct zr_dim *d, struct ql_er
     d->raw = malloc((size_t)(n * a->dtype.size) + 1);
     if (!d->raw) return ql_error_set(error, QL_ENOMEM, "out of memory reading coordinate '%s'", a->name);
     int64_t chunks = 0, bytes = 0, lo = 0;
-    QL_RETURN_NOT_OK(zr_read_box(&ds->store, a, &lo, &n, d->raw, &chunks, &bytes, error));
+    QL_RETURN_NOT_OK(zr_read_box(&ds->store, a, &lo, &n, d->raw, &d->heap, &chunks, &bytes, error));
     int rc = zr_decoder_init(a, 1, &d->dec, error);
     if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: array '%s'", ds->store.url, a->name);
   }

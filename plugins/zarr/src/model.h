@@ -28,6 +28,7 @@ struct zr_dim {
   int64_t size;
   int32_t coord;    /* index into group.arrays of the dimension coordinate, or -1 */
   uint8_t *raw;     /* the coordinate's elements (native), or int64 positions */
+  struct zr_heap heap; /* string bytes of a variable-length string coordinate */
   struct zr_decoder dec;
   struct zr_value *values; /* decoded coordinate values (for statistics and filters) */
   int32_t comparable;      /* values are numbers / ticks (not strings) */
@@ -82,12 +83,13 @@ int32_t zr_dataset_find_table(const struct zr_dataset *ds, const char *name);
  * into `out` (prod(a->chunks) elements): a chunk that was never written
  * reads as the fill value. *bytes_read receives the stored size. */
 int zr_read_chunk(const struct zr_store *store, const struct zr_array *a, const int64_t *chunk, uint8_t *out,
-                  int64_t *bytes_read, struct ql_error *error);
+                  struct zr_heap *heap, int64_t *bytes_read, struct ql_error *error);
 
 /* Read the box [lo, lo+count) of array `a` into `out` (C order over count),
- * chunk by chunk. *chunks and *bytes are incremented. */
+ * chunk by chunk. *chunks and *bytes are incremented. Variable-length
+ * strings go to `heap` (NULL for other types). */
 int zr_read_box(const struct zr_store *store, const struct zr_array *a, const int64_t *lo, const int64_t *count,
-                uint8_t *out, int64_t *chunks, int64_t *bytes, struct ql_error *error);
+                uint8_t *out, struct zr_heap *heap, int64_t *chunks, int64_t *bytes, struct ql_error *error);
 
 /* Arrow schema of table `t` (a struct), with CF attributes as field
  * metadata. */

@@ -68,6 +68,7 @@ struct zr_stream {
   int64_t nsel[ZR_MAX_DIMS];
   int64_t lo[ZR_MAX_DIMS], extent[ZR_MAX_DIMS]; /* bounding box of the selection */
   uint8_t **blocks;                             /* per projected column: its box, or NULL */
+  struct zr_heap *heaps;                        /* per projected column: its strings (vlen) */
   int64_t (*strides)[ZR_MAX_DIMS];              /* element strides of each block's axes */
   int64_t pos[ZR_MAX_DIMS];                     /* odometer into sel */
   int64_t emitted, total;
@@ -132,7 +133,8 @@ static int stream_load(struct zr_stream *st, struct ql_error *error) {
   if (s->limit >= 0 && s->limit < st->total) st->total = s->limit;
   st->blocks = calloc((size_t)(s->n_proj ? s->n_proj : 1), sizeof(uint8_t *));
   st->strides = calloc((size_t)(s->n_proj ? s->n_proj : 1), sizeof(*st->strides));
-  if (!st->blocks || !st->strides) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  st->heaps = calloc((size_t)(s->n_proj ? s->n_proj : 1), sizeof(*st->heaps));
+  if (!st->blocks || !st->strides || !st->heaps) return ql_error_set(error, QL_ENOMEM, "out of memory");
   if (st->total == 0) return QL_OK;
   QL_RETURN_NOT_OK(reserve_blocks(st, error));
   for (int32_t j = 0; j < s->n_proj; j++) {
@@ -157,7 +159,7 @@ static int stream_load(struct zr_stream *st, struct ql_error *error) {
       stride *= count[ax];
     }
     int64_t chunks = 0, bytes = 0;
-    int rc = zr_read_box(&s->ds->store, a, lo, count, st->blocks[j], &chunks, &bytes, error);
+    int rc = zr_read_box(&s->ds->store, a, lo, count, st->blocks[j], &st->heaps[j], &chunks, &bytes, error);
     atomic_fetch_add(&st->scan->chunks_read, chunks);
     atomic_fetch_add(&st->scan->bytes_read, bytes);
     if (rc != QL_OK) return rc;
@@ -206,11 +208,17 @@ static int fill_batch(struct zr_stream *st, int64_t n, struct ArrowArray *out, s
         offs[r] = off;
       }
     }
-    int arc = zr_colbuf_append_many(&b, &c->dec, base, offs, n);
+    int arc;
+    if (c->dec.in.type == ZR_VLEN) {
+      const struct zr_heap *heap = c->role == ZR_ROLE_DIM ? &s->ds->dims[t->dims[c->dim]].heap : &st->heaps[j];
+      arc = zr_colbuf_append_vlen(&b, heap, base, offs, n);
+    } else {
+      arc = zr_colbuf_append_many(&b, &c->dec, base, offs, n);
+    }
     if (arc != QL_OK) {
       rc = ql_error_set(error, arc, "zarr store %s: column '%s': %s", s->ds->store.url, c->name,
                         arc == QL_EOVERFLOW ? "a time value does not fit timestamp[ns] (or an offset overflows)"
-                        : arc == QL_EDATA   ? "invalid UTF-32 string"
+                        : arc == QL_EDATA   ? "invalid string (not UTF-8 / UTF-32)"
                                             : "out of memory");
     }
     if (rc == QL_OK) {
@@ -289,6 +297,10 @@ static void stream_release(struct ArrowArrayStream *self) {
     for (int32_t j = 0; j < st->scan->n_proj; j++) free(st->blocks[j]);
   }
   free(st->blocks);
+  if (st->heaps) {
+    for (int32_t j = 0; j < st->scan->n_proj; j++) zr_heap_free(&st->heaps[j]);
+  }
+  free(st->heaps);
   free(st->strides);
   if (st->reservation.release) st->reservation.release(&st->reservation);
   free(st->last_error);

@@ -371,3 +371,24 @@ def test_empty_dimension(tmp_path, fmt):
     assert scan.rows == []
     assert scan.table_stats["num_rows"] == 0
     assert scan.table_stats["min"]["x"] is None
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("chunks", [None, {"station": 2, "t": 3}])
+def test_variable_length_strings(tmp_path, fmt, chunks):
+    # object strings (netCDF string variables) are written with vlen-utf8
+    names = np.array(["oslo", "", "kyiv€", "são paulo", "𝄞x"], dtype=object)
+    ds = xr.Dataset(
+        {
+            "label": (("station", "t"), np.array([[f"{n}:{i}" for i in range(4)] for n in names], dtype=object)),
+            "v": (("station", "t"), np.arange(20.0).reshape(5, 4)),
+            "country": (("station",), np.array(["NO", "XX", "UA", "BR", "--"], dtype=object)),
+        },
+        coords={"station": names, "t": np.arange(4)},
+    )
+    path = write(ds, tmp_path / "v.zarr", fmt, chunk_encoding(ds, chunks) if chunks else None)
+    scan = check_table(path, "station_t")
+    assert scan.formats["station"] == "u" and scan.formats["label"] == "u"
+    check_table(path, "station")
+    got = run_scan(path, "--table", "station_t", "--where", "t >= 2", "--columns", "label")
+    assert sorted(r[0] for r in got.rows) == sorted(f"{n}:{i}" for n in names for i in (2, 3))
