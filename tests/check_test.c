@@ -78,6 +78,47 @@ int main(void) {
   expect_rule("broken_concurrent", "concurrency.results", "concurrency.results");
   expect_rule("broken_stats", "statistics.num_rows", "statistics.num_rows");
   expect_rule("broken_pushdown", "pushdown.exact", "pushdown.exact");
+  expect_rule("broken_function_open", "open.function", "open.function");
+  expect_rule("broken_schema_provider_members", "schema_provider.members", "schema_provider.members");
+  expect_rule("broken_plan_members", "plan.members", "plan.members");
+  expect_rule("broken_stream_members", "stream.members", "stream.members");
+  expect_rule("broken_table_provider_members", "table_provider.members", "table_provider.members");
+  expect_rule("broken_table_function_members", "function.members", "function.members");
+  expect_rule("broken_planner_release_null", "planner.members", "planner.members");
+  expect_rule("broken_null_count", "statistics.null_count", "statistics.null_count");
+  expect_rule("broken_planner_option_message", "options.unknown", "options.unknown");
+  expect_rule("broken_planner_unknown_name", "open.unknown_name", "open.unknown_name");
+  expect_rule("broken_schema_unknown_name", "open.unknown_name", "open.unknown_name");
+  expect_rule("broken_schema_unknown_table", "schema_provider.unknown_table", "schema_provider.unknown_table");
+  expect_rule("broken_error_status", "error.status", "error.status");
+  expect_rule("broken_error_release", "release.error", "release.error");
+
+  /* A function that cannot open is reported with its own error, not with
+   * the message of the unknown-name probe that follows. */
+  violations = check("broken_function_open", NULL, &report);
+  QL_CHECK_INT(violations, 1);
+  QL_CHECK(report != NULL &&
+           strstr(report, "VIOLATION open.function: add_one returned QL_EINVAL: add_one: the deliberate cause of this "
+                          "failure\n") != NULL);
+  QL_CHECK(report != NULL && strstr(report, "no scalar function") == NULL);
+  free(report);
+  /* Null counts are checked for a float64 column whose min/max are absent. */
+  violations = check("broken_null_count", NULL, &report);
+  QL_CHECK(report != NULL &&
+           strstr(report, "VIOLATION statistics.null_count: the table: column 'x' claims exactly 1 nulls, the rows "
+                          "have 0\n") != NULL);
+  free(report);
+  /* Errors from any call, not only qlink_plugin_init: the probe of an
+   * unknown planner name. */
+  violations = check("broken_error_status", NULL, &report);
+  QL_CHECK(report != NULL &&
+           strstr(report, "VIOLATION error.status: planner_open returned QL_ENOTFOUND but its error's status field "
+                          "is QL_EINVAL (1)\n") != NULL);
+  free(report);
+  violations = check("broken_error_release", NULL, &report);
+  QL_CHECK(report != NULL &&
+           strstr(report, "VIOLATION release.error: scalar_function_open: error release left release set\n") != NULL);
+  free(report);
 
   /* Isolated, the sample still conforms, a crash is a violation, and the
    * violations of a child reach the report. */

@@ -81,6 +81,11 @@ int ql_batches_collect(const struct ql_plugin *plugin, struct ArrowArrayStream *
   if (stream == NULL || stream->release == NULL || out == NULL) {
     return ql_error_set(error, QL_EINVAL, "ql_batches_collect: a released stream or no output");
   }
+  if (stream->get_schema == NULL || stream->get_next == NULL) {
+    stream_release(plugin, stream);
+    return ql_error_set(error, QL_EINVAL, "ql_batches_collect: the stream has no %s",
+                        stream->get_schema ? "get_next" : "get_schema");
+  }
   int rc = collect(plugin, stream, out, error);
   stream_release(plugin, stream);
   return rc;
@@ -91,10 +96,22 @@ int ql_batches_scan(const struct ql_plugin *plugin, const struct ql_table_provid
                     struct ql_error *error) {
   struct ql_scan_args all = {sizeof all, -1, NULL, {NULL, 0, 0, NULL}, -1};
   struct ql_execution_plan plan = {0};
+  if (provider == NULL || provider->scan == NULL) {
+    return ql_error_set(error, QL_EINVAL, "ql_batches_scan: the table provider has no scan");
+  }
   void *token = ql_plugin_enter(plugin);
   int rc = provider->scan(provider, ql_ref_host_session(host), args ? args : &all, &plan, error);
   ql_plugin_leave(plugin, token);
   if (rc != QL_OK) return rc;
+  if (plan.get_properties == NULL || plan.get_schema == NULL || plan.execute == NULL || plan.release == NULL) {
+    rc = ql_error_set(error, QL_EINVAL, "ql_batches_scan: the plan lacks get_properties, get_schema, execute or release");
+    if (plan.release) {
+      token = ql_plugin_enter(plugin);
+      plan.release(&plan);
+      ql_plugin_leave(plugin, token);
+    }
+    return rc;
+  }
   struct ql_plan_properties props = {0};
   token = ql_plugin_enter(plugin);
   rc = plan.get_properties(&plan, &props, error);

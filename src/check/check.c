@@ -26,6 +26,21 @@ void ql_check_violation(struct ql_checker *ck, const char *rule, const char *fmt
   fputc('\n', ck->out);
 }
 
+void ql_check_error(struct ql_checker *ck, struct ql_error *err, int rc, const char *call) {
+  if (err->release == NULL) {
+    memset(err, 0, sizeof *err);
+    return;
+  }
+  if (err->message == NULL) ql_check_violation(ck, "error.message", "%s filled an error with a NULL message", call);
+  if (rc != QL_OK && err->status != rc) {
+    ql_check_violation(ck, "error.status", "%s returned %s but its error's status field is %s (%d)", call,
+                       ql_status_name(rc), ql_status_name(err->status), (int)err->status);
+  }
+  QLC_DO(ck, err->release(err));
+  if (err->release != NULL) ql_check_violation(ck, "release.error", "%s: error release left release set", call);
+  memset(err, 0, sizeof *err); /* never call a plugin's release twice */
+}
+
 void ql_check_note(struct ql_checker *ck, const char *fmt, ...) {
   if (!ck->verbose) return;
   fputs("check ", ck->out);

@@ -23,6 +23,12 @@ struct ql_checker {
 
 /* Report one violation: "VIOLATION <rule>: <what>". */
 void ql_check_violation(struct ql_checker *ck, const char *rule, const char *fmt, ...) QL_PRINTF_FORMAT(3, 4);
+/* An error a plugin call (named `call`) filled, if any, with the status it
+ * returned: its message must be set, its status field equal `rc` when the
+ * call failed, and its release must clear release (R5, R1). Reports each
+ * breach (error.message, error.status, release.error), releases the error
+ * inside the plugin's executor hooks, and leaves *err zeroed for reuse. */
+void ql_check_error(struct ql_checker *ck, struct ql_error *err, int rc, const char *call);
 /* In verbose mode, "check <what>". */
 void ql_check_note(struct ql_checker *ck, const char *fmt, ...) QL_PRINTF_FORMAT(2, 3);
 

@@ -6,13 +6,6 @@
 
 #include "check_internal.h"
 
-static void release_error(struct ql_checker *ck, struct ql_error *err, const char *call) {
-  if (err->release == NULL) return;
-  if (err->message == NULL) ql_check_violation(ck, "error.message", "%s filled an error with a NULL message", call);
-  err->release(err);
-  if (err->release != NULL) ql_check_violation(ck, "release.error", "%s: error release left release set", call);
-}
-
 /* An unknown version must be refused with QL_EVERSION, not served. */
 static void check_refuses(struct ql_checker *ck, ql_plugin_init_fn init, uint32_t version) {
   struct ql_plugin d;
@@ -30,7 +23,7 @@ static void check_refuses(struct ql_checker *ck, ql_plugin_init_fn init, uint32_
   } else if (err.release == NULL) {
     ql_check_violation(ck, "negotiate.message", "QL_EVERSION without an error message naming the versions served");
   }
-  release_error(ck, &err, "qlink_plugin_init");
+  ql_check_error(ck, &err, rc, "qlink_plugin_init");
 }
 
 static int valid_name(const char *s) {
@@ -136,7 +129,7 @@ int ql_check_descriptor(struct ql_checker *ck, const char *path) {
     ql_check_violation(ck, "negotiate.current_version", "qlink_plugin_init(%u.%u) returned %s: %s",
                        QL_ABI_VERSION_MAJOR(QL_ABI_VERSION), QL_ABI_VERSION_MINOR(QL_ABI_VERSION), ql_status_name(rc),
                        err.release && err.message ? err.message : "(no message)");
-    release_error(ck, &err, "qlink_plugin_init");
+    ql_check_error(ck, &err, rc, "qlink_plugin_init");
     dlclose(dl);
     return -1;
   }

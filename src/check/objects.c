@@ -12,8 +12,28 @@ static void report(struct ql_checker *ck, const char *rule, const char *what, in
                      err->release && err->message ? err->message : "(no message)");
 }
 
-static void release_err(struct ql_checker *ck, struct ql_error *err) {
-  if (err->release) QLC_DO(ck, err->release(err));
+/* The string a probe with an unknown name or option uses, for messages. */
+#define QLC_NO_SUCH_OPTION "qlink_check_no_such_option"
+
+/* The unknown-name probe: an opener given a name its catalogue does not
+ * list must refuse it with QL_ENOTFOUND. */
+static void check_unknown_name(struct ql_checker *ck, const char *what, const char *probe, int rc,
+                               struct ql_error *err) {
+  if (rc != QL_ENOTFOUND) {
+    ql_check_violation(ck, "open.unknown_name", "%s('%s'), a name not in the catalogue, returned %s: %s; expected "
+                       "QL_ENOTFOUND", what, probe, ql_status_name(rc),
+                       err->release && err->message ? err->message : "(no message)");
+  }
+  ql_check_error(ck, err, rc, what);
+}
+
+/* A schema a call returned with QL_OK must be live; release it. */
+static void release_schema_out(struct ql_checker *ck, struct ArrowSchema *out, const char *rule, const char *name) {
+  if (out->release == NULL) {
+    ql_check_violation(ck, rule, "'%s': returned QL_OK with a released schema", name);
+    return;
+  }
+  QLC_DO(ck, out->release(out));
 }
 
 /* A function's identity names this plugin as its library (gap G2). */
@@ -26,10 +46,16 @@ static void check_identity(struct ql_checker *ck, const struct ql_item_info *ite
   }
 }
 
-#define QLC_RELEASED(ck, obj, rule, name)                                                     \
-  do {                                                                                        \
-    QLC_DO(ck, (obj).release(&(obj)));                                                        \
-    if ((obj).release != NULL) ql_check_violation(ck, rule, "'%s': release left release set", name); \
+/* Release an object the kit opened: a NULL release breaks `members_rule`,
+ * a release that leaves release set breaks `rule`. */
+#define QLC_RELEASED(ck, obj, rule, members_rule, name)                                               \
+  do {                                                                                                \
+    if ((obj).release == NULL) {                                                                      \
+      ql_check_violation(ck, members_rule, "'%s': release is NULL", name);                            \
+      break;                                                                                          \
+    }                                                                                                 \
+    QLC_DO(ck, (obj).release(&(obj)));                                                                \
+    if ((obj).release != NULL) ql_check_violation(ck, rule, "'%s': release left release set", name);  \
   } while (0)
 
 /* The argument struct schema a signature asks for, when it names its types. */
@@ -57,19 +83,19 @@ static void check_aggregate_objects(struct ql_checker *ck, const char *name, con
   int rc;
   QLC_CALL(ck, rc, f->return_type(f, &args, &rt, &err));
   if (rc != QL_OK) report(ck, "function.return_type", name, rc, &err);
-  release_err(ck, &err);
-  if (rc == QL_OK) QLC_DO(ck, rt.release(&rt));
+  ql_check_error(ck, &err, rc, "return_type");
+  if (rc == QL_OK) release_schema_out(ck, &rt, "function.return_type", name);
   struct ql_accumulator acc = {0};
   QLC_CALL(ck, rc, f->accumulator_new(f, &args, &acc, &err));
   if (rc != QL_OK) report(ck, "function.accumulator", name, rc, &err);
-  if (rc == QL_OK) QLC_RELEASED(ck, acc, "release.accumulator", name);
-  release_err(ck, &err);
+  ql_check_error(ck, &err, rc, "accumulator_new");
+  if (rc == QL_OK) QLC_RELEASED(ck, acc, "release.accumulator", "function.members", name);
   if (f->groups_accumulator_new) {
     struct ql_groups_accumulator g = {0};
     QLC_CALL(ck, rc, f->groups_accumulator_new(f, &args, &g, &err));
     if (rc != QL_OK) report(ck, "function.accumulator", name, rc, &err);
-    if (rc == QL_OK) QLC_RELEASED(ck, g, "release.groups_accumulator", name);
-    release_err(ck, &err);
+    ql_check_error(ck, &err, rc, "groups_accumulator_new");
+    if (rc == QL_OK) QLC_RELEASED(ck, g, "release.groups_accumulator", "function.members", name);
   }
   ql_schema_release(&args);
 }
@@ -81,13 +107,13 @@ static void check_window_objects(struct ql_checker *ck, const char *name, const 
   int rc;
   QLC_CALL(ck, rc, f->return_type(f, &args, &rt, &err));
   if (rc != QL_OK) report(ck, "function.return_type", name, rc, &err);
-  release_err(ck, &err);
-  if (rc == QL_OK) QLC_DO(ck, rt.release(&rt));
+  ql_check_error(ck, &err, rc, "return_type");
+  if (rc == QL_OK) release_schema_out(ck, &rt, "function.return_type", name);
   struct ql_partition_evaluator ev = {0};
   QLC_CALL(ck, rc, f->evaluator_new(f, &args, &ev, &err));
   if (rc != QL_OK) report(ck, "function.evaluator", name, rc, &err);
-  if (rc == QL_OK) QLC_RELEASED(ck, ev, "release.partition_evaluator", name);
-  release_err(ck, &err);
+  ql_check_error(ck, &err, rc, "evaluator_new");
+  if (rc == QL_OK) QLC_RELEASED(ck, ev, "release.partition_evaluator", "function.members", name);
   ql_schema_release(&args);
 }
 
@@ -98,91 +124,110 @@ static void check_scalar_objects(struct ql_checker *ck, const char *name, const 
   int rc;
   QLC_CALL(ck, rc, f->return_type(f, &args, &rt, &err));
   if (rc != QL_OK) report(ck, "function.return_type", name, rc, &err);
-  release_err(ck, &err);
-  if (rc == QL_OK) QLC_DO(ck, rt.release(&rt));
+  ql_check_error(ck, &err, rc, "return_type");
+  if (rc == QL_OK) release_schema_out(ck, &rt, "function.return_type", name);
   ql_schema_release(&args);
 }
 
-/* Open `item` (and a name not in the catalogue) through its kind's opener. */
+#define QLC_NO_SUCH_FUNCTION "qlink_check_no_such_function"
+
+/* Each kind: open the item (a failure is reported with the plugin's own
+ * message before that error is released), check the function's required
+ * members and objects, release it, then probe a name not in the catalogue. */
+static void check_scalar(struct ql_checker *ck, const struct ql_item_info *item) {
+  const struct ql_plugin *pl = ck->plugin;
+  struct ql_scalar_function f = {0}, g = {0};
+  struct ql_error err = {0};
+  int rc;
+  QLC_CALL(ck, rc, pl->scalar_function_open(pl, item->name, &f, &err));
+  if (rc != QL_OK) report(ck, "open.function", item->name, rc, &err);
+  ql_check_error(ck, &err, rc, "scalar_function_open");
+  if (rc == QL_OK) {
+    check_identity(ck, item, &f.id, QL_FUNCTION_SCALAR);
+    if (f.return_type == NULL || f.invoke == NULL) {
+      ql_check_violation(ck, "function.members", "'%s': return_type and invoke are required", item->name);
+    } else {
+      check_scalar_objects(ck, item->name, &f);
+    }
+    QLC_RELEASED(ck, f, "release.scalar_function", "function.members", item->name);
+  }
+  QLC_CALL(ck, rc, pl->scalar_function_open(pl, QLC_NO_SUCH_FUNCTION, &g, &err));
+  if (rc == QL_OK && g.release) QLC_DO(ck, g.release(&g));
+  check_unknown_name(ck, "scalar_function_open", QLC_NO_SUCH_FUNCTION, rc, &err);
+}
+
+static void check_aggregate(struct ql_checker *ck, const struct ql_item_info *item) {
+  const struct ql_plugin *pl = ck->plugin;
+  struct ql_aggregate_function f = {0}, g = {0};
+  struct ql_error err = {0};
+  int rc;
+  QLC_CALL(ck, rc, pl->aggregate_function_open(pl, item->name, &f, &err));
+  if (rc != QL_OK) report(ck, "open.function", item->name, rc, &err);
+  ql_check_error(ck, &err, rc, "aggregate_function_open");
+  if (rc == QL_OK) {
+    check_identity(ck, item, &f.id, QL_FUNCTION_AGGREGATE);
+    if (f.accumulator_new == NULL || f.state_schema == NULL || f.return_type == NULL) {
+      ql_check_violation(ck, "function.members", "'%s': accumulator_new, state_schema and return_type are required",
+                         item->name);
+    } else {
+      check_aggregate_objects(ck, item->name, &f);
+    }
+    QLC_RELEASED(ck, f, "release.aggregate_function", "function.members", item->name);
+  }
+  QLC_CALL(ck, rc, pl->aggregate_function_open(pl, QLC_NO_SUCH_FUNCTION, &g, &err));
+  if (rc == QL_OK && g.release) QLC_DO(ck, g.release(&g));
+  check_unknown_name(ck, "aggregate_function_open", QLC_NO_SUCH_FUNCTION, rc, &err);
+}
+
+static void check_window(struct ql_checker *ck, const struct ql_item_info *item) {
+  const struct ql_plugin *pl = ck->plugin;
+  struct ql_window_function f = {0}, g = {0};
+  struct ql_error err = {0};
+  int rc;
+  QLC_CALL(ck, rc, pl->window_function_open(pl, item->name, &f, &err));
+  if (rc != QL_OK) report(ck, "open.function", item->name, rc, &err);
+  ql_check_error(ck, &err, rc, "window_function_open");
+  if (rc == QL_OK) {
+    check_identity(ck, item, &f.id, QL_FUNCTION_WINDOW);
+    if (f.return_type == NULL || f.evaluator_new == NULL) {
+      ql_check_violation(ck, "function.members", "'%s': return_type and evaluator_new are required", item->name);
+    } else {
+      check_window_objects(ck, item->name, &f);
+    }
+    QLC_RELEASED(ck, f, "release.window_function", "function.members", item->name);
+  }
+  QLC_CALL(ck, rc, pl->window_function_open(pl, QLC_NO_SUCH_FUNCTION, &g, &err));
+  if (rc == QL_OK && g.release) QLC_DO(ck, g.release(&g));
+  check_unknown_name(ck, "window_function_open", QLC_NO_SUCH_FUNCTION, rc, &err);
+}
+
+static void check_table_function(struct ql_checker *ck, const struct ql_item_info *item) {
+  const struct ql_plugin *pl = ck->plugin;
+  struct ql_table_function f = {0}, g = {0};
+  struct ql_error err = {0};
+  int rc;
+  QLC_CALL(ck, rc, pl->table_function_open(pl, item->name, &f, &err));
+  if (rc != QL_OK) report(ck, "open.function", item->name, rc, &err);
+  ql_check_error(ck, &err, rc, "table_function_open");
+  if (rc == QL_OK) {
+    check_identity(ck, item, &f.id, QL_FUNCTION_TABLE);
+    if (f.call == NULL) ql_check_violation(ck, "function.members", "'%s': call is required", item->name);
+    QLC_RELEASED(ck, f, "release.table_function", "function.members", item->name);
+  }
+  QLC_CALL(ck, rc, pl->table_function_open(pl, QLC_NO_SUCH_FUNCTION, &g, &err));
+  if (rc == QL_OK && g.release) QLC_DO(ck, g.release(&g));
+  check_unknown_name(ck, "table_function_open", QLC_NO_SUCH_FUNCTION, rc, &err);
+}
+
 void ql_check_function(struct ql_checker *ck, const struct ql_item_info *item) {
   ql_check_note(ck, "function '%s'", item->name);
-  const struct ql_plugin *pl = ck->plugin;
-  struct ql_error err = {0};
-  int rc = QL_OK, rc_unknown = QL_OK;
   switch (item->kind) {
-    case QL_ITEM_SCALAR_FUNCTION: {
-      struct ql_scalar_function f = {0}, g = {0};
-      QLC_CALL(ck, rc, pl->scalar_function_open(pl, item->name, &f, &err));
-      if (rc == QL_OK) {
-        check_identity(ck, item, &f.id, QL_FUNCTION_SCALAR);
-        if (f.return_type == NULL || f.invoke == NULL) {
-          ql_check_violation(ck, "function.members", "'%s': return_type and invoke are required", item->name);
-        } else {
-          check_scalar_objects(ck, item->name, &f);
-        }
-        QLC_RELEASED(ck, f, "release.scalar_function", item->name);
-      }
-      release_err(ck, &err);
-      QLC_CALL(ck, rc_unknown, pl->scalar_function_open(pl, "qlink_check_no_such_function", &g, &err));
-      if (rc_unknown == QL_OK) QLC_DO(ck, g.release(&g));
-      break;
-    }
-    case QL_ITEM_AGGREGATE_FUNCTION: {
-      struct ql_aggregate_function f = {0}, g = {0};
-      QLC_CALL(ck, rc, pl->aggregate_function_open(pl, item->name, &f, &err));
-      if (rc == QL_OK) {
-        check_identity(ck, item, &f.id, QL_FUNCTION_AGGREGATE);
-        if (f.accumulator_new == NULL || f.state_schema == NULL || f.return_type == NULL) {
-          ql_check_violation(ck, "function.members", "'%s': accumulator_new, state_schema and return_type are required",
-                             item->name);
-        } else {
-          check_aggregate_objects(ck, item->name, &f);
-        }
-        QLC_RELEASED(ck, f, "release.aggregate_function", item->name);
-      }
-      release_err(ck, &err);
-      QLC_CALL(ck, rc_unknown, pl->aggregate_function_open(pl, "qlink_check_no_such_function", &g, &err));
-      if (rc_unknown == QL_OK) QLC_DO(ck, g.release(&g));
-      break;
-    }
-    case QL_ITEM_WINDOW_FUNCTION: {
-      struct ql_window_function f = {0}, g = {0};
-      QLC_CALL(ck, rc, pl->window_function_open(pl, item->name, &f, &err));
-      if (rc == QL_OK) {
-        check_identity(ck, item, &f.id, QL_FUNCTION_WINDOW);
-        if (f.return_type == NULL || f.evaluator_new == NULL) {
-          ql_check_violation(ck, "function.members", "'%s': return_type and evaluator_new are required", item->name);
-        } else {
-          check_window_objects(ck, item->name, &f);
-        }
-        QLC_RELEASED(ck, f, "release.window_function", item->name);
-      }
-      release_err(ck, &err);
-      QLC_CALL(ck, rc_unknown, pl->window_function_open(pl, "qlink_check_no_such_function", &g, &err));
-      if (rc_unknown == QL_OK) QLC_DO(ck, g.release(&g));
-      break;
-    }
-    case QL_ITEM_TABLE_FUNCTION: {
-      struct ql_table_function f = {0}, g = {0};
-      QLC_CALL(ck, rc, pl->table_function_open(pl, item->name, &f, &err));
-      if (rc == QL_OK) {
-        check_identity(ck, item, &f.id, QL_FUNCTION_TABLE);
-        QLC_RELEASED(ck, f, "release.table_function", item->name);
-      }
-      release_err(ck, &err);
-      QLC_CALL(ck, rc_unknown, pl->table_function_open(pl, "qlink_check_no_such_function", &g, &err));
-      if (rc_unknown == QL_OK) QLC_DO(ck, g.release(&g));
-      break;
-    }
-    default:
-      return;
+    case QL_ITEM_SCALAR_FUNCTION: check_scalar(ck, item); break;
+    case QL_ITEM_AGGREGATE_FUNCTION: check_aggregate(ck, item); break;
+    case QL_ITEM_WINDOW_FUNCTION: check_window(ck, item); break;
+    case QL_ITEM_TABLE_FUNCTION: check_table_function(ck, item); break;
+    default: break;
   }
-  if (rc != QL_OK) report(ck, "open.function", item->name, rc, &err);
-  if (rc_unknown != QL_ENOTFOUND) {
-    ql_check_violation(ck, "open.unknown_name", "opening a function not in the catalogue returned %s, expected QL_ENOTFOUND",
-                       ql_status_name(rc_unknown));
-  }
-  release_err(ck, &err);
 }
 
 /* ---------------------------------------------------------------- planners */
@@ -242,8 +287,30 @@ static void check_planner_call(struct ql_checker *ck, const struct ql_item_info 
   } else if (result.action != QL_PLANNER_DECLINE) {
     ql_check_violation(ck, "planner.action", "'%s' answered unknown action %d", item->name, result.action);
   }
-  release_err(ck, &err);
+  ql_check_error(ck, &err, rc, "plan");
   view.release(&view);
+}
+
+/* An unknown option is the caller's mistake: QL_EINVAL naming it. */
+static void check_planner_unknown_option(struct ql_checker *ck, const struct ql_item_info *item) {
+  const struct ql_plugin *pl = ck->plugin;
+  const char *key = QLC_NO_SUCH_OPTION, *value = "1";
+  struct ql_options bad = {1, &key, &value};
+  struct ql_planner q = {0};
+  struct ql_error err = {0};
+  int rc;
+  QLC_CALL(ck, rc, pl->planner_open(pl, item->name, &bad, &q, &err));
+  if (rc == QL_OK) {
+    ql_check_violation(ck, "options.unknown", "planner '%s' opened with unknown option '%s'; expected QL_EINVAL",
+                       item->name, key);
+    if (q.release) QLC_DO(ck, q.release(&q));
+  } else if (rc != QL_EINVAL) {
+    report(ck, "options.unknown", "planner open with an unknown option", rc, &err);
+  } else if (err.release == NULL || err.message == NULL || strstr(err.message, key) == NULL) {
+    ql_check_violation(ck, "options.unknown", "planner '%s': the QL_EINVAL for an unknown option does not name '%s'",
+                       item->name, key);
+  }
+  ql_check_error(ck, &err, rc, "planner_open");
 }
 
 void ql_check_planner(struct ql_checker *ck, const struct ql_item_info *item) {
@@ -255,7 +322,7 @@ void ql_check_planner(struct ql_checker *ck, const struct ql_item_info *item) {
   QLC_CALL(ck, rc, pl->planner_open(pl, item->name, NULL, &p, &err));
   if (rc != QL_OK) {
     report(ck, "open.planner", item->name, rc, &err);
-    release_err(ck, &err);
+    ql_check_error(ck, &err, rc, "planner_open");
     return;
   }
   if (p.plan == NULL) {
@@ -263,21 +330,48 @@ void ql_check_planner(struct ql_checker *ck, const struct ql_item_info *item) {
   } else {
     check_planner_call(ck, item, &p);
   }
-  QLC_RELEASED(ck, p, "release.planner", item->name);
-  const char *key = "qlink_check_no_such_option", *value = "1";
-  struct ql_options bad = {1, &key, &value};
+  QLC_RELEASED(ck, p, "release.planner", "planner.members", item->name);
+  check_planner_unknown_option(ck, item);
+  static const char *const k_probe = "qlink_check_no_such_planner";
   struct ql_planner q = {0};
-  QLC_CALL(ck, rc, pl->planner_open(pl, item->name, &bad, &q, &err));
-  if (rc == QL_OK) {
-    ql_check_violation(ck, "options.unknown", "planner '%s' opened with an unknown option", item->name);
-    QLC_DO(ck, q.release(&q));
-  } else if (rc != QL_EINVAL) {
-    report(ck, "options.unknown", "planner open with an unknown option", rc, &err);
-  }
-  release_err(ck, &err);
+  QLC_CALL(ck, rc, pl->planner_open(pl, k_probe, NULL, &q, &err));
+  if (rc == QL_OK && q.release) QLC_DO(ck, q.release(&q));
+  check_unknown_name(ck, "planner_open", k_probe, rc, &err);
 }
 
 /* ---------------------------------------------------------- schema providers */
+
+/* Every table the provider lists opens and releases itself; a name it does
+ * not list is QL_ENOTFOUND (table.h). */
+static void check_schema_tables(struct ql_checker *ck, const struct ql_schema_provider *sp) {
+  struct ql_error err = {0};
+  int rc;
+  int64_t n;
+  QLC_CALL(ck, n, sp->table_count(sp));
+  for (int64_t i = 0; i < n; i++) {
+    const char *name;
+    QLC_CALL(ck, name, sp->table_name(sp, i));
+    struct ql_table_provider t = {0};
+    QLC_CALL(ck, rc, name ? sp->table(sp, name, &t, &err) : QL_EINVAL);
+    if (rc != QL_OK) {
+      report(ck, "schema_provider.table", name ? name : "(null name)", rc, &err);
+      ql_check_error(ck, &err, rc, "schema provider table");
+      continue;
+    }
+    ql_check_error(ck, &err, rc, "schema provider table");
+    QLC_RELEASED(ck, t, "release.table_provider", "table_provider.members", name);
+  }
+  static const char *const k_probe = "qlink_check_no_such_table";
+  struct ql_table_provider t = {0};
+  QLC_CALL(ck, rc, sp->table(sp, k_probe, &t, &err));
+  if (rc == QL_OK && t.release) QLC_DO(ck, t.release(&t));
+  if (rc != QL_ENOTFOUND) {
+    ql_check_violation(ck, "schema_provider.unknown_table", "table('%s') (not listed) returned %s: %s; expected "
+                       "QL_ENOTFOUND", k_probe, ql_status_name(rc),
+                       err.release && err.message ? err.message : "(no message)");
+  }
+  ql_check_error(ck, &err, rc, "schema provider table");
+}
 
 void ql_check_schema_provider(struct ql_checker *ck, const struct ql_item_info *item) {
   ql_check_note(ck, "schema provider '%s'", item->name);
@@ -288,25 +382,22 @@ void ql_check_schema_provider(struct ql_checker *ck, const struct ql_item_info *
   struct ql_error err = {0};
   int rc;
   QLC_CALL(ck, rc, pl->schema_provider_open(pl, item->name, &spec.options, ql_ref_host_session(ck->host), &sp, &err));
-  if (rc != QL_OK) {
-    report(ck, "open.schema_provider", item->name, rc, &err);
-  } else {
-    int64_t n;
-    QLC_CALL(ck, n, sp.table_count(&sp));
-    for (int64_t i = 0; i < n; i++) {
-      const char *name;
-      QLC_CALL(ck, name, sp.table_name(&sp, i));
-      struct ql_table_provider t = {0};
-      QLC_CALL(ck, rc, name ? sp.table(&sp, name, &t, &err) : QL_EINVAL);
-      if (rc != QL_OK) {
-        report(ck, "schema_provider.table", name ? name : "(null name)", rc, &err);
-        release_err(ck, &err);
-        continue;
-      }
-      QLC_RELEASED(ck, t, "release.table_provider", name);
+  if (rc != QL_OK) report(ck, "open.schema_provider", item->name, rc, &err);
+  ql_check_error(ck, &err, rc, "schema_provider_open");
+  if (rc == QL_OK) {
+    if (sp.table_count == NULL || sp.table_name == NULL || sp.table == NULL) {
+      ql_check_violation(ck, "schema_provider.members", "'%s': table_count, table_name and table are required; "
+                         "NULL:%s%s%s", item->name, sp.table_count ? "" : " table_count",
+                         sp.table_name ? "" : " table_name", sp.table ? "" : " table");
+    } else {
+      check_schema_tables(ck, &sp);
     }
-    QLC_RELEASED(ck, sp, "release.schema_provider", item->name);
+    QLC_RELEASED(ck, sp, "release.schema_provider", "schema_provider.members", item->name);
   }
-  release_err(ck, &err);
   ql_table_spec_free(&spec);
+  static const char *const k_probe = "qlink_check_no_such_schema";
+  struct ql_schema_provider q = {0};
+  QLC_CALL(ck, rc, pl->schema_provider_open(pl, k_probe, NULL, ql_ref_host_session(ck->host), &q, &err));
+  if (rc == QL_OK && q.release) QLC_DO(ck, q.release(&q));
+  check_unknown_name(ck, "schema_provider_open", k_probe, rc, &err);
 }

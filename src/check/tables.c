@@ -28,9 +28,6 @@ static void note_error(struct ql_checker *ck, const char *rule, const char *what
                      err->release && err->message ? err->message : "(no message)");
 }
 
-static void release_err(struct ql_checker *ck, struct ql_error *err) {
-  if (err->release) QLC_DO(ck, err->release(err));
-}
 
 /* --------------------------------------------------------------- opening */
 
@@ -43,6 +40,7 @@ static int open_provider(struct ql_checker *ck, const char *name, const struct q
   return rc;
 }
 
+/* Release a provider; a NULL release is reported once, by table_provider.members. */
 static void release_provider(struct ql_checker *ck, struct ql_table_provider *p, const char *name) {
   if (p->release == NULL) return;
   QLC_DO(ck, p->release(p));
@@ -81,7 +79,7 @@ static void check_unknown_option(struct ql_checker *ck, const char *name, const 
     ql_check_violation(ck, "options.unknown", "'%s': the QL_EINVAL for an unknown option does not name '%s'", name,
                        k_bad);
   }
-  release_err(ck, &err);
+  ql_check_error(ck, &err, rc, "table_provider_open");
   free(keys);
   free(values);
 }
@@ -96,7 +94,7 @@ static void check_unknown_name(struct ql_checker *ck) {
   } else if (rc != QL_ENOTFOUND) {
     note_error(ck, "open.unknown_name", "opening a table provider not in the catalogue", rc, &err);
   }
-  release_err(ck, &err);
+  ql_check_error(ck, &err, rc, "table_provider_open");
 }
 
 /* ------------------------------------------------------------ schema */
@@ -107,7 +105,7 @@ static int provider_schema(struct ql_checker *ck, const struct ql_table_provider
   memset(out, 0, sizeof *out);
   QLC_CALL(ck, rc, p->get_schema(p, out, &err));
   if (rc != QL_OK) note_error(ck, "schema.get", "get_schema", rc, &err);
-  release_err(ck, &err);
+  ql_check_error(ck, &err, rc, "get_schema");
   if (rc == QL_OK && (out->format == NULL || strcmp(out->format, "+s") != 0)) {
     ql_check_violation(ck, "schema.struct", "the table schema has format '%s', expected a struct '+s'",
                        out->format ? out->format : "(null)");
@@ -145,11 +143,18 @@ static int run_partition(struct ql_checker *ck, const struct ql_execution_plan *
   QLC_CALL(ck, rc, plan->execute(plan, partition, &ctx, &original, &err));
   if (rc != QL_OK) {
     note_error(ck, "execute", "execute", rc, &err);
-    release_err(ck, &err);
+    ql_check_error(ck, &err, rc, "execute");
     return rc;
   }
   stream = original;
   original.release = NULL;
+  if (stream.get_schema == NULL || stream.get_next == NULL || stream.release == NULL) {
+    ql_check_violation(ck, "stream.members", "partition %" PRId64 ": the stream lacks required members; NULL:%s%s%s",
+                       partition, stream.get_schema ? "" : " get_schema", stream.get_next ? "" : " get_next",
+                       stream.release ? "" : " release");
+    if (stream.release) QLC_DO(ck, stream.release(&stream));
+    return QL_EINVAL;
+  }
   struct ArrowSchema schema = {0};
   int code;
   QLC_CALL(ck, code, stream.get_schema(&stream, &schema));
@@ -246,6 +251,15 @@ struct worker {
   struct partition_result *results;
 };
 
+/* Workers check their errors one at a time: the report is not thread-safe. */
+static pthread_mutex_t g_report_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void worker_error(struct worker *w, struct ql_error *err, int rc, const char *call) {
+  pthread_mutex_lock(&g_report_lock);
+  ql_check_error(w->ck, err, rc, call);
+  pthread_mutex_unlock(&g_report_lock);
+}
+
 /* Execute every partition of this worker, wait until all workers did, then
  * read them: streams of different partitions must not share state. */
 static void *worker_main(void *arg) {
@@ -261,7 +275,7 @@ static void *worker_main(void *arg) {
     int rc;
     QLC_CALL(w->ck, rc, w->plan->execute(w->plan, p, &ctxs[i], &streams[i], &err));
     if (rc != QL_OK) streams[i].release = NULL;
-    release_err(w->ck, &err);
+    worker_error(w, &err, rc, "execute");
   }
   gate_wait(w->gate);
   i = 0;
@@ -269,12 +283,13 @@ static void *worker_main(void *arg) {
     if (streams[i].release == NULL) continue;
     struct ql_batches b = {0};
     struct ql_error err = {0};
-    if (ql_batches_collect(w->ck->plugin, &streams[i], &b, &err) == QL_OK) {
+    int rc = ql_batches_collect(w->ck->plugin, &streams[i], &b, &err);
+    if (rc == QL_OK) {
       w->results[p].ok = 1;
       w->results[p].rows = b.n_rows;
       w->results[p].hash = ql_check_batches_hash(&b);
     }
-    release_err(w->ck, &err);
+    worker_error(w, &err, rc, "a stream");
     QLC_DO(w->ck, ql_batches_free(&b));
   }
   free(streams);
@@ -329,6 +344,23 @@ static void check_concurrent(struct ql_checker *ck, const struct ql_execution_pl
 
 /* ---------------------------------------------------- statistics vs rows */
 
+/* Null cells of column `c` over every batch, read from the validity
+ * bitmaps whatever the column's type (a null-type column is all NULL), or -1
+ * for unions and run-end encoded columns, which have no validity bitmap. */
+static int64_t count_nulls(const struct ql_batches *b, int64_t c) {
+  const char *f = b->schema.children[c]->format;
+  if (strcmp(f, "n") == 0) return b->n_rows;
+  if (strncmp(f, "+u", 2) == 0 || strcmp(f, "+r") == 0) return -1;
+  int64_t nulls = 0;
+  for (int64_t i = 0; i < b->n_batches; i++) {
+    const struct ArrowArray *batch = &b->batches[i];
+    const struct ArrowArray *child = batch->children[c];
+    for (int64_t r = 0; r < batch->length; r++) nulls += !ql_array_is_valid(child, batch->offset + r);
+  }
+  return nulls;
+}
+
+/* Exact min/max of an int64 column must be those of its non-null rows. */
 static void check_column_minmax(struct ql_checker *ck, const struct ql_batches *b, int64_t c,
                                 const struct ql_column_statistics *cs, const char *what) {
   const char *f = b->schema.children[c]->format;
@@ -338,23 +370,30 @@ static void check_column_minmax(struct ql_checker *ck, const struct ql_batches *
     ql_check_violation(ck, "statistics.min_max", "%s: column %" PRId64 " min/max not int64 scalars", what, c);
     return;
   }
-  int64_t lo = INT64_MAX, hi = INT64_MIN, nulls = 0, v;
+  int64_t lo = INT64_MAX, hi = INT64_MIN, valid = 0, v;
   for (int64_t r = 0; r < b->n_rows; r++) {
-    if (!ql_batches_i64(b, c, r, &v)) {
-      nulls++;
-      continue;
-    }
+    if (!ql_batches_i64(b, c, r, &v)) continue;
+    valid++;
     if (v < lo) lo = v;
     if (v > hi) hi = v;
   }
-  if (nulls < b->n_rows && (cs->min.value.i64 != lo || cs->max.value.i64 != hi)) {
+  if (valid > 0 && (cs->min.value.i64 != lo || cs->max.value.i64 != hi)) {
     ql_check_violation(ck, "statistics.min_max", "%s: column '%s' claims exact min %" PRId64 " max %" PRId64
                        ", the rows have %" PRId64 "..%" PRId64, what, b->schema.children[c]->name,
                        cs->min.value.i64, cs->max.value.i64, lo, hi);
   }
-  if (cs->null_count_precision == QL_PRECISION_EXACT && cs->null_count != nulls) {
-    ql_check_violation(ck, "statistics.null_count", "%s: column '%s' claims %" PRId64 " nulls, the rows have %" PRId64,
-                       what, b->schema.children[c]->name, cs->null_count, nulls);
+}
+
+/* Exact statistics of one column against the rows: the null count for every
+ * type, min/max where the kit can compare them exactly. */
+static void check_column_stats(struct ql_checker *ck, const struct ql_batches *b, int64_t c,
+                               const struct ql_column_statistics *cs, const char *what) {
+  check_column_minmax(ck, b, c, cs, what);
+  if (cs->null_count_precision != QL_PRECISION_EXACT) return;
+  int64_t nulls = count_nulls(b, c);
+  if (nulls >= 0 && cs->null_count != nulls) {
+    ql_check_violation(ck, "statistics.null_count", "%s: column '%s' claims exactly %" PRId64 " nulls, the rows have %"
+                       PRId64, what, b->schema.children[c]->name, cs->null_count, nulls);
   }
 }
 
@@ -374,7 +413,7 @@ static void check_stats_rows(struct ql_checker *ck, const struct ql_execution_pl
   QLC_CALL(ck, rc, plan->get_statistics(plan, partition, &st, &err));
   if (rc != QL_OK) {
     note_error(ck, "statistics.get", "execution plan get_statistics", rc, &err);
-    release_err(ck, &err);
+    ql_check_error(ck, &err, rc, "get_statistics");
     return;
   }
   if (st.num_rows_precision == QL_PRECISION_EXACT && st.num_rows != b->n_rows) {
@@ -382,7 +421,7 @@ static void check_stats_rows(struct ql_checker *ck, const struct ql_execution_pl
                        st.num_rows, b->n_rows);
   }
   if (st.n_columns == b->schema.n_children && st.columns) {
-    for (int64_t c = 0; c < st.n_columns; c++) check_column_minmax(ck, b, c, &st.columns[c], what);
+    for (int64_t c = 0; c < st.n_columns; c++) check_column_stats(ck, b, c, &st.columns[c], what);
   }
   check_statistics_shape(ck, &st, b->schema.n_children, what);
 }
@@ -401,7 +440,7 @@ static void check_bad_partition(struct ql_checker *ck, const struct ql_execution
                        partition);
     if (stream.release) QLC_DO(ck, stream.release(&stream));
   }
-  release_err(ck, &err);
+  ql_check_error(ck, &err, rc, "execute");
 }
 
 /* Run every partition sequentially, then check statistics and concurrency. */
@@ -414,23 +453,25 @@ static void check_execution(struct ql_checker *ck, const struct ql_execution_pla
   if (rc != QL_OK || props.partition_count < 0 || props.partition_count > QLC_MAX_PARTITIONS) {
     ql_check_violation(ck, "plan.properties", "get_properties: %s, partition_count %" PRId64, ql_status_name(rc),
                        props.partition_count);
-    release_err(ck, &err);
+    ql_check_error(ck, &err, rc, "get_properties");
     return;
   }
   QLC_CALL(ck, rc, plan->get_schema(plan, &schema, &err));
   if (rc != QL_OK) {
     note_error(ck, "plan.schema", "execution plan get_schema", rc, &err);
-    release_err(ck, &err);
+    ql_check_error(ck, &err, rc, "get_schema");
     return;
   }
   check_bad_partition(ck, plan, -1);
   check_bad_partition(ck, plan, props.partition_count);
-  int64_t n = props.partition_count;
+  int64_t n = props.partition_count, failed = 0;
   struct partition_result *seq = calloc((size_t)(n > 0 ? n : 1), sizeof *seq);
   struct ql_batches all = {0};
   for (int64_t p = 0; seq && p < n; p++) {
     struct ql_batches b = {0};
-    if (run_partition(ck, plan, p, &schema, &b) == QL_OK) {
+    int partition_rc = run_partition(ck, plan, p, &schema, &b);
+    failed += partition_rc != QL_OK;
+    if (partition_rc == QL_OK) {
       seq[p] = (struct partition_result){1, b.n_rows, ql_check_batches_hash(&b)};
       check_stats_rows(ck, plan, p, &b);
       if (all.schema.release == NULL && b.schema.release != NULL) ql_schema_copy(&b.schema, &all.schema, NULL);
@@ -443,7 +484,8 @@ static void check_execution(struct ql_checker *ck, const struct ql_execution_pla
     QLC_DO(ck, ql_batches_free(&b));
   }
   if (all.schema.release == NULL) ql_schema_copy(&schema, &all.schema, NULL);
-  check_stats_rows(ck, plan, -1, &all);
+  /* The whole plan's rows are known only when every partition was read. */
+  if (seq && failed == 0) check_stats_rows(ck, plan, -1, &all);
   QLC_DO(ck, ql_batches_free(&all));
   if (seq && n > 0) check_concurrent(ck, plan, n, seq);
   if (plan->get_metrics) {
@@ -457,7 +499,7 @@ static void check_execution(struct ql_checker *ck, const struct ql_execution_pla
       QLC_DO(ck, m.release(&m));
       if (m.release != NULL) ql_check_violation(ck, "release.metrics", "metrics release left release set");
     }
-    release_err(ck, &err);
+    ql_check_error(ck, &err, rc, "get_metrics");
   }
   free(seq);
   QLC_DO(ck, ql_schema_release(&schema));
@@ -473,7 +515,9 @@ static void check_stream_error(struct ql_checker *ck, const struct ql_execution_
   int rc;
   ql_ref_host_cancel(ck->host, 1);
   QLC_CALL(ck, rc, plan->execute(plan, 0, &ctx, &stream, &err));
-  if (rc == QL_OK) {
+  if (rc == QL_OK && (stream.get_next == NULL || stream.release == NULL)) {
+    if (stream.release) QLC_DO(ck, stream.release(&stream)); /* reported as stream.members */
+  } else if (rc == QL_OK) {
     struct ArrowArray batch = {0};
     int code;
     QLC_CALL(ck, code, stream.get_next(&stream, &batch));
@@ -489,7 +533,7 @@ static void check_stream_error(struct ql_checker *ck, const struct ql_execution_
     ql_check_violation(ck, "error.message", "execute of a cancelled task returned %s without an error",
                        ql_status_name(rc));
   }
-  release_err(ck, &err);
+  ql_check_error(ck, &err, rc, "execute");
   ql_ref_host_cancel(ck->host, 0);
 }
 
@@ -501,7 +545,22 @@ static int scan(struct ql_checker *ck, const struct ql_table_provider *p, const 
   return rc;
 }
 
+/* A plan's members the kit calls; without one it is not driven at all. */
+static int plan_members_ok(const struct ql_execution_plan *plan) {
+  return plan->get_schema && plan->get_properties && plan->execute && plan->release;
+}
+
+static int check_plan_members(struct ql_checker *ck, const struct ql_execution_plan *plan) {
+  if (plan_members_ok(plan)) return 1;
+  ql_check_violation(ck, "plan.members", "the plan of a scan lacks required members; NULL:%s%s%s%s",
+                     plan->get_schema ? "" : " get_schema", plan->get_properties ? "" : " get_properties",
+                     plan->execute ? "" : " execute", plan->release ? "" : " release");
+  return 0;
+}
+
+/* Release a plan; a NULL release was reported by check_plan_members. */
 static void release_plan(struct ql_checker *ck, struct ql_execution_plan *plan) {
+  if (plan->release == NULL) return;
   QLC_DO(ck, plan->release(plan));
   if (plan->release != NULL) {
     ql_check_violation(ck, "release.execution_plan", "execution plan release left release set");
@@ -520,7 +579,10 @@ static void check_new_children(struct ql_checker *ck, const struct ql_execution_
   struct ql_error err = {0};
   int rc;
   QLC_CALL(ck, rc, plan->with_new_children(plan, NULL, 0, &copy, &err));
-  if (rc == QL_OK) {
+  if (rc == QL_OK && copy.get_schema == NULL) {
+    ql_check_violation(ck, "plan.with_new_children", "the copy of a leaf plan has no get_schema");
+    release_plan(ck, &copy);
+  } else if (rc == QL_OK) {
     struct ArrowSchema cs = {0};
     QLC_CALL(ck, rc, copy.get_schema(&copy, &cs, &err));
     if (rc != QL_OK || !ql_check_schema_equal(&cs, schema)) {
@@ -531,7 +593,7 @@ static void check_new_children(struct ql_checker *ck, const struct ql_execution_
   } else if (rc != QL_ENOTSUP) {
     note_error(ck, "plan.with_new_children", "with_new_children of a leaf plan with no children", rc, &err);
   }
-  release_err(ck, &err);
+  ql_check_error(ck, &err, rc, "with_new_children");
 }
 
 static void check_scans(struct ql_checker *ck, const struct ql_table_provider *p, const struct ArrowSchema *schema) {
@@ -541,11 +603,15 @@ static void check_scans(struct ql_checker *ck, const struct ql_table_provider *p
   int rc = scan(ck, p, &all, &original, &err);
   if (rc != QL_OK) {
     note_error(ck, "scan", "scan of every column", rc, &err);
-    release_err(ck, &err);
+    ql_check_error(ck, &err, rc, "scan");
     return;
   }
   plan = original; /* a bitwise move: the copy must work, the source is released */
   original.release = NULL;
+  if (!check_plan_members(ck, &plan)) {
+    release_plan(ck, &plan);
+    return;
+  }
   const char *name, *display;
   QLC_CALL(ck, name, plan.name ? plan.name(&plan) : NULL);
   QLC_CALL(ck, display, plan.display ? plan.display(&plan) : NULL);
@@ -556,7 +622,7 @@ static void check_scans(struct ql_checker *ck, const struct ql_table_provider *p
     ql_check_violation(ck, "scan.schema", "a scan of every column has a schema other than the table's");
   }
   if (rc == QL_OK) QLC_DO(ck, ql_schema_release(&ps));
-  release_err(ck, &err);
+  ql_check_error(ck, &err, rc, "get_schema");
   check_new_children(ck, &plan, schema);
   ck->scan_label = "scan of every column";
   check_execution(ck, &plan);
@@ -570,6 +636,8 @@ static void check_scans(struct ql_checker *ck, const struct ql_table_provider *p
     rc = scan(ck, p, &one, &plan, &err);
     if (rc != QL_OK) {
       note_error(ck, "scan.projection", "scan with a projection", rc, &err);
+    } else if (!plan_members_ok(&plan)) {
+      release_plan(ck, &plan); /* reported for the first scan */
     } else {
       memset(&ps, 0, sizeof ps);
       QLC_CALL(ck, rc, plan.get_schema(&plan, &ps, &err));
@@ -581,7 +649,7 @@ static void check_scans(struct ql_checker *ck, const struct ql_table_provider *p
       check_execution(ck, &plan);
       release_plan(ck, &plan);
     }
-    release_err(ck, &err);
+    ql_check_error(ck, &err, rc, "scan");
     int32_t bad = (int32_t)schema->n_children;
     struct ql_scan_args wrong = {sizeof wrong, 1, &bad, {NULL, 0, 0, NULL}, -1};
     rc = scan(ck, p, &wrong, &plan, &err);
@@ -589,7 +657,7 @@ static void check_scans(struct ql_checker *ck, const struct ql_table_provider *p
       ql_check_violation(ck, "scan.bad_projection", "a scan of column %d (past the schema) succeeded", bad);
       release_plan(ck, &plan);
     }
-    release_err(ck, &err);
+    ql_check_error(ck, &err, rc, "scan");
   }
 }
 
@@ -613,7 +681,7 @@ static void check_exact_filter(struct ql_checker *ck, const struct ql_table_prov
   int rc = ql_batches_scan(ck->plugin, p, ck->host, &args, &got, &err);
   if (rc != QL_OK) {
     note_error(ck, "pushdown.exact", "a scan with a filter it answered EXACT", rc, &err);
-    release_err(ck, &err);
+    ql_check_error(ck, &err, rc, "scan");
     return;
   }
   int64_t want = 0, x, wrong = 0;
@@ -657,7 +725,7 @@ static void check_pushdown_column(struct ql_checker *ck, const struct ql_table_p
   struct ql_expr_list list = {&view, 3, 0, roots};
   QLC_CALL(ck, rc, p->supports_filters(p, &list, answers, &err));
   if (rc != QL_OK) note_error(ck, "pushdown.answer", "supports_filters", rc, &err);
-  release_err(ck, &err);
+  ql_check_error(ck, &err, rc, "supports_filters");
   for (int i = 0; rc == QL_OK && i < 3; i++) {
     if (answers[i] < QL_PUSHDOWN_UNSUPPORTED || answers[i] > QL_PUSHDOWN_EXACT) {
       ql_check_violation(ck, "pushdown.answer", "supports_filters answered %d, not an enum ql_filter_pushdown",
@@ -678,14 +746,14 @@ static void check_table_statistics(struct ql_checker *ck, const struct ql_table_
   struct ql_error err = {0};
   int rc;
   QLC_CALL(ck, rc, p->get_statistics(p, &st, &err));
-  release_err(ck, &err);
+  ql_check_error(ck, &err, rc, "get_statistics");
   if (rc != QL_OK) return; /* reported by the shape check */
   if (st.num_rows_precision == QL_PRECISION_EXACT && st.num_rows != all->n_rows) {
     ql_check_violation(ck, "statistics.num_rows", "the table claims exactly %" PRId64 " rows, a scan returned %" PRId64,
                        st.num_rows, all->n_rows);
   }
   if (st.n_columns == all->schema.n_children && st.columns) {
-    for (int64_t c = 0; c < st.n_columns; c++) check_column_minmax(ck, all, c, &st.columns[c], "the table");
+    for (int64_t c = 0; c < st.n_columns; c++) check_column_stats(ck, all, c, &st.columns[c], "the table");
   }
   if (st.release) QLC_DO(ck, st.release(&st));
 }
@@ -696,7 +764,7 @@ static void check_against_rows(struct ql_checker *ck, const struct ql_table_prov
   struct ql_batches all = {0};
   struct ql_error err = {0};
   int rc = ql_batches_scan(ck->plugin, p, ck->host, NULL, &all, &err);
-  release_err(ck, &err);
+  ql_check_error(ck, &err, rc, "scan");
   if (rc == QL_OK) check_table_statistics(ck, p, &all);
   for (int64_t c = 0; rc == QL_OK && p->supports_filters && c < all.schema.n_children && c < 8; c++) {
     if (strcmp(all.schema.children[c]->format, "l") == 0) check_pushdown_column(ck, p, &all, c);
@@ -722,12 +790,19 @@ void ql_check_table_provider(struct ql_checker *ck, const struct ql_item_info *i
   int rc = open_provider(ck, item->name, &spec.options, &original, &err);
   if (rc != QL_OK) {
     note_error(ck, "open.table_provider", item->name, rc, &err);
-    release_err(ck, &err);
+    ql_check_error(ck, &err, rc, "table_provider_open");
     ql_table_spec_free(&spec);
     return;
   }
   p = original;
   original.release = NULL;
+  if (p.get_schema == NULL || p.scan == NULL || p.release == NULL) {
+    ql_check_violation(ck, "table_provider.members", "'%s' lacks required members; NULL:%s%s%s", item->name,
+                       p.get_schema ? "" : " get_schema", p.scan ? "" : " scan", p.release ? "" : " release");
+    release_provider(ck, &p, item->name);
+    ql_table_spec_free(&spec);
+    return;
+  }
   check_unknown_option(ck, item->name, &spec.options);
   check_unknown_name(ck);
   struct ArrowSchema s1, s2;
@@ -744,7 +819,7 @@ void ql_check_table_provider(struct ql_checker *ck, const struct ql_item_info *i
       } else {
         note_error(ck, "statistics.get", "table get_statistics", rc, &err);
       }
-      release_err(ck, &err);
+      ql_check_error(ck, &err, rc, "get_statistics");
     }
     check_scans(ck, &p, &s1);
     check_against_rows(ck, &p);

@@ -1,0 +1,3 @@
+/* Breaks one rule on purpose for qlink-check's tests (see broken_plugin.h). */
+#define BROKEN_TABLE_PROVIDER_MEMBERS 1
+#include "broken_plugin.h"
