@@ -120,8 +120,9 @@ int main(void) {
   free(out);
 
   expect_check("qlink_sample", "series?stop=500&step=3&partitions=6", 0, NULL);
-  expect_check("broken_no_entry", NULL, 1, "exports.entry_point");
-  expect_check("broken_magic", NULL, 1, "descriptor.magic");
+  /* Not loadable at all: exit status 3, not 1. */
+  expect_check("broken_no_entry", NULL, 3, "exports.entry_point");
+  expect_check("broken_magic", NULL, 3, "descriptor.magic");
   expect_check("broken_version", NULL, 1, "negotiate.unknown_version");
   expect_check("broken_release", NULL, 1, "release.table_provider");
   expect_check("broken_stream_end", NULL, 1, "stream.end");
@@ -132,5 +133,40 @@ int main(void) {
   expect_check("broken_stats", NULL, 1, "statistics.num_rows");
   expect_check("broken_pushdown", NULL, 1, "pushdown.exact");
   expect_check("broken_crash", NULL, 1, "crash");
+  expect_check("broken_function_open", NULL, 1, "open.function");
+  expect_check("broken_schema_provider_members", NULL, 1, "schema_provider.members");
+  expect_check("broken_plan_members", NULL, 1, "plan.members");
+  expect_check("broken_stream_members", NULL, 1, "stream.members");
+  expect_check("broken_table_provider_members", NULL, 1, "table_provider.members");
+  expect_check("broken_table_function_members", NULL, 1, "function.members");
+  expect_check("broken_planner_release_null", NULL, 1, "planner.members");
+  expect_check("broken_null_count", NULL, 1, "statistics.null_count");
+  expect_check("broken_planner_option_message", NULL, 1, "options.unknown");
+  expect_check("broken_planner_unknown_name", NULL, 1, "open.unknown_name");
+  expect_check("broken_schema_unknown_name", NULL, 1, "open.unknown_name");
+  expect_check("broken_schema_unknown_table", NULL, 1, "schema_provider.unknown_table");
+  expect_check("broken_error_status", NULL, 1, "error.status");
+  expect_check("broken_error_release", NULL, 1, "release.error");
+
+  /* --threads takes a whole number in 1..1024; anything else is a usage
+   * error (exit 2) before any check runs. */
+  static const char *const bad_threads[] = {"abc", "0", "-3", "4x", "", "1025", "99999999999999999999"};
+  for (size_t i = 0; i < sizeof bad_threads / sizeof bad_threads[0]; i++) {
+    char cmd[8192 + 64];
+    snprintf(cmd, sizeof cmd, "%s/tools/qlink-check %s --threads '%s' 2>&1", g_build, so, bad_threads[i]);
+    QL_CHECK_INT(run(cmd, &out), 2);
+    QL_CHECK(strstr(out, "--threads") != NULL && strstr(out, "VIOLATION") == NULL);
+    free(out);
+  }
+  snprintf(args, sizeof args, "%s/tools/qlink-check %s --spec 'series?stop=100&partitions=3' --threads 7 2>&1", g_build,
+           so);
+  QL_CHECK_INT(run(args, &out), 0);
+  QL_CHECK(strstr(out, ": 0 violation(s)\n") != NULL);
+  free(out);
+  /* A file that is no plugin at all is not loadable either. */
+  snprintf(args, sizeof args, "%s/tools/qlink-check %s/no_such_plugin.so 2>&1", g_build, g_build);
+  QL_CHECK_INT(run(args, &out), 3);
+  QL_CHECK(strstr(out, "the plugin could not be loaded") != NULL);
+  free(out);
   QL_TEST_END();
 }

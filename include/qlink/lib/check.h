@@ -34,7 +34,8 @@ struct ql_check_options {
 };
 
 /* Run every check. Returns the number of violations (0: conforming), or -1
- * when the plugin could not be loaded at all (reported as a violation too).
+ * when the plugin could not be loaded at all (reported as a violation too;
+ * qlink-check exits 3 for it, 1 for violations).
  * The report ends with "qlink-check: PATH: N violation(s)". */
 int ql_check_plugin(const char *path, const struct ql_check_options *options);
 
@@ -60,7 +61,10 @@ int ql_batches_collect(const struct ql_plugin *plugin, struct ArrowArrayStream *
                        struct ql_error *error);
 /* Plan `args` on `provider` (NULL: every column, no filter, no limit),
  * execute every partition one after the other with task contexts from
- * `host`, and collect the rows, partition 0 first. */
+ * `host`, and collect the rows, partition 0 first. QL_EINVAL when the
+ * provider has no scan or its plan lacks get_properties, get_schema,
+ * execute or release (a stream without get_schema/get_next likewise, in
+ * ql_batches_collect): the helpers never call a NULL member. */
 struct ql_ref_host;
 int ql_batches_scan(const struct ql_plugin *plugin, const struct ql_table_provider *provider,
                     struct ql_ref_host *host, const struct ql_scan_args *args, struct ql_batches *out,
