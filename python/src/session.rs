@@ -38,6 +38,37 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
+/// Run `fut` on the qlink runtime with the GIL released, waking every
+/// 100 ms to let Python handle signals: Ctrl-C (KeyboardInterrupt) drops the
+/// query's task, which cancels it, and raises in the caller.
+pub fn run_interruptible<T: Send + 'static>(
+    py: Python<'_>,
+    fut: impl std::future::Future<Output = Result<T, DataFusionError>> + Send + 'static,
+) -> PyResult<T> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let task = runtime().spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    // Receiver is Send but not Sync; the closure below borrows it.
+    let rx = Mutex::new(rx);
+    loop {
+        let got = py.detach(|| rx.lock().unwrap_or_else(|p| p.into_inner()).recv_timeout(std::time::Duration::from_millis(100)));
+        match got {
+            Ok(result) => return result.map_err(to_py),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(e) = py.check_signals() {
+                    task.abort();
+                    return Err(e);
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                // The task ended without sending: it panicked.
+                return Err(crate::errors::ExecutionError::new_err("the query's task panicked (a bug in qlink or DataFusion)"));
+            }
+        }
+    }
+}
+
 /// A size in bytes from an int or a string such as "512M", "2G", "1.5G".
 pub fn parse_size(v: &Bound<'_, PyAny>) -> PyResult<usize> {
     if let Ok(n) = v.extract::<i64>() {
@@ -346,16 +377,13 @@ impl PySession {
     /// Run `query` and return its result as a pyarrow Table.
     fn sql<'py>(&self, py: Python<'py>, query: &str) -> PyResult<Bound<'py, PyAny>> {
         let ctx = self.ctx();
-        let (schema, batches) = py
-            .detach(|| {
-                runtime().block_on(async {
-                    let df = ctx.sql(query).await?;
-                    let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
-                    let batches = df.collect().await?;
-                    Ok::<_, DataFusionError>((schema, batches))
-                })
-            })
-            .map_err(to_py)?;
+        let query = query.to_string();
+        let (schema, batches) = run_interruptible(py, async move {
+            let df = ctx.sql(&query).await?;
+            let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+            let batches = df.collect().await?;
+            Ok::<_, DataFusionError>((schema, batches))
+        })?;
         arrow_io::to_pyarrow_table(py, schema, batches)
     }
 
@@ -375,7 +403,7 @@ impl PySession {
     fn explain(&self, py: Python<'_>, query: &str, analyze: bool) -> PyResult<String> {
         let ctx = self.ctx();
         let q = format!("EXPLAIN {}{query}", if analyze { "ANALYZE " } else { "" });
-        let batches = py.detach(|| runtime().block_on(async { ctx.sql(&q).await?.collect().await })).map_err(to_py)?;
+        let batches = run_interruptible(py, async move { ctx.sql(&q).await?.collect().await })?;
         let text = arrow::util::pretty::pretty_format_batches(&batches)
             .map_err(|e| PyValueError::new_err(e.to_string()))?
             .to_string();

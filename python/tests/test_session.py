@@ -256,6 +256,25 @@ def test_gil_is_released_while_a_query_runs(sample_path):
     assert result["t"].num_rows == 1
 
 
+def test_ctrl_c_cancels_a_running_query(sample_path):
+    import os
+    import signal
+
+    s = qlink.Session(target_partitions=1)
+    s.register_table("t", sample_path, "series", stop=3_000_000_000, partitions=1)
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        s.sql("SELECT sum(square % 7) AS s FROM t")
+    elapsed = time.monotonic() - start
+    timer.join()
+    assert elapsed < 5, f"the query ran {elapsed:.1f} s after Ctrl-C"
+    # the session is still usable
+    s.register_table("u", sample_path, "series", stop=3)
+    assert s.sql("SELECT count(*) AS n FROM u").to_pydict() == {"n": [3]}
+
+
 def test_config_option():
     s = qlink.Session(config={"datafusion.execution.batch_size": 7, "datafusion.optimizer.prefer_hash_join": False})
     s.register_table("t", qlink.plugin_path("qlink_sample"), "series", stop=20, partitions=1)
