@@ -325,13 +325,41 @@ impl ExecutionPlan for QlinkExec {
             name: self.name.clone(),
         };
         let cancelled = Arc::clone(&pump.task.cancelled);
+        let handle = tokio::runtime::Handle::try_current().ok();
+        if stream_mode_in_place(handle.as_ref()) {
+            // On a multi-thread runtime: each get_next runs in block_in_place,
+            // which hands this worker's other tasks to another thread first,
+            // so a blocking plugin stalls no async worker, with no thread hop
+            // on the batch's way to the consumer.
+            let guard = CancelOnDrop(cancelled);
+            let s = futures::stream::unfold(Some((pump, guard, baseline)), |state| async move {
+                let (mut pump, guard, baseline) = state?;
+                let item = tokio::task::block_in_place(|| pump.next_guarded());
+                let item = match item {
+                    Ok(Some(b)) => b,
+                    Ok(None) => {
+                        pump.finish();
+                        return None;
+                    }
+                    Err(e) => {
+                        pump.finish();
+                        return Some((Err(e), None));
+                    }
+                };
+                match baseline.record_poll(std::task::Poll::Ready(Some(Ok(item)))) {
+                    std::task::Poll::Ready(Some(v)) => Some((v, Some((pump, guard, baseline)))),
+                    _ => None,
+                }
+            });
+            return Ok(Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&self.schema), s)));
+        }
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(2);
         let spawn = move || pump.run(tx);
-        match tokio::runtime::Handle::try_current() {
-            Ok(h) => {
+        match handle {
+            Some(h) => {
                 h.spawn_blocking(spawn);
             }
-            Err(_) => {
+            None => {
                 std::thread::spawn(spawn);
             }
         }
@@ -444,10 +472,24 @@ impl Pump {
         Ok(Some(batch))
     }
 
+    fn next_guarded(&mut self) -> Result<Option<RecordBatch>> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.next()))
+            .unwrap_or_else(|_| Err(DataFusionError::Internal(format!("{}: panic while reading the stream", self.name))))
+    }
+
+    /// Release the stream (inside the plugin's hooks) before the task context.
+    fn finish(&mut self) {
+        if let Some(r) = self.stream.release.take() {
+            let _g = self.handle.enter();
+            let mut s = std::mem::replace(&mut self.stream, ArrowArrayStream::empty());
+            s.release = Some(r);
+            unsafe { r(&mut s) };
+        }
+    }
+
     fn run(mut self, tx: tokio::sync::mpsc::Sender<Result<RecordBatch>>) {
         loop {
-            let item = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.next()))
-                .unwrap_or_else(|_| Err(DataFusionError::Internal(format!("{}: panic while reading the stream", self.name))));
+            let item = self.next_guarded();
             let stop = !matches!(item, Ok(Some(_)));
             let send = match item {
                 Ok(None) => break,
@@ -461,12 +503,23 @@ impl Pump {
                 break;
             }
         }
-        // Release the stream (inside the plugin's hooks) before the task context.
-        if let Some(r) = self.stream.release {
-            let _g = self.handle.enter();
-            unsafe { r(&mut self.stream) };
-        }
+        self.finish();
     }
+}
+
+impl Drop for Pump {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// How plugin streams are read: "inplace" (block_in_place on a multi-thread
+/// runtime) or "channel" (a blocking-pool thread feeding a channel; always
+/// used on a current-thread runtime). QLINK_DF_STREAM overrides the default.
+fn stream_mode_in_place(handle: Option<&tokio::runtime::Handle>) -> bool {
+    static MODE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let wanted = *MODE.get_or_init(|| std::env::var("QLINK_DF_STREAM").map(|v| v != "channel").unwrap_or(true));
+    wanted && handle.is_some_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
 // ------------------------------------------------------------ host export

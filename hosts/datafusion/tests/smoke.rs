@@ -20,6 +20,24 @@ fn grid_batch(rows: usize, cols: usize) -> RecordBatch {
 
 #[tokio::test]
 async fn grid_equals_memtable() {
+    grid_equals_memtable_body().await;
+}
+
+/// On a multi-thread runtime plugin streams are read in block_in_place
+/// rather than through a blocking-pool thread and a channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grid_equals_memtable_multi_thread() {
+    grid_equals_memtable_body().await;
+    let mut s = QlinkSession::new(SessionContext::new());
+    s.register_table("p", &format!("{DFTEST}/probe?fail=1&spawn=2")).unwrap();
+    let err = s.ctx.sql("SELECT * FROM p").await.unwrap().collect().await.unwrap_err();
+    assert!(err.to_string().contains("probe: injected failure after the first batch"), "{err}");
+    s.register_table("g", &format!("{DFTEST}/grid?rows=100000&cols=2&batch_rows=1000")).unwrap();
+    let b = s.ctx.sql("SELECT * FROM g LIMIT 5").await.unwrap().collect().await.unwrap();
+    assert_eq!(b.iter().map(|b| b.num_rows()).sum::<usize>(), 5, "a stream dropped early is released");
+}
+
+async fn grid_equals_memtable_body() {
     let mut s = QlinkSession::new(SessionContext::new());
     s.register_table("t", &format!("{DFTEST}/grid?rows=65&cols=16")).unwrap();
     let b = grid_batch(65, 16);

@@ -1,7 +1,7 @@
 //! bench_datafusion: qlink's per-scan and per-query costs in DataFusion,
 //! side by side with native DataFusion in one run (design section 5).
 //!
-//!   bench_datafusion [--out bench/results/datafusion.json] [--tpch DIR] [--reps 300]
+//!   bench_datafusion [--out bench/results/datafusion.json] [--tpch build/tpch-sf1] [--reps 300]
 //!
 //! 1. `SELECT * FROM t` over 1,040 rows (a 65 x 16 float64 grid, one row per
 //!    coordinate pair: 3 float64 columns), 300 repetitions:
@@ -99,7 +99,7 @@ fn ensure_tpch(dir: &Path) {
 #[tokio::main]
 async fn main() {
     let mut out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/results/datafusion.json");
-    let mut tpch_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/data/tpch-sf1");
+    let mut tpch_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../build/tpch-sf1");
     let mut reps = 300usize;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
