@@ -458,7 +458,9 @@ static int qlb_scalar_open(const struct ql_plugin *self, const char *name, struc
   (void)self;
   if (name == NULL || strcmp(name, "add_one") != 0) return qlb_not_found("scalar function", name, error);
 #ifdef BROKEN_FUNCTION_OPEN
-  if (out) return ql_error_set(error, QL_EINVAL, "add_one: the deliberate cause of this failure");
+  /* The defect. (volatile: the rest stays compiled and reachable to the compiler.) */
+  static volatile int fail = 1;
+  if (fail) return ql_error_set(error, QL_EINVAL, "add_one: the deliberate cause of this failure");
 #endif
   memset(out, 0, sizeof *out);
   out->struct_size = sizeof *out;
