@@ -323,6 +323,7 @@ impl ExecutionPlan for QlinkExec {
             schema: Arc::clone(&self.schema),
             ffi_schema: Arc::clone(&self.ffi_schema),
             name: self.name.clone(),
+            elapsed: baseline.elapsed_compute().clone(),
         };
         let cancelled = Arc::clone(&pump.task.cancelled);
         let handle = tokio::runtime::Handle::try_current().ok();
@@ -431,6 +432,8 @@ struct Pump {
     schema: SchemaRef,
     ffi_schema: Arc<FfiSchema>,
     name: String,
+    /// Time spent in the plugin's get_next and the import (elapsed_compute).
+    elapsed: Time,
 }
 
 // SAFETY: the stream is used by one thread at a time (moved into the pump).
@@ -438,6 +441,7 @@ unsafe impl Send for Pump {}
 
 impl Pump {
     fn next(&mut self) -> Result<Option<RecordBatch>> {
+        let _timer = self.elapsed.timer();
         let Some(get_next) = self.stream.get_next else {
             return internal_err!("{}: stream without get_next", self.name);
         };
