@@ -397,6 +397,13 @@ pub struct FilterList {
 
 impl FilterList {
     pub fn new(schema: &arrow::datatypes::SchemaRef, filters: &[&Expr]) -> Result<FilterList> {
+        if filters.is_empty() {
+            // No expressions: an empty borrowed view, no builder round trip.
+            let mut view: ql_plan_view = zeroed();
+            view.struct_size = std::mem::size_of::<ql_plan_view>() as u32;
+            view.root = -1;
+            return Ok(FilterList { view: OwnedView(view), ids: Vec::new() });
+        }
         let schema = Arc::clone(schema);
         let mut low = Lowering::boxed(Box::new(move |c: &Column| schema.index_of(&c.name).map(|i| i as i32).unwrap_or(-1)))?;
         let ids: Vec<ql_expr_id> = filters.iter().map(|f| low.lower(f)).collect();
