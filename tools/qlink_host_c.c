@@ -109,7 +109,8 @@ static void print_row(const struct ql_batches *b, int64_t r, const int32_t *cols
     int64_t len;
     if (json) printf("%s\"%s\":", c ? "," : "{", name);
     if (c && !json) putchar(',');
-    if (strchr("csilCSILb", format[0]) && format[1] == '\0' && ql_batches_i64(b, cols[c], r, &v)) {
+    int temporal = format[0] == 't';
+    if (((strchr("csilCSILb", format[0]) && format[1] == '\0') || temporal) && ql_batches_i64(b, cols[c], r, &v)) {
       printf("%" PRId64, v);
     } else if (ql_batches_str(b, cols[c], r, &s, &len)) {
       printf(json ? "\"%.*s\"" : "%.*s", (int)len, s);

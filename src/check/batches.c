@@ -175,6 +175,15 @@ int ql_batches_i64(const struct ql_batches *b, int64_t column, int64_t row, int6
     case 'I': *out = ((const uint32_t *)d)[i]; return 1;
     case 'L': *out = (int64_t)((const uint64_t *)d)[i]; return 1;
     case 'b': *out = (((const uint8_t *)d)[i / 8] >> (i % 8)) & 1; return 1;
+    case 't': {
+      /* Temporal types in their own unit: date32 ("tdD") and time32 ("tts",
+       * "ttm") are 32-bit, every other temporal format 64-bit. */
+      const char *f = b->schema.children[column]->format;
+      int narrow = strcmp(f, "tdD") == 0 || strcmp(f, "tts") == 0 || strcmp(f, "ttm") == 0;
+      if (f[1] != 'd' && f[1] != 't' && f[1] != 's' && f[1] != 'D') return 0;
+      *out = narrow ? ((const int32_t *)d)[i] : ((const int64_t *)d)[i];
+      return 1;
+    }
     default: return 0;
   }
 }

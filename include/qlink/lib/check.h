@@ -71,7 +71,8 @@ int ql_batches_scan(const struct ql_plugin *plugin, const struct ql_table_provid
                     struct ql_error *error);
 void ql_batches_free(struct ql_batches *batches);
 /* Cell (column, row) over all batches: 1 and *out set when valid, 0 for NULL
- * or when out of range. _i64 reads signed/unsigned integers and booleans,
+ * or when out of range. _i64 reads signed/unsigned integers, booleans and
+ * temporal values (dates, times, timestamps, durations) as stored, in their unit;
  * _f64 floating point (and integers), _str utf8/binary (not NUL-terminated). */
 int ql_batches_i64(const struct ql_batches *batches, int64_t column, int64_t row, int64_t *out);
 int ql_batches_f64(const struct ql_batches *batches, int64_t column, int64_t row, double *out);
