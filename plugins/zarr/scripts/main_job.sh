@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The main job's queries: Debian's ferret-datasets as Zarr v2 and v3 (written
-# by convert_ferret.py, cached), queried with SQL through the DataFusion host
-# and the qlink_zarr plugin. Each query prints its result; one EXPLAIN shows
-# the pushed-down scan.
+# The main job: Debian's ferret-datasets written as Zarr v2 and v3 by
+# convert_ferret.py (cached), analysed with SQL through the qlink_zarr plugin
+# in the DataFusion host. Each analysis (scripts/ferret/*.sql) runs on the v3
+# stores and prints its result; the same query on the v2 stores must give the
+# same answer. One EXPLAIN shows the filters pushed into the Zarr scan.
 #
 #   main_job.sh [BUILD_DIR]     (default build/release)
 #
@@ -23,34 +24,41 @@ fi
 [[ -x ${qlink:-} ]] || { echo "main_job: no DataFusion host binary (build hosts/datafusion)" >&2; exit 1; }
 [[ -f $plugin ]] || { echo "main_job: $plugin not built" >&2; exit 1; }
 stores=${FERRET_ZARR:-$build/ferret-zarr}
+queries=plugins/zarr/scripts/ferret
 .venv/bin/python plugins/zarr/scripts/convert_ferret.py "$stores"
 
-run() {
-  printf '\n== %s\n' "$1"
-  shift
-  "$qlink" "$@"
+tables() { # tables VERSION: the --table options for every dataset
+  local v=$1
+  echo "--table coads=$plugin/table?path=$stores/coads_climatology.v$v.zarr" \
+       "--table levitus=$plugin/table?path=$stores/levitus_climatology.v$v.zarr" \
+       "--table winds=$plugin/table?path=$stores/monthly_navy_winds.v$v.zarr" \
+       "--table etopo=$plugin/table?path=$stores/etopo5.v$v.zarr"
 }
 
-for v in 2 3; do
-  coads="coads=$plugin/table?path=$stores/coads_climatology.v$v.zarr"
-  levitus="levitus=$plugin/table?path=$stores/levitus_climatology.v$v.zarr"
-  winds="winds=$plugin/table?path=$stores/monthly_navy_winds.v$v.zarr"
-  etopo="etopo=$plugin/table?path=$stores/etopo5.v$v.zarr"
-  run "v$v coads: tropical SST per climatological month (TIME stays hours since year 0: no wrong dates)" \
-    sql --table "$coads" 'SELECT "TIME" AS hours_since_year0, count("SST") AS ocean_cells, round(avg("SST"), 3) AS mean_sst
-      FROM coads WHERE "COADSY" BETWEEN -10 AND 10 GROUP BY "TIME" ORDER BY "TIME"'
-  run "v$v levitus: global mean temperature by depth (land is NULL, not -1e10)" \
-    sql --table "$levitus" 'SELECT "ZAXLEVITR" AS depth_m, count("TEMP") AS cells, round(avg("TEMP"), 3) AS mean_temp
-      FROM levitus GROUP BY "ZAXLEVITR" ORDER BY "ZAXLEVITR"'
-  run "v$v navy winds: equatorial Pacific zonal wind, 1982-1983 (El Nino)" \
-    sql --table "$winds" 'SELECT date_trunc('"'"'month'"'"', "TIME") AS month, round(avg("UWND"), 3) AS u
-      FROM winds WHERE "FNOCY" BETWEEN -5 AND 5 AND "FNOCX" BETWEEN 160 AND 270
-        AND "TIME" >= TIMESTAMP '"'"'1982-01-01'"'"' AND "TIME" < TIMESTAMP '"'"'1984-01-01'"'"'
-      GROUP BY 1 ORDER BY 1'
-  run "v$v etopo5: land fraction and highest point by latitude band" \
-    sql --table "$etopo" 'SELECT floor("ETOPO05_Y" / 30) * 30 AS band, round(avg(CASE WHEN "ROSE" > 0 THEN 1.0 ELSE 0.0 END), 4) AS land,
-        max("ROSE") AS highest FROM etopo GROUP BY 1 ORDER BY 1'
-done
-run "the scan node: filters on dimensions prune partitions and chunks" \
-  explain --table "winds=$plugin/table?path=$stores/monthly_navy_winds.v3.zarr" \
+analysis() { # analysis FILE TITLE
+  local sql
+  sql=$(cat "$queries/$1.sql")
+  printf '\n== %s\n' "$2"
+  # shellcheck disable=SC2046
+  "$qlink" sql $(tables 3) "$sql"
+  # shellcheck disable=SC2046
+  if ! diff <("$qlink" sql $(tables 3) --format csv "$sql") <("$qlink" sql $(tables 2) --format csv "$sql") >/dev/null; then
+    echo "main_job: $1 differs between the Zarr v2 and v3 stores" >&2
+    exit 1
+  fi
+  echo "(same answer from the Zarr v2 store)"
+}
+
+analysis coads_zonal_sst_by_month \
+  "COADS: zonal-mean sea-surface temperature (deg C) by climatological month and latitude band"
+analysis navy_windiest_months_by_region \
+  "Navy winds 1982-1992: the windiest months of the decade by region"
+analysis levitus_temperature_by_depth \
+  "Levitus: mean ocean temperature and salinity by depth (land cells are NULL, not -1e10)"
+analysis etopo5_highest_and_deepest \
+  "ETOPO5: the highest and deepest points on Earth (5-minute grid)"
+
+printf '\n== The Zarr scan: filters on dimensions prune chunks and slice inside them\n'
+# shellcheck disable=SC2046
+"$qlink" explain $(tables 3) \
   'SELECT avg("UWND") FROM winds WHERE "TIME" < TIMESTAMP '"'"'1983-01-01'"'"' AND "FNOCY" = 0'

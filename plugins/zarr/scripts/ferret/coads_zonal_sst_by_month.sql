@@ -1,0 +1,6 @@
+SELECT CAST(round(("TIME" - 366) / 730.485) AS INT) + 1 AS month,
+       round(avg(CASE WHEN "COADSY" BETWEEN -60 AND -30 THEN "SST" END), 2) AS "60S-30S",
+       round(avg(CASE WHEN "COADSY" BETWEEN -30 AND 0 THEN "SST" END), 2) AS "30S-0",
+       round(avg(CASE WHEN "COADSY" BETWEEN 0 AND 30 THEN "SST" END), 2) AS "0-30N",
+       round(avg(CASE WHEN "COADSY" BETWEEN 30 AND 60 THEN "SST" END), 2) AS "30N-60N"
+FROM coads GROUP BY "TIME" ORDER BY month

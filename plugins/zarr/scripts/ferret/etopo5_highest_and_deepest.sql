@@ -1,0 +1,4 @@
+(SELECT 'highest' AS point, "ETOPO05_Y" AS lat, "ETOPO05_X" AS lon, "ROSE" AS metres FROM etopo ORDER BY "ROSE" DESC LIMIT 1)
+UNION ALL
+(SELECT 'deepest', "ETOPO05_Y", "ETOPO05_X", "ROSE" FROM etopo ORDER BY "ROSE" ASC LIMIT 1)
+ORDER BY metres DESC
