@@ -117,20 +117,30 @@ fn column(c: &dyn Array) -> Vec<Val> {
 /// sequential).
 pub const REL_TOL: f64 = 1e-9;
 
-/// Panic unless `a` and `b` are the same multiset of rows: keys and
-/// integers exactly, floats within REL_TOL relative, or within REL_TOL of
-/// the matching `scale` entry (the sum of |products| of that group, for
-/// sums that cancel) when given.
-pub fn assert_same_rows(a: &[Vec<Val>], b: &[Vec<Val>], scale: Option<&[Vec<Val>]>, what: &str) {
-    assert_eq!(a.len(), b.len(), "{what}: {} rows vs {} rows", a.len(), b.len());
+/// Compare two sorted row sets: Ok(largest relative float difference) when
+/// they are the same multiset of rows (keys and integers exactly, floats
+/// within REL_TOL relative, or within REL_TOL of the matching `scale` entry,
+/// the sum of |products| of that group, for sums that cancel), else Err
+/// naming the first difference.
+pub fn compare_rows(a: &[Vec<Val>], b: &[Vec<Val>], scale: Option<&[Vec<Val>]>) -> std::result::Result<f64, String> {
+    if a.len() != b.len() {
+        return Err(format!("{} rows vs {} rows", a.len(), b.len()));
+    }
+    let mut worst = 0.0f64;
     for (i, (ra, rb)) in a.iter().zip(b).enumerate() {
-        assert_eq!(ra.len(), rb.len(), "{what}: row {i} width");
+        if ra.len() != rb.len() {
+            return Err(format!("row {i}: width {} vs {}", ra.len(), rb.len()));
+        }
         for (j, (x, y)) in ra.iter().zip(rb).enumerate() {
             let ok = match (x, y) {
                 (Val::Null, Val::Null) => true,
                 (Val::Int(p), Val::Int(q)) => p == q,
                 (Val::Float(p), Val::Float(q)) => {
-                    let mut bound = REL_TOL * p.abs().max(q.abs());
+                    let big = p.abs().max(q.abs());
+                    if p != q {
+                        worst = worst.max((p - q).abs() / big);
+                    }
+                    let mut bound = REL_TOL * big;
                     if let Some(Val::Float(s)) = scale.and_then(|s| s.get(i)).and_then(|r| r.get(j)) {
                         bound = bound.max(REL_TOL * s.abs());
                     }
@@ -138,8 +148,18 @@ pub fn assert_same_rows(a: &[Vec<Val>], b: &[Vec<Val>], scale: Option<&[Vec<Val>
                 }
                 _ => false,
             };
-            assert!(ok, "{what}: row {i} column {j}: {x:?} vs {y:?}\n  row a {ra:?}\n  row b {rb:?}");
+            if !ok {
+                return Err(format!("row {i} column {j}: {x:?} vs {y:?}\n  row a {ra:?}\n  row b {rb:?}"));
+            }
         }
+    }
+    Ok(worst)
+}
+
+/// Panic unless `a` and `b` are the same multiset of rows (`compare_rows`).
+pub fn assert_same_rows(a: &[Vec<Val>], b: &[Vec<Val>], scale: Option<&[Vec<Val>]>, what: &str) {
+    if let Err(e) = compare_rows(a, b, scale) {
+        panic!("{what}: {e}");
     }
 }
 
