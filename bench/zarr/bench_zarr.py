@@ -402,6 +402,12 @@ def main(argv=None):
     doc["versions"] = {"python": platform.python_version(), "xarray_sql": xarray_sql.__version__ if hasattr(xarray_sql, "__version__") else "0.6.0",
                        "datafusion_python": datafusion.__version__, "xarray": xarray.__version__,
                        "pandas": pandas.__version__, "zarr": zarr.__version__}
+    try:
+        doc["versions"]["qlink_git_commit"] = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+            cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        pass
     doc["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform(),
                       "load_average_1_5_15": list(os.getloadavg())}
     doc["cases"] = [{k: v for k, v in r.items() if k != "pandas"} for r in results]
