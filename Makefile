@@ -64,9 +64,11 @@ test-rust:
 	cargo test --locked --manifest-path hosts/datafusion/Cargo.toml
 	cargo test --locked --manifest-path tests/datafusion/Cargo.toml
 
+# The Python package: an unoptimised wheel (it reuses test-rust's debug
+# DataFusion build), installed into .venv, then its pytest suite.
 test-python:
-	@if [ -d python/tests ]; then $(PY) -m pytest -q python/tests; \
-	else echo "test-python: no Python package yet"; fi
+	QLINK_PY_PROFILE=dev python/build.sh
+	$(PY) -m pytest -q python/tests
 
 # ---- benchmarks (print a table, write bench/results/*.json)
 bench-core: build-release
