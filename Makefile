@@ -74,5 +74,9 @@ test-python:
 bench-core: build-release
 	$(BUILD)/release/bench/core/ql_bench_core bench/results/core.json
 
+# qlink_zarr in the DataFusion host vs xarray-sql 0.6.0 vs xarray + pandas.
+bench-zarr: build build-cli
+	QLINK=$(QLINK_CLI) PLUGIN=$(BUILD)/release/plugins/qlink_zarr.so bench/zarr/run.sh
+
 clean:
 	rm -rf $(BUILD)
