@@ -116,7 +116,120 @@ struct ViewBuilder {
     tables: Vec<Box<Arc<dyn TableProvider>>>,
     /// Arrow C schemas already exported in this view, by the Arrow schema's
     /// address (a filter, sort or limit shares its input's schema).
-    schemas: HashMap<usize, Box<ArrowSchema>>,
+    schemas: HashMap<usize, NodeSchema>,
+}
+
+/// A node's output schema for the builder to copy: flat (primitive columns,
+/// three allocations whatever the width) or Arrow's own export.
+enum NodeSchema {
+    Flat(Box<FlatSchema>),
+    Arrow(Box<ArrowSchema>),
+}
+
+impl NodeSchema {
+    fn ptr(&self) -> *const ArrowSchema {
+        match self {
+            NodeSchema::Flat(f) => &f.top as *const RawSchema as *const ArrowSchema,
+            NodeSchema::Arrow(a) => &**a,
+        }
+    }
+}
+
+/// The Arrow C Data Interface's ArrowSchema with public members (arrow-rs
+/// keeps FFI_ArrowSchema's private); same layout.
+#[repr(C)]
+struct RawSchema {
+    format: *const std::os::raw::c_char,
+    name: *const std::os::raw::c_char,
+    metadata: *const std::os::raw::c_char,
+    flags: i64,
+    n_children: i64,
+    children: *mut *mut RawSchema,
+    dictionary: *mut RawSchema,
+    release: Option<unsafe extern "C" fn(*mut RawSchema)>,
+    private_data: *mut c_void,
+}
+
+/// Borrowed: owned by the FlatSchema, which outlives the builder's copy.
+unsafe extern "C" fn flat_release(_s: *mut RawSchema) {}
+
+struct FlatSchema {
+    top: RawSchema,
+    _children: Vec<RawSchema>,
+    _child_ptrs: Vec<*mut RawSchema>,
+    _text: Vec<u8>,
+}
+
+impl FlatSchema {
+    /// None when a column's type is not a flat one (then Arrow exports it).
+    fn new(schema: &arrow::datatypes::Schema) -> Option<FlatSchema> {
+        let mut text: Vec<u8> = Vec::new();
+        let mut spans = Vec::with_capacity(schema.fields().len());
+        for f in schema.fields() {
+            let fmt: std::borrow::Cow<'static, str> = match f.data_type() {
+                DataType::Boolean => "b".into(),
+                DataType::Int8 => "c".into(),
+                DataType::Int16 => "s".into(),
+                DataType::Int32 => "i".into(),
+                DataType::Int64 => "l".into(),
+                DataType::UInt8 => "C".into(),
+                DataType::UInt16 => "S".into(),
+                DataType::UInt32 => "I".into(),
+                DataType::UInt64 => "L".into(),
+                DataType::Float32 => "f".into(),
+                DataType::Float64 => "g".into(),
+                DataType::Utf8 => "u".into(),
+                DataType::LargeUtf8 => "U".into(),
+                DataType::Utf8View => "vu".into(),
+                DataType::Binary => "z".into(),
+                DataType::BinaryView => "vz".into(),
+                DataType::Date32 => "tdD".into(),
+                DataType::Date64 => "tdm".into(),
+                DataType::Null => "n".into(),
+                DataType::Decimal128(p, sc) => format!("d:{p},{sc}").into(),
+                _ => return None,
+            };
+            if f.name().as_bytes().contains(&0) {
+                return None;
+            }
+            let fo = text.len();
+            text.extend_from_slice(fmt.as_bytes());
+            text.push(0);
+            let no = text.len();
+            text.extend_from_slice(f.name().as_bytes());
+            text.push(0);
+            spans.push((fo, no, f.is_nullable()));
+        }
+        text.push(0); // the top-level (empty) name
+        let base = text.as_ptr() as *const std::os::raw::c_char;
+        let mut children: Vec<RawSchema> = spans
+            .iter()
+            .map(|&(fo, no, nullable)| RawSchema {
+                format: unsafe { base.add(fo) },
+                name: unsafe { base.add(no) },
+                metadata: std::ptr::null(),
+                flags: if nullable { 2 } else { 0 },
+                n_children: 0,
+                children: std::ptr::null_mut(),
+                dictionary: std::ptr::null_mut(),
+                release: Some(flat_release),
+                private_data: std::ptr::null_mut(),
+            })
+            .collect();
+        let mut child_ptrs: Vec<*mut RawSchema> = children.iter_mut().map(|c| c as *mut RawSchema).collect();
+        let top = RawSchema {
+            format: c"+s".as_ptr(),
+            name: unsafe { base.add(text.len() - 1) },
+            metadata: std::ptr::null(),
+            flags: 0,
+            n_children: child_ptrs.len() as i64,
+            children: child_ptrs.as_mut_ptr(),
+            dictionary: std::ptr::null_mut(),
+            release: Some(flat_release),
+            private_data: std::ptr::null_mut(),
+        };
+        Some(FlatSchema { top, _children: children, _child_ptrs: child_ptrs, _text: text })
+    }
 }
 
 fn resolver(schemas: Vec<DFSchemaRef>) -> Box<dyn Fn(&Column) -> i32> {
@@ -152,10 +265,15 @@ impl ViewBuilder {
         let schema = p.schema();
         let key = schema.as_arrow() as *const _ as usize;
         if !self.schemas.contains_key(&key) {
-            let s = ArrowSchema::try_from(schema.as_arrow()).map_err(|e| DataFusionError::Internal(e.to_string()))?;
-            self.schemas.insert(key, Box::new(s));
+            let s = match FlatSchema::new(schema.as_arrow()) {
+                Some(flat) => NodeSchema::Flat(Box::new(flat)),
+                None => NodeSchema::Arrow(Box::new(
+                    ArrowSchema::try_from(schema.as_arrow()).map_err(|e| DataFusionError::Internal(e.to_string()))?,
+                )),
+            };
+            self.schemas.insert(key, s);
         }
-        n.schema = &**self.schemas.get(&key).unwrap();
+        n.schema = self.schemas.get(&key).unwrap().ptr();
         let quals: Vec<Option<String>> = schema.iter().map(|(q, _)| q.map(|q| q.to_string())).collect();
         let qual_ptrs: Vec<*const std::os::raw::c_char> =
             quals.iter().map(|q| q.as_ref().map(|s| self.low.strings.add(s)).unwrap_or(std::ptr::null())).collect();
