@@ -279,15 +279,21 @@ async fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut out_path = root.join("bench/results/fold.json");
     let mut tpch_dir = root.join("build/tpch-sf1");
+    let mut partitions: Option<usize> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--out" => out_path = PathBuf::from(args.next().expect("--out PATH")),
             "--tpch" => tpch_dir = PathBuf::from(args.next().expect("--tpch DIR")),
-            other => panic!("unknown argument {other} (bench_fold [--out PATH] [--tpch DIR])"),
+            "--partitions" => partitions = Some(args.next().expect("--partitions N").parse().expect("--partitions N")),
+            other => panic!("unknown argument {other} (bench_fold [--out PATH] [--tpch DIR] [--partitions N])"),
         }
     }
-    let stock = SessionContext::new();
+    // DataFusion's default target partitions (the core count) unless given.
+    let stock = match partitions {
+        Some(n) => SessionContext::new_with_config(datafusion::prelude::SessionConfig::new().with_target_partitions(n)),
+        None => SessionContext::new(),
+    };
     let planner = InstalledPlanner::open(&fold_plugin(), "fold", &[]).expect("opening qlink_fold/fold");
     let fold = SessionContext::new_with_state(
         SessionStateBuilder::new_from_existing(stock.state()).with_query_planner(Arc::new(QlinkQueryPlanner::new(vec![planner]))).build(),
