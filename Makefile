@@ -78,5 +78,10 @@ bench-core: build-release
 bench-zarr: build build-cli
 	QLINK=$(QLINK_CLI) PLUGIN=$(BUILD)/release/plugins/qlink_zarr.so bench/zarr/run.sh
 
+# Stock DataFusion vs the qlink_fold planner installed in the DataFusion host.
+bench-fold: setup
+	cargo run --release --locked --manifest-path bench/fold/Cargo.toml --bin bench_fold -- --out bench/results/fold.json
+	$(PY) bench/fold/plot.py bench/results/fold.json bench/results/fold.png
+
 clean:
 	rm -rf $(BUILD)
