@@ -608,6 +608,53 @@ int zr_colbuf_append_many(struct zr_colbuf *b, const struct zr_decoder *d, const
   return QL_OK;
 }
 
+int zr_decoder_is_identity(const struct zr_decoder *d) {
+  int32_t width = out_width(d->out);
+  if (!width || d->in.type == ZR_VLEN || d->n_mask) return 0;
+  return is_plain(d, width) || (d->in.type == ZR_FLOAT && d->in.size == 4 && d->out == ZR_OUT_F32 && !d->has_scale &&
+                                !d->has_offset && !d->cf_time && !d->cf_duration);
+}
+
+int zr_colbuf_append_repeat(struct zr_colbuf *b, const struct zr_decoder *d, const uint8_t *elem, int64_t count) {
+  if (count <= 0) return QL_OK;
+  QL_RETURN_NOT_OK(zr_colbuf_append(b, d, elem));
+  if (!b->width || count == 1) {
+    for (int64_t k = 1; k < count; k++) QL_RETURN_NOT_OK(zr_colbuf_append(b, d, elem));
+    return QL_OK;
+  }
+  /* Copy the decoded cell (and its validity) instead of decoding again. */
+  int64_t first = b->n - 1;
+  int is_null = b->valid && !b->valid[first];
+  if (is_null) {
+    for (int64_t k = 1; k < count; k++) QL_RETURN_NOT_OK(zr_colbuf_append(b, d, elem));
+    return QL_OK;
+  }
+  QL_RETURN_NOT_OK(reserve_rows(b, count - 1));
+  if (b->valid) memset(b->valid + b->n, 1, (size_t)(count - 1));
+  uint8_t *cell = b->data + first * b->width;
+  switch (b->width) {
+    case 4: {
+      uint32_t v;
+      memcpy(&v, cell, 4);
+      uint32_t *o = (uint32_t *)(void *)(cell + 4);
+      for (int64_t k = 0; k < count - 1; k++) o[k] = v;
+      break;
+    }
+    case 8: {
+      uint64_t v;
+      memcpy(&v, cell, 8);
+      uint64_t *o = (uint64_t *)(void *)(cell + 8);
+      for (int64_t k = 0; k < count - 1; k++) o[k] = v;
+      break;
+    }
+    default:
+      for (int64_t k = 1; k < count; k++) memcpy(cell + k * b->width, cell, (size_t)b->width);
+      break;
+  }
+  b->n += count - 1;
+  return QL_OK;
+}
+
 /* Is [p, p+n) well-formed UTF-8 (no surrogates, no overlongs, <= U+10FFFF)? */
 static int valid_utf8(const uint8_t *p, int64_t n) {
   int64_t i = 0;

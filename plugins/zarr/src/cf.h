@@ -118,6 +118,13 @@ int zr_colbuf_append(struct zr_colbuf *b, const struct zr_decoder *d, const uint
  * gather of a scan); plain copies and masked floats take tight loops. */
 int zr_colbuf_append_many(struct zr_colbuf *b, const struct zr_decoder *d, const uint8_t *base, const int64_t *offsets,
                           int64_t n);
+/* 1 when the decoded cells of `d` are the stored elements' bytes, with
+ * no nulls (no conversion, no mask): a scan may then hand the decoded
+ * buffer itself to Arrow. */
+int zr_decoder_is_identity(const struct zr_decoder *d);
+/* Append the element `elem` decoded, `count` times (a repeated dimension
+ * value; fixed-width outputs only, else as zr_colbuf_append). */
+int zr_colbuf_append_repeat(struct zr_colbuf *b, const struct zr_decoder *d, const uint8_t *elem, int64_t count);
 /* Same for variable-length strings: elements {offset, length} into `heap`.
  * QL_EDATA for bytes that are not UTF-8 or lie outside the heap. */
 int zr_colbuf_append_vlen(struct zr_colbuf *b, const struct zr_heap *heap, const uint8_t *base,

@@ -358,6 +358,14 @@ static void buf_replace(struct zr_buf *b, uint8_t *data, int64_t size) {
   b->size = size;
 }
 
+/* Point at memory the buffer does not own (the caller's output). */
+static void buf_borrow(struct zr_buf *b, const uint8_t *data, int64_t size) {
+  free(b->owned);
+  b->owned = NULL;
+  b->data = data;
+  b->size = size;
+}
+
 static int check_expected(const char *codec, int64_t got, int64_t expected, struct ql_error *error) {
   if (expected >= 0 && got != expected) {
     return ql_error_set(error, QL_EDATA, "%s: decoded %lld bytes, expected %lld", codec, (long long)got,
@@ -366,7 +374,7 @@ static int check_expected(const char *codec, int64_t got, int64_t expected, stru
   return QL_OK;
 }
 
-static int decode_blosc(struct zr_buf *b, int64_t expected, struct ql_error *error) {
+static int decode_blosc(struct zr_buf *b, int64_t expected, uint8_t *dst, struct ql_error *error) {
   size_t nbytes = 0, cbytes = 0, blocksize = 0;
   if (b->size < BLOSC_MIN_HEADER_LENGTH) return ql_error_set(error, QL_EDATA, "blosc: truncated header");
   if (blosc_cbuffer_validate(b->data, (size_t)b->size, &nbytes) != 0) {
@@ -378,18 +386,23 @@ static int decode_blosc(struct zr_buf *b, int64_t expected, struct ql_error *err
   }
   QL_RETURN_NOT_OK(check_expected("blosc", (int64_t)nbytes, expected, error));
   if ((int64_t)nbytes > ZR_MAX_STAGE_BYTES) return ql_error_set(error, QL_EDATA, "blosc: decoded size too large");
-  uint8_t *out = malloc(nbytes ? nbytes : 1);
+  int direct = dst && expected >= 0 && (int64_t)nbytes == expected; /* see decode_zstd */
+  uint8_t *out = direct ? dst : malloc(nbytes ? nbytes : 1);
   if (!out) return ql_error_set(error, QL_ENOMEM, "blosc: out of memory for %zu bytes", nbytes);
   int got = blosc_decompress_ctx(b->data, out, nbytes, 1);
   if (got < 0 || (size_t)got != nbytes) {
-    free(out);
+    if (!direct) free(out);
     return ql_error_set(error, QL_EDATA, "blosc: corrupt chunk (decompressor returned %d)", got);
   }
-  buf_replace(b, out, (int64_t)nbytes);
+  if (direct) {
+    buf_borrow(b, out, (int64_t)nbytes);
+  } else {
+    buf_replace(b, out, (int64_t)nbytes);
+  }
   return QL_OK;
 }
 
-static int decode_zstd(struct zr_buf *b, int64_t expected, struct ql_error *error) {
+static int decode_zstd(struct zr_buf *b, int64_t expected, uint8_t *dst, struct ql_error *error) {
   unsigned long long content = ZSTD_getFrameContentSize(b->data, (size_t)b->size);
   if (content == ZSTD_CONTENTSIZE_ERROR) return ql_error_set(error, QL_EDATA, "zstd: not a zstd frame");
   int64_t cap = expected >= 0 ? expected : ZR_MAX_STAGE_BYTES;
@@ -398,20 +411,27 @@ static int decode_zstd(struct zr_buf *b, int64_t expected, struct ql_error *erro
       return check_expected("zstd", (int64_t)(content > (unsigned long long)INT64_MAX ? INT64_MAX : content),
                             expected >= 0 ? expected : cap, error);
     }
-    uint8_t *out = malloc(content ? (size_t)content : 1);
+    /* Straight into the caller's element buffer when it is the last stage
+     * and the frame says it fills it exactly: no copy, no allocation. */
+    int direct = dst && expected >= 0 && content == (unsigned long long)expected;
+    uint8_t *out = direct ? dst : malloc(content ? (size_t)content : 1);
     if (!out) return ql_error_set(error, QL_ENOMEM, "zstd: out of memory");
     size_t got = ZSTD_decompress(out, (size_t)content, b->data, (size_t)b->size);
     if (ZSTD_isError(got) || got != content) {
-      free(out);
+      if (!direct) free(out);
       return ql_error_set(error, QL_EDATA, "zstd: corrupt chunk (%s)",
                           ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short output");
     }
     int rc = check_expected("zstd", (int64_t)got, expected, error);
     if (rc != QL_OK) {
-      free(out);
+      if (!direct) free(out);
       return rc;
     }
-    buf_replace(b, out, (int64_t)got);
+    if (direct) {
+      buf_borrow(b, out, (int64_t)got);
+    } else {
+      buf_replace(b, out, (int64_t)got);
+    }
     return QL_OK;
   }
   /* Streamed frames carry no size: grow the output up to the cap. */
@@ -543,10 +563,12 @@ static int decode_crc32c(struct zr_buf *b, struct ql_error *error) {
   return QL_OK;
 }
 
-static int decode_bytes_stage(const struct zr_codec *c, struct zr_buf *b, int64_t expected, struct ql_error *error) {
+/* `dst` (NULL, or `expected` bytes) may receive the output directly. */
+static int decode_bytes_stage(const struct zr_codec *c, struct zr_buf *b, int64_t expected, uint8_t *dst,
+                              struct ql_error *error) {
   switch (c->id) {
-    case ZR_CODEC_BLOSC: return decode_blosc(b, expected, error);
-    case ZR_CODEC_ZSTD: return decode_zstd(b, expected, error);
+    case ZR_CODEC_BLOSC: return decode_blosc(b, expected, dst, error);
+    case ZR_CODEC_ZSTD: return decode_zstd(b, expected, dst, error);
     case ZR_CODEC_ZLIB: return decode_zlib(b, expected, 0, error);
     case ZR_CODEC_GZIP: return decode_zlib(b, expected, 1, error);
     case ZR_CODEC_LZ4: return decode_lz4(b, expected, error);
@@ -668,7 +690,8 @@ int zr_chunk_decode(const struct zr_pipeline *p, const struct zr_dtype *dtype, i
   int rc = QL_OK;
   for (int32_t i = p->n - 1; i > k && rc == QL_OK; i--) {
     int64_t expected = (i == k + 1 && p->codecs[k].id == ZR_CODEC_BYTES) ? n_bytes : -1;
-    rc = decode_bytes_stage(&p->codecs[i], &b, expected, error);
+    /* The last decompression may write the elements in place (no array->array codec follows). */
+    rc = decode_bytes_stage(&p->codecs[i], &b, expected, expected >= 0 && k == 0 ? out : NULL, error);
   }
   uint8_t *target = out;
   uint8_t *tmp[2] = {NULL, NULL};
@@ -687,7 +710,7 @@ int zr_chunk_decode(const struct zr_pipeline *p, const struct zr_dtype *dtype, i
         rc = ql_error_set(error, QL_EDATA, "chunk has %lld bytes, expected %lld (%lld elements of %d bytes)",
                           (long long)b.size, (long long)n_bytes, (long long)n_elem, (int)dtype->size);
       } else {
-        memcpy(target, b.data, (size_t)n_bytes);
+        if (b.data != target) memcpy(target, b.data, (size_t)n_bytes);
         struct zr_dtype stored = *dtype;
         stored.big_endian = ab->big_endian;
         zr_dtype_to_native(&stored, target, n_elem);

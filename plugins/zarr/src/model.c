@@ -52,6 +52,17 @@ int zr_read_box(const struct zr_store *store, const struct zr_array *a, const in
     return ql_error_set(error, QL_EDATA, "zarr store %s: array '%s': chunk of %lld elements is too large", store->url,
                         a->name, (long long)chunk_n);
   }
+  int whole_chunk = 1; /* the box is one whole chunk: decode it in place */
+  for (int32_t i = 0; i < nd; i++) {
+    whole_chunk &= c0[i] == c1[i] && lo[i] == c0[i] * a->chunks[i] && count[i] == a->chunks[i];
+  }
+  if (whole_chunk) {
+    int64_t got = 0;
+    QL_RETURN_NOT_OK(zr_read_chunk(store, a, c, out, heap, &got, error));
+    (*chunks)++;
+    *bytes += got;
+    return QL_OK;
+  }
   uint8_t *buf = malloc((size_t)(chunk_n * a->dtype.size) + 1);
   if (!buf) return ql_error_set(error, QL_ENOMEM, "out of memory reading array '%s'", a->name);
   int rc = QL_OK;

@@ -2,6 +2,7 @@
 #include "scan.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,21 @@ struct zr_partition {
   int64_t rows; /* selected rows, before the limit */
 };
 
+/* A partition's decoded box of one array, reference-counted so record
+ * batches can point into it (zero-copy value columns): the stream holds one
+ * reference, every Arrow array viewing it another. The last release returns
+ * it to its scan's pool. */
+struct zr_block {
+  atomic_int refs;
+  struct zr_scan *scan; /* a reference */
+  size_t cap;           /* bytes of data */
+  uint8_t *data;
+};
+
+/* Decoded boxes kept for the next partition, so a scan does not map and
+ * unmap (and page-fault) megabytes per chunk. */
+#define ZR_POOL_SIZE 8
+
 /* What the plan and its streams share. */
 struct zr_scan {
   atomic_int refs;
@@ -32,6 +48,9 @@ struct zr_scan {
   int64_t n_blocks; /* before pruning */
   char *display;
   atomic_llong output_rows, chunks_read, bytes_read, elapsed_ns;
+  pthread_mutex_t pool_lock;
+  int32_t n_pool;
+  struct zr_block *pool[ZR_POOL_SIZE];
 };
 
 static int64_t now_ns(void) {
@@ -47,6 +66,11 @@ static struct zr_scan *scan_ref(struct zr_scan *s) {
 
 static void scan_unref(struct zr_scan *s) {
   if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
+  for (int32_t i = 0; i < s->n_pool; i++) {
+    free(s->pool[i]->data);
+    free(s->pool[i]);
+  }
+  pthread_mutex_destroy(&s->pool_lock);
   zr_selection_free(&s->sel);
   free(s->proj);
   free(s->parts);
@@ -56,6 +80,49 @@ static void scan_unref(struct zr_scan *s) {
 }
 
 static const struct zr_table *scan_table(const struct zr_scan *s) { return &s->ds->tables[s->table]; }
+
+/* A block of at least `size` bytes (contents undefined), from the pool when
+ * one fits; NULL when out of memory. */
+static struct zr_block *block_acquire(struct zr_scan *s, size_t size) {
+  struct zr_block *b = NULL;
+  pthread_mutex_lock(&s->pool_lock);
+  for (int32_t i = 0; i < s->n_pool; i++) {
+    if (s->pool[i]->cap >= size) {
+      b = s->pool[i];
+      s->pool[i] = s->pool[--s->n_pool];
+      break;
+    }
+  }
+  pthread_mutex_unlock(&s->pool_lock);
+  if (!b) {
+    b = calloc(1, sizeof(*b));
+    if (!b) return NULL;
+    b->data = malloc(size + 1);
+    if (!b->data) {
+      free(b);
+      return NULL;
+    }
+    b->cap = size;
+  }
+  atomic_init(&b->refs, 1);
+  b->scan = scan_ref(s);
+  return b;
+}
+
+static void block_unref(struct zr_block *b) {
+  if (!b || atomic_fetch_sub(&b->refs, 1) != 1) return;
+  struct zr_scan *s = b->scan;
+  b->scan = NULL;
+  pthread_mutex_lock(&s->pool_lock);
+  int kept = s->n_pool < ZR_POOL_SIZE;
+  if (kept) s->pool[s->n_pool++] = b;
+  pthread_mutex_unlock(&s->pool_lock);
+  if (!kept) {
+    free(b->data);
+    free(b);
+  }
+  scan_unref(s);
+}
 
 /* ------------------------------------------------------------- stream */
 
@@ -67,10 +134,11 @@ struct zr_stream {
   int64_t *sel[ZR_MAX_DIMS]; /* selected absolute positions per dimension */
   int64_t nsel[ZR_MAX_DIMS];
   int64_t lo[ZR_MAX_DIMS], extent[ZR_MAX_DIMS]; /* bounding box of the selection */
-  uint8_t **blocks;                             /* per projected column: its box, or NULL */
+  struct zr_block **blocks;                     /* per projected column: its box, or NULL */
+  uint8_t *zero_copy;                           /* per projected column: batches view its block */
+  int64_t period[ZR_MAX_DIMS];                  /* rows per step of each dimension (C order) */
   struct zr_heap *heaps;                        /* per projected column: its strings (vlen) */
   int64_t (*strides)[ZR_MAX_DIMS];              /* element strides of each block's axes */
-  int64_t pos[ZR_MAX_DIMS];                     /* odometer into sel */
   int64_t emitted, total;
   struct ql_memory_reservation reservation; /* the blocks, counted against the host's pool */
   char *last_error;
@@ -113,6 +181,19 @@ static int reserve_blocks(struct zr_stream *st, struct ql_error *error) {
   return rc;
 }
 
+/* Can batches of column `c` point into its block? When its decoded cells
+ * are the stored bytes and the block's C order is the rows' order: the
+ * array spans every table dimension in order and the selection has no gaps
+ * (the block is then exactly the partition's rows). */
+static int column_is_zero_copy(const struct zr_stream *st, const struct zr_column *c) {
+  const struct zr_table *t = scan_table(st->scan);
+  if (!zr_decoder_is_identity(&c->dec) || c->n_axes != t->ndim) return 0;
+  for (int32_t ax = 0; ax < c->n_axes; ax++) {
+    if (c->axes[ax] != ax || st->nsel[ax] != st->extent[ax]) return 0;
+  }
+  return 1;
+}
+
 static int stream_load(struct zr_stream *st, struct ql_error *error) {
   const struct zr_scan *s = st->scan;
   const struct zr_table *t = scan_table(s);
@@ -131,10 +212,16 @@ static int stream_load(struct zr_stream *st, struct ql_error *error) {
     st->total *= n;
   }
   if (s->limit >= 0 && s->limit < st->total) st->total = s->limit;
-  st->blocks = calloc((size_t)(s->n_proj ? s->n_proj : 1), sizeof(uint8_t *));
+  int64_t period = 1;
+  for (int32_t k = t->ndim - 1; k >= 0; k--) {
+    st->period[k] = period;
+    period *= st->nsel[k];
+  }
+  st->blocks = calloc((size_t)(s->n_proj ? s->n_proj : 1), sizeof(*st->blocks));
+  st->zero_copy = calloc((size_t)(s->n_proj ? s->n_proj : 1), 1);
   st->strides = calloc((size_t)(s->n_proj ? s->n_proj : 1), sizeof(*st->strides));
   st->heaps = calloc((size_t)(s->n_proj ? s->n_proj : 1), sizeof(*st->heaps));
-  if (!st->blocks || !st->strides || !st->heaps) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  if (!st->blocks || !st->zero_copy || !st->strides || !st->heaps) return ql_error_set(error, QL_ENOMEM, "out of memory");
   if (st->total == 0) return QL_OK;
   QL_RETURN_NOT_OK(reserve_blocks(st, error));
   for (int32_t j = 0; j < s->n_proj; j++) {
@@ -151,7 +238,7 @@ static int stream_load(struct zr_stream *st, struct ql_error *error) {
       return ql_error_set(error, QL_ERESOURCES, "zarr store %s: array '%s': partition block too large",
                           s->ds->store.url, a->name);
     }
-    st->blocks[j] = malloc((size_t)(n * a->dtype.size) + 1);
+    st->blocks[j] = block_acquire(st->scan, (size_t)(n * a->dtype.size));
     if (!st->blocks[j]) return ql_error_set(error, QL_ENOMEM, "out of memory reading array '%s'", a->name);
     int64_t stride = 1;
     for (int32_t ax = c->n_axes - 1; ax >= 0; ax--) {
@@ -159,7 +246,8 @@ static int stream_load(struct zr_stream *st, struct ql_error *error) {
       stride *= count[ax];
     }
     int64_t chunks = 0, bytes = 0;
-    int rc = zr_read_box(&s->ds->store, a, lo, count, st->blocks[j], &st->heaps[j], &chunks, &bytes, error);
+    st->zero_copy[j] = (uint8_t)column_is_zero_copy(st, c);
+    int rc = zr_read_box(&s->ds->store, a, lo, count, st->blocks[j]->data, &st->heaps[j], &chunks, &bytes, error);
     atomic_fetch_add(&st->scan->chunks_read, chunks);
     atomic_fetch_add(&st->scan->bytes_read, bytes);
     if (rc != QL_OK) return rc;
@@ -167,38 +255,129 @@ static int stream_load(struct zr_stream *st, struct ql_error *error) {
   return QL_OK;
 }
 
+/* The Arrow array of a zero-copy column: its data buffer points into the
+ * block, which the array keeps alive. */
+struct zr_view {
+  struct zr_block *block;
+  const void *buffers[2];
+};
+
+static void view_release(struct ArrowArray *a) {
+  if (!a->release) return;
+  struct zr_view *v = a->private_data;
+  block_unref(v->block);
+  free(v);
+  a->release = NULL;
+}
+
+static int view_init(struct zr_block *block, const uint8_t *data, int64_t n, struct ArrowArray *out,
+                     struct ql_error *error) {
+  struct zr_view *v = calloc(1, sizeof(*v));
+  if (!v) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  atomic_fetch_add(&block->refs, 1);
+  v->block = block;
+  v->buffers[0] = NULL;
+  v->buffers[1] = data;
+  memset(out, 0, sizeof(*out));
+  out->length = n;
+  out->null_count = 0;
+  out->n_buffers = 2;
+  out->buffers = v->buffers;
+  out->release = view_release;
+  out->private_data = v;
+  return QL_OK;
+}
+
+/* Rows [row0, row0 + n) of the partition: index of each row's position
+ * along dimension k into sel[k]. */
+static void dim_offsets(const struct zr_stream *st, int32_t k, int64_t row0, int64_t n, int64_t *offs) {
+  int64_t p = st->period[k], ns = st->nsel[k];
+  int64_t i = (row0 / p) % ns, within = row0 % p;
+  const int64_t *sel = st->sel[k];
+  if (p == 1) {
+    for (int64_t r = 0; r < n; r++) {
+      offs[r] = sel[i];
+      if (++i == ns) i = 0;
+    }
+    return;
+  }
+  for (int64_t r = 0; r < n; r++) {
+    offs[r] = sel[i];
+    if (++within == p) {
+      within = 0;
+      if (++i == ns) i = 0;
+    }
+  }
+}
+
+/* A dimension column: runs of `period` equal values, each decoded once. */
+static int fill_dim_runs(const struct zr_stream *st, const struct zr_column *c, const uint8_t *raw, int64_t row0,
+                         int64_t n, struct zr_colbuf *b) {
+  int32_t k = c->dim;
+  int64_t p = st->period[k], ns = st->nsel[k];
+  int64_t size = c->dec.in.size;
+  int64_t r = 0;
+  while (r < n) {
+    int64_t g = row0 + r;
+    int64_t run = p - g % p;
+    if (run > n - r) run = n - r;
+    QL_RETURN_NOT_OK(zr_colbuf_append_repeat(b, &c->dec, raw + st->sel[k][(g / p) % ns] * size, run));
+    r += run;
+  }
+  return QL_OK;
+}
+
+static int column_error(const struct zr_scan *s, const struct zr_column *c, int arc, struct ql_error *error) {
+  return ql_error_set(error, arc, "zarr store %s: column '%s': %s", s->ds->store.url, c->name,
+                      arc == QL_EOVERFLOW ? "a time value does not fit timestamp[ns] (or an offset overflows)"
+                      : arc == QL_EDATA   ? "invalid string (not UTF-8 / UTF-32)"
+                                          : "out of memory");
+}
+
 static int fill_batch(struct zr_stream *st, int64_t n, struct ArrowArray *out, struct ql_error *error) {
   const struct zr_scan *s = st->scan;
   const struct zr_table *t = scan_table(s);
   int32_t nd = t->ndim;
-  int64_t *idx = malloc(sizeof(int64_t) * (size_t)(n * (nd ? nd : 1)));
+  int64_t row0 = st->emitted;
+  int64_t *idx = NULL; /* per row, its position per dimension (gathered value columns only) */
   int64_t *offs = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
-  if (!idx || !offs) {
-    free(idx);
-    free(offs);
-    return ql_error_set(error, QL_ENOMEM, "out of memory");
-  }
-  for (int64_t r = 0; r < n; r++) {
-    for (int32_t k = 0; k < nd; k++) idx[r * nd + k] = st->sel[k][st->pos[k]];
-    for (int32_t k = nd - 1; k >= 0; k--) {
-      if (++st->pos[k] < st->nsel[k]) break;
-      st->pos[k] = 0;
-    }
-  }
+  if (!offs) return ql_error_set(error, QL_ENOMEM, "out of memory");
   int rc = ql_array_init_struct(out, n, s->n_proj, error);
   for (int32_t j = 0; rc == QL_OK && j < s->n_proj; j++) {
     const struct zr_column *c = &t->columns[s->proj[j]];
+    if (c->role != ZR_ROLE_DIM && st->zero_copy[j]) {
+      rc = view_init(st->blocks[j], st->blocks[j]->data + row0 * c->dec.in.size, n, out->children[j], error);
+      continue;
+    }
     struct zr_colbuf b;
     if (zr_colbuf_init(&b, c->dec.out, n) != QL_OK) {
       rc = ql_error_set(error, QL_ENOMEM, "out of memory");
       break;
     }
-    const uint8_t *base;
+    int arc;
     if (c->role == ZR_ROLE_DIM) {
-      base = s->ds->dims[t->dims[c->dim]].raw;
-      for (int64_t r = 0; r < n; r++) offs[r] = idx[r * nd + c->dim];
+      const struct zr_dim *d = &s->ds->dims[t->dims[c->dim]];
+      if (c->dec.in.type != ZR_VLEN && st->period[c->dim] >= 4) {
+        arc = fill_dim_runs(st, c, d->raw, row0, n, &b);
+      } else {
+        dim_offsets(st, c->dim, row0, n, offs);
+        arc = c->dec.in.type == ZR_VLEN ? zr_colbuf_append_vlen(&b, &d->heap, d->raw, offs, n)
+                                        : zr_colbuf_append_many(&b, &c->dec, d->raw, offs, n);
+      }
     } else {
-      base = st->blocks[j];
+      if (!idx) {
+        idx = malloc(sizeof(int64_t) * (size_t)(n * (nd ? nd : 1)));
+        if (!idx) {
+          zr_colbuf_free(&b);
+          rc = ql_error_set(error, QL_ENOMEM, "out of memory");
+          break;
+        }
+        for (int32_t k = 0; k < nd; k++) {
+          dim_offsets(st, k, row0, n, offs);
+          for (int64_t r = 0; r < n; r++) idx[r * nd + k] = offs[r];
+        }
+      }
+      const uint8_t *base = st->blocks[j]->data;
       int64_t origin = 0;
       for (int32_t ax = 0; ax < c->n_axes; ax++) origin += st->lo[c->axes[ax]] * st->strides[j][ax];
       for (int64_t r = 0; r < n; r++) {
@@ -207,20 +386,10 @@ static int fill_batch(struct zr_stream *st, int64_t n, struct ArrowArray *out, s
         for (int32_t ax = 0; ax < c->n_axes; ax++) off += ri[c->axes[ax]] * st->strides[j][ax];
         offs[r] = off;
       }
+      arc = c->dec.in.type == ZR_VLEN ? zr_colbuf_append_vlen(&b, &st->heaps[j], base, offs, n)
+                                      : zr_colbuf_append_many(&b, &c->dec, base, offs, n);
     }
-    int arc;
-    if (c->dec.in.type == ZR_VLEN) {
-      const struct zr_heap *heap = c->role == ZR_ROLE_DIM ? &s->ds->dims[t->dims[c->dim]].heap : &st->heaps[j];
-      arc = zr_colbuf_append_vlen(&b, heap, base, offs, n);
-    } else {
-      arc = zr_colbuf_append_many(&b, &c->dec, base, offs, n);
-    }
-    if (arc != QL_OK) {
-      rc = ql_error_set(error, arc, "zarr store %s: column '%s': %s", s->ds->store.url, c->name,
-                        arc == QL_EOVERFLOW ? "a time value does not fit timestamp[ns] (or an offset overflows)"
-                        : arc == QL_EDATA   ? "invalid string (not UTF-8 / UTF-32)"
-                                            : "out of memory");
-    }
+    if (arc != QL_OK) rc = column_error(s, c, arc, error);
     if (rc == QL_OK) {
       rc = zr_colbuf_finish(&b, out->children[j], error);
     } else {
@@ -294,9 +463,10 @@ static void stream_release(struct ArrowArrayStream *self) {
   if (!self->release) return;
   for (int32_t k = 0; k < ZR_MAX_DIMS; k++) free(st->sel[k]);
   if (st->blocks) {
-    for (int32_t j = 0; j < st->scan->n_proj; j++) free(st->blocks[j]);
+    for (int32_t j = 0; j < st->scan->n_proj; j++) block_unref(st->blocks[j]);
   }
   free(st->blocks);
+  free(st->zero_copy);
   if (st->heaps) {
     for (int32_t j = 0; j < st->scan->n_proj; j++) zr_heap_free(&st->heaps[j]);
   }
@@ -574,6 +744,7 @@ int zr_scan_plan_new(struct zr_dataset *ds, int32_t table, const struct ql_scan_
   struct zr_scan *s = calloc(1, sizeof(*s));
   if (!s) return ql_error_set(error, QL_ENOMEM, "out of memory");
   atomic_init(&s->refs, 1);
+  pthread_mutex_init(&s->pool_lock, NULL);
   s->ds = zr_dataset_ref(ds);
   s->table = table;
   s->limit = -1;
