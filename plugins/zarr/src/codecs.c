@@ -402,6 +402,37 @@ static int decode_blosc(struct zr_buf *b, int64_t expected, uint8_t *dst, struct
   return QL_OK;
 }
 
+/* Decompression contexts kept between chunks: ZSTD_decompress would
+ * allocate (and, being larger than malloc's mmap threshold, map and unmap)
+ * a fresh one per chunk. Freed when the plugin is unloaded. */
+#define ZR_DCTX_POOL 8
+static pthread_mutex_t dctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static ZSTD_DCtx *dctx_pool[ZR_DCTX_POOL];
+static int32_t n_dctx;
+
+static ZSTD_DCtx *dctx_acquire(void) {
+  ZSTD_DCtx *d = NULL;
+  pthread_mutex_lock(&dctx_lock);
+  if (n_dctx > 0) d = dctx_pool[--n_dctx];
+  pthread_mutex_unlock(&dctx_lock);
+  return d ? d : ZSTD_createDCtx();
+}
+
+static void dctx_release(ZSTD_DCtx *d) {
+  pthread_mutex_lock(&dctx_lock);
+  int kept = n_dctx < ZR_DCTX_POOL;
+  if (kept) dctx_pool[n_dctx++] = d;
+  pthread_mutex_unlock(&dctx_lock);
+  if (!kept) ZSTD_freeDCtx(d);
+}
+
+static void dctx_pool_free(void) __attribute__((destructor));
+static void dctx_pool_free(void) {
+  pthread_mutex_lock(&dctx_lock);
+  while (n_dctx > 0) ZSTD_freeDCtx(dctx_pool[--n_dctx]);
+  pthread_mutex_unlock(&dctx_lock);
+}
+
 static int decode_zstd(struct zr_buf *b, int64_t expected, uint8_t *dst, struct ql_error *error) {
   unsigned long long content = ZSTD_getFrameContentSize(b->data, (size_t)b->size);
   if (content == ZSTD_CONTENTSIZE_ERROR) return ql_error_set(error, QL_EDATA, "zstd: not a zstd frame");
@@ -415,8 +446,13 @@ static int decode_zstd(struct zr_buf *b, int64_t expected, uint8_t *dst, struct 
      * and the frame says it fills it exactly: no copy, no allocation. */
     int direct = dst && expected >= 0 && content == (unsigned long long)expected;
     uint8_t *out = direct ? dst : malloc(content ? (size_t)content : 1);
-    if (!out) return ql_error_set(error, QL_ENOMEM, "zstd: out of memory");
-    size_t got = ZSTD_decompress(out, (size_t)content, b->data, (size_t)b->size);
+    ZSTD_DCtx *dctx = out ? dctx_acquire() : NULL;
+    if (!dctx) {
+      if (!direct) free(out);
+      return ql_error_set(error, QL_ENOMEM, "zstd: out of memory");
+    }
+    size_t got = ZSTD_decompressDCtx(dctx, out, (size_t)content, b->data, (size_t)b->size);
+    dctx_release(dctx);
     if (ZSTD_isError(got) || got != content) {
       if (!direct) free(out);
       return ql_error_set(error, QL_EDATA, "zstd: corrupt chunk (%s)",
