@@ -615,6 +615,26 @@ int zr_decoder_is_identity(const struct zr_decoder *d) {
                                 !d->has_offset && !d->cf_time && !d->cf_duration);
 }
 
+int zr_decoder_is_masked_f32(const struct zr_decoder *d) {
+  return d->n_mask > 0 && d->in.type == ZR_FLOAT && d->in.size == 4 && d->out == ZR_OUT_F32 && !d->has_scale &&
+         !d->has_offset && !d->cf_time && !d->cf_duration;
+}
+
+int64_t zr_mask_bitmap_f32(const struct zr_decoder *d, const float *cells, int64_t n, uint8_t *bits) {
+  float masks[ZR_MAX_MASKS];
+  for (int32_t k = 0; k < d->n_mask; k++) masks[k] = (float)d->mask_f[k];
+  memset(bits, 0, (size_t)((n + 7) / 8));
+  int64_t nulls = 0;
+  for (int64_t r = 0; r < n; r++) {
+    float x = cells[r];
+    int masked = 0;
+    for (int32_t k = 0; k < d->n_mask; k++) masked |= x == masks[k];
+    nulls += masked;
+    bits[r / 8] |= (uint8_t)((!masked) << (r % 8));
+  }
+  return nulls;
+}
+
 int zr_colbuf_append_repeat(struct zr_colbuf *b, const struct zr_decoder *d, const uint8_t *elem, int64_t count) {
   if (count <= 0) return QL_OK;
   QL_RETURN_NOT_OK(zr_colbuf_append(b, d, elem));

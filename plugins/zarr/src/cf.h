@@ -122,6 +122,13 @@ int zr_colbuf_append_many(struct zr_colbuf *b, const struct zr_decoder *d, const
  * no nulls (no conversion, no mask): a scan may then hand the decoded
  * buffer itself to Arrow. */
 int zr_decoder_is_identity(const struct zr_decoder *d);
+/* 1 when `d` keeps float32 cells as stored and only masks fill values
+ * (cells equal to a mask become null). */
+int zr_decoder_is_masked_f32(const struct zr_decoder *d);
+/* For such a decoder: the Arrow validity bitmap of `n` float32 cells
+ * (bit set = valid) into `bits` ((n + 7) / 8 bytes); returns the number of
+ * masked cells. */
+int64_t zr_mask_bitmap_f32(const struct zr_decoder *d, const float *cells, int64_t n, uint8_t *bits);
 /* Append the element `elem` decoded, `count` times (a repeated dimension
  * value; fixed-width outputs only, else as zr_colbuf_append). */
 int zr_colbuf_append_repeat(struct zr_colbuf *b, const struct zr_decoder *d, const uint8_t *elem, int64_t count);

@@ -182,12 +182,14 @@ static int reserve_blocks(struct zr_stream *st, struct ql_error *error) {
 }
 
 /* Can batches of column `c` point into its block? When its decoded cells
- * are the stored bytes and the block's C order is the rows' order: the
+ * are the stored bytes (float32 fill values masked by the validity bitmap
+ * alone: a null slot then holds the fill value, not 0) and the block's C
+ * order is the rows' order: the
  * array spans every table dimension in order and the selection has no gaps
  * (the block is then exactly the partition's rows). */
 static int column_is_zero_copy(const struct zr_stream *st, const struct zr_column *c) {
   const struct zr_table *t = scan_table(st->scan);
-  if (!zr_decoder_is_identity(&c->dec) || c->n_axes != t->ndim) return 0;
+  if (!(zr_decoder_is_identity(&c->dec) || zr_decoder_is_masked_f32(&c->dec)) || c->n_axes != t->ndim) return 0;
   for (int32_t ax = 0; ax < c->n_axes; ax++) {
     if (c->axes[ax] != ax || st->nsel[ax] != st->extent[ax]) return 0;
   }
@@ -259,6 +261,7 @@ static int stream_load(struct zr_stream *st, struct ql_error *error) {
  * block, which the array keeps alive. */
 struct zr_view {
   struct zr_block *block;
+  uint8_t *validity; /* owned; NULL when no cell is null */
   const void *buffers[2];
 };
 
@@ -266,21 +269,35 @@ static void view_release(struct ArrowArray *a) {
   if (!a->release) return;
   struct zr_view *v = a->private_data;
   block_unref(v->block);
+  free(v->validity);
   free(v);
   a->release = NULL;
 }
 
-static int view_init(struct zr_block *block, const uint8_t *data, int64_t n, struct ArrowArray *out,
-                     struct ql_error *error) {
+static int view_init(struct zr_block *block, const struct zr_decoder *dec, const uint8_t *data, int64_t n,
+                     struct ArrowArray *out, struct ql_error *error) {
   struct zr_view *v = calloc(1, sizeof(*v));
   if (!v) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  int64_t nulls = 0;
+  if (dec->n_mask) {
+    v->validity = malloc((size_t)((n + 7) / 8) + 1);
+    if (!v->validity) {
+      free(v);
+      return ql_error_set(error, QL_ENOMEM, "out of memory");
+    }
+    nulls = zr_mask_bitmap_f32(dec, (const float *)(const void *)data, n, v->validity);
+    if (nulls == 0) {
+      free(v->validity);
+      v->validity = NULL;
+    }
+  }
   atomic_fetch_add(&block->refs, 1);
   v->block = block;
-  v->buffers[0] = NULL;
+  v->buffers[0] = v->validity;
   v->buffers[1] = data;
   memset(out, 0, sizeof(*out));
   out->length = n;
-  out->null_count = 0;
+  out->null_count = nulls;
   out->n_buffers = 2;
   out->buffers = v->buffers;
   out->release = view_release;
@@ -346,7 +363,7 @@ static int fill_batch(struct zr_stream *st, int64_t n, struct ArrowArray *out, s
   for (int32_t j = 0; rc == QL_OK && j < s->n_proj; j++) {
     const struct zr_column *c = &t->columns[s->proj[j]];
     if (c->role != ZR_ROLE_DIM && st->zero_copy[j]) {
-      rc = view_init(st->blocks[j], st->blocks[j]->data + row0 * c->dec.in.size, n, out->children[j], error);
+      rc = view_init(st->blocks[j], &c->dec, st->blocks[j]->data + row0 * c->dec.in.size, n, out->children[j], error);
       continue;
     }
     struct zr_colbuf b;

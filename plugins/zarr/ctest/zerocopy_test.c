@@ -1,0 +1,147 @@
+/* qlink_zarr: value columns handed to Arrow as views of the decoded
+ * partition block (chunks spanning every inner dimension), with and without
+ * a fill value masked by the validity bitmap alone; batches that outlive
+ * their stream and plan keep the block alive. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ql_test.h"
+#include "qlink/lib/arrow.h"
+#include "qlink/lib/host.h"
+#include "qlink/lib/status.h"
+#include "qlink/qlink.h"
+
+int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
+
+static void put(const struct ql_object_store *s, const char *path, const void *data, size_t n) {
+  struct ql_error err = {0};
+  QL_CHECK_OK(ql_memory_store_put(s, path, data, (int64_t)n, &err), err);
+  ql_error_release(&err);
+}
+
+static void put_text(const struct ql_object_store *s, const char *path, const char *text) {
+  put(s, path, text, strlen(text));
+}
+
+/* time(4) days; lat(3); m(time, lat) float32 fill 7 (masked), chunks 2x3;
+ * u(time, lat) float32 fill NaN (nothing masked), chunks 2x3. Cell
+ * (t, l) holds 3t + l, except m(2, 1) = 7. */
+static void build_store(const struct ql_object_store *s) {
+  put_text(s, "z.zarr/.zgroup", "{\"zarr_format\":2}");
+  put_text(s, "z.zarr/.zattrs", "{}");
+  put_text(s, "z.zarr/time/.zarray",
+           "{\"zarr_format\":2,\"shape\":[4],\"chunks\":[4],\"dtype\":\"<i8\",\"fill_value\":null,\"compressor\":null}");
+  put_text(s, "z.zarr/time/.zattrs", "{\"_ARRAY_DIMENSIONS\":[\"time\"],\"units\":\"days since 2000-01-01\"}");
+  int64_t days[4] = {0, 1, 2, 3};
+  put(s, "z.zarr/time/0", days, sizeof(days));
+  put_text(s, "z.zarr/lat/.zarray",
+           "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":\"<f8\",\"fill_value\":\"NaN\",\"compressor\":null}");
+  put_text(s, "z.zarr/lat/.zattrs", "{\"_ARRAY_DIMENSIONS\":[\"lat\"]}");
+  double lat[3] = {10, 20, 30};
+  put(s, "z.zarr/lat/0", lat, sizeof(lat));
+  const char *names[2] = {"m", "u"};
+  for (int k = 0; k < 2; k++) {
+    char path[64], meta[256];
+    snprintf(path, sizeof(path), "z.zarr/%s/.zarray", names[k]);
+    snprintf(meta, sizeof(meta),
+             "{\"zarr_format\":2,\"shape\":[4,3],\"chunks\":[2,3],\"dtype\":\"<f4\",\"fill_value\":%s,"
+             "\"compressor\":null}",
+             k == 0 ? "7.0" : "\"NaN\"");
+    put_text(s, path, meta);
+    snprintf(path, sizeof(path), "z.zarr/%s/.zattrs", names[k]);
+    put_text(s, path, "{\"_ARRAY_DIMENSIONS\":[\"time\",\"lat\"]}");
+    for (int c = 0; c < 2; c++) {
+      float cells[6];
+      for (int i = 0; i < 6; i++) cells[i] = (float)(6 * c + i);
+      if (k == 0 && c == 1) cells[1] = 7; /* m(2, 1) */
+      snprintf(path, sizeof(path), "z.zarr/%s/%d.0", names[k], c);
+      put(s, path, cells, sizeof(cells));
+    }
+  }
+}
+
+/* Scan columns m and u with batches of 4 rows; keep every batch, release
+ * stream and plan first, then check the batches. */
+static void test_views(struct ql_ref_host *host, struct ql_table_provider *tp) {
+  struct ql_error err = {0};
+  /* columns: time, lat, m, u */
+  int32_t proj[3] = {2, 3, 1};
+  struct ql_scan_args args = {sizeof(struct ql_scan_args), 3, proj, {NULL, 0, 0, NULL}, -1};
+  struct ql_execution_plan plan;
+  QL_CHECK_OK(tp->scan(tp, ql_ref_host_session(host), &args, &plan, &err), err);
+  struct ql_plan_properties props;
+  QL_CHECK_OK(plan.get_properties(&plan, &props, &err), err);
+  QL_CHECK_INT(props.partition_count, 2);
+  struct ArrowArray batches[8];
+  int64_t n_batches = 0;
+  for (int64_t p = 0; p < props.partition_count; p++) {
+    struct ql_task_context ctx;
+    ql_ref_host_task_context(host, p, &ctx);
+    ctx.batch_size = 4;
+    struct ArrowArrayStream st;
+    QL_CHECK_OK(plan.execute(&plan, p, &ctx, &st, &err), err);
+    for (;;) {
+      struct ArrowArray a;
+      QL_CHECK_INT(st.get_next(&st, &a), 0);
+      if (!a.release) break;
+      if (n_batches < 8) {
+        batches[n_batches++] = a;
+      } else {
+        a.release(&a);
+      }
+    }
+    st.release(&st);
+  }
+  plan.release(&plan);
+  QL_CHECK_INT(n_batches, 4); /* 6 rows per partition: 4 + 2 */
+  int64_t row = 0;
+  for (int64_t b = 0; b < n_batches; b++) {
+    const struct ArrowArray *a = &batches[b];
+    QL_CHECK_INT(a->length, b % 2 == 0 ? 4 : 2);
+    const struct ArrowArray *m = a->children[0], *u = a->children[1], *lat = a->children[2];
+    QL_CHECK_INT(u->null_count, 0);
+    QL_CHECK(u->buffers[0] == NULL);
+    QL_CHECK_INT(m->null_count, b == 2 ? 1 : 0);
+    for (int64_t r = 0; r < a->length; r++, row++) {
+      float expect = (float)row;
+      QL_CHECK(((const float *)u->buffers[1])[r] == expect);
+      QL_CHECK(((const double *)lat->buffers[1])[r] == 10.0 * (double)(row % 3 + 1));
+      if (row == 7) {
+        QL_CHECK(!ql_array_is_valid(m, r));
+      } else {
+        QL_CHECK(ql_array_is_valid(m, r));
+        QL_CHECK(((const float *)m->buffers[1])[r] == expect);
+      }
+    }
+  }
+  QL_CHECK_INT(row, 12);
+  for (int64_t b = 0; b < n_batches; b++) batches[b].release(&batches[b]);
+  ql_error_release(&err);
+}
+
+int main(void) {
+  struct ql_error err = {0};
+  struct ql_ref_host_options ho = {-1, 0, 2};
+  struct ql_ref_host *host = NULL;
+  QL_CHECK_OK(ql_ref_host_new(&ho, &host, &err), err);
+  struct ql_plugin plugin;
+  QL_CHECK_OK(qlink_plugin_init(QL_ABI_VERSION, &plugin, &err), err);
+  struct ql_object_store mem;
+  const struct ql_object_store_registry *reg = ql_ref_store_registry_view(ql_ref_host_stores(host));
+  QL_CHECK_OK(reg->get_store(reg, "memory://", &mem, &err), err);
+  build_store(&mem);
+  mem.release(&mem);
+  const char *keys[1] = {"path"};
+  const char *values[1] = {"memory:///z.zarr"};
+  struct ql_options opts = {1, keys, values};
+  struct ql_table_provider tp;
+  QL_CHECK_OK(plugin.table_provider_open(&plugin, "table", &opts, ql_ref_host_session(host), &tp, &err), err);
+  test_views(host, &tp);
+  tp.release(&tp);
+  plugin.release(&plugin);
+  QL_CHECK_OK(ql_ref_host_free(host, &err), err);
+  ql_error_release(&err);
+  QL_TEST_END();
+}
