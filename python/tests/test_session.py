@@ -279,13 +279,20 @@ def test_ctrl_c_cancels_a_running_query(sample_path):
 
     s = qlink.Session(target_partitions=1)
     s.register_table("t", sample_path, "series", stop=3_000_000_000, partitions=1)
-    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
-    start = time.monotonic()
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        s.sql("SELECT sum(square % 7) AS s FROM t")
-    elapsed = time.monotonic() - start
-    timer.join()
+    # A process started in the background by a non-interactive shell (as CI
+    # runs) inherits SIGINT ignored, and Python then installs no handler:
+    # install the interactive one for this test.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+        start = time.monotonic()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            s.sql("SELECT sum(square % 7) AS s FROM t")
+        elapsed = time.monotonic() - start
+        timer.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert elapsed < 5, f"the query ran {elapsed:.1f} s after Ctrl-C"
     # the session is still usable
     s.register_table("u", sample_path, "series", stop=3)
