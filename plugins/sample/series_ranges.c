@@ -232,8 +232,8 @@ static int in_list_rows(const struct ql_sample_series *s, const struct ql_plan_v
   if (!ks) return ql_error_set(error, QL_ENOMEM, "qlink_sample: out of memory for an IN list");
   int64_t n = 0;
   for (int32_t i = 1; i < e->n_args; i++) {
-    int64_t v;
-    int is_null;
+    int64_t v = 0;
+    int is_null = 1;
     int_literal(view, e->args[i], &v, &is_null);
     if (is_null) continue; /* NULL never equals: it adds no row */
     struct ql_sample_range r = value_interval_rows(s, v, v);

@@ -135,7 +135,7 @@ static int is_cmp(int32_t op) { return op >= QL_OP_EQ && op <= QL_OP_GE; }
 static int32_t analyze(const struct zr_dataset *ds, const struct zr_table *t, const struct ql_plan_view *v,
                        ql_expr_id id, int depth) {
   const struct ql_expr *e = expr_at(v, id);
-  struct zr_lit lit;
+  struct zr_lit lit = {0};
   if (!e || depth > 64) return ZR_UNSUPPORTED;
   switch (e->kind) {
     case QL_EXPR_BINARY: {
@@ -202,7 +202,7 @@ static int eval_dim(const struct zr_dataset *ds, const struct zr_table *t, const
     for (int64_t i = 0; i < n; i++) m[i] = !d->values[i].is_null && !m[i];
     return QL_OK;
   }
-  struct zr_lit lits[2];
+  struct zr_lit lits[2] = {{0}};
   if (e->kind == QL_EXPR_BINARY) {
     int col_left = column_dim(t, expr_at(v, e->args[0])) == dim;
     int32_t op = col_left ? e->op : flip(e->op);
@@ -231,7 +231,7 @@ static int eval_dim(const struct zr_dataset *ds, const struct zr_table *t, const
     int nan, in = 0;
     long double x = dim_value(&d->values[i], &nan);
     for (int32_t k = 1; k < e->n_args && !in; k++) {
-      struct zr_lit lit;
+      struct zr_lit lit = {0};
       literal_value(d, expr_at(v, e->args[k]), &lit);
       in = cmp3(x, nan, &lit) == 0;
     }
