@@ -74,6 +74,12 @@ test-python:
 bench-core: build-release
 	$(BUILD)/release/bench/core/ql_bench_core bench/results/core.json
 
+# The DataFusion host against native DataFusion: per-scan cost, 1,000
+# registered UDFs, SELECT 1 and TPC-H SF1 planning with a planner installed.
+bench-datafusion: setup
+	cargo build --release --locked --manifest-path hosts/datafusion/Cargo.toml --bin bench_datafusion
+	$(CARGO_TARGET_DIR)/release/bench_datafusion --out bench/results/datafusion.json --tpch $(BUILD)/tpch-sf1
+
 # qlink_zarr in the DataFusion host vs xarray-sql 0.6.0 vs xarray + pandas.
 bench-zarr: build build-cli
 	QLINK=$(QLINK_CLI) PLUGIN=$(BUILD)/release/plugins/qlink_zarr.so bench/zarr/run.sh

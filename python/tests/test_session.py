@@ -75,10 +75,6 @@ def test_scalar_and_aggregate_functions(session):
     assert session.sql("SELECT add_one(CAST(NULL AS BIGINT)) AS x").to_pydict() == {"x": [None]}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hosts/datafusion registers zero-argument window functions without TypeSignature::Nullary",
-)
 def test_window_function(session):
     session.register_table("t", "qlink_sample", "series", start=1, stop=7, partitions=2)
     got = session.sql("SELECT value, running_count() OVER (PARTITION BY parity ORDER BY value) AS rc FROM t ORDER BY value")
@@ -153,10 +149,6 @@ def test_planner_fold_runs_in_the_session(monkeypatch, capfd):
     assert ": folding aggregate node" in capfd.readouterr().err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hosts/datafusion: EXPLAIN's inner plan is planned by DataFusion's default planner, not the qlink planners",
-)
 def test_explain_shows_the_planners_node():
     a = pa.table({"i": pa.array([0, 1], pa.int64()), "j": pa.array([0, 1], pa.int64()), "v": pa.array([1.0, 2.0])})
     s = qlink.Session()

@@ -45,6 +45,9 @@ fn signature_of(s: &ql_signature) -> Signature {
     if s.n_args < 0 {
         return Signature::variadic_any(vol);
     }
+    if s.n_args == 0 {
+        return Signature::new(TypeSignature::Nullary, vol);
+    }
     if s.arg_formats.is_null() {
         return Signature::any(s.n_args as usize, vol);
     }

@@ -29,7 +29,7 @@ use datafusion::error::DataFusionError;
 use datafusion::execution::context::QueryPlanner;
 use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction};
 use datafusion::logical_expr::{
-    Expr, Extension, LogicalPlan, LogicalPlanBuilder, Operator, UserDefinedLogicalNode, UserDefinedLogicalNodeCore,
+    Analyze, Explain, Expr, Extension, LogicalPlan, LogicalPlanBuilder, Operator, UserDefinedLogicalNode, UserDefinedLogicalNodeCore,
 };
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_planner::{DefaultPhysicalPlanner, ExtensionPlanner, PhysicalPlanner};
@@ -711,27 +711,45 @@ impl QlinkQueryPlanner {
         skip: Option<&'a InstalledPlanner>,
     ) -> futures::future::BoxFuture<'a, Result<Arc<dyn ExecutionPlan>>> {
         Box::pin(async move {
-            let mut mask: Option<u32> = None;
-            for p in &self.planners {
-                if skip.is_some_and(|s| std::ptr::eq(s, p.as_ref())) {
-                    continue;
-                }
-                let interest = p.raw.interest;
-                if interest != 0 {
-                    let m = *mask.get_or_insert_with(|| kind_mask(plan));
-                    if interest & m == 0 {
-                        continue; // the decline fast path: nothing this planner wants
-                    }
-                }
-                let t0 = std::time::Instant::now();
-                let answer = self.ask(p, plan, session);
-                HOOK_NANOS.fetch_add(t0.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
-                if let Some(new_plan) = answer? {
-                    return self.default.create_physical_plan(&new_plan, session).await;
+            // EXPLAIN and EXPLAIN ANALYZE: the planners see the query under
+            // them (DataFusion's default planner would plan it without the
+            // hook), so EXPLAIN shows the plugin nodes the query really runs.
+            let rewritten = match plan {
+                LogicalPlan::Explain(e) => self
+                    .rewrite(&e.plan, session, skip)?
+                    .map(|inner| LogicalPlan::Explain(Explain { plan: Arc::new(inner), ..e.clone() })),
+                LogicalPlan::Analyze(a) => self
+                    .rewrite(&a.input, session, skip)?
+                    .map(|inner| LogicalPlan::Analyze(Analyze { input: Arc::new(inner), ..a.clone() })),
+                _ => self.rewrite(plan, session, skip)?,
+            };
+            self.default.create_physical_plan(rewritten.as_ref().unwrap_or(plan), session).await
+        })
+    }
+
+    /// Offer `plan` to each interested planner in turn; the first answer
+    /// other than decline gives the new logical plan.
+    fn rewrite(&self, plan: &LogicalPlan, session: &dyn Session, skip: Option<&InstalledPlanner>) -> Result<Option<LogicalPlan>> {
+        let mut mask: Option<u32> = None;
+        for p in &self.planners {
+            if skip.is_some_and(|s| std::ptr::eq(s, p.as_ref())) {
+                continue;
+            }
+            let interest = p.raw.interest;
+            if interest != 0 {
+                let m = *mask.get_or_insert_with(|| kind_mask(plan));
+                if interest & m == 0 {
+                    continue; // the decline fast path: nothing this planner wants
                 }
             }
-            self.default.create_physical_plan(plan, session).await
-        })
+            let t0 = std::time::Instant::now();
+            let answer = self.ask(p, plan, session);
+            HOOK_NANOS.fetch_add(t0.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+            if let Some(new_plan) = answer? {
+                return Ok(Some(new_plan));
+            }
+        }
+        Ok(None)
     }
 
     /// Call one planner; Some(plan) when it replaced a subtree.
