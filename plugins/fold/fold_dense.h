@@ -1,8 +1,8 @@
 /* qlink_fold: the dense kernel.
  *
- * When statistics prove a single integer join key k and at most one integer
- * group key per side dense (exact min, max and distinct count describing a
- * full range), the contraction is a matrix product: A[i][k] holds the sum
+ * When the rows read have a single integer join key k and at most one
+ * integer group key per side spanning full ranges (fold_gemm.c decides),
+ * the contraction is a matrix product: A[i][k] holds the sum
  * of the left input's values per (left group i, key k), B[k][j] the right
  * input's, and the result is C = A B. Each side also keeps, per cell, whether
  * a row exists and whether a non-NULL value exists, as bitsets over k, so

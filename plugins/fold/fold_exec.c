@@ -30,16 +30,18 @@ static int64_t ql_fold_now_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Read both inputs, then the dense kernel when the data suit it, else the
+ * hash path. The inputs are freed before emitting. */
 static int ql_fold_run_all(struct ql_fold_run *run, struct ql_error *error) {
   int64_t t0 = ql_fold_now_ns();
-  int rc = run->plan->gemm ? ql_fold_run_gemm(run, error) : QL_FOLD_FALLBACK;
-  if (rc == QL_FOLD_FALLBACK) {
-    rc = ql_fold_build_init(&run->build, run->plan, 1, &run->mem, error);
-    if (rc == QL_OK) rc = ql_fold_run_build(run, error);
-    if (rc == QL_OK) rc = ql_fold_run_probe(run, error);
-    /* The build table is not needed to emit. */
-    ql_fold_build_destroy(&run->build, &run->mem);
+  int rc = ql_fold_read_inputs(run, error);
+  if (rc == QL_OK) {
+    atomic_fetch_add(&run->plan->build_rows, run->in[run->build_side].rows_read);
+    atomic_fetch_add(&run->plan->probe_rows, run->in[1 - run->build_side].rows_read);
+    rc = ql_fold_run_gemm(run, error);
+    if (rc == QL_FOLD_FALLBACK) rc = ql_fold_run_hash(run, error);
   }
+  ql_fold_inputs_destroy(run);
   atomic_fetch_add(&run->plan->elapsed_ns, ql_fold_now_ns() - t0);
   if (rc == QL_OK) atomic_fetch_add(&run->plan->groups, run->result.gmap.count);
   return rc;
@@ -96,7 +98,7 @@ static int ql_fold_emit_sum_column(const struct ql_fold_run *run, int64_t from, 
     }
     validity[r >> 3] |= (uint8_t)(1u << (r & 7));
     if (g->is_float) {
-      double d = ql_fold_xsum_value(&g->acc_f[from + r]);
+      double d = g->final_f ? g->final_f[from + r] : ql_fold_xsum_value(&g->acc_f[from + r]);
       memcpy(data + r * 8, &d, 8);
     } else if (is_decimal) {
       memcpy(data + r * 16, &g->acc_i[from + r], 16); /* little-endian two's complement */
@@ -142,6 +144,7 @@ static int ql_fold_emit(struct ql_fold_run *run, struct ArrowArray *out, struct 
 /* ----------------------------------------------------------------- stream */
 
 static void ql_fold_run_free(struct ql_fold_run *run) {
+  ql_fold_inputs_destroy(run);
   ql_fold_groups_destroy(&run->result, &run->mem);
   ql_fold_mem_destroy(&run->mem);
   ql_fold_shared_unref(run->plan);
@@ -266,14 +269,6 @@ static int ql_fold_execute(const struct ql_execution_plan *self, int64_t partiti
   }
   atomic_fetch_add(&s->refs, 1);
   run->plan = s;
-  ql_fold_side_init(&s->spec, 1 - s->build_side, &run->probe_side);
-  /* Where each output group key is found while probing. */
-  int32_t counts[2] = {0, 0};
-  for (int32_t i = 0; i < s->spec.n_groups; i++) {
-    int side = s->spec.groups[i].side;
-    run->sources[i].from_build = side == s->build_side;
-    run->sources[i].index = counts[side]++;
-  }
   ql_fold_groups_init(&run->result, s->spec.n_groups, 0, s->spec.value_type == QL_FOLD_FLOAT64);
   memset(out, 0, sizeof(*out));
   out->get_schema = ql_fold_stream_get_schema;
@@ -299,16 +294,19 @@ static void ql_fold_metrics_release(struct ql_metrics *m) {
 
 static int ql_fold_get_metrics(const struct ql_execution_plan *self, struct ql_metrics *out, struct ql_error *error) {
   struct ql_fold_shared *s = ql_fold_of(self);
-  enum { N = 6 };
+  enum { N = 7 };
   struct ql_metric *items = calloc(N, sizeof(*items));
   if (!items) return ql_error_set(error, QL_ENOMEM, "FoldExec: out of memory");
-  /* dense_kernel_runs: executions that finished on the dense kernel (the
-   * others fell back to, or started on, the hash path). */
-  const char *names[N] = {"output_rows", "build_rows", "probe_rows", "groups", "elapsed_compute", "dense_kernel_runs"};
-  int32_t kinds[N] = {QL_METRIC_COUNT, QL_METRIC_COUNT, QL_METRIC_COUNT,
-                      QL_METRIC_COUNT, QL_METRIC_TIME_NS, QL_METRIC_COUNT};
+  /* dense_kernel_runs: executions that ran the dense kernel (the others
+   * ran the hash path); dense_key_index_runs: hash-path executions whose
+   * build keys were indexed densely. */
+  const char *names[N] = {"output_rows",     "build_rows",        "probe_rows",          "groups",
+                          "elapsed_compute", "dense_kernel_runs", "dense_key_index_runs"};
+  int32_t kinds[N] = {QL_METRIC_COUNT,   QL_METRIC_COUNT, QL_METRIC_COUNT, QL_METRIC_COUNT,
+                      QL_METRIC_TIME_NS, QL_METRIC_COUNT, QL_METRIC_COUNT};
   int64_t values[N] = {atomic_load(&s->output_rows), atomic_load(&s->build_rows), atomic_load(&s->probe_rows),
-                       atomic_load(&s->groups),      atomic_load(&s->elapsed_ns), atomic_load(&s->dense_runs)};
+                       atomic_load(&s->groups),      atomic_load(&s->elapsed_ns), atomic_load(&s->dense_runs),
+                       atomic_load(&s->dense_index_runs)};
   for (int i = 0; i < N; i++) {
     items[i].name = names[i];
     items[i].kind = kinds[i];
@@ -348,105 +346,6 @@ int ql_fold_check_child(const struct ql_fold_spec *spec, int side, const struct 
   return rc;
 }
 
-static int64_t ql_fold_stat_rows(const struct ql_execution_plan *child) {
-  if (!child->get_statistics) return -1;
-  struct ql_statistics st;
-  memset(&st, 0, sizeof(st));
-  if (child->get_statistics(child, -1, &st, NULL) != QL_OK) return -1;
-  int64_t rows = st.num_rows_precision != QL_PRECISION_ABSENT ? st.num_rows : -1;
-  if (st.release) st.release(&st);
-  return rows;
-}
-
-/* A single integer join key whose exact statistics say it takes every value
- * of [min, max] (distinct count = max - min + 1): index it densely. */
-static void ql_fold_choose_dense(struct ql_fold_shared *s) {
-  const struct ql_execution_plan *child = &s->children[s->build_side];
-  const struct ql_fold_operand *key = &s->spec.keys[s->build_side][0];
-  if (s->spec.n_keys != 1 || !child->get_statistics || key->storage == QL_FOLD_U64) return;
-  struct ql_statistics st;
-  memset(&st, 0, sizeof(st));
-  if (child->get_statistics(child, -1, &st, NULL) != QL_OK) return;
-  if (key->column < st.n_columns && st.columns) {
-    const struct ql_column_statistics *c = &st.columns[key->column];
-    if (c->min_max_precision == QL_PRECISION_EXACT && c->distinct_count_precision == QL_PRECISION_EXACT &&
-        !c->min.is_null && !c->max.is_null && c->min.format && ql_fold_format_storage(c->min.format) == key->storage) {
-      int64_t lo = c->min.value.i64, hi = c->max.value.i64;
-      /* Bounded so the head arrays stay proportionate (16 bytes per key). */
-      if (hi >= lo && (uint64_t)hi - (uint64_t)lo < (UINT64_C(1) << 26) && hi - lo + 1 == c->distinct_count) {
-        s->dense = 1;
-        s->dense_min = lo;
-        s->dense_len = hi - lo + 1;
-      }
-    }
-  }
-  if (st.release) st.release(&st);
-}
-
-
-/* Exact min, max and distinct count of an integer column, from statistics. */
-static int ql_fold_column_range(const struct ql_statistics *st, const struct ql_fold_operand *op, int64_t *lo,
-                                int64_t *hi, int64_t *distinct) {
-  if (!st->columns || op->column >= st->n_columns || op->storage == QL_FOLD_U64) return 0;
-  const struct ql_column_statistics *c = &st->columns[op->column];
-  if (c->min_max_precision != QL_PRECISION_EXACT || c->distinct_count_precision != QL_PRECISION_EXACT) return 0;
-  if (c->min.is_null || c->max.is_null || !c->min.format || ql_fold_format_storage(c->min.format) != op->storage)
-    return 0;
-  *lo = c->min.value.i64;
-  *hi = c->max.value.i64;
-  *distinct = c->distinct_count;
-  return *hi >= *lo && (uint64_t)*hi - (uint64_t)*lo < (UINT64_C(1) << 40);
-}
-
-/* The dense kernel applies when one join key and at most one group key per
- * side are integers whose statistics describe full ranges, and the matrices
- * are not much larger than the inputs (so they are truly dense). */
-static void ql_fold_choose_gemm(struct ql_fold_shared *s) {
-  const struct ql_fold_spec *p = &s->spec;
-  if (p->n_keys != 1 || (p->product != QL_FOLD_S64 && p->product != QL_FOLD_F64)) return;
-  struct ql_fold_side sides[2];
-  struct ql_statistics st[2];
-  memset(st, 0, sizeof(st));
-  int ok = 1;
-  for (int k = 0; k < 2 && ok; k++) {
-    ql_fold_side_init(p, k, &sides[k]);
-    const struct ql_execution_plan *c = &s->children[k];
-    ok = sides[k].n_groups <= 1 && c->get_statistics && c->get_statistics(c, -1, &st[k], NULL) == QL_OK &&
-         st[k].num_rows_precision == QL_PRECISION_EXACT;
-  }
-  int64_t klo[2], khi[2], kd[2], cells = 1;
-  int full_key = 0;
-  for (int k = 0; k < 2 && ok; k++) {
-    ok = ql_fold_column_range(&st[k], sides[k].keys[0], &klo[k], &khi[k], &kd[k]);
-    full_key |= ok && kd[k] == khi[k] - klo[k] + 1;
-    s->gemm_glen[k] = 0;
-    if (ok && sides[k].n_groups == 1) {
-      int64_t lo, hi, d;
-      ok = ql_fold_column_range(&st[k], sides[k].groups[0], &lo, &hi, &d) && d == hi - lo + 1;
-      s->gemm_gmin[k] = lo;
-      s->gemm_glen[k] = hi - lo + 1;
-    }
-  }
-  if (ok && full_key) {
-    int64_t lo = klo[0] > klo[1] ? klo[0] : klo[1], hi = khi[0] < khi[1] ? khi[0] : khi[1];
-    int64_t K = hi - lo + 1;
-    int64_t M = s->gemm_glen[0] + 1, N = s->gemm_glen[1] + 1;
-    cells = M * K + K * N + M * N;
-    if (K >= 1 && M <= (1 << 24) && N <= (1 << 24) && K <= (1 << 24) && cells <= (INT64_C(1) << 26) &&
-        M * K <= 4 * st[0].num_rows + 1024 && K * N <= 4 * st[1].num_rows + 1024) {
-      s->gemm = 1;
-      s->gemm_kmin = lo;
-      s->gemm_klen = K;
-      for (int k = 0; k < 2; k++) {
-        s->gemm_kmin_side[k] = klo[k];
-        s->gemm_kmax_side[k] = khi[k];
-      }
-    }
-  }
-  for (int k = 0; k < 2; k++)
-    if (st[k].release) st[k].release(&st[k]);
-}
-
 static void ql_fold_append(char *buf, size_t cap, const char *fmt, const char *a, const char *b) {
   size_t len = strlen(buf);
   if (len < cap) snprintf(buf + len, cap - len, fmt, a, b);
@@ -465,8 +364,6 @@ static void ql_fold_describe(struct ql_fold_shared *s) {
   ql_fold_append(d, cap, "%s%s", "], by=[", "");
   for (int32_t i = 0; i < p->n_groups; i++) ql_fold_append(d, cap, "%s%s", i ? ", " : "", p->groups[i].name);
   ql_fold_append(d, cap, "], sum=%s * %s", p->values[0].name, p->values[1].name);
-  if (s->gemm) ql_fold_append(d, cap, ", kernel=%s%s", "dense", "");
-  else ql_fold_append(d, cap, ", build=%s%s", s->build_side ? "right" : "left", s->dense ? ", dense keys" : "");
 }
 
 int ql_fold_exec_new(const struct ql_fold_spec *spec, const struct ArrowSchema *schema,
@@ -488,11 +385,6 @@ int ql_fold_exec_new(const struct ql_fold_spec *spec, const struct ArrowSchema *
       if (children[k].release) children[k].release(&children[k]);
   }
   if (rc != QL_OK) return rc;
-  /* Build on the smaller input (by statistics); the right one when unknown. */
-  int64_t rows0 = ql_fold_stat_rows(&s->children[0]), rows1 = ql_fold_stat_rows(&s->children[1]);
-  s->build_side = (rows0 >= 0 && rows1 >= 0 && rows0 < rows1) ? 0 : 1;
-  ql_fold_choose_dense(s);
-  ql_fold_choose_gemm(s);
   ql_fold_describe(s);
   memset(out, 0, sizeof(*out));
   out->struct_size = sizeof(*out);

@@ -1,50 +1,89 @@
-/* qlink_fold: the dense path: matrices, product, groups (see fold_internal.h, fold_exec.h). */
-#include <errno.h>
+/* qlink_fold: the dense path: choosing it from the data, matrices, product,
+ * groups (see fold_internal.h, fold_dense.h, fold_exec.h). */
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fold_dense.h"
 #include "fold_internal.h"
-#include "qlink/lib/arrow.h"
 #include "qlink/lib/status.h"
 
-struct ql_fold_gemm_fill {
-  struct ql_fold_matrix *m;
-  int64_t rows;
-  struct ql_fold_side side;
-  int32_t side_index;
+/* Largest key or group range the dense kernel indexes (one matrix side). */
+#define QL_FOLD_DENSE_MAX_DIM (INT64_C(1) << 24)
+
+/* The dense problem the data read describe. */
+struct ql_fold_gemm_shape {
+  int64_t kmin, klen;       /* the join key range both sides cover */
+  int64_t gmin[2], glen[2]; /* per side: its non-NULL group key range (glen 0: none) */
+  int64_t dim[2];           /* rows of A (side 0), columns of B (side 1); index glen = the NULL group */
 };
 
-static int ql_fold_gemm_batch(struct ql_fold_run *run, void *arg, const struct ArrowArray *batch,
-                              struct ql_error *error) {
-  struct ql_fold_gemm_fill *f = arg;
-  const struct ql_fold_shared *p = run->plan;
-  int s = f->side_index;
-  QL_RETURN_NOT_OK(ql_fold_check_batch(run, s, batch, error));
-  struct ql_fold_row row;
-  for (int64_t r = 0; r < batch->length; r++) {
-    if (!ql_fold_decode(&f->side, batch, r, &row)) continue;
-    int64_t key = row.keys[0];
-    if (key < p->gemm_kmin_side[s] || key > p->gemm_kmax_side[s]) return QL_FOLD_FALLBACK; /* statistics were wrong */
-    if (key < p->gemm_kmin || key - p->gemm_kmin >= p->gemm_klen) continue;          /* cannot match the other side */
-    int64_t g = 0;
-    if (p->gemm_glen[s] > 0) {
-      if (row.group_nulls & 1u) {
-        g = p->gemm_glen[s]; /* the NULL group */
-      } else {
-        g = row.groups[0] - p->gemm_gmin[s];
-        if (g < 0 || g >= p->gemm_glen[s]) return QL_FOLD_FALLBACK;
+/* One side's key and group ranges; 0 when the side cannot be dense. */
+static int ql_fold_gemm_side(const struct ql_fold_input *in, struct ql_fold_gemm_shape *g, int k, int64_t *klo,
+                             int64_t *khi) {
+  const struct ql_fold_side *s = &in->side;
+  int nulls = 0;
+  if (s->n_groups > 1 || s->keys[0]->storage == QL_FOLD_U64) return 0;
+  /* No row: nothing joins; the hash path handles that at no cost. */
+  if (!ql_fold_input_range(in, 0, 0, klo, khi, &nulls)) return 0;
+  g->gmin[k] = 0;
+  g->glen[k] = 0;
+  g->dim[k] = 1;
+  if (s->n_groups == 0) return 1;
+  if (s->groups[0]->storage == QL_FOLD_U64) return 0;
+  int64_t lo, hi;
+  if (ql_fold_input_range(in, 1, 0, &lo, &hi, &nulls)) {
+    if ((uint64_t)hi - (uint64_t)lo >= (uint64_t)QL_FOLD_DENSE_MAX_DIM) return 0;
+    g->gmin[k] = lo;
+    g->glen[k] = hi - lo + 1;
+  }
+  g->dim[k] = g->glen[k] + nulls;
+  return 1;
+}
+
+/* Does the data make the contraction a dense matrix product? One integer
+ * join key, at most one integer group key per side, an int64 or float64
+ * product, and key and group ranges so full that the matrices are about as
+ * large as the inputs (sparse ranges would cost memory and time on empty
+ * cells; the hash path takes those). */
+static int ql_fold_gemm_shape(const struct ql_fold_run *run, struct ql_fold_gemm_shape *g) {
+  const struct ql_fold_spec *p = &run->plan->spec;
+  if (p->n_keys != 1 || (p->product != QL_FOLD_S64 && p->product != QL_FOLD_F64)) return 0;
+  int64_t klo[2], khi[2];
+  for (int k = 0; k < 2; k++)
+    if (!ql_fold_gemm_side(&run->in[k], g, k, &klo[k], &khi[k])) return 0;
+  int64_t lo = klo[0] > klo[1] ? klo[0] : klo[1], hi = khi[0] < khi[1] ? khi[0] : khi[1];
+  if (hi < lo || (uint64_t)hi - (uint64_t)lo >= (uint64_t)QL_FOLD_DENSE_MAX_DIM) return 0;
+  g->kmin = lo;
+  g->klen = hi - lo + 1;
+  int64_t m = g->dim[0], n = g->dim[1], k = g->klen; /* each < 2^25: no overflow below */
+  int64_t rows0 = run->in[0].rows, rows1 = run->in[1].rows;
+  return m * k <= 4 * rows0 + 4096 && k * n <= 4 * rows1 + 4096 && m * n <= 4 * (rows0 + rows1) + 65536;
+}
+
+/* Side k's rows into its matrix (A[group][key] for side 0, B[key][group]
+ * for side 1); QL_FOLD_FALLBACK on a second or non-finite float value in a
+ * cell (the products must each be DataFusion's rounded product). */
+static int ql_fold_gemm_fill(const struct ql_fold_input *in, const struct ql_fold_gemm_shape *g, int k,
+                             struct ql_fold_matrix *m) {
+  int has_group = in->side.n_groups == 1;
+  for (int64_t p = 0; p < in->n_parts; p++) {
+    const struct ql_fold_part *part = &in->parts[p];
+    for (int64_t ci = 0; ci < part->n_chunks; ci++) {
+      const struct ql_fold_chunk *c = part->chunks[ci];
+      for (int64_t r = 0; r < c->n; r++) {
+        uint64_t key = (uint64_t)c->keys[r] - (uint64_t)g->kmin;
+        if (key >= (uint64_t)g->klen) continue; /* cannot match the other side */
+        int64_t gi = 0;
+        if (has_group) gi = (c->group_nulls[r] & 1u) ? g->glen[k] : c->groups[r] - g->gmin[k];
+        int64_t iv = c->ivalue ? (int64_t)(uint64_t)c->ivalue[r] : 0; /* int64 products only on this path */
+        double fv = c->fvalue ? c->fvalue[r] : 0.0;
+        int dup = k == 0 ? ql_fold_matrix_put(m, gi, (int64_t)key, c->has[r], iv, fv)
+                         : ql_fold_matrix_put(m, (int64_t)key, gi, c->has[r], iv, fv);
+        if (dup) return QL_FOLD_FALLBACK;
       }
     }
-    int64_t k = key - p->gemm_kmin;
-    int64_t iv = (int64_t)(uint64_t)row.ivalue; /* int64 products only on this path */
-    int dup = s == 0 ? ql_fold_matrix_put(f->m, g, k, row.has_value, iv, row.fvalue)
-                     : ql_fold_matrix_put(f->m, k, g, row.has_value, iv, row.fvalue);
-    if (dup) return QL_FOLD_FALLBACK;
   }
-  f->rows += batch->length;
   return QL_OK;
 }
 
@@ -56,7 +95,7 @@ struct ql_fold_gemm_task {
   atomic_llong next;
 };
 
-#define QL_FOLD_GEMM_ROWS 32
+#define QL_FOLD_GEMM_ROWS 64
 
 static int ql_fold_gemm_worker(void *arg, struct ql_error *error) {
   (void)error;
@@ -69,66 +108,62 @@ static int ql_fold_gemm_worker(void *arg, struct ql_error *error) {
   }
 }
 
-/* Turn C into groups of the result, row by row. */
-static int ql_fold_gemm_groups(struct ql_fold_run *run, const struct ql_fold_gemm_task *t, int64_t n_cols,
-                               struct ql_error *error) {
-  const struct ql_fold_shared *p = run->plan;
-  const struct ql_fold_spec *s = &p->spec;
-  int64_t tuple[QL_FOLD_MAX_GROUPS];
+/* Every existing cell of C is one group of the result (no lookup: cells
+ * are distinct groups), in row-major order. */
+static int ql_fold_gemm_result(struct ql_fold_run *run, const struct ql_fold_gemm_shape *g,
+                               const struct ql_fold_gemm_task *t, int64_t n_cols, struct ql_error *error) {
+  const struct ql_fold_spec *s = &run->plan->spec;
+  int64_t cells = t->rows * n_cols, count = 0;
+  for (int64_t cell = 0; cell < cells; cell++) count += t->exist[cell];
+  QL_RETURN_NOT_OK(ql_fold_groups_alloc(&run->result, count, 1, &run->mem, error));
+  struct ql_fold_groups *res = &run->result;
+  int32_t width = res->gmap.width;
+  int64_t gi = 0;
   for (int64_t i = 0; i < t->rows; i++) {
     for (int64_t j = 0; j < n_cols; j++) {
       int64_t cell = i * n_cols + j;
       if (!t->exist[cell]) continue;
       uint32_t nulls = 0;
-      for (int32_t g = 0; g < s->n_groups; g++) {
-        int side = s->groups[g].side;
+      int64_t *tuple = res->gmap.values + gi * width;
+      for (int32_t k = 0; k < width; k++) {
+        int side = s->groups[k].side;
         int64_t idx = side == 0 ? i : j;
-        if (idx == p->gemm_glen[side]) {
-          tuple[g] = 0;
-          nulls |= 1u << g;
+        if (idx == g->glen[side]) {
+          tuple[k] = 0;
+          nulls |= 1u << k;
         } else {
-          tuple[g] = p->gemm_gmin[side] + idx;
+          tuple[k] = g->gmin[side] + idx;
         }
       }
-      int64_t gi; /* each cell is its own group: no lookup needed */
-      QL_RETURN_NOT_OK(ql_fold_group_append(&run->result, tuple, nulls, &gi, &run->mem, error));
-      if (!t->has[cell]) continue;
-      run->result.has[gi] = 1;
-      if (run->result.is_float)
-        QL_RETURN_NOT_OK(ql_fold_xsum_add(&run->result.acc_f[gi], ((const double *)t->c)[cell], &run->mem, error));
-      else
-        run->result.acc_i[gi] = (uint64_t)((const int64_t *)t->c)[cell];
+      res->gmap.nulls[gi] = nulls;
+      res->has[gi] = t->has[cell];
+      if (res->is_float) res->final_f[gi] = t->has[cell] ? ((const double *)t->c)[cell] : 0.0;
+      else res->acc_i[gi] = t->has[cell] ? (ql_fold_u128)(uint64_t)((const int64_t *)t->c)[cell] : 0;
+      gi++;
     }
   }
+  res->gmap.count = count;
   return QL_OK;
 }
 
 int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
-  const struct ql_fold_shared *p = run->plan;
-  int is_float = p->spec.value_type == QL_FOLD_FLOAT64;
-  int64_t rows = p->gemm_glen[0] + (p->gemm_glen[0] > 0), cols = p->gemm_glen[1] + (p->gemm_glen[1] > 0);
-  if (rows == 0) rows = 1;
-  if (cols == 0) cols = 1;
+  struct ql_fold_gemm_shape g;
+  if (!ql_fold_gemm_shape(run, &g)) return QL_FOLD_FALLBACK;
+  int is_float = run->plan->spec.value_type == QL_FOLD_FLOAT64;
+  int64_t rows = g.dim[0], cols = g.dim[1], cells = rows * cols;
   struct ql_fold_matrix a, b;
   memset(&a, 0, sizeof(a));
   memset(&b, 0, sizeof(b));
   struct ql_fold_gemm_task task;
   memset(&task, 0, sizeof(task));
   void *c = NULL, *exist = NULL, *has = NULL;
-  int64_t cells = rows * cols;
-  int rc = ql_fold_matrix_init(&a, rows, p->gemm_klen, is_float, 0, &run->mem, error);
-  if (rc == QL_OK) rc = ql_fold_matrix_init(&b, p->gemm_klen, cols, is_float, 1, &run->mem, error);
-  if (rc == QL_OK) rc = ql_fold_mem_resize(&run->mem, &c, 0, cells * 8, error);
-  if (rc == QL_OK) rc = ql_fold_mem_resize(&run->mem, &exist, 0, cells, error);
-  if (rc == QL_OK) rc = ql_fold_mem_resize(&run->mem, &has, 0, cells, error);
-  struct ql_fold_gemm_fill fill[2];
-  for (int s = 0; s < 2; s++) {
-    fill[s].m = s == 0 ? &a : &b;
-    fill[s].rows = 0;
-    fill[s].side_index = s;
-    ql_fold_side_init(&p->spec, s, &fill[s].side);
-    if (rc == QL_OK) rc = ql_fold_drain_all(run, s, ql_fold_gemm_batch, &fill[s], error);
-  }
+  int rc = ql_fold_matrix_init(&a, rows, g.klen, is_float, 0, &run->mem, error);
+  if (rc == QL_OK) rc = ql_fold_matrix_init(&b, g.klen, cols, is_float, 1, &run->mem, error);
+  if (rc == QL_OK) rc = ql_fold_mem_resize(&run->mem, &c, 0, cells * 8, error); /* zeroed: C accumulates */
+  if (rc == QL_OK) rc = ql_fold_mem_alloc(&run->mem, &exist, cells, error);
+  if (rc == QL_OK) rc = ql_fold_mem_alloc(&run->mem, &has, cells, error);
+  if (rc == QL_OK) rc = ql_fold_gemm_fill(&run->in[0], &g, 0, &a);
+  if (rc == QL_OK) rc = ql_fold_gemm_fill(&run->in[1], &g, 1, &b);
   if (rc == QL_OK) {
     task.a = &a;
     task.b = &b;
@@ -136,19 +171,15 @@ int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
     task.exist = exist;
     task.has = has;
     task.rows = rows;
-    rc = ql_fold_parallel(&run->ctx, (rows + QL_FOLD_GEMM_ROWS - 1) / QL_FOLD_GEMM_ROWS, ql_fold_gemm_worker, &task, error);
+    rc = ql_fold_parallel(&run->ctx, (rows + QL_FOLD_GEMM_ROWS - 1) / QL_FOLD_GEMM_ROWS, ql_fold_gemm_worker, &task,
+                          error);
   }
-  if (rc == QL_OK) rc = ql_fold_gemm_groups(run, &task, cols, error);
+  if (rc == QL_OK) rc = ql_fold_gemm_result(run, &g, &task, cols, error);
   ql_fold_matrix_destroy(&a, &run->mem);
   ql_fold_matrix_destroy(&b, &run->mem);
-  ql_fold_mem_free(&run->mem, c, c ? cells * 8 : 0);
-  ql_fold_mem_free(&run->mem, exist, exist ? cells : 0);
-  ql_fold_mem_free(&run->mem, has, has ? cells : 0);
-  if (rc == QL_OK) {
-    atomic_fetch_add(&run->plan->dense_runs, 1);
-    atomic_fetch_add(&run->plan->build_rows, fill[0].rows); /* left input */
-    atomic_fetch_add(&run->plan->probe_rows, fill[1].rows); /* right input */
-  }
-  if (rc == QL_FOLD_FALLBACK) ql_fold_groups_destroy(&run->result, &run->mem); /* start over on the hash path */
+  ql_fold_mem_free(&run->mem, c, cells * 8);
+  ql_fold_mem_free(&run->mem, exist, cells);
+  ql_fold_mem_free(&run->mem, has, cells);
+  if (rc == QL_OK) atomic_fetch_add(&run->plan->dense_runs, 1);
   return rc;
 }

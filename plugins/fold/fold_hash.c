@@ -49,19 +49,31 @@ static int ql_fold_build_heads(struct ql_fold_build *b, int64_t need, struct ql_
   return QL_OK;
 }
 
-int ql_fold_build_init(struct ql_fold_build *b, const struct ql_fold_shared *plan, int dense,
-                              struct ql_fold_mem *mem, struct ql_error *error) {
+/* The build table of run->build_side. A single integer join key whose
+ * values read span a range not much larger than the rows indexes its heads
+ * directly (key - min) instead of hashing. */
+static int ql_fold_build_init(struct ql_fold_build *b, struct ql_fold_run *run, struct ql_error *error) {
+  const struct ql_fold_shared *plan = run->plan;
+  const struct ql_fold_input *in = &run->in[run->build_side];
   memset(b, 0, sizeof(*b));
   b->plan = plan;
-  b->dense = dense && plan->dense;
-  ql_fold_side_init(&plan->spec, plan->build_side, &b->side);
+  b->side = in->side;
   /* Pre-aggregating is exact only when the product is the sum's own int64
    * ring: x * (y1 + y2) = x * y1 + x * y2 (mod 2^64). */
   b->merge = plan->spec.product == QL_FOLD_S64;
   ql_fold_keys_init(&b->kmap, plan->spec.n_keys);
   ql_fold_keys_init(&b->emap, plan->spec.n_keys + b->side.n_groups);
   ql_fold_keys_init(&b->bgmap, b->side.n_groups);
-  if (b->dense) return ql_fold_build_heads(b, plan->dense_len, mem, error);
+  int64_t lo, hi;
+  int nulls;
+  if (plan->spec.n_keys == 1 && b->side.keys[0]->storage != QL_FOLD_U64 && ql_fold_input_range(in, 0, 0, &lo, &hi, &nulls) &&
+      (uint64_t)hi - (uint64_t)lo < 2 * (uint64_t)in->rows + 1024) {
+    b->dense = 1;
+    b->dense_min = lo;
+    b->dense_len = hi - lo + 1;
+    atomic_fetch_add(&run->plan->dense_index_runs, 1);
+    return ql_fold_build_heads(b, b->dense_len, &run->mem, error);
+  }
   return QL_OK;
 }
 
@@ -69,12 +81,11 @@ int ql_fold_build_init(struct ql_fold_build *b, const struct ql_fold_shared *pla
  * else dense_len + its number in kmap. -1 when absent and not inserting. */
 static int ql_fold_key_index(struct ql_fold_build *b, const int64_t *keys, int insert, int64_t *out,
                              struct ql_fold_mem *mem, struct ql_error *error) {
-  const struct ql_fold_shared *p = b->plan;
-  if (b->dense && keys[0] >= p->dense_min && (uint64_t)keys[0] - (uint64_t)p->dense_min < (uint64_t)p->dense_len) {
-    *out = keys[0] - p->dense_min;
+  if (b->dense && (uint64_t)keys[0] - (uint64_t)b->dense_min < (uint64_t)b->dense_len) {
+    *out = keys[0] - b->dense_min;
     return QL_OK;
   }
-  int64_t base = b->dense ? p->dense_len : 0;
+  int64_t base = b->dense ? b->dense_len : 0;
   uint64_t h = ql_fold_keys_hash(keys, 0, b->kmap.width);
   if (!insert) {
     int64_t n = ql_fold_keys_find(&b->kmap, keys, 0, h);
@@ -186,8 +197,32 @@ void ql_fold_groups_destroy(struct ql_fold_groups *g, struct ql_fold_mem *mem) {
   ql_fold_mem_free(mem, g->cells, g->n_cells * 8);
   ql_fold_mem_free(mem, g->acc_i, g->cap * 16);
   ql_fold_mem_free(mem, g->acc_f, g->cap * (int64_t)sizeof(struct ql_fold_xsum));
+  ql_fold_mem_free(mem, g->final_f, g->cap * 8);
   ql_fold_mem_free(mem, g->has, g->cap);
   ql_fold_groups_init(g, g->gmap.width, g->pmap.width, g->is_float);
+}
+
+int ql_fold_groups_alloc(struct ql_fold_groups *g, int64_t count, int final, struct ql_fold_mem *mem,
+                         struct ql_error *error) {
+  int64_t width = g->gmap.width;
+  int64_t acc = !g->is_float ? 16 : final ? 8 : (int64_t)sizeof(struct ql_fold_xsum);
+  int64_t sizes[4] = {count * width * 8, count * 4, count, count * acc};
+  void *p[4] = {NULL, NULL, NULL, NULL};
+  int rc = QL_OK;
+  for (int i = 0; i < 4 && rc == QL_OK; i++) rc = ql_fold_mem_alloc(mem, &p[i], sizes[i], error);
+  if (rc != QL_OK) {
+    for (int i = 0; i < 4; i++) ql_fold_mem_free(mem, p[i], sizes[i]);
+    return rc;
+  }
+  g->gmap.values = p[0];
+  g->gmap.nulls = p[1];
+  g->gmap.capacity = count;
+  g->has = p[2];
+  if (!g->is_float) g->acc_i = p[3];
+  else if (final) g->final_f = p[3];
+  else g->acc_f = p[3];
+  g->cap = count;
+  return QL_OK;
 }
 
 /* Room in the accumulators for one more group. */
@@ -229,7 +264,7 @@ static int ql_fold_group(struct ql_fold_groups *g, const int64_t *tuple, uint32_
 }
 
 /* A group the caller knows is new (not indexed until needed). */
-int ql_fold_group_append(struct ql_fold_groups *g, const int64_t *tuple, uint32_t nulls, int64_t *out,
+static int ql_fold_group_append(struct ql_fold_groups *g, const int64_t *tuple, uint32_t nulls, int64_t *out,
                                 struct ql_fold_mem *mem, struct ql_error *error) {
   QL_RETURN_NOT_OK(ql_fold_groups_reserve(g, mem, error));
   return ql_fold_keys_append(&g->gmap, tuple, nulls, out, mem, error);
@@ -250,26 +285,20 @@ static int ql_fold_groups_merge(struct ql_fold_groups *dst, const struct ql_fold
   return QL_OK;
 }
 
+/* The probe's tasks: with buckets, task t probes every row whose probe-side
+ * group tuple hashes to bucket t, so the tasks' groups are disjoint and
+ * their tables are concatenated; without (the probe side has no group
+ * key), task t probes partition t and the tables are merged in partition
+ * order. Either way the result does not depend on which worker ran which
+ * task. */
 struct ql_fold_probe_task {
   struct ql_fold_run *run;
-  struct ql_fold_groups *tables; /* one per probe partition */
-  int64_t n_partitions;
+  struct ql_fold_groups *tables; /* one per task */
+  int64_t n_tasks;
+  int32_t by_bucket;
   atomic_llong next;
   atomic_int failed;
 };
-
-static int ql_fold_build_batch(struct ql_fold_run *run, void *arg, const struct ArrowArray *batch,
-                               struct ql_error *error) {
-  struct ql_fold_build *b = arg ? arg : &run->build;
-  QL_RETURN_NOT_OK(ql_fold_check_batch(run, run->plan->build_side, batch, error));
-  struct ql_fold_row row;
-  for (int64_t r = 0; r < batch->length; r++) {
-    if (!ql_fold_decode(&b->side, batch, r, &row)) continue;
-    QL_RETURN_NOT_OK(ql_fold_build_add(b, &row, &run->mem, error));
-  }
-  b->rows += batch->length;
-  return QL_OK;
-}
 
 /* The group of probe row `row` joined with build entry `e`, by hashing the
  * whole group tuple. */
@@ -299,10 +328,8 @@ static int ql_fold_probe_group(struct ql_fold_run *run, struct ql_fold_groups *g
 /* The number of the probe row's group tuple in g->pmap, with its row of
  * cells (n_bgids wide) allocated. */
 static int ql_fold_probe_number(struct ql_fold_run *run, struct ql_fold_groups *g, const struct ql_fold_row *row,
-                                int64_t *out, struct ql_error *error) {
-  int32_t width = run->probe_side.n_groups;
+                                uint64_t h, int64_t *out, struct ql_error *error) {
   int64_t nb = run->build.bgmap.count;
-  uint64_t h = ql_fold_keys_hash(row->groups, row->group_nulls, width);
   int added;
   QL_RETURN_NOT_OK(ql_fold_keys_insert(&g->pmap, row->groups, row->group_nulls, h, out, &added, &run->mem, error));
   if ((*out + 1) * nb > g->n_cells) {
@@ -328,22 +355,31 @@ static inline ql_fold_u128 ql_fold_int_product(int32_t product, ql_fold_u128 x, 
   }
 }
 
-static int ql_fold_probe_batch(struct ql_fold_run *run, void *arg, const struct ArrowArray *batch,
-                               struct ql_error *error) {
-  struct ql_fold_groups *g = arg;
+/* The bucket of a probe group tuple's hash among n: from the high 32 bits
+ * (the low ones pick hash slots, and one bucket's tuples must not crowd a
+ * few slots), by multiplication rather than a division per row. */
+static int64_t ql_fold_bucket(uint64_t h, int64_t n) { return (int64_t)(((h >> 32) * (uint64_t)n) >> 32); }
+
+/* Probe the rows of one chunk of the probe side into g: all of them, or
+ * with n_buckets > 1 those of bucket `bucket`. */
+static int ql_fold_probe_chunk(struct ql_fold_run *run, struct ql_fold_groups *g, const struct ql_fold_chunk *chunk,
+                               int64_t bucket, int64_t n_buckets, struct ql_error *error) {
   struct ql_fold_build *b = &run->build;
-  QL_RETURN_NOT_OK(ql_fold_check_batch(run, 1 - run->plan->build_side, batch, error));
+  const struct ql_fold_input *in = &run->in[1 - run->build_side];
+  int32_t width = in->side.n_groups;
   int64_t nb = b->bgmap.count;
   int by_cells = nb > 0 && nb <= QL_FOLD_MAX_BGIDS;
   int32_t product = run->plan->spec.product;
   struct ql_fold_row row;
-  for (int64_t r = 0; r < batch->length; r++) {
-    if (!ql_fold_decode(&run->probe_side, batch, r, &row)) continue;
+  for (int64_t r = 0; r < chunk->n; r++) {
+    ql_fold_chunk_row(in, chunk, r, &row);
+    uint64_t ph = (by_cells || n_buckets > 1) ? ql_fold_keys_hash(row.groups, row.group_nulls, width) : 0;
+    if (n_buckets > 1 && ql_fold_bucket(ph, n_buckets) != bucket) continue;
     int64_t k;
     QL_RETURN_NOT_OK(ql_fold_key_index(b, row.keys, 0, &k, &run->mem, error));
     if (k < 0 || b->head[k] < 0) continue;
     int64_t pg = 0;
-    if (by_cells) QL_RETURN_NOT_OK(ql_fold_probe_number(run, g, &row, &pg, error));
+    if (by_cells) QL_RETURN_NOT_OK(ql_fold_probe_number(run, g, &row, ph, &pg, error));
     for (int64_t e = b->head[k]; e >= 0; e = b->e_next[e]) {
       int64_t gi;
       if (by_cells) {
@@ -377,54 +413,98 @@ static int ql_fold_probe_batch(struct ql_fold_run *run, void *arg, const struct 
       }
     }
   }
-  atomic_fetch_add(&run->plan->probe_rows, batch->length);
   return QL_OK;
 }
 
-/* A worker: probe partitions taken from a shared counter until none is left. */
+/* A worker: probe tasks taken from a shared counter until none is left. */
 static int ql_fold_probe_worker(void *arg, struct ql_error *error) {
   struct ql_fold_probe_task *t = arg;
   struct ql_fold_run *run = t->run;
+  const struct ql_fold_input *in = &run->in[1 - run->build_side];
   for (;;) {
     if (atomic_load(&t->failed)) return QL_OK;
-    int64_t p = atomic_fetch_add(&t->next, 1);
-    if (p >= t->n_partitions) return QL_OK;
-    int rc = ql_fold_drain(run, 1 - run->plan->build_side, p, ql_fold_probe_batch, &t->tables[p], error);
-    if (rc != QL_OK) {
-      atomic_store(&t->failed, 1);
-      return rc;
+    int64_t task = atomic_fetch_add(&t->next, 1);
+    if (task >= t->n_tasks) return QL_OK;
+    int64_t from = t->by_bucket ? 0 : task, to = t->by_bucket ? in->n_parts : task + 1;
+    for (int64_t p = from; p < to; p++) {
+      const struct ql_fold_part *part = &in->parts[p];
+      for (int64_t c = 0; c < part->n_chunks; c++) {
+        int rc = ql_fold_probe_chunk(run, &t->tables[task], part->chunks[c], t->by_bucket ? task : 0,
+                                     t->by_bucket ? t->n_tasks : 1, error);
+        if (rc != QL_OK) {
+          atomic_store(&t->failed, 1);
+          return rc;
+        }
+      }
     }
   }
 }
 
-int ql_fold_run_probe(struct ql_fold_run *run, struct ql_error *error) {
-  const struct ql_execution_plan *child = &run->plan->children[1 - run->plan->build_side];
-  int64_t n = ql_fold_partition_count(child, error);
-  if (n < 0) return ql_error_prefix(error, "qlink_fold: probe input properties");
+/* Disjoint tables one after another into run->result (which is empty). */
+static int ql_fold_groups_concat(struct ql_fold_run *run, struct ql_fold_groups *tables, int64_t n,
+                                 struct ql_error *error) {
+  struct ql_fold_groups *res = &run->result;
+  int64_t total = 0;
+  for (int64_t t = 0; t < n; t++) total += tables[t].gmap.count;
+  QL_RETURN_NOT_OK(ql_fold_groups_alloc(res, total, 0, &run->mem, error));
+  int64_t w = res->gmap.width, at = 0;
+  for (int64_t t = 0; t < n; t++) {
+    struct ql_fold_groups *g = &tables[t];
+    int64_t c = g->gmap.count;
+    if (c == 0) continue;
+    memcpy(res->gmap.values + at * w, g->gmap.values, (size_t)(c * w * 8));
+    memcpy(res->gmap.nulls + at, g->gmap.nulls, (size_t)c * 4);
+    memcpy(res->has + at, g->has, (size_t)c);
+    if (res->is_float) {
+      /* The exact sums move (with any heap limbs they own). */
+      memcpy(res->acc_f + at, g->acc_f, (size_t)c * sizeof(struct ql_fold_xsum));
+      memset(g->acc_f, 0, (size_t)c * sizeof(struct ql_fold_xsum));
+    } else {
+      memcpy(res->acc_i + at, g->acc_i, (size_t)c * 16);
+    }
+    at += c;
+  }
+  res->gmap.count = total;
+  return QL_OK;
+}
+
+/* Probe into per-task group tables (in parallel), then combine them. */
+static int ql_fold_run_probe(struct ql_fold_run *run, struct ql_error *error) {
+  const struct ql_fold_input *in = &run->in[1 - run->build_side];
   struct ql_fold_probe_task task;
   memset(&task, 0, sizeof(task));
   task.run = run;
-  task.n_partitions = n;
+  const struct ql_executor *ex = run->ctx.executor;
+  int64_t workers = ex && ex->spawn ? (ex->parallelism ? ex->parallelism(ex) : 1) : 1;
+  task.by_bucket = in->side.n_groups > 0;
+  task.n_tasks = task.by_bucket ? (workers < 1 ? 1 : workers > 64 ? 64 : workers) : in->n_parts;
+  int64_t n = task.n_tasks;
   void *tables = NULL;
   int64_t tables_bytes = n * (int64_t)sizeof(struct ql_fold_groups);
   QL_RETURN_NOT_OK(ql_fold_mem_resize(&run->mem, &tables, 0, tables_bytes, error));
   task.tables = tables;
   int32_t width = run->plan->spec.n_groups;
   int is_float = run->plan->spec.value_type == QL_FOLD_FLOAT64;
-  for (int64_t p = 0; p < n; p++) ql_fold_groups_init(&task.tables[p], width, run->probe_side.n_groups, is_float);
+  for (int64_t p = 0; p < n; p++) ql_fold_groups_init(&task.tables[p], width, in->side.n_groups, is_float);
 
   /* Workers on the host's executor; this thread works too. */
   int rc = ql_fold_parallel(&run->ctx, n, ql_fold_probe_worker, &task, error);
-  /* Merge in partition order: the result does not depend on which worker
-   * ran which partition. */
-  for (int64_t p = 0; p < n && rc == QL_OK; p++) {
-    if (run->result.gmap.count == 0) {
-      /* Nothing to merge into yet: take the table as it is. */
-      struct ql_fold_groups empty = run->result;
-      run->result = task.tables[p];
-      task.tables[p] = empty;
-    } else {
-      rc = ql_fold_groups_merge(&run->result, &task.tables[p], &run->mem, error);
+  if (rc == QL_OK && n == 1) {
+    struct ql_fold_groups empty = run->result;
+    run->result = task.tables[0];
+    task.tables[0] = empty;
+  } else if (rc == QL_OK && task.by_bucket) {
+    rc = ql_fold_groups_concat(run, task.tables, n, error);
+  } else {
+    for (int64_t p = 0; p < n && rc == QL_OK; p++) {
+      if (run->result.gmap.count == 0) {
+        /* Nothing to merge into yet: take the table as it is. */
+        struct ql_fold_groups empty = run->result;
+        run->result = task.tables[p];
+        task.tables[p] = empty;
+      } else {
+        rc = ql_fold_groups_merge(&run->result, &task.tables[p], &run->mem, error);
+      }
     }
   }
   for (int64_t p = 0; p < n; p++) ql_fold_groups_destroy(&task.tables[p], &run->mem);
@@ -437,85 +517,38 @@ int ql_fold_run_probe(struct ql_fold_run *run, struct ql_error *error) {
   return rc;
 }
 
-/* Add every entry of a partition's build table to the final one, key by key
- * in first-seen order: a deterministic order, and for int64 the sums merge. */
-static int ql_fold_build_merge(struct ql_fold_build *dst, const struct ql_fold_build *src, struct ql_fold_mem *mem,
-                               struct ql_error *error) {
-  int32_t nk = src->kmap.width, ng = src->side.n_groups;
+/* The build side's rows, partition by partition, into run->build. */
+static int ql_fold_run_build(struct ql_fold_run *run, struct ql_error *error) {
+  struct ql_fold_build *b = &run->build;
+  const struct ql_fold_input *in = &run->in[run->build_side];
   struct ql_fold_row row;
-  memset(&row, 0, sizeof(row));
-  for (int64_t k = 0; k < src->kmap.count; k++) {
-    memcpy(row.keys, src->kmap.values + k * nk, (size_t)nk * 8);
-    for (int64_t e = src->head[k]; e >= 0; e = src->e_next[e]) {
-      memcpy(row.groups, src->e_groups + e * ng, (size_t)ng * 8);
-      row.group_nulls = src->e_group_nulls[e];
-      row.has_value = src->e_has[e];
-      row.ivalue = src->e_ivalue[e];
-      row.fvalue = src->e_fvalue[e];
-      QL_RETURN_NOT_OK(ql_fold_build_add(dst, &row, mem, error));
+  for (int64_t p = 0; p < in->n_parts; p++) {
+    const struct ql_fold_part *part = &in->parts[p];
+    for (int64_t c = 0; c < part->n_chunks; c++) {
+      const struct ql_fold_chunk *chunk = part->chunks[c];
+      for (int64_t r = 0; r < chunk->n; r++) {
+        ql_fold_chunk_row(in, chunk, r, &row);
+        QL_RETURN_NOT_OK(ql_fold_build_add(b, &row, &run->mem, error));
+      }
     }
   }
-  dst->rows += src->rows;
-  return QL_OK;
+  b->rows = in->rows_read;
+  return ql_fold_build_finish(b, &run->mem, error);
 }
 
-struct ql_fold_build_task {
-  struct ql_fold_run *run;
-  struct ql_fold_build *tables; /* one per build partition */
-  int64_t n_partitions;
-  atomic_llong next;
-  atomic_int failed;
-};
-
-static int ql_fold_build_worker(void *arg, struct ql_error *error) {
-  struct ql_fold_build_task *t = arg;
-  for (;;) {
-    if (atomic_load(&t->failed)) return QL_OK;
-    int64_t p = atomic_fetch_add(&t->next, 1);
-    if (p >= t->n_partitions) return QL_OK;
-    int rc = ql_fold_drain(t->run, t->run->plan->build_side, p, ql_fold_build_batch, &t->tables[p], error);
-    if (rc != QL_OK) {
-      atomic_store(&t->failed, 1);
-      return rc;
-    }
+int ql_fold_run_hash(struct ql_fold_run *run, struct ql_error *error) {
+  /* Where each output group key is found while probing. */
+  int32_t counts[2] = {0, 0};
+  const struct ql_fold_spec *s = &run->plan->spec;
+  for (int32_t i = 0; i < s->n_groups; i++) {
+    int side = s->groups[i].side;
+    run->sources[i].from_build = side == run->build_side;
+    run->sources[i].index = counts[side]++;
   }
-}
-
-/* Several partitions and an executor: each partition into its own table in
- * parallel, then merged in partition order. */
-static int ql_fold_run_build_parallel(struct ql_fold_run *run, int64_t n, struct ql_error *error) {
-  void *tables = NULL;
-  int64_t bytes = n * (int64_t)sizeof(struct ql_fold_build);
-  QL_RETURN_NOT_OK(ql_fold_mem_resize(&run->mem, &tables, 0, bytes, error));
-  struct ql_fold_build_task task;
-  memset(&task, 0, sizeof(task));
-  task.run = run;
-  task.tables = tables;
-  task.n_partitions = n;
-  int rc = QL_OK;
-  for (int64_t p = 0; p < n; p++) {
-    int prc = ql_fold_build_init(&task.tables[p], run->plan, 0, &run->mem, error);
-    if (prc != QL_OK && rc == QL_OK) rc = prc;
-  }
-  if (rc == QL_OK) rc = ql_fold_parallel(&run->ctx, n, ql_fold_build_worker, &task, error);
-  for (int64_t p = 0; p < n && rc == QL_OK; p++) rc = ql_fold_build_merge(&run->build, &task.tables[p], &run->mem, error);
-  for (int64_t p = 0; p < n; p++) ql_fold_build_destroy(&task.tables[p], &run->mem);
-  ql_fold_mem_free(&run->mem, tables, bytes);
+  int rc = ql_fold_build_init(&run->build, run, error);
+  if (rc == QL_OK) rc = ql_fold_run_build(run, error);
+  if (rc == QL_OK) rc = ql_fold_run_probe(run, error);
+  /* The build table is not needed to emit. */
+  ql_fold_build_destroy(&run->build, &run->mem);
   return rc;
-}
-
-int ql_fold_run_build(struct ql_fold_run *run, struct ql_error *error) {
-  const struct ql_execution_plan *child = &run->plan->children[run->plan->build_side];
-  int64_t n = ql_fold_partition_count(child, error);
-  if (n < 0) return ql_error_prefix(error, "qlink_fold: build input properties");
-  const struct ql_executor *ex = run->ctx.executor;
-  if (n > 1 && ex && ex->spawn && (!ex->parallelism || ex->parallelism(ex) > 1)) {
-    QL_RETURN_NOT_OK(ql_fold_run_build_parallel(run, n, error));
-  } else {
-    for (int64_t p = 0; p < n; p++)
-      QL_RETURN_NOT_OK(ql_fold_drain(run, run->plan->build_side, p, ql_fold_build_batch, NULL, error));
-  }
-  QL_RETURN_NOT_OK(ql_fold_build_finish(&run->build, &run->mem, error));
-  atomic_fetch_add(&run->plan->build_rows, run->build.rows);
-  return QL_OK;
 }

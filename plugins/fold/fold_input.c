@@ -1,4 +1,4 @@
-/* qlink_fold: reading the children: partitions, batches, rows, workers (see fold_internal.h, fold_exec.h). */
+/* qlink_fold: reading the children: partitions, batches, workers (see fold_internal.h, fold_exec.h). */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -16,68 +16,6 @@ void ql_fold_side_init(const struct ql_fold_spec *spec, int side, struct ql_fold
   for (int32_t i = 0; i < spec->n_groups; i++)
     if (spec->groups[i].side == side) out->groups[out->n_groups++] = &spec->groups[i];
   out->value = &spec->values[side];
-}
-
-static int ql_fold_valid(const struct ArrowArray *a, int64_t i) {
-  if (a->null_count == 0 || a->n_buffers < 1 || !a->buffers[0]) return 1;
-  const uint8_t *bits = a->buffers[0];
-  return (bits[i >> 3] >> (i & 7)) & 1;
-}
-
-static int64_t ql_fold_read_i64(const struct ArrowArray *a, int32_t storage, int64_t i) {
-  const void *d = a->buffers[1];
-  switch (storage) {
-    case QL_FOLD_S8: return ((const int8_t *)d)[i];
-    case QL_FOLD_S16: return ((const int16_t *)d)[i];
-    case QL_FOLD_S32: return ((const int32_t *)d)[i];
-    case QL_FOLD_U8: return ((const uint8_t *)d)[i];
-    case QL_FOLD_U16: return ((const uint16_t *)d)[i];
-    case QL_FOLD_U32: return ((const uint32_t *)d)[i];
-    case QL_FOLD_U64: return (int64_t)((const uint64_t *)d)[i];
-    default: return ((const int64_t *)d)[i];
-  }
-}
-
-static double ql_fold_read_f64(const struct ArrowArray *a, int32_t storage, int64_t i) {
-  switch (storage) {
-    case QL_FOLD_F32: return ((const float *)a->buffers[1])[i];
-    case QL_FOLD_F64: return ((const double *)a->buffers[1])[i];
-    case QL_FOLD_U64: return (double)((const uint64_t *)a->buffers[1])[i];
-    default: return (double)ql_fold_read_i64(a, storage, i);
-  }
-}
-
-/* Decode row r of batch b; 0 if a join key is NULL (the row never joins). */
-int ql_fold_decode(const struct ql_fold_side *side, const struct ArrowArray *b, int64_t r,
-                          struct ql_fold_row *row) {
-  for (int32_t i = 0; i < side->n_keys; i++) {
-    const struct ArrowArray *c = b->children[side->keys[i]->column];
-    int64_t at = c->offset + b->offset + r;
-    if (!ql_fold_valid(c, at)) return 0;
-    row->keys[i] = ql_fold_read_i64(c, side->keys[i]->storage, at);
-  }
-  row->group_nulls = 0;
-  for (int32_t i = 0; i < side->n_groups; i++) {
-    const struct ArrowArray *c = b->children[side->groups[i]->column];
-    int64_t at = c->offset + b->offset + r;
-    if (ql_fold_valid(c, at)) {
-      row->groups[i] = ql_fold_read_i64(c, side->groups[i]->storage, at);
-    } else {
-      row->groups[i] = 0;
-      row->group_nulls |= 1u << i;
-    }
-  }
-  const struct ArrowArray *c = b->children[side->value->column];
-  int64_t at = c->offset + b->offset + r;
-  row->has_value = ql_fold_valid(c, at);
-  row->ivalue = 0;
-  row->fvalue = 0;
-  if (row->has_value) {
-    if (side->value->as_f64) row->fvalue = ql_fold_read_f64(c, side->value->storage, at);
-    else if (side->value->storage == QL_FOLD_D128) memcpy(&row->ivalue, (const uint8_t *)c->buffers[1] + at * 16, 16);
-    else row->ivalue = (ql_fold_u128)(uint64_t)ql_fold_read_i64(c, side->value->storage, at);
-  }
-  return 1;
 }
 
 static int ql_fold_cancelled(const struct ql_task_context *ctx) {
@@ -183,13 +121,4 @@ int ql_fold_parallel(const struct ql_task_context *ctx, int64_t max_workers, int
     ql_error_release(&e);
   }
   return rc;
-}
-
-int ql_fold_drain_all(struct ql_fold_run *run, int side,
-                             int (*fn)(struct ql_fold_run *, void *, const struct ArrowArray *, struct ql_error *),
-                             void *arg, struct ql_error *error) {
-  int64_t n = ql_fold_partition_count(&run->plan->children[side], error);
-  if (n < 0) return ql_error_prefix(error, "qlink_fold: input %d properties", side);
-  for (int64_t p = 0; p < n; p++) QL_RETURN_NOT_OK(ql_fold_drain(run, side, p, fn, arg, error));
-  return QL_OK;
 }

@@ -1,6 +1,7 @@
 /* qlink_fold: FoldExec's internals shared by its source files.
  *
- *   fold_input.c  reading the children: partitions, batches, rows, workers
+ *   fold_input.c  reading the children: partitions, batches, workers
+ *   fold_cols.c   the children's rows decoded into typed arrays
  *   fold_hash.c   the hash path: build table, group tables, probe
  *   fold_gemm.c   the dense path: filling matrices, the product, the groups
  *   fold_exec.c   the execution plan, its streams and the emitted batches
@@ -20,24 +21,15 @@
 #include "qlink/table.h"
 
 /* What a FoldExec and every stream it produced share (refcounted: a stream
- * may outlive its plan). */
+ * may outlive its plan). Which kernel runs and which side is built are
+ * decided per execution from the data read (fold_cols.c, fold_gemm.c). */
 struct ql_fold_shared {
   atomic_int refs;
   struct ql_fold_spec spec;
   struct ArrowSchema schema;
   struct ql_execution_plan children[2];
-  int32_t build_side;
-  int32_t dense; /* 1: the build side's single join key is dense */
-  int64_t dense_min, dense_len;
-  /* The dense kernel (fold_dense.h), when statistics prove it applies:
-   * key range [gemm_kmin, gemm_kmin + gemm_klen), per side the group key
-   * range (gemm_glen[side] = 0: the side has no group key). */
-  int32_t gemm;
-  int64_t gemm_kmin, gemm_klen;
-  int64_t gemm_gmin[2], gemm_glen[2];
-  int64_t gemm_kmin_side[2], gemm_kmax_side[2];
   char display[768];
-  atomic_llong output_rows, build_rows, probe_rows, groups, elapsed_ns, dense_runs;
+  atomic_llong output_rows, build_rows, probe_rows, groups, elapsed_ns, dense_runs, dense_index_runs;
 };
 
 /* The columns one side reads, resolved for decoding a batch. */
@@ -68,7 +60,8 @@ struct ql_fold_build {
   const struct ql_fold_shared *plan;
   struct ql_fold_side side;
   int32_t merge; /* int64: pre-aggregate entries per (key, group) */
-  int32_t dense; /* use the plan's dense key index (the final table only) */
+  int32_t dense; /* keys in [dense_min, dense_min + dense_len) index heads directly */
+  int64_t dense_min, dense_len;
   struct ql_fold_keys kmap;  /* join keys that are not in the dense range */
   struct ql_fold_keys emap;  /* (join key, group) tuples = entries, when merging */
   int64_t n_heads, heads_cap;
@@ -81,7 +74,7 @@ struct ql_fold_build {
   double *e_fvalue;
   uint8_t *e_has;
   int64_t rows;
-  /* After the build: each entry's build-side group tuple numbered (e_bgid),
+/* After the build: each entry's build-side group tuple numbered (e_bgid),
    * so a probe row finds its groups by (probe group number, e_bgid) in a
    * small 2-D table instead of hashing the whole tuple per joined pair. */
   struct ql_fold_keys bgmap;
@@ -100,6 +93,7 @@ struct ql_fold_groups {
   int32_t reserved_;
   ql_fold_u128 *acc_i;
   struct ql_fold_xsum *acc_f;
+  double *final_f; /* float sums already rounded (the dense kernel); NULL: acc_f */
   uint8_t *has;
   /* Probe side only: probe group tuples numbered, and per (number, build
    * group number) the group index + 1 (0: not yet). */
@@ -114,12 +108,45 @@ struct ql_fold_group_source {
   int32_t index;      /* position among that side's group columns */
 };
 
+/* Rows of one side read from its child, decoded to typed arrays (one
+ * allocation per input batch): only rows whose join keys are all non-NULL,
+ * since a NULL key never joins. A NULL group key is stored as 0 with its bit
+ * set in group_nulls (bit i: group i of the side). */
+struct ql_fold_chunk {
+  int64_t n;               /* rows kept */
+  int64_t bytes;           /* of this allocation, header included */
+  ql_fold_u128 *ivalue;    /* integer and decimal values; NULL for float sums */
+  int64_t *keys;           /* side n_keys per row */
+  int64_t *groups;         /* side n_groups per row */
+  double *fvalue;          /* float sums' values (as float64); NULL otherwise */
+  uint32_t *group_nulls;   /* per row */
+  uint8_t *has;            /* 1: the value is not NULL */
+};
+
+/* One partition of a side: its chunks in the order read. */
+struct ql_fold_part {
+  int64_t n_chunks, chunks_cap;
+  struct ql_fold_chunk **chunks;
+  int64_t rows;      /* rows kept */
+  int64_t rows_read; /* rows read, NULL keys included */
+};
+
+/* One side of the join as read: partitions in the child's order. */
+struct ql_fold_input {
+  struct ql_fold_side side;
+  int32_t is_float;
+  int64_t n_parts;
+  struct ql_fold_part *parts;
+  int64_t rows, rows_read;
+};
+
 struct ql_fold_run {
   struct ql_fold_shared *plan;
   struct ql_task_context ctx;
   struct ql_fold_mem mem;
+  struct ql_fold_input in[2];
+  int32_t build_side; /* the side with fewer rows (the right one on ties) */
   struct ql_fold_build build;
-  struct ql_fold_side probe_side;
   struct ql_fold_group_source sources[QL_FOLD_MAX_GROUPS];
   struct ql_fold_groups result;
   int64_t emitted;
@@ -128,27 +155,20 @@ struct ql_fold_run {
   char message[512];
 };
 
-/* Not a qlink status: the dense kernel cannot take this input (a duplicate
- * or non-finite float cell, or statistics the data contradict); run the
- * hash path instead. */
+/* Not a qlink status: the dense kernel cannot take this input (keys not
+ * dense, a duplicate or non-finite float cell); run the hash path instead. */
 #define QL_FOLD_FALLBACK 1000
 
 
 /* ---- fold_input.c */
 
 void ql_fold_side_init(const struct ql_fold_spec *spec, int side, struct ql_fold_side *out);
-/* Decode row r of batch b; 0 if a join key is NULL (the row never joins). */
-int ql_fold_decode(const struct ql_fold_side *side, const struct ArrowArray *b, int64_t r, struct ql_fold_row *row);
 /* QL_EDATA unless `batch` has well-formed columns for what `side` reads. */
 int ql_fold_check_batch(const struct ql_fold_run *run, int side, const struct ArrowArray *batch, struct ql_error *error);
 /* Execute partition p of child `side` and call fn on each batch. */
 int ql_fold_drain(struct ql_fold_run *run, int side, int64_t p,
                   int (*fn)(struct ql_fold_run *run, void *arg, const struct ArrowArray *batch, struct ql_error *error),
                   void *arg, struct ql_error *error);
-/* Every partition of child `side`, in order. */
-int ql_fold_drain_all(struct ql_fold_run *run, int side,
-                      int (*fn)(struct ql_fold_run *, void *, const struct ArrowArray *, struct ql_error *), void *arg,
-                      struct ql_error *error);
 /* A child's partition count, or -1 with error filled. */
 int64_t ql_fold_partition_count(const struct ql_execution_plan *child, struct ql_error *error);
 /* Run fn(arg) on this thread and on up to min(parallelism, max_workers) - 1
@@ -156,25 +176,39 @@ int64_t ql_fold_partition_count(const struct ql_execution_plan *child, struct ql
 int ql_fold_parallel(const struct ql_task_context *ctx, int64_t max_workers, int (*fn)(void *, struct ql_error *),
                      void *arg, struct ql_error *error);
 
+/* ---- fold_cols.c */
+
+/* Read every partition of both children into run->in (in parallel on the
+ * host's executor when it offers one) and choose run->build_side. */
+int ql_fold_read_inputs(struct ql_fold_run *run, struct ql_error *error);
+/* Free what ql_fold_read_inputs kept (safe on a zeroed or partial input). */
+void ql_fold_inputs_destroy(struct ql_fold_run *run);
+/* Row r of a chunk as a ql_fold_row. */
+void ql_fold_chunk_row(const struct ql_fold_input *in, const struct ql_fold_chunk *c, int64_t r,
+                       struct ql_fold_row *row);
+/* The smallest and largest value of a side's key (is_group 0) or group key
+ * (is_group 1) number i over its kept rows, NULL groups skipped; *nulls: a
+ * NULL group was seen. 0 when no non-NULL value exists. */
+int ql_fold_input_range(const struct ql_fold_input *in, int is_group, int32_t i, int64_t *lo, int64_t *hi, int *nulls);
+
 /* ---- fold_hash.c */
 
-int ql_fold_build_init(struct ql_fold_build *b, const struct ql_fold_shared *plan, int dense, struct ql_fold_mem *mem,
-                       struct ql_error *error);
+/* The hash path over run->in: build on run->build_side, probe the other. */
+int ql_fold_run_hash(struct ql_fold_run *run, struct ql_error *error);
 void ql_fold_build_destroy(struct ql_fold_build *b, struct ql_fold_mem *mem);
-/* Drain the build child into run->build. */
-int ql_fold_run_build(struct ql_fold_run *run, struct ql_error *error);
-/* Stream the probe child into run->result. */
-int ql_fold_run_probe(struct ql_fold_run *run, struct ql_error *error);
 void ql_fold_groups_init(struct ql_fold_groups *g, int32_t width, int32_t probe_width, int32_t is_float);
 void ql_fold_groups_destroy(struct ql_fold_groups *g, struct ql_fold_mem *mem);
-/* A group the caller knows is new (not indexed until needed). */
-int ql_fold_group_append(struct ql_fold_groups *g, const int64_t *tuple, uint32_t nulls, int64_t *out,
-                         struct ql_fold_mem *mem, struct ql_error *error);
+/* Arrays for `count` groups in an empty g (count 0 after; the caller fills
+ * and sets gmap.count), float sums as rounded values when `final`, else as
+ * exact sums. Nothing changes on failure. */
+int ql_fold_groups_alloc(struct ql_fold_groups *g, int64_t count, int final, struct ql_fold_mem *mem,
+                         struct ql_error *error);
 
 /* ---- fold_gemm.c */
 
-/* The dense kernel into run->result; QL_FOLD_FALLBACK when the input does
- * not suit it (run->result is then empty again). */
+/* The dense kernel over run->in into run->result when the data read suit
+ * it (see fold_dense.h); QL_FOLD_FALLBACK otherwise (run->result is then
+ * untouched). */
 int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error);
 
 #endif /* QL_FOLD_INTERNAL_H */

@@ -55,6 +55,16 @@ int ql_fold_mem_resize(struct ql_fold_mem *mem, void **ptr, int64_t old_bytes, i
   return QL_OK;
 }
 
+int ql_fold_mem_alloc(struct ql_fold_mem *mem, void **out, int64_t bytes, struct ql_error *error) {
+  *out = NULL;
+  if (bytes < 0) return ql_error_set(error, QL_EINVAL, "qlink_fold: negative allocation");
+  QL_RETURN_NOT_OK(ql_fold_mem_grow(mem, bytes, error));
+  *out = malloc(bytes > 0 ? (size_t)bytes : 1);
+  if (*out) return QL_OK;
+  ql_fold_mem_shrink(mem, bytes);
+  return ql_error_set(error, QL_ENOMEM, "qlink_fold: out of memory allocating %lld bytes", (long long)bytes);
+}
+
 void ql_fold_mem_free(struct ql_fold_mem *mem, void *ptr, int64_t bytes) {
   if (!ptr) return;
   free(ptr);

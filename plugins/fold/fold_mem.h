@@ -30,6 +30,9 @@ void ql_fold_mem_destroy(struct ql_fold_mem *mem);
  * New bytes are zeroed. */
 int ql_fold_mem_resize(struct ql_fold_mem *mem, void **ptr, int64_t old_bytes, int64_t new_bytes,
                        struct ql_error *error);
+/* *out = a new buffer of `bytes` (not zeroed: for arrays written in full at
+ * once), reserved first. QL_ERESOURCES or QL_ENOMEM with *out = NULL. */
+int ql_fold_mem_alloc(struct ql_fold_mem *mem, void **out, int64_t bytes, struct ql_error *error);
 /* Free `ptr` (of `bytes`) and give the bytes back to the pool. */
 void ql_fold_mem_free(struct ql_fold_mem *mem, void *ptr, int64_t bytes);
 

@@ -1,0 +1,336 @@
+/* qlink_fold: the children's rows decoded into typed arrays (see fold_internal.h).
+ *
+ * Why read everything first: the fold must consume both inputs before it
+ * can emit a row anyway, and holding them lets it choose its kernel from the
+ * data itself (the key ranges actually present: a dense matrix product or
+ * the hash path) instead of from statistics a host may not give. Decoding is
+ * one typed loop per column and batch, not a type switch per value.
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "fold_internal.h"
+#include "qlink/lib/status.h"
+
+static int ql_fold_has_nulls(const struct ArrowArray *c) {
+  return c->null_count != 0 && c->n_buffers >= 1 && c->buffers[0] != NULL;
+}
+
+static int ql_fold_bit(const struct ArrowArray *c, int64_t i) {
+  const uint8_t *bits = c->buffers[0];
+  return (bits[i >> 3] >> (i & 7)) & 1;
+}
+
+/* Loop bodies shared by the loaders: n values of type T from position `at`
+ * of c, each converted by CONV into dst[r * stride]. */
+#define QL_FOLD_LOAD(T, CONV)                                          \
+  do {                                                                 \
+    const T *src_ = (const T *)c->buffers[1] + at;                    \
+    for (int64_t r = 0; r < n; r++) dst[r * stride] = CONV(src_[r]);   \
+  } while (0)
+#define QL_FOLD_AS_I64(v) ((int64_t)(v))
+#define QL_FOLD_AS_F64(v) ((double)(v))
+#define QL_FOLD_AS_U128(v) ((ql_fold_u128)(uint64_t)(int64_t)(v))
+
+/* Integer and temporal columns widened to int64 (uint64 keeps its bits). */
+static void ql_fold_load_ints(const struct ArrowArray *c, int64_t at, int64_t n, int32_t storage, int64_t *dst,
+                              int64_t stride) {
+  switch (storage) {
+    case QL_FOLD_S8: QL_FOLD_LOAD(int8_t, QL_FOLD_AS_I64); break;
+    case QL_FOLD_S16: QL_FOLD_LOAD(int16_t, QL_FOLD_AS_I64); break;
+    case QL_FOLD_S32: QL_FOLD_LOAD(int32_t, QL_FOLD_AS_I64); break;
+    case QL_FOLD_U8: QL_FOLD_LOAD(uint8_t, QL_FOLD_AS_I64); break;
+    case QL_FOLD_U16: QL_FOLD_LOAD(uint16_t, QL_FOLD_AS_I64); break;
+    case QL_FOLD_U32: QL_FOLD_LOAD(uint32_t, QL_FOLD_AS_I64); break;
+    case QL_FOLD_U64: QL_FOLD_LOAD(uint64_t, QL_FOLD_AS_I64); break;
+    default: QL_FOLD_LOAD(int64_t, QL_FOLD_AS_I64); break;
+  }
+}
+
+/* Values of a float64 sum, as float64 (float32 exactly; integers as the
+ * cast DataFusion's coercion applies). */
+static void ql_fold_load_doubles(const struct ArrowArray *c, int64_t at, int64_t n, int32_t storage, double *dst) {
+  const int64_t stride = 1;
+  switch (storage) {
+    case QL_FOLD_F64: QL_FOLD_LOAD(double, QL_FOLD_AS_F64); break;
+    case QL_FOLD_F32: QL_FOLD_LOAD(float, QL_FOLD_AS_F64); break;
+    case QL_FOLD_S8: QL_FOLD_LOAD(int8_t, QL_FOLD_AS_F64); break;
+    case QL_FOLD_S16: QL_FOLD_LOAD(int16_t, QL_FOLD_AS_F64); break;
+    case QL_FOLD_S32: QL_FOLD_LOAD(int32_t, QL_FOLD_AS_F64); break;
+    case QL_FOLD_U8: QL_FOLD_LOAD(uint8_t, QL_FOLD_AS_F64); break;
+    case QL_FOLD_U16: QL_FOLD_LOAD(uint16_t, QL_FOLD_AS_F64); break;
+    case QL_FOLD_U32: QL_FOLD_LOAD(uint32_t, QL_FOLD_AS_F64); break;
+    case QL_FOLD_U64: QL_FOLD_LOAD(uint64_t, QL_FOLD_AS_F64); break;
+    default: QL_FOLD_LOAD(int64_t, QL_FOLD_AS_F64); break;
+  }
+}
+
+/* Values of an integer or decimal sum: decimal128 as its 16 bytes, other
+ * integers sign- (zero-) extended to 64 bits, then as unsigned 128. */
+static void ql_fold_load_u128(const struct ArrowArray *c, int64_t at, int64_t n, int32_t storage, ql_fold_u128 *dst) {
+  const int64_t stride = 1;
+  switch (storage) {
+    case QL_FOLD_D128: memcpy(dst, (const uint8_t *)c->buffers[1] + at * 16, (size_t)n * 16); break;
+    case QL_FOLD_S8: QL_FOLD_LOAD(int8_t, QL_FOLD_AS_U128); break;
+    case QL_FOLD_S16: QL_FOLD_LOAD(int16_t, QL_FOLD_AS_U128); break;
+    case QL_FOLD_S32: QL_FOLD_LOAD(int32_t, QL_FOLD_AS_U128); break;
+    case QL_FOLD_U8: QL_FOLD_LOAD(uint8_t, QL_FOLD_AS_U128); break;
+    case QL_FOLD_U16: QL_FOLD_LOAD(uint16_t, QL_FOLD_AS_U128); break;
+    case QL_FOLD_U32: QL_FOLD_LOAD(uint32_t, QL_FOLD_AS_U128); break;
+    case QL_FOLD_U64: QL_FOLD_LOAD(uint64_t, QL_FOLD_AS_U128); break;
+    default: QL_FOLD_LOAD(int64_t, QL_FOLD_AS_U128); break;
+  }
+}
+
+/* One allocation for n rows: the header, then each array (16-byte values
+ * first so every array is aligned). */
+static int ql_fold_chunk_new(const struct ql_fold_input *in, int64_t n, struct ql_fold_chunk **out,
+                             struct ql_fold_mem *mem, struct ql_error *error) {
+  int64_t nk = in->side.n_keys, ng = in->side.n_groups;
+  int64_t head = ((int64_t)sizeof(struct ql_fold_chunk) + 15) & ~(int64_t)15;
+  int64_t bytes = head + (in->is_float ? n * 8 : n * 16) + n * nk * 8 + n * ng * 8 + (ng ? n * 4 : 0) + n;
+  void *block;
+  QL_RETURN_NOT_OK(ql_fold_mem_alloc(mem, &block, bytes, error));
+  char *p = block;
+  struct ql_fold_chunk *c = (struct ql_fold_chunk *)(void *)p;
+  memset(c, 0, sizeof(*c));
+  c->bytes = bytes;
+  char *q = p + head;
+  if (in->is_float) {
+    c->fvalue = (double *)(void *)q;
+    q += n * 8;
+  } else {
+    c->ivalue = (ql_fold_u128 *)(void *)q;
+    q += n * 16;
+  }
+  c->keys = (int64_t *)(void *)q;
+  q += n * nk * 8;
+  c->groups = (int64_t *)(void *)q;
+  q += n * ng * 8;
+  if (ng) {
+    c->group_nulls = (uint32_t *)(void *)q;
+    q += n * 4;
+  }
+  c->has = (uint8_t *)q;
+  *out = c;
+  return QL_OK;
+}
+
+/* Move row `from` of c to row `to` (to < from). */
+static void ql_fold_chunk_move(struct ql_fold_chunk *c, int64_t nk, int64_t ng, int64_t to, int64_t from) {
+  memcpy(c->keys + to * nk, c->keys + from * nk, (size_t)nk * 8);
+  if (ng) {
+    memcpy(c->groups + to * ng, c->groups + from * ng, (size_t)ng * 8);
+    c->group_nulls[to] = c->group_nulls[from];
+  }
+  if (c->fvalue) c->fvalue[to] = c->fvalue[from];
+  else c->ivalue[to] = c->ivalue[from];
+  c->has[to] = c->has[from];
+}
+
+/* Drop the rows of c with a NULL join key (they never join). */
+static void ql_fold_chunk_drop_null_keys(struct ql_fold_chunk *c, const struct ql_fold_side *s,
+                                         const struct ArrowArray *batch) {
+  const struct ArrowArray *cols[QL_FOLD_MAX_KEYS];
+  int64_t at[QL_FOLD_MAX_KEYS];
+  int32_t n_nullable = 0;
+  for (int32_t i = 0; i < s->n_keys; i++) {
+    const struct ArrowArray *col = batch->children[s->keys[i]->column];
+    if (!ql_fold_has_nulls(col)) continue;
+    cols[n_nullable] = col;
+    at[n_nullable++] = col->offset + batch->offset;
+  }
+  if (n_nullable == 0) return;
+  int64_t kept = 0;
+  for (int64_t r = 0; r < c->n; r++) {
+    int valid = 1;
+    for (int32_t i = 0; i < n_nullable && valid; i++) valid = ql_fold_bit(cols[i], at[i] + r);
+    if (!valid) continue;
+    if (kept != r) ql_fold_chunk_move(c, s->n_keys, s->n_groups, kept, r);
+    kept++;
+  }
+  c->n = kept;
+}
+
+/* Decode every column the side reads of a checked batch into c (n rows). */
+static void ql_fold_chunk_fill(struct ql_fold_chunk *c, const struct ql_fold_input *in, const struct ArrowArray *batch) {
+  const struct ql_fold_side *s = &in->side;
+  int64_t n = batch->length, nk = s->n_keys, ng = s->n_groups;
+  c->n = n;
+  for (int32_t i = 0; i < nk; i++) {
+    const struct ArrowArray *col = batch->children[s->keys[i]->column];
+    ql_fold_load_ints(col, col->offset + batch->offset, n, s->keys[i]->storage, c->keys + i, nk);
+  }
+  if (ng) memset(c->group_nulls, 0, (size_t)n * 4);
+  for (int32_t i = 0; i < ng; i++) {
+    const struct ArrowArray *col = batch->children[s->groups[i]->column];
+    int64_t at = col->offset + batch->offset;
+    ql_fold_load_ints(col, at, n, s->groups[i]->storage, c->groups + i, ng);
+    if (!ql_fold_has_nulls(col)) continue;
+    for (int64_t r = 0; r < n; r++) {
+      if (ql_fold_bit(col, at + r)) continue;
+      c->groups[r * ng + i] = 0; /* equal NULL groups must be equal tuples */
+      c->group_nulls[r] |= 1u << i;
+    }
+  }
+  const struct ArrowArray *col = batch->children[s->value->column];
+  int64_t at = col->offset + batch->offset;
+  if (in->is_float) ql_fold_load_doubles(col, at, n, s->value->storage, c->fvalue);
+  else ql_fold_load_u128(col, at, n, s->value->storage, c->ivalue);
+  if (!ql_fold_has_nulls(col)) {
+    memset(c->has, 1, (size_t)n);
+  } else {
+    for (int64_t r = 0; r < n; r++) {
+      c->has[r] = (uint8_t)ql_fold_bit(col, at + r);
+      if (c->has[r]) continue;
+      if (c->fvalue) c->fvalue[r] = 0; /* undefined bytes: keep the buffers deterministic */
+      else c->ivalue[r] = 0;
+    }
+  }
+  ql_fold_chunk_drop_null_keys(c, s, batch);
+}
+
+struct ql_fold_load {
+  struct ql_fold_input *in;
+  struct ql_fold_part *part;
+};
+
+static int ql_fold_part_push(struct ql_fold_part *part, struct ql_fold_chunk *c, struct ql_fold_mem *mem,
+                             struct ql_error *error) {
+  if (part->n_chunks == part->chunks_cap) {
+    int64_t cap = part->chunks_cap ? part->chunks_cap * 2 : 16;
+    void *p = part->chunks;
+    QL_RETURN_NOT_OK(ql_fold_mem_resize(mem, &p, part->chunks_cap * 8, cap * 8, error));
+    part->chunks = p;
+    part->chunks_cap = cap;
+  }
+  part->chunks[part->n_chunks++] = c;
+  part->rows += c->n;
+  return QL_OK;
+}
+
+static int ql_fold_load_batch(struct ql_fold_run *run, void *arg, const struct ArrowArray *batch,
+                              struct ql_error *error) {
+  struct ql_fold_load *ld = arg;
+  int side = (int)(ld->in - run->in);
+  QL_RETURN_NOT_OK(ql_fold_check_batch(run, side, batch, error));
+  ld->part->rows_read += batch->length;
+  if (batch->length == 0) return QL_OK;
+  struct ql_fold_chunk *c;
+  QL_RETURN_NOT_OK(ql_fold_chunk_new(ld->in, batch->length, &c, &run->mem, error));
+  ql_fold_chunk_fill(c, ld->in, batch);
+  int rc = c->n > 0 ? ql_fold_part_push(ld->part, c, &run->mem, error) : QL_OK;
+  if (c->n == 0 || rc != QL_OK) ql_fold_mem_free(&run->mem, c, c->bytes);
+  return rc;
+}
+
+/* Tasks 0..n_parts[0]-1 read the left child's partitions, the rest the
+ * right child's; workers take them from a shared counter. */
+struct ql_fold_read_task {
+  struct ql_fold_run *run;
+  int64_t n_tasks;
+  atomic_llong next;
+  atomic_int failed;
+};
+
+static int ql_fold_read_worker(void *arg, struct ql_error *error) {
+  struct ql_fold_read_task *t = arg;
+  struct ql_fold_run *run = t->run;
+  for (;;) {
+    if (atomic_load(&t->failed)) return QL_OK;
+    int64_t i = atomic_fetch_add(&t->next, 1);
+    if (i >= t->n_tasks) return QL_OK;
+    int side = i < run->in[0].n_parts ? 0 : 1;
+    int64_t p = side ? i - run->in[0].n_parts : i;
+    struct ql_fold_load ld = {&run->in[side], &run->in[side].parts[p]};
+    int rc = ql_fold_drain(run, side, p, ql_fold_load_batch, &ld, error);
+    if (rc != QL_OK) {
+      atomic_store(&t->failed, 1);
+      return rc;
+    }
+  }
+}
+
+int ql_fold_read_inputs(struct ql_fold_run *run, struct ql_error *error) {
+  for (int k = 0; k < 2; k++) {
+    struct ql_fold_input *in = &run->in[k];
+    ql_fold_side_init(&run->plan->spec, k, &in->side);
+    in->is_float = in->side.value->as_f64;
+    int64_t n = ql_fold_partition_count(&run->plan->children[k], error);
+    if (n < 0) return ql_error_prefix(error, "qlink_fold: input %d properties", k);
+    void *p = NULL;
+    QL_RETURN_NOT_OK(ql_fold_mem_resize(&run->mem, &p, 0, n * (int64_t)sizeof(struct ql_fold_part), error));
+    in->parts = p;
+    in->n_parts = n;
+  }
+  struct ql_fold_read_task task;
+  memset(&task, 0, sizeof(task));
+  task.run = run;
+  task.n_tasks = run->in[0].n_parts + run->in[1].n_parts;
+  QL_RETURN_NOT_OK(ql_fold_parallel(&run->ctx, task.n_tasks, ql_fold_read_worker, &task, error));
+  for (int k = 0; k < 2; k++) {
+    struct ql_fold_input *in = &run->in[k];
+    for (int64_t p = 0; p < in->n_parts; p++) {
+      in->rows += in->parts[p].rows;
+      in->rows_read += in->parts[p].rows_read;
+    }
+  }
+  /* The hash path builds on the smaller side: a function of the data only,
+   * so the same data give the same plan of work (ties: the right side). */
+  run->build_side = run->in[0].rows < run->in[1].rows ? 0 : 1;
+  return QL_OK;
+}
+
+void ql_fold_inputs_destroy(struct ql_fold_run *run) {
+  for (int k = 0; k < 2; k++) {
+    struct ql_fold_input *in = &run->in[k];
+    for (int64_t p = 0; p < in->n_parts; p++) {
+      struct ql_fold_part *part = &in->parts[p];
+      for (int64_t c = 0; c < part->n_chunks; c++) ql_fold_mem_free(&run->mem, part->chunks[c], part->chunks[c]->bytes);
+      ql_fold_mem_free(&run->mem, part->chunks, part->chunks_cap * 8);
+    }
+    ql_fold_mem_free(&run->mem, in->parts, in->n_parts * (int64_t)sizeof(struct ql_fold_part));
+    in->parts = NULL;
+    in->n_parts = 0;
+  }
+}
+
+void ql_fold_chunk_row(const struct ql_fold_input *in, const struct ql_fold_chunk *c, int64_t r,
+                       struct ql_fold_row *row) {
+  int32_t nk = in->side.n_keys, ng = in->side.n_groups;
+  memcpy(row->keys, c->keys + r * nk, (size_t)nk * 8);
+  if (ng) memcpy(row->groups, c->groups + r * ng, (size_t)ng * 8);
+  row->group_nulls = ng ? c->group_nulls[r] : 0;
+  row->has_value = c->has[r];
+  row->ivalue = c->ivalue ? c->ivalue[r] : 0;
+  row->fvalue = c->fvalue ? c->fvalue[r] : 0;
+}
+
+int ql_fold_input_range(const struct ql_fold_input *in, int is_group, int32_t i, int64_t *lo, int64_t *hi,
+                        int *nulls) {
+  int64_t width = is_group ? in->side.n_groups : in->side.n_keys;
+  int64_t l = INT64_MAX, h = INT64_MIN;
+  int any = 0;
+  *nulls = 0;
+  for (int64_t p = 0; p < in->n_parts; p++) {
+    const struct ql_fold_part *part = &in->parts[p];
+    for (int64_t k = 0; k < part->n_chunks; k++) {
+      const struct ql_fold_chunk *c = part->chunks[k];
+      const int64_t *v = (is_group ? c->groups : c->keys) + i;
+      for (int64_t r = 0; r < c->n; r++) {
+        if (is_group && ((c->group_nulls[r] >> i) & 1u)) {
+          *nulls = 1;
+          continue;
+        }
+        int64_t x = v[r * width];
+        l = x < l ? x : l;
+        h = x > h ? x : h;
+        any = 1;
+      }
+    }
+  }
+  *lo = l;
+  *hi = h;
+  return any;
+}
