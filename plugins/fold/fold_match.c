@@ -277,19 +277,31 @@ static int ql_fold_match_groups(const struct ql_plan_view *v, ql_node_id agg, st
 }
 
 /* The aggregate expression: built-in sum of x * y. */
-static int ql_fold_match_sum(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_spec *s) {
-  const struct ql_plan_node *n = &v->nodes[agg];
-  if (n->n_exprs2 != 1) return ql_fold_decline(s, "%d aggregate expressions, not one", n->n_exprs2);
+/* The aggregate node's one aggregate expression if it is a plain call of
+ * the built-in sum with one argument, else NULL with s->why set. Cheap: it
+ * runs before anything else, so most declines (AVG, MAX, ...) stop here. */
+static const struct ql_expr *ql_fold_builtin_sum(const struct ql_plan_view *v, const struct ql_plan_node *n,
+                                                 struct ql_fold_spec *s) {
+  if (n->n_exprs2 != 1) return ql_fold_decline(s, "%d aggregate expressions, not one", n->n_exprs2), NULL;
   ql_expr_id e = n->exprs2[0];
   while (e >= 0 && e < v->n_exprs && v->exprs[e].kind == QL_EXPR_ALIAS) e = v->exprs[e].args[0];
-  if (e < 0 || e >= v->n_exprs) return ql_fold_decline(s, "bad aggregate expression");
+  if (e < 0 || e >= v->n_exprs) return ql_fold_decline(s, "bad aggregate expression"), NULL;
   const struct ql_expr *sum = &v->exprs[e];
-  if (sum->kind != QL_EXPR_AGGREGATE_FUNCTION) return ql_fold_decline(s, "aggregate expression is not a function call");
+  if (sum->kind != QL_EXPR_AGGREGATE_FUNCTION)
+    return ql_fold_decline(s, "aggregate expression is not a function call"), NULL;
   if (sum->function.origin != QL_ORIGIN_BUILTIN || !sum->function.name || strcmp(sum->function.name, "sum"))
-    return ql_fold_decline(s, "aggregate is not the built-in sum");
-  if (sum->flags & QL_EXPR_DISTINCT) return ql_fold_decline(s, "sum(DISTINCT ...)");
-  if (sum->filter >= 0) return ql_fold_decline(s, "sum(...) FILTER (WHERE ...)");
-  if (sum->n_args != 1) return ql_fold_decline(s, "sum with %d arguments", sum->n_args);
+    return ql_fold_decline(s, "aggregate is not the built-in sum"), NULL;
+  if (sum->flags & QL_EXPR_DISTINCT) return ql_fold_decline(s, "sum(DISTINCT ...)"), NULL;
+  if (sum->filter >= 0) return ql_fold_decline(s, "sum(...) FILTER (WHERE ...)"), NULL;
+  if (sum->n_args != 1) return ql_fold_decline(s, "sum with %d arguments", sum->n_args), NULL;
+  return sum;
+}
+
+static int ql_fold_match_sum(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_spec *s) {
+  const struct ql_expr *sum = ql_fold_builtin_sum(v, &v->nodes[agg], s);
+  if (!sum) return 0;
+  const struct ql_plan_node *n = &v->nodes[agg];
+  ql_expr_id e;
   /* Casts around the product must keep its type; checked once it is known. */
   const char *casts[16];
   int n_casts = 0;
@@ -358,14 +370,16 @@ static int ql_fold_match_sum(const struct ql_plan_view *v, ql_node_id agg, struc
 }
 
 int ql_fold_match(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_spec *s) {
-  memset(s, 0, sizeof(*s));
-  s->aggregate = agg;
-  s->join = -1;
+  /* Cheap checks first, writing only s->why: declining costs little. */
   const struct ql_plan_node *n = &v->nodes[agg];
   if (n->kind != QL_NODE_AGGREGATE) return ql_fold_decline(s, "not an aggregate");
   if (n->n_inputs != 1 || !n->schema) return ql_fold_decline(s, "aggregate without one input and a schema");
   if (n->schema->n_children != (int64_t)n->n_exprs + n->n_exprs2)
     return ql_fold_decline(s, "aggregate schema width differs from its expressions");
+  if (!ql_fold_builtin_sum(v, n, s)) return 0;
+  memset(s, 0, sizeof(*s));
+  s->aggregate = agg;
+  s->join = -1;
   if (!ql_fold_find_join(v, agg, s)) return 0;
   if (!ql_fold_match_sum(v, agg, s)) return 0;
   if (!ql_fold_match_keys(v, s)) return 0;
@@ -376,9 +390,9 @@ int ql_fold_match(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_s
 ql_node_id ql_fold_find(const struct ql_plan_view *v, struct ql_fold_spec *out) {
   ql_node_id stack[256];
   int top = 0;
-  struct ql_fold_spec first;
+  char first_why[sizeof(out->why)];
   int seen_aggregate = 0;
-  memset(out, 0, sizeof(*out));
+  out->why[0] = 0;
   if (v->root < 0 || v->root >= v->n_nodes) {
     ql_fold_decline(out, "plan has no root");
     return -1;
@@ -390,7 +404,7 @@ ql_node_id ql_fold_find(const struct ql_plan_view *v, struct ql_fold_spec *out) 
     if (n->kind == QL_NODE_OTHER) continue; /* opaque: leave it and what is below alone */
     if (n->kind == QL_NODE_AGGREGATE) {
       if (ql_fold_match(v, id, out)) return id;
-      if (!seen_aggregate) first = *out;
+      if (!seen_aggregate) memcpy(first_why, out->why, sizeof(first_why));
       seen_aggregate = 1;
     }
     /* Push inputs in reverse so the left subtree is visited first. */
@@ -399,7 +413,7 @@ ql_node_id ql_fold_find(const struct ql_plan_view *v, struct ql_fold_spec *out) 
       if (n->inputs[k] >= 0 && n->inputs[k] < v->n_nodes) stack[top++] = n->inputs[k];
     }
   }
-  if (seen_aggregate) *out = first;
+  if (seen_aggregate) memcpy(out->why, first_why, sizeof(first_why));
   else ql_fold_decline(out, "no aggregate in the plan");
   return -1;
 }

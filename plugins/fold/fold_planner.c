@@ -1,6 +1,7 @@
 /* qlink_fold: the planner object and the plugin descriptor (see fold_planner.h). */
 #include "fold_planner.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +15,16 @@
 /* QLINK_FOLD_TRACE=1 in the environment: one line on stderr per planner
  * call saying what was folded or why not (for people integrating hosts). */
 static int ql_fold_tracing(void) {
-  const char *t = getenv("QLINK_FOLD_TRACE");
-  return t && t[0] && strcmp(t, "0") != 0;
+  /* Read once: getenv scans the environment, and declining must cost the
+   * host next to nothing. -1: not read yet (racing readers agree). */
+  static atomic_int tracing = -1;
+  int t = atomic_load_explicit(&tracing, memory_order_relaxed);
+  if (t < 0) {
+    const char *v = getenv("QLINK_FOLD_TRACE");
+    t = v && v[0] && strcmp(v, "0") != 0;
+    atomic_store_explicit(&tracing, t, memory_order_relaxed);
+  }
+  return t;
 }
 
 static int ql_fold_plan(const struct ql_planner *self, const struct ql_planner_context *ctx,
