@@ -153,6 +153,40 @@ static void ql_fold_chunk_drop_null_keys(struct ql_fold_chunk *c, const struct q
   c->n = kept;
 }
 
+/* The smallest and largest of n values, every stride-th. */
+static void ql_fold_min_max(const int64_t *v, int64_t n, int64_t stride, int64_t *lo, int64_t *hi) {
+  int64_t l = INT64_MAX, h = INT64_MIN;
+  for (int64_t r = 0; r < n; r++) {
+    int64_t x = v[r * stride];
+    l = x < l ? x : l;
+    h = x > h ? x : h;
+  }
+  *lo = l;
+  *hi = h;
+}
+
+static void ql_fold_chunk_ranges(struct ql_fold_chunk *c, const struct ql_fold_side *s) {
+  int64_t nk = s->n_keys, ng = s->n_groups;
+  for (int32_t i = 0; i < nk; i++) ql_fold_min_max(c->keys + i, c->n, nk, &c->key_lo[i], &c->key_hi[i]);
+  c->group_any = c->group_null = 0;
+  for (int32_t i = 0; i < ng; i++) {
+    uint32_t bit = 1u << i;
+    int64_t l = INT64_MAX, h = INT64_MIN;
+    for (int64_t r = 0; r < c->n; r++) {
+      if (c->group_nulls[r] & bit) {
+        c->group_null |= bit;
+        continue;
+      }
+      int64_t x = c->groups[r * ng + i];
+      l = x < l ? x : l;
+      h = x > h ? x : h;
+      c->group_any |= bit;
+    }
+    c->group_lo[i] = l;
+    c->group_hi[i] = h;
+  }
+}
+
 /* Decode every column the side reads of a checked batch into c (n rows). */
 static void ql_fold_chunk_fill(struct ql_fold_chunk *c, const struct ql_fold_input *in, const struct ArrowArray *batch) {
   const struct ql_fold_side *s = &in->side;
@@ -189,6 +223,7 @@ static void ql_fold_chunk_fill(struct ql_fold_chunk *c, const struct ql_fold_inp
     }
   }
   ql_fold_chunk_drop_null_keys(c, s, batch);
+  ql_fold_chunk_ranges(c, s);
 }
 
 struct ql_fold_load {
@@ -309,25 +344,22 @@ void ql_fold_chunk_row(const struct ql_fold_input *in, const struct ql_fold_chun
 
 int ql_fold_input_range(const struct ql_fold_input *in, int is_group, int32_t i, int64_t *lo, int64_t *hi,
                         int *nulls) {
-  int64_t width = is_group ? in->side.n_groups : in->side.n_keys;
   int64_t l = INT64_MAX, h = INT64_MIN;
   int any = 0;
+  uint32_t bit = 1u << i;
   *nulls = 0;
   for (int64_t p = 0; p < in->n_parts; p++) {
     const struct ql_fold_part *part = &in->parts[p];
     for (int64_t k = 0; k < part->n_chunks; k++) {
       const struct ql_fold_chunk *c = part->chunks[k];
-      const int64_t *v = (is_group ? c->groups : c->keys) + i;
-      for (int64_t r = 0; r < c->n; r++) {
-        if (is_group && ((c->group_nulls[r] >> i) & 1u)) {
-          *nulls = 1;
-          continue;
-        }
-        int64_t x = v[r * width];
-        l = x < l ? x : l;
-        h = x > h ? x : h;
-        any = 1;
+      if (is_group) {
+        *nulls |= (c->group_null & bit) != 0;
+        if (!(c->group_any & bit)) continue;
       }
+      int64_t cl = is_group ? c->group_lo[i] : c->key_lo[i], ch = is_group ? c->group_hi[i] : c->key_hi[i];
+      l = cl < l ? cl : l;
+      h = ch > h ? ch : h;
+      any = 1; /* kept chunks are never empty */
     }
   }
   *lo = l;

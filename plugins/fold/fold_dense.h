@@ -43,8 +43,25 @@ int ql_fold_matrix_init(struct ql_fold_matrix *m, int64_t rows, int64_t cols, in
                         struct ql_fold_mem *mem, struct ql_error *error);
 void ql_fold_matrix_destroy(struct ql_fold_matrix *m, struct ql_fold_mem *mem);
 /* Record a row at (r, c) with its value (has_value: not NULL). Returns 0, or
- * 1 when a float cell would get a second value or a non-finite one. */
-int ql_fold_matrix_put(struct ql_fold_matrix *m, int64_t r, int64_t c, int has_value, int64_t ivalue, double fvalue);
+ * 1 when a float cell would get a second value or a non-finite one. Inline:
+ * it runs once per input row. */
+static inline int ql_fold_matrix_put(struct ql_fold_matrix *m, int64_t r, int64_t c, int has_value, int64_t ivalue,
+                                     double fvalue) {
+  int64_t cell = r * m->cols + c;
+  int64_t set = m->transposed ? c : r, bit = m->transposed ? r : c;
+  uint64_t mask = UINT64_C(1) << (bit % 64);
+  m->exist[set * m->words + bit / 64] |= mask;
+  if (!has_value) return 0;
+  if (m->is_float) {
+    if (m->filled[cell] || !__builtin_isfinite(fvalue)) return 1;
+    m->filled[cell] = 1;
+    m->f[cell] = fvalue;
+  } else {
+    m->i[cell] = (int64_t)((uint64_t)m->i[cell] + (uint64_t)ivalue);
+  }
+  m->has[set * m->words + bit / 64] |= mask;
+  return 0;
+}
 
 /* The product for result rows [row_from, row_to): c_values (a->rows x
  * b->cols, row-major, double or int64 as a's type), c_exist and c_has

@@ -35,6 +35,7 @@ static int64_t ql_fold_now_ns(void) {
 static int ql_fold_run_all(struct ql_fold_run *run, struct ql_error *error) {
   int64_t t0 = ql_fold_now_ns();
   int rc = ql_fold_read_inputs(run, error);
+  atomic_fetch_add(&run->plan->read_ns, ql_fold_now_ns() - t0);
   if (rc == QL_OK) {
     atomic_fetch_add(&run->plan->build_rows, run->in[run->build_side].rows_read);
     atomic_fetch_add(&run->plan->probe_rows, run->in[1 - run->build_side].rows_read);
@@ -294,19 +295,21 @@ static void ql_fold_metrics_release(struct ql_metrics *m) {
 
 static int ql_fold_get_metrics(const struct ql_execution_plan *self, struct ql_metrics *out, struct ql_error *error) {
   struct ql_fold_shared *s = ql_fold_of(self);
-  enum { N = 7 };
+  enum { N = 8 };
   struct ql_metric *items = calloc(N, sizeof(*items));
   if (!items) return ql_error_set(error, QL_ENOMEM, "FoldExec: out of memory");
   /* dense_kernel_runs: executions that ran the dense kernel (the others
    * ran the hash path); dense_key_index_runs: hash-path executions whose
-   * build keys were indexed densely. */
-  const char *names[N] = {"output_rows",     "build_rows",        "probe_rows",          "groups",
-                          "elapsed_compute", "dense_kernel_runs", "dense_key_index_runs"};
+   * build keys were indexed densely; elapsed_read: the part of
+   * elapsed_compute spent reading the inputs (the children's own work
+   * included). */
+  const char *names[N] = {"output_rows",     "build_rows",        "probe_rows",           "groups",
+                          "elapsed_compute", "dense_kernel_runs", "dense_key_index_runs", "elapsed_read"};
   int32_t kinds[N] = {QL_METRIC_COUNT,   QL_METRIC_COUNT, QL_METRIC_COUNT, QL_METRIC_COUNT,
-                      QL_METRIC_TIME_NS, QL_METRIC_COUNT, QL_METRIC_COUNT};
+                      QL_METRIC_TIME_NS, QL_METRIC_COUNT, QL_METRIC_COUNT, QL_METRIC_TIME_NS};
   int64_t values[N] = {atomic_load(&s->output_rows), atomic_load(&s->build_rows), atomic_load(&s->probe_rows),
                        atomic_load(&s->groups),      atomic_load(&s->elapsed_ns), atomic_load(&s->dense_runs),
-                       atomic_load(&s->dense_index_runs)};
+                       atomic_load(&s->dense_index_runs), atomic_load(&s->read_ns)};
   for (int i = 0; i < N; i++) {
     items[i].name = names[i];
     items[i].kind = kinds[i];

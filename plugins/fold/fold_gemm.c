@@ -87,23 +87,40 @@ static int ql_fold_gemm_fill(const struct ql_fold_input *in, const struct ql_fol
   return QL_OK;
 }
 
+/* Filling A and B: one task per side (the matrices are disjoint). */
+struct ql_fold_fill_task {
+  const struct ql_fold_run *run;
+  const struct ql_fold_gemm_shape *shape;
+  struct ql_fold_matrix *m[2];
+  int rc[2];
+  atomic_int next;
+};
+
+static int ql_fold_fill_worker(void *arg, struct ql_error *error) {
+  (void)error;
+  struct ql_fold_fill_task *t = arg;
+  for (;;) {
+    int k = atomic_fetch_add(&t->next, 1);
+    if (k >= 2) return QL_OK;
+    t->rc[k] = ql_fold_gemm_fill(&t->run->in[k], t->shape, k, t->m[k]);
+  }
+}
+
 struct ql_fold_gemm_task {
   const struct ql_fold_matrix *a, *b;
   void *c;
   uint8_t *exist, *has;
-  int64_t rows;
+  int64_t rows, block; /* rows of C, rows per task */
   atomic_llong next;
 };
-
-#define QL_FOLD_GEMM_ROWS 64
 
 static int ql_fold_gemm_worker(void *arg, struct ql_error *error) {
   (void)error;
   struct ql_fold_gemm_task *t = arg;
   for (;;) {
-    int64_t from = atomic_fetch_add(&t->next, QL_FOLD_GEMM_ROWS);
+    int64_t from = atomic_fetch_add(&t->next, t->block);
     if (from >= t->rows) return QL_OK;
-    int64_t to = from + QL_FOLD_GEMM_ROWS < t->rows ? from + QL_FOLD_GEMM_ROWS : t->rows;
+    int64_t to = from + t->block < t->rows ? from + t->block : t->rows;
     ql_fold_gemm_rows(t->a, t->b, t->c, t->exist, t->has, from, to);
   }
 }
@@ -162,8 +179,11 @@ int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
   if (rc == QL_OK) rc = ql_fold_mem_resize(&run->mem, &c, 0, cells * 8, error); /* zeroed: C accumulates */
   if (rc == QL_OK) rc = ql_fold_mem_alloc(&run->mem, &exist, cells, error);
   if (rc == QL_OK) rc = ql_fold_mem_alloc(&run->mem, &has, cells, error);
-  if (rc == QL_OK) rc = ql_fold_gemm_fill(&run->in[0], &g, 0, &a);
-  if (rc == QL_OK) rc = ql_fold_gemm_fill(&run->in[1], &g, 1, &b);
+  if (rc == QL_OK) {
+    struct ql_fold_fill_task fill = {run, &g, {&a, &b}, {QL_OK, QL_OK}, 0};
+    rc = ql_fold_parallel(&run->ctx, 2, ql_fold_fill_worker, &fill, error);
+    if (rc == QL_OK) rc = fill.rc[0] != QL_OK ? fill.rc[0] : fill.rc[1];
+  }
   if (rc == QL_OK) {
     task.a = &a;
     task.b = &b;
@@ -171,8 +191,10 @@ int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
     task.exist = exist;
     task.has = has;
     task.rows = rows;
-    rc = ql_fold_parallel(&run->ctx, (rows + QL_FOLD_GEMM_ROWS - 1) / QL_FOLD_GEMM_ROWS, ql_fold_gemm_worker, &task,
-                          error);
+    /* Blocks of up to 64 rows, at least 8 tasks when C has few rows (a
+     * long contraction, as W = A^T Z, has few rows and much work each). */
+    task.block = rows / 8 < 1 ? 1 : rows / 8 > 64 ? 64 : rows / 8;
+    rc = ql_fold_parallel(&run->ctx, (rows + task.block - 1) / task.block, ql_fold_gemm_worker, &task, error);
   }
   if (rc == QL_OK) rc = ql_fold_gemm_result(run, &g, &task, cols, error);
   ql_fold_matrix_destroy(&a, &run->mem);

@@ -29,7 +29,7 @@ struct ql_fold_shared {
   struct ArrowSchema schema;
   struct ql_execution_plan children[2];
   char display[768];
-  atomic_llong output_rows, build_rows, probe_rows, groups, elapsed_ns, dense_runs, dense_index_runs;
+  atomic_llong output_rows, build_rows, probe_rows, groups, elapsed_ns, dense_runs, dense_index_runs, read_ns;
 };
 
 /* The columns one side reads, resolved for decoding a batch. */
@@ -121,6 +121,12 @@ struct ql_fold_chunk {
   double *fvalue;          /* float sums' values (as float64); NULL otherwise */
   uint32_t *group_nulls;   /* per row */
   uint8_t *has;            /* 1: the value is not NULL */
+  /* Ranges over the rows kept (so the kernel choice need not rescan):
+   * keys always (n > 0); group i when bit i of group_any is set
+   * (a non-NULL value exists); bit i of group_null: a NULL exists. */
+  int64_t key_lo[QL_FOLD_MAX_KEYS], key_hi[QL_FOLD_MAX_KEYS];
+  int64_t group_lo[QL_FOLD_MAX_GROUPS], group_hi[QL_FOLD_MAX_GROUPS];
+  uint32_t group_any, group_null;
 };
 
 /* One partition of a side: its chunks in the order read. */
