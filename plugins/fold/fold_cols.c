@@ -1,10 +1,12 @@
-/* qlink_fold: the children's rows decoded into typed arrays (see fold_internal.h).
+/* qlink_fold: the children's batches, held and decoded block by block (see fold_internal.h).
  *
  * Why read everything first: the fold must consume both inputs before it
  * can emit a row anyway, and holding them lets it choose its kernel from the
  * data itself (the key ranges actually present: a dense matrix product or
- * the hash path) instead of from statistics a host may not give. Decoding is
- * one typed loop per column and batch, not a type switch per value.
+ * the hash path) instead of from statistics a host may not give. The
+ * batches are held as they came (no copy: no memory to fault in), and
+ * decoded when used, QL_FOLD_BLOCK rows at a time, one typed loop per
+ * column, into a buffer that stays in cache.
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -83,55 +85,28 @@ static void ql_fold_load_u128(const struct ArrowArray *c, int64_t at, int64_t n,
   }
 }
 
-/* One allocation for n rows: the header, then each array (16-byte values
- * first so every array is aligned). */
-static int ql_fold_chunk_new(const struct ql_fold_input *in, int64_t n, struct ql_fold_chunk **out,
-                             struct ql_fold_mem *mem, struct ql_error *error) {
-  int64_t nk = in->side.n_keys, ng = in->side.n_groups;
-  int64_t head = ((int64_t)sizeof(struct ql_fold_chunk) + 15) & ~(int64_t)15;
-  int64_t bytes = head + (in->is_float ? n * 8 : n * 16) + n * nk * 8 + n * ng * 8 + (ng ? n * 4 : 0) + n;
-  void *block;
-  QL_RETURN_NOT_OK(ql_fold_mem_alloc(mem, &block, bytes, error));
-  char *p = block;
-  struct ql_fold_chunk *c = (struct ql_fold_chunk *)(void *)p;
-  memset(c, 0, sizeof(*c));
-  c->bytes = bytes;
-  char *q = p + head;
-  if (in->is_float) {
-    c->fvalue = (double *)(void *)q;
-    q += n * 8;
-  } else {
-    c->ivalue = (ql_fold_u128 *)(void *)q;
-    q += n * 16;
-  }
-  c->keys = (int64_t *)(void *)q;
-  q += n * nk * 8;
-  c->groups = (int64_t *)(void *)q;
-  q += n * ng * 8;
-  if (ng) {
-    c->group_nulls = (uint32_t *)(void *)q;
-    q += n * 4;
-  }
-  c->has = (uint8_t *)q;
-  *out = c;
+int ql_fold_block_new(struct ql_fold_mem *mem, struct ql_fold_block **out, struct ql_error *error) {
+  void *p;
+  QL_RETURN_NOT_OK(ql_fold_mem_alloc(mem, &p, (int64_t)sizeof(struct ql_fold_block), error));
+  *out = p;
   return QL_OK;
 }
 
-/* Move row `from` of c to row `to` (to < from). */
-static void ql_fold_chunk_move(struct ql_fold_chunk *c, int64_t nk, int64_t ng, int64_t to, int64_t from) {
-  memcpy(c->keys + to * nk, c->keys + from * nk, (size_t)nk * 8);
+/* Move row `from` of b to row `to` (to < from). */
+static void ql_fold_block_move(struct ql_fold_block *b, int64_t nk, int64_t ng, int64_t to, int64_t from) {
+  memcpy(b->keys + to * nk, b->keys + from * nk, (size_t)nk * 8);
   if (ng) {
-    memcpy(c->groups + to * ng, c->groups + from * ng, (size_t)ng * 8);
-    c->group_nulls[to] = c->group_nulls[from];
+    memcpy(b->groups + to * ng, b->groups + from * ng, (size_t)ng * 8);
+    b->group_nulls[to] = b->group_nulls[from];
   }
-  if (c->fvalue) c->fvalue[to] = c->fvalue[from];
-  else c->ivalue[to] = c->ivalue[from];
-  c->has[to] = c->has[from];
+  b->fvalue[to] = b->fvalue[from];
+  b->ivalue[to] = b->ivalue[from];
+  b->has[to] = b->has[from];
 }
 
-/* Drop the rows of c with a NULL join key (they never join). */
-static void ql_fold_chunk_drop_null_keys(struct ql_fold_chunk *c, const struct ql_fold_side *s,
-                                         const struct ArrowArray *batch) {
+/* Drop the rows of b (rows `from`... of the batch) with a NULL join key. */
+static void ql_fold_block_drop_null_keys(struct ql_fold_block *b, const struct ql_fold_side *s,
+                                         const struct ArrowArray *batch, int64_t from) {
   const struct ArrowArray *cols[QL_FOLD_MAX_KEYS];
   int64_t at[QL_FOLD_MAX_KEYS];
   int32_t n_nullable = 0;
@@ -139,45 +114,83 @@ static void ql_fold_chunk_drop_null_keys(struct ql_fold_chunk *c, const struct q
     const struct ArrowArray *col = batch->children[s->keys[i]->column];
     if (!ql_fold_has_nulls(col)) continue;
     cols[n_nullable] = col;
-    at[n_nullable++] = col->offset + batch->offset;
+    at[n_nullable++] = col->offset + batch->offset + from;
   }
   if (n_nullable == 0) return;
   int64_t kept = 0;
-  for (int64_t r = 0; r < c->n; r++) {
+  for (int64_t r = 0; r < b->n; r++) {
     int valid = 1;
     for (int32_t i = 0; i < n_nullable && valid; i++) valid = ql_fold_bit(cols[i], at[i] + r);
     if (!valid) continue;
-    if (kept != r) ql_fold_chunk_move(c, s->n_keys, s->n_groups, kept, r);
+    if (kept != r) ql_fold_block_move(b, s->n_keys, s->n_groups, kept, r);
     kept++;
   }
-  c->n = kept;
+  b->n = kept;
 }
 
-/* The smallest and largest of n values, every stride-th. */
-static void ql_fold_min_max(const int64_t *v, int64_t n, int64_t stride, int64_t *lo, int64_t *hi) {
-  int64_t l = INT64_MAX, h = INT64_MIN;
-  for (int64_t r = 0; r < n; r++) {
-    int64_t x = v[r * stride];
-    l = x < l ? x : l;
-    h = x > h ? x : h;
-  }
-  *lo = l;
-  *hi = h;
-}
-
-static void ql_fold_chunk_ranges(struct ql_fold_chunk *c, const struct ql_fold_side *s) {
+void ql_fold_block_decode(const struct ql_fold_input *in, const struct ql_fold_chunk *c, int64_t from,
+                          struct ql_fold_block *b) {
+  const struct ql_fold_side *s = &in->side;
+  const struct ArrowArray *batch = &c->batch;
+  int64_t n = batch->length - from < QL_FOLD_BLOCK ? batch->length - from : QL_FOLD_BLOCK;
   int64_t nk = s->n_keys, ng = s->n_groups;
-  for (int32_t i = 0; i < nk; i++) ql_fold_min_max(c->keys + i, c->n, nk, &c->key_lo[i], &c->key_hi[i]);
-  c->group_any = c->group_null = 0;
+  b->n = n;
+  for (int32_t i = 0; i < nk; i++) {
+    const struct ArrowArray *col = batch->children[s->keys[i]->column];
+    ql_fold_load_ints(col, col->offset + batch->offset + from, n, s->keys[i]->storage, b->keys + i, nk);
+  }
+  if (ng) memset(b->group_nulls, 0, (size_t)n * 4);
+  for (int32_t i = 0; i < ng; i++) {
+    const struct ArrowArray *col = batch->children[s->groups[i]->column];
+    int64_t at = col->offset + batch->offset + from;
+    ql_fold_load_ints(col, at, n, s->groups[i]->storage, b->groups + i, ng);
+    if (!ql_fold_has_nulls(col)) continue;
+    for (int64_t r = 0; r < n; r++) {
+      if (ql_fold_bit(col, at + r)) continue;
+      b->groups[r * ng + i] = 0; /* equal NULL groups must be equal tuples */
+      b->group_nulls[r] |= 1u << i;
+    }
+  }
+  const struct ArrowArray *col = batch->children[s->value->column];
+  int64_t at = col->offset + batch->offset + from;
+  if (in->is_float) ql_fold_load_doubles(col, at, n, s->value->storage, b->fvalue);
+  else ql_fold_load_u128(col, at, n, s->value->storage, b->ivalue);
+  if (!ql_fold_has_nulls(col)) {
+    memset(b->has, 1, (size_t)n);
+  } else {
+    for (int64_t r = 0; r < n; r++) {
+      b->has[r] = (uint8_t)ql_fold_bit(col, at + r);
+      if (b->has[r]) continue;
+      /* Undefined bytes under a NULL: keep every decoded value defined. */
+      if (in->is_float) b->fvalue[r] = 0;
+      else b->ivalue[r] = 0;
+    }
+  }
+  ql_fold_block_drop_null_keys(b, s, batch, from);
+}
+
+/* Fold the kept rows of a block into the chunk's ranges. */
+static void ql_fold_chunk_ranges(struct ql_fold_chunk *c, const struct ql_fold_side *s, const struct ql_fold_block *b) {
+  int64_t nk = s->n_keys, ng = s->n_groups;
+  for (int32_t i = 0; i < nk; i++) {
+    int64_t l = c->key_lo[i], h = c->key_hi[i];
+    for (int64_t r = 0; r < b->n; r++) {
+      int64_t x = b->keys[r * nk + i];
+      l = x < l ? x : l;
+      h = x > h ? x : h;
+    }
+    c->key_lo[i] = l;
+    c->key_hi[i] = h;
+  }
   for (int32_t i = 0; i < ng; i++) {
     uint32_t bit = 1u << i;
-    int64_t l = INT64_MAX, h = INT64_MIN;
-    for (int64_t r = 0; r < c->n; r++) {
-      if (c->group_nulls[r] & bit) {
+    int64_t l = c->group_lo[i], h = c->group_hi[i];
+    for (int64_t r = 0; r < b->n; r++) {
+      if (b->group_nulls[r] & bit) {
         c->group_null |= bit;
         continue;
       }
-      int64_t x = c->groups[r * ng + i];
+      int64_t x = b->groups[r * ng + i];
       l = x < l ? x : l;
       h = x > h ? x : h;
       c->group_any |= bit;
@@ -187,48 +200,10 @@ static void ql_fold_chunk_ranges(struct ql_fold_chunk *c, const struct ql_fold_s
   }
 }
 
-/* Decode every column the side reads of a checked batch into c (n rows). */
-static void ql_fold_chunk_fill(struct ql_fold_chunk *c, const struct ql_fold_input *in, const struct ArrowArray *batch) {
-  const struct ql_fold_side *s = &in->side;
-  int64_t n = batch->length, nk = s->n_keys, ng = s->n_groups;
-  c->n = n;
-  for (int32_t i = 0; i < nk; i++) {
-    const struct ArrowArray *col = batch->children[s->keys[i]->column];
-    ql_fold_load_ints(col, col->offset + batch->offset, n, s->keys[i]->storage, c->keys + i, nk);
-  }
-  if (ng) memset(c->group_nulls, 0, (size_t)n * 4);
-  for (int32_t i = 0; i < ng; i++) {
-    const struct ArrowArray *col = batch->children[s->groups[i]->column];
-    int64_t at = col->offset + batch->offset;
-    ql_fold_load_ints(col, at, n, s->groups[i]->storage, c->groups + i, ng);
-    if (!ql_fold_has_nulls(col)) continue;
-    for (int64_t r = 0; r < n; r++) {
-      if (ql_fold_bit(col, at + r)) continue;
-      c->groups[r * ng + i] = 0; /* equal NULL groups must be equal tuples */
-      c->group_nulls[r] |= 1u << i;
-    }
-  }
-  const struct ArrowArray *col = batch->children[s->value->column];
-  int64_t at = col->offset + batch->offset;
-  if (in->is_float) ql_fold_load_doubles(col, at, n, s->value->storage, c->fvalue);
-  else ql_fold_load_u128(col, at, n, s->value->storage, c->ivalue);
-  if (!ql_fold_has_nulls(col)) {
-    memset(c->has, 1, (size_t)n);
-  } else {
-    for (int64_t r = 0; r < n; r++) {
-      c->has[r] = (uint8_t)ql_fold_bit(col, at + r);
-      if (c->has[r]) continue;
-      if (c->fvalue) c->fvalue[r] = 0; /* undefined bytes: keep the buffers deterministic */
-      else c->ivalue[r] = 0;
-    }
-  }
-  ql_fold_chunk_drop_null_keys(c, s, batch);
-  ql_fold_chunk_ranges(c, s);
-}
-
 struct ql_fold_load {
   struct ql_fold_input *in;
   struct ql_fold_part *part;
+  struct ql_fold_block *block;
 };
 
 static int ql_fold_part_push(struct ql_fold_part *part, struct ql_fold_chunk *c, struct ql_fold_mem *mem,
@@ -241,22 +216,47 @@ static int ql_fold_part_push(struct ql_fold_part *part, struct ql_fold_chunk *c,
     part->chunks_cap = cap;
   }
   part->chunks[part->n_chunks++] = c;
-  part->rows += c->n;
+  part->rows += c->kept;
   return QL_OK;
 }
 
-static int ql_fold_load_batch(struct ql_fold_run *run, void *arg, const struct ArrowArray *batch,
-                              struct ql_error *error) {
+static void ql_fold_chunk_free(struct ql_fold_mem *mem, struct ql_fold_chunk *c) {
+  if (c->batch.release) c->batch.release(&c->batch);
+  ql_fold_mem_unreserve(mem, c->reserved);
+  ql_fold_mem_free(mem, c, (int64_t)sizeof(*c));
+}
+
+/* Keep a checked batch (moved out of *batch) with its ranges, unless no row
+ * of it can join. */
+static int ql_fold_load_batch(struct ql_fold_run *run, void *arg, struct ArrowArray *batch, struct ql_error *error) {
   struct ql_fold_load *ld = arg;
   int side = (int)(ld->in - run->in);
   QL_RETURN_NOT_OK(ql_fold_check_batch(run, side, batch, error));
   ld->part->rows_read += batch->length;
   if (batch->length == 0) return QL_OK;
-  struct ql_fold_chunk *c;
-  QL_RETURN_NOT_OK(ql_fold_chunk_new(ld->in, batch->length, &c, &run->mem, error));
-  ql_fold_chunk_fill(c, ld->in, batch);
-  int rc = c->n > 0 ? ql_fold_part_push(ld->part, c, &run->mem, error) : QL_OK;
-  if (c->n == 0 || rc != QL_OK) ql_fold_mem_free(&run->mem, c, c->bytes);
+  /* Holding the batch holds its memory: reserve what its columns read take. */
+  int64_t reserved = batch->length * ld->in->row_bytes;
+  QL_RETURN_NOT_OK(ql_fold_mem_reserve(&run->mem, reserved, error));
+  void *p;
+  int rc = ql_fold_mem_alloc(&run->mem, &p, (int64_t)sizeof(struct ql_fold_chunk), error);
+  if (rc != QL_OK) {
+    ql_fold_mem_unreserve(&run->mem, reserved);
+    return rc;
+  }
+  struct ql_fold_chunk *c = p;
+  memset(c, 0, sizeof(*c));
+  c->reserved = reserved;
+  c->batch = *batch;
+  batch->release = NULL; /* moved */
+  for (int32_t i = 0; i < QL_FOLD_MAX_KEYS; i++) c->key_lo[i] = INT64_MAX, c->key_hi[i] = INT64_MIN;
+  for (int32_t i = 0; i < QL_FOLD_MAX_GROUPS; i++) c->group_lo[i] = INT64_MAX, c->group_hi[i] = INT64_MIN;
+  for (int64_t from = 0; from < c->batch.length; from += QL_FOLD_BLOCK) {
+    ql_fold_block_decode(ld->in, c, from, ld->block);
+    c->kept += ld->block->n;
+    ql_fold_chunk_ranges(c, &ld->in->side, ld->block);
+  }
+  rc = c->kept > 0 ? ql_fold_part_push(ld->part, c, &run->mem, error) : QL_OK;
+  if (c->kept == 0 || rc != QL_OK) ql_fold_chunk_free(&run->mem, c);
   return rc;
 }
 
@@ -278,8 +278,13 @@ static int ql_fold_read_worker(void *arg, struct ql_error *error) {
     if (i >= t->n_tasks) return QL_OK;
     int side = i < run->in[0].n_parts ? 0 : 1;
     int64_t p = side ? i - run->in[0].n_parts : i;
-    struct ql_fold_load ld = {&run->in[side], &run->in[side].parts[p]};
-    int rc = ql_fold_drain(run, side, p, ql_fold_load_batch, &ld, error);
+    struct ql_fold_block *block;
+    int rc = ql_fold_block_new(&run->mem, &block, error);
+    if (rc == QL_OK) {
+      struct ql_fold_load ld = {&run->in[side], &run->in[side].parts[p], block};
+      rc = ql_fold_drain(run, side, p, ql_fold_load_batch, &ld, error);
+      ql_fold_mem_free(&run->mem, block, (int64_t)sizeof(*block));
+    }
     if (rc != QL_OK) {
       atomic_store(&t->failed, 1);
       return rc;
@@ -287,11 +292,30 @@ static int ql_fold_read_worker(void *arg, struct ql_error *error) {
   }
 }
 
+static int64_t ql_fold_storage_bytes(int32_t storage) {
+  switch (storage) {
+    case QL_FOLD_S8: case QL_FOLD_U8: return 1;
+    case QL_FOLD_S16: case QL_FOLD_U16: return 2;
+    case QL_FOLD_S32: case QL_FOLD_U32: case QL_FOLD_F32: return 4;
+    case QL_FOLD_D128: return 16;
+    default: return 8;
+  }
+}
+
+/* Bytes per row of the columns a side reads, validity bits rounded up. */
+static int64_t ql_fold_row_bytes(const struct ql_fold_side *s) {
+  int64_t bytes = ql_fold_storage_bytes(s->value->storage) + 1;
+  for (int32_t i = 0; i < s->n_keys; i++) bytes += ql_fold_storage_bytes(s->keys[i]->storage) + 1;
+  for (int32_t i = 0; i < s->n_groups; i++) bytes += ql_fold_storage_bytes(s->groups[i]->storage) + 1;
+  return bytes;
+}
+
 int ql_fold_read_inputs(struct ql_fold_run *run, struct ql_error *error) {
   for (int k = 0; k < 2; k++) {
     struct ql_fold_input *in = &run->in[k];
     ql_fold_side_init(&run->plan->spec, k, &in->side);
     in->is_float = in->side.value->as_f64;
+    in->row_bytes = ql_fold_row_bytes(&in->side);
     int64_t n = ql_fold_partition_count(&run->plan->children[k], error);
     if (n < 0) return ql_error_prefix(error, "qlink_fold: input %d properties", k);
     void *p = NULL;
@@ -322,7 +346,7 @@ void ql_fold_inputs_destroy(struct ql_fold_run *run) {
     struct ql_fold_input *in = &run->in[k];
     for (int64_t p = 0; p < in->n_parts; p++) {
       struct ql_fold_part *part = &in->parts[p];
-      for (int64_t c = 0; c < part->n_chunks; c++) ql_fold_mem_free(&run->mem, part->chunks[c], part->chunks[c]->bytes);
+      for (int64_t c = 0; c < part->n_chunks; c++) ql_fold_chunk_free(&run->mem, part->chunks[c]);
       ql_fold_mem_free(&run->mem, part->chunks, part->chunks_cap * 8);
     }
     ql_fold_mem_free(&run->mem, in->parts, in->n_parts * (int64_t)sizeof(struct ql_fold_part));
@@ -331,15 +355,15 @@ void ql_fold_inputs_destroy(struct ql_fold_run *run) {
   }
 }
 
-void ql_fold_chunk_row(const struct ql_fold_input *in, const struct ql_fold_chunk *c, int64_t r,
+void ql_fold_block_row(const struct ql_fold_input *in, const struct ql_fold_block *b, int64_t r,
                        struct ql_fold_row *row) {
   int32_t nk = in->side.n_keys, ng = in->side.n_groups;
-  memcpy(row->keys, c->keys + r * nk, (size_t)nk * 8);
-  if (ng) memcpy(row->groups, c->groups + r * ng, (size_t)ng * 8);
-  row->group_nulls = ng ? c->group_nulls[r] : 0;
-  row->has_value = c->has[r];
-  row->ivalue = c->ivalue ? c->ivalue[r] : 0;
-  row->fvalue = c->fvalue ? c->fvalue[r] : 0;
+  memcpy(row->keys, b->keys + r * nk, (size_t)nk * 8);
+  if (ng) memcpy(row->groups, b->groups + r * ng, (size_t)ng * 8);
+  row->group_nulls = ng ? b->group_nulls[r] : 0;
+  row->has_value = b->has[r];
+  row->ivalue = in->is_float ? 0 : b->ivalue[r];
+  row->fvalue = in->is_float ? b->fvalue[r] : 0;
 }
 
 int ql_fold_input_range(const struct ql_fold_input *in, int is_group, int32_t i, int64_t *lo, int64_t *hi,

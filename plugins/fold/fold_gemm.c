@@ -65,22 +65,25 @@ static int ql_fold_gemm_shape(const struct ql_fold_run *run, struct ql_fold_gemm
  * for side 1); QL_FOLD_FALLBACK on a second or non-finite float value in a
  * cell (the products must each be DataFusion's rounded product). */
 static int ql_fold_gemm_fill(const struct ql_fold_input *in, const struct ql_fold_gemm_shape *g, int k,
-                             struct ql_fold_matrix *m) {
+                             struct ql_fold_matrix *m, struct ql_fold_block *blk) {
   int has_group = in->side.n_groups == 1;
   for (int64_t p = 0; p < in->n_parts; p++) {
     const struct ql_fold_part *part = &in->parts[p];
     for (int64_t ci = 0; ci < part->n_chunks; ci++) {
       const struct ql_fold_chunk *c = part->chunks[ci];
-      for (int64_t r = 0; r < c->n; r++) {
-        uint64_t key = (uint64_t)c->keys[r] - (uint64_t)g->kmin;
-        if (key >= (uint64_t)g->klen) continue; /* cannot match the other side */
-        int64_t gi = 0;
-        if (has_group) gi = (c->group_nulls[r] & 1u) ? g->glen[k] : c->groups[r] - g->gmin[k];
-        int64_t iv = c->ivalue ? (int64_t)(uint64_t)c->ivalue[r] : 0; /* int64 products only on this path */
-        double fv = c->fvalue ? c->fvalue[r] : 0.0;
-        int dup = k == 0 ? ql_fold_matrix_put(m, gi, (int64_t)key, c->has[r], iv, fv)
-                         : ql_fold_matrix_put(m, (int64_t)key, gi, c->has[r], iv, fv);
-        if (dup) return QL_FOLD_FALLBACK;
+      for (int64_t from = 0; from < c->batch.length; from += QL_FOLD_BLOCK) {
+        ql_fold_block_decode(in, c, from, blk);
+        for (int64_t r = 0; r < blk->n; r++) {
+          uint64_t key = (uint64_t)blk->keys[r] - (uint64_t)g->kmin;
+          if (key >= (uint64_t)g->klen) continue; /* cannot match the other side */
+          int64_t gi = 0;
+          if (has_group) gi = (blk->group_nulls[r] & 1u) ? g->glen[k] : blk->groups[r] - g->gmin[k];
+          int64_t iv = (int64_t)(uint64_t)blk->ivalue[r]; /* int64 products only on this path */
+          double fv = blk->fvalue[r];
+          int dup = k == 0 ? ql_fold_matrix_put(m, gi, (int64_t)key, blk->has[r], iv, fv)
+                           : ql_fold_matrix_put(m, (int64_t)key, gi, blk->has[r], iv, fv);
+          if (dup) return QL_FOLD_FALLBACK;
+        }
       }
     }
   }
@@ -89,7 +92,7 @@ static int ql_fold_gemm_fill(const struct ql_fold_input *in, const struct ql_fol
 
 /* Filling A and B: one task per side (the matrices are disjoint). */
 struct ql_fold_fill_task {
-  const struct ql_fold_run *run;
+  struct ql_fold_run *run;
   const struct ql_fold_gemm_shape *shape;
   struct ql_fold_matrix *m[2];
   int rc[2];
@@ -97,13 +100,16 @@ struct ql_fold_fill_task {
 };
 
 static int ql_fold_fill_worker(void *arg, struct ql_error *error) {
-  (void)error;
   struct ql_fold_fill_task *t = arg;
+  struct ql_fold_block *blk;
+  QL_RETURN_NOT_OK(ql_fold_block_new(&t->run->mem, &blk, error));
   for (;;) {
     int k = atomic_fetch_add(&t->next, 1);
-    if (k >= 2) return QL_OK;
-    t->rc[k] = ql_fold_gemm_fill(&t->run->in[k], t->shape, k, t->m[k]);
+    if (k >= 2) break;
+    t->rc[k] = ql_fold_gemm_fill(&t->run->in[k], t->shape, k, t->m[k], blk);
   }
+  ql_fold_mem_free(&t->run->mem, blk, (int64_t)sizeof(*blk));
+  return QL_OK;
 }
 
 struct ql_fold_gemm_task {

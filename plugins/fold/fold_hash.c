@@ -360,9 +360,9 @@ static inline ql_fold_u128 ql_fold_int_product(int32_t product, ql_fold_u128 x, 
  * few slots), by multiplication rather than a division per row. */
 static int64_t ql_fold_bucket(uint64_t h, int64_t n) { return (int64_t)(((h >> 32) * (uint64_t)n) >> 32); }
 
-/* Probe the rows of one chunk of the probe side into g: all of them, or
- * with n_buckets > 1 those of bucket `bucket`. */
-static int ql_fold_probe_chunk(struct ql_fold_run *run, struct ql_fold_groups *g, const struct ql_fold_chunk *chunk,
+/* Probe the rows of one decoded block of the probe side into g: all of
+ * them, or with n_buckets > 1 those of bucket `bucket`. */
+static int ql_fold_probe_block(struct ql_fold_run *run, struct ql_fold_groups *g, const struct ql_fold_block *blk,
                                int64_t bucket, int64_t n_buckets, struct ql_error *error) {
   struct ql_fold_build *b = &run->build;
   const struct ql_fold_input *in = &run->in[1 - run->build_side];
@@ -371,8 +371,8 @@ static int ql_fold_probe_chunk(struct ql_fold_run *run, struct ql_fold_groups *g
   int by_cells = nb > 0 && nb <= QL_FOLD_MAX_BGIDS;
   int32_t product = run->plan->spec.product;
   struct ql_fold_row row;
-  for (int64_t r = 0; r < chunk->n; r++) {
-    ql_fold_chunk_row(in, chunk, r, &row);
+  for (int64_t r = 0; r < blk->n; r++) {
+    ql_fold_block_row(in, blk, r, &row);
     uint64_t ph = (by_cells || n_buckets > 1) ? ql_fold_keys_hash(row.groups, row.group_nulls, width) : 0;
     if (n_buckets > 1 && ql_fold_bucket(ph, n_buckets) != bucket) continue;
     int64_t k;
@@ -417,27 +417,37 @@ static int ql_fold_probe_chunk(struct ql_fold_run *run, struct ql_fold_groups *g
 }
 
 /* A worker: probe tasks taken from a shared counter until none is left. */
-static int ql_fold_probe_worker(void *arg, struct ql_error *error) {
-  struct ql_fold_probe_task *t = arg;
+static int ql_fold_probe_task_run(struct ql_fold_probe_task *t, int64_t task, struct ql_fold_block *blk,
+                                  struct ql_error *error) {
   struct ql_fold_run *run = t->run;
   const struct ql_fold_input *in = &run->in[1 - run->build_side];
-  for (;;) {
-    if (atomic_load(&t->failed)) return QL_OK;
-    int64_t task = atomic_fetch_add(&t->next, 1);
-    if (task >= t->n_tasks) return QL_OK;
-    int64_t from = t->by_bucket ? 0 : task, to = t->by_bucket ? in->n_parts : task + 1;
-    for (int64_t p = from; p < to; p++) {
-      const struct ql_fold_part *part = &in->parts[p];
-      for (int64_t c = 0; c < part->n_chunks; c++) {
-        int rc = ql_fold_probe_chunk(run, &t->tables[task], part->chunks[c], t->by_bucket ? task : 0,
-                                     t->by_bucket ? t->n_tasks : 1, error);
-        if (rc != QL_OK) {
-          atomic_store(&t->failed, 1);
-          return rc;
-        }
+  int64_t from = t->by_bucket ? 0 : task, to = t->by_bucket ? in->n_parts : task + 1;
+  for (int64_t p = from; p < to; p++) {
+    const struct ql_fold_part *part = &in->parts[p];
+    for (int64_t c = 0; c < part->n_chunks; c++) {
+      const struct ql_fold_chunk *chunk = part->chunks[c];
+      for (int64_t row = 0; row < chunk->batch.length; row += QL_FOLD_BLOCK) {
+        ql_fold_block_decode(in, chunk, row, blk);
+        QL_RETURN_NOT_OK(ql_fold_probe_block(run, &t->tables[task], blk, t->by_bucket ? task : 0,
+                                             t->by_bucket ? t->n_tasks : 1, error));
       }
     }
   }
+  return QL_OK;
+}
+
+static int ql_fold_probe_worker(void *arg, struct ql_error *error) {
+  struct ql_fold_probe_task *t = arg;
+  struct ql_fold_block *blk = NULL;
+  int rc = ql_fold_block_new(&t->run->mem, &blk, error);
+  while (rc == QL_OK && !atomic_load(&t->failed)) {
+    int64_t task = atomic_fetch_add(&t->next, 1);
+    if (task >= t->n_tasks) break;
+    rc = ql_fold_probe_task_run(t, task, blk, error);
+  }
+  if (rc != QL_OK) atomic_store(&t->failed, 1);
+  if (blk) ql_fold_mem_free(&t->run->mem, blk, (int64_t)sizeof(*blk));
+  return rc;
 }
 
 /* Disjoint tables one after another into run->result (which is empty). */
@@ -522,18 +532,25 @@ static int ql_fold_run_build(struct ql_fold_run *run, struct ql_error *error) {
   struct ql_fold_build *b = &run->build;
   const struct ql_fold_input *in = &run->in[run->build_side];
   struct ql_fold_row row;
-  for (int64_t p = 0; p < in->n_parts; p++) {
+  struct ql_fold_block *blk;
+  QL_RETURN_NOT_OK(ql_fold_block_new(&run->mem, &blk, error));
+  int rc = QL_OK;
+  for (int64_t p = 0; p < in->n_parts && rc == QL_OK; p++) {
     const struct ql_fold_part *part = &in->parts[p];
-    for (int64_t c = 0; c < part->n_chunks; c++) {
+    for (int64_t c = 0; c < part->n_chunks && rc == QL_OK; c++) {
       const struct ql_fold_chunk *chunk = part->chunks[c];
-      for (int64_t r = 0; r < chunk->n; r++) {
-        ql_fold_chunk_row(in, chunk, r, &row);
-        QL_RETURN_NOT_OK(ql_fold_build_add(b, &row, &run->mem, error));
+      for (int64_t from = 0; from < chunk->batch.length && rc == QL_OK; from += QL_FOLD_BLOCK) {
+        ql_fold_block_decode(in, chunk, from, blk);
+        for (int64_t r = 0; r < blk->n && rc == QL_OK; r++) {
+          ql_fold_block_row(in, blk, r, &row);
+          rc = ql_fold_build_add(b, &row, &run->mem, error);
+        }
       }
     }
   }
+  ql_fold_mem_free(&run->mem, blk, (int64_t)sizeof(*blk));
   b->rows = in->rows_read;
-  return ql_fold_build_finish(b, &run->mem, error);
+  return rc == QL_OK ? ql_fold_build_finish(b, &run->mem, error) : rc;
 }
 
 int ql_fold_run_hash(struct ql_fold_run *run, struct ql_error *error) {

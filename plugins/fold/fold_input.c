@@ -24,7 +24,7 @@ static int ql_fold_cancelled(const struct ql_task_context *ctx) {
 
 /* Drain partition p of child `side`, calling fn on each batch. */
 int ql_fold_drain(struct ql_fold_run *run, int side, int64_t p,
-                         int (*fn)(struct ql_fold_run *run, void *arg, const struct ArrowArray *batch,
+                         int (*fn)(struct ql_fold_run *run, void *arg, struct ArrowArray *batch,
                                    struct ql_error *error),
                          void *arg, struct ql_error *error) {
   const struct ql_execution_plan *child = &run->plan->children[side];
@@ -50,7 +50,7 @@ int ql_fold_drain(struct ql_fold_run *run, int side, int64_t p,
     }
     if (!batch.release) break;
     rc = fn(run, arg, &batch, error);
-    batch.release(&batch);
+    if (batch.release) batch.release(&batch);
     if (rc != QL_OK) break;
   }
   stream.release(&stream);

@@ -108,25 +108,37 @@ struct ql_fold_group_source {
   int32_t index;      /* position among that side's group columns */
 };
 
-/* Rows of one side read from its child, decoded to typed arrays (one
- * allocation per input batch): only rows whose join keys are all non-NULL,
- * since a NULL key never joins. A NULL group key is stored as 0 with its bit
- * set in group_nulls (bit i: group i of the side). */
+/* A batch of one side as read from its child, held (not copied: in a host
+ * like DataFusion it is the table's own memory) until the fold is done; the
+ * fold decodes it block by block when it needs the rows. Batches without a
+ * row whose join keys are all non-NULL are not kept. */
 struct ql_fold_chunk {
-  int64_t n;               /* rows kept */
-  int64_t bytes;           /* of this allocation, header included */
-  ql_fold_u128 *ivalue;    /* integer and decimal values; NULL for float sums */
-  int64_t *keys;           /* side n_keys per row */
-  int64_t *groups;         /* side n_groups per row */
-  double *fvalue;          /* float sums' values (as float64); NULL otherwise */
-  uint32_t *group_nulls;   /* per row */
-  uint8_t *has;            /* 1: the value is not NULL */
-  /* Ranges over the rows kept (so the kernel choice need not rescan):
-   * keys always (n > 0); group i when bit i of group_any is set
-   * (a non-NULL value exists); bit i of group_null: a NULL exists. */
+  struct ArrowArray batch; /* moved from the child's stream; released with the chunk */
+  int64_t kept;            /* rows whose join keys are all non-NULL (a NULL key never joins) */
+  int64_t reserved;        /* bytes reserved from the pool for holding it */
+  /* Ranges over the kept rows (so the kernel choice need not rescan):
+   * keys always; group i when bit i of group_any is set (a non-NULL value
+   * exists); bit i of group_null: a NULL exists. */
   int64_t key_lo[QL_FOLD_MAX_KEYS], key_hi[QL_FOLD_MAX_KEYS];
   int64_t group_lo[QL_FOLD_MAX_GROUPS], group_hi[QL_FOLD_MAX_GROUPS];
   uint32_t group_any, group_null;
+};
+
+/* Rows decoded per block: small enough that a block stays in L1/L2 cache
+ * while it is consumed. */
+#define QL_FOLD_BLOCK 256
+
+/* Up to QL_FOLD_BLOCK consecutive rows of a chunk decoded to typed arrays,
+ * rows with a NULL join key dropped. A NULL group key is stored as 0 with
+ * its bit set in group_nulls (bit i: group i of the side). */
+struct ql_fold_block {
+  int64_t n;
+  int64_t keys[QL_FOLD_BLOCK * QL_FOLD_MAX_KEYS];     /* side n_keys per row */
+  int64_t groups[QL_FOLD_BLOCK * QL_FOLD_MAX_GROUPS]; /* side n_groups per row */
+  uint32_t group_nulls[QL_FOLD_BLOCK];
+  uint8_t has[QL_FOLD_BLOCK];                         /* 1: the value is not NULL */
+  double fvalue[QL_FOLD_BLOCK];                       /* values of float sums (as float64) */
+  ql_fold_u128 ivalue[QL_FOLD_BLOCK];                 /* values of integer and decimal sums */
 };
 
 /* One partition of a side: its chunks in the order read. */
@@ -141,6 +153,7 @@ struct ql_fold_part {
 struct ql_fold_input {
   struct ql_fold_side side;
   int32_t is_float;
+  int64_t row_bytes; /* what one row of the columns read takes (for the reservation) */
   int64_t n_parts;
   struct ql_fold_part *parts;
   int64_t rows, rows_read;
@@ -171,9 +184,10 @@ struct ql_fold_run {
 void ql_fold_side_init(const struct ql_fold_spec *spec, int side, struct ql_fold_side *out);
 /* QL_EDATA unless `batch` has well-formed columns for what `side` reads. */
 int ql_fold_check_batch(const struct ql_fold_run *run, int side, const struct ArrowArray *batch, struct ql_error *error);
-/* Execute partition p of child `side` and call fn on each batch. */
+/* Execute partition p of child `side` and call fn on each batch (fn may
+ * move the batch out; what it leaves is released). */
 int ql_fold_drain(struct ql_fold_run *run, int side, int64_t p,
-                  int (*fn)(struct ql_fold_run *run, void *arg, const struct ArrowArray *batch, struct ql_error *error),
+                  int (*fn)(struct ql_fold_run *run, void *arg, struct ArrowArray *batch, struct ql_error *error),
                   void *arg, struct ql_error *error);
 /* A child's partition count, or -1 with error filled. */
 int64_t ql_fold_partition_count(const struct ql_execution_plan *child, struct ql_error *error);
@@ -189,8 +203,14 @@ int ql_fold_parallel(const struct ql_task_context *ctx, int64_t max_workers, int
 int ql_fold_read_inputs(struct ql_fold_run *run, struct ql_error *error);
 /* Free what ql_fold_read_inputs kept (safe on a zeroed or partial input). */
 void ql_fold_inputs_destroy(struct ql_fold_run *run);
-/* Row r of a chunk as a ql_fold_row. */
-void ql_fold_chunk_row(const struct ql_fold_input *in, const struct ql_fold_chunk *c, int64_t r,
+/* A block buffer (about 56 KiB, too large for some workers' stacks),
+ * accounted in mem; free with ql_fold_mem_free(mem, b, sizeof(*b)). */
+int ql_fold_block_new(struct ql_fold_mem *mem, struct ql_fold_block **out, struct ql_error *error);
+/* Decode rows [from, from + QL_FOLD_BLOCK) of c (fewer at its end) into b. */
+void ql_fold_block_decode(const struct ql_fold_input *in, const struct ql_fold_chunk *c, int64_t from,
+                          struct ql_fold_block *b);
+/* Row r of a block as a ql_fold_row. */
+void ql_fold_block_row(const struct ql_fold_input *in, const struct ql_fold_block *b, int64_t r,
                        struct ql_fold_row *row);
 /* The smallest and largest value of a side's key (is_group 0) or group key
  * (is_group 1) number i over its kept rows, NULL groups skipped; *nulls: a

@@ -65,6 +65,15 @@ int ql_fold_mem_alloc(struct ql_fold_mem *mem, void **out, int64_t bytes, struct
   return ql_error_set(error, QL_ENOMEM, "qlink_fold: out of memory allocating %lld bytes", (long long)bytes);
 }
 
+int ql_fold_mem_reserve(struct ql_fold_mem *mem, int64_t bytes, struct ql_error *error) {
+  if (bytes < 0) return ql_error_set(error, QL_EINVAL, "qlink_fold: negative reservation");
+  return ql_fold_mem_grow(mem, bytes, error);
+}
+
+void ql_fold_mem_unreserve(struct ql_fold_mem *mem, int64_t bytes) {
+  if (bytes > 0) ql_fold_mem_shrink(mem, bytes);
+}
+
 void ql_fold_mem_free(struct ql_fold_mem *mem, void *ptr, int64_t bytes) {
   if (!ptr) return;
   free(ptr);

@@ -33,6 +33,11 @@ int ql_fold_mem_resize(struct ql_fold_mem *mem, void **ptr, int64_t old_bytes, i
 /* *out = a new buffer of `bytes` (not zeroed: for arrays written in full at
  * once), reserved first. QL_ERESOURCES or QL_ENOMEM with *out = NULL. */
 int ql_fold_mem_alloc(struct ql_fold_mem *mem, void **out, int64_t bytes, struct ql_error *error);
+/* Reserve `bytes` the fold holds without allocating them (memory a child
+ * produced and the fold keeps alive); give them back with
+ * ql_fold_mem_unreserve. QL_ERESOURCES when the pool says no. */
+int ql_fold_mem_reserve(struct ql_fold_mem *mem, int64_t bytes, struct ql_error *error);
+void ql_fold_mem_unreserve(struct ql_fold_mem *mem, int64_t bytes);
 /* Free `ptr` (of `bytes`) and give the bytes back to the pool. */
 void ql_fold_mem_free(struct ql_fold_mem *mem, void *ptr, int64_t bytes);
 
