@@ -169,6 +169,65 @@ void ql_fold_block_decode(const struct ql_fold_input *in, const struct ql_fold_c
   ql_fold_block_drop_null_keys(b, s, batch, from);
 }
 
+/* Min and max of n integer values from position `at` of col, optionally
+ * skipping NULLs (*any: a non-NULL value was seen, *null: a NULL was). One
+ * typed loop: the ranges are taken at load for every batch. */
+#define QL_FOLD_RANGE(T)                                                      \
+  do {                                                                        \
+    const T *v_ = (const T *)col->buffers[1] + at;                            \
+    for (int64_t r = 0; r < n; r++) {                                         \
+      if (nullable && !ql_fold_bit(col, at + r)) {                            \
+        *null = 1;                                                            \
+        continue;                                                             \
+      }                                                                       \
+      int64_t x = (int64_t)v_[r];                                             \
+      l = x < l ? x : l;                                                      \
+      h = x > h ? x : h;                                                      \
+    }                                                                         \
+  } while (0)
+
+static void ql_fold_column_range(const struct ArrowArray *col, int64_t at, int64_t n, int32_t storage, int64_t *lo,
+                                 int64_t *hi, int *null) {
+  int nullable = ql_fold_has_nulls(col);
+  int64_t l = *lo, h = *hi;
+  switch (storage) {
+    case QL_FOLD_S8: QL_FOLD_RANGE(int8_t); break;
+    case QL_FOLD_S16: QL_FOLD_RANGE(int16_t); break;
+    case QL_FOLD_S32: QL_FOLD_RANGE(int32_t); break;
+    case QL_FOLD_U8: QL_FOLD_RANGE(uint8_t); break;
+    case QL_FOLD_U16: QL_FOLD_RANGE(uint16_t); break;
+    case QL_FOLD_U32: QL_FOLD_RANGE(uint32_t); break;
+    case QL_FOLD_U64: QL_FOLD_RANGE(uint64_t); break;
+    default: QL_FOLD_RANGE(int64_t); break;
+  }
+  *lo = l;
+  *hi = h;
+}
+
+/* The chunk's ranges straight from its columns when no join key is NULL
+ * (the common case: every row is kept); 0 when a key column has NULLs. */
+static int ql_fold_chunk_ranges_direct(struct ql_fold_chunk *c, const struct ql_fold_side *s) {
+  const struct ArrowArray *batch = &c->batch;
+  for (int32_t i = 0; i < s->n_keys; i++)
+    if (ql_fold_has_nulls(batch->children[s->keys[i]->column])) return 0;
+  int64_t n = batch->length;
+  for (int32_t i = 0; i < s->n_keys; i++) {
+    const struct ArrowArray *col = batch->children[s->keys[i]->column];
+    int null = 0;
+    ql_fold_column_range(col, col->offset + batch->offset, n, s->keys[i]->storage, &c->key_lo[i], &c->key_hi[i], &null);
+  }
+  for (int32_t i = 0; i < s->n_groups; i++) {
+    const struct ArrowArray *col = batch->children[s->groups[i]->column];
+    int null = 0;
+    ql_fold_column_range(col, col->offset + batch->offset, n, s->groups[i]->storage, &c->group_lo[i], &c->group_hi[i],
+                         &null);
+    if (null) c->group_null |= 1u << i;
+    if (c->group_lo[i] <= c->group_hi[i]) c->group_any |= 1u << i;
+  }
+  c->kept = n;
+  return 1;
+}
+
 /* Fold the kept rows of a block into the chunk's ranges. */
 static void ql_fold_chunk_ranges(struct ql_fold_chunk *c, const struct ql_fold_side *s, const struct ql_fold_block *b) {
   int64_t nk = s->n_keys, ng = s->n_groups;
@@ -250,10 +309,12 @@ static int ql_fold_load_batch(struct ql_fold_run *run, void *arg, struct ArrowAr
   batch->release = NULL; /* moved */
   for (int32_t i = 0; i < QL_FOLD_MAX_KEYS; i++) c->key_lo[i] = INT64_MAX, c->key_hi[i] = INT64_MIN;
   for (int32_t i = 0; i < QL_FOLD_MAX_GROUPS; i++) c->group_lo[i] = INT64_MAX, c->group_hi[i] = INT64_MIN;
-  for (int64_t from = 0; from < c->batch.length; from += QL_FOLD_BLOCK) {
-    ql_fold_block_decode(ld->in, c, from, ld->block);
-    c->kept += ld->block->n;
-    ql_fold_chunk_ranges(c, &ld->in->side, ld->block);
+  if (!ql_fold_chunk_ranges_direct(c, &ld->in->side)) {
+    for (int64_t from = 0; from < c->batch.length; from += QL_FOLD_BLOCK) {
+      ql_fold_block_decode(ld->in, c, from, ld->block);
+      c->kept += ld->block->n;
+      ql_fold_chunk_ranges(c, &ld->in->side, ld->block);
+    }
   }
   rc = c->kept > 0 ? ql_fold_part_push(ld->part, c, &run->mem, error) : QL_OK;
   if (c->kept == 0 || rc != QL_OK) ql_fold_chunk_free(&run->mem, c);

@@ -30,9 +30,6 @@ int ql_fold_matrix_init(struct ql_fold_matrix *m, int64_t rows, int64_t cols, in
   p = NULL;
   if (rc == QL_OK) rc = ql_fold_mem_resize(mem, &p, 0, n_sets * m->words * 8, error);
   m->has = p;
-  p = NULL;
-  if (rc == QL_OK && is_float) rc = ql_fold_mem_resize(mem, &p, 0, cells, error);
-  m->filled = p;
   if (rc != QL_OK) ql_fold_matrix_destroy(m, mem);
   return rc;
 }
@@ -43,7 +40,6 @@ void ql_fold_matrix_destroy(struct ql_fold_matrix *m, struct ql_fold_mem *mem) {
   ql_fold_mem_free(mem, m->i, cells * 8);
   ql_fold_mem_free(mem, m->exist, m->exist ? sets : 0);
   ql_fold_mem_free(mem, m->has, m->has ? sets : 0);
-  ql_fold_mem_free(mem, m->filled, m->filled ? cells : 0);
   memset(m, 0, sizeof(*m));
 }
 
@@ -70,9 +66,41 @@ static inline void ql_fold_axpy(double *c, double a, const double *b, int64_t fr
   for (; j < to; j++) c[j] += a * b[j];
 }
 
+/* Narrow C (N <= 16, as a projection to a few features): each row of C is
+ * kept in four vector accumulators over the whole k loop. Same additions in
+ * the same order as the general kernel. */
+static void ql_fold_gemm_f64_narrow(const struct ql_fold_matrix *a, const struct ql_fold_matrix *b, double *c,
+                                    int64_t from, int64_t to) {
+  int64_t K = a->cols, N = b->cols, nv = N / 4, tail = N % 4;
+  for (int64_t i = from; i < to; i++) {
+    ql_fold_v4d acc[4];
+    double tacc[4] = {0.0, 0.0, 0.0, 0.0};
+    memset(acc, 0, sizeof(acc));
+    const double *ai = a->f + i * K;
+    for (int64_t k = 0; k < K; k++) {
+      double aik = ai[k];
+      if (aik == 0.0) continue; /* adds only +0.0: no partial sum changes */
+      const double *bk = b->f + k * N;
+      for (int64_t v = 0; v < nv; v++) {
+        ql_fold_v4d bv;
+        memcpy(&bv, bk + 4 * v, sizeof(bv));
+        acc[v] += aik * bv;
+      }
+      for (int64_t t = 0; t < tail; t++) tacc[t] += aik * bk[4 * nv + t];
+    }
+    double *ci = c + i * N;
+    memcpy(ci, acc, (size_t)nv * sizeof(ql_fold_v4d));
+    for (int64_t t = 0; t < tail; t++) ci[4 * nv + t] = tacc[t];
+  }
+}
+
 static void ql_fold_gemm_f64(const struct ql_fold_matrix *a, const struct ql_fold_matrix *b, double *c, int64_t from,
                              int64_t to) {
   int64_t K = a->cols, N = b->cols;
+  if (N <= 16) {
+    ql_fold_gemm_f64_narrow(a, b, c, from, to);
+    return;
+  }
   for (int64_t jb = 0; jb < N; jb += QL_FOLD_JB) {
     int64_t je = jb + QL_FOLD_JB < N ? jb + QL_FOLD_JB : N;
     for (int64_t kb = 0; kb < K; kb += QL_FOLD_KB) { /* ascending k: the summation order */

@@ -36,7 +36,6 @@ struct ql_fold_matrix {
   double *f;
   int64_t *i;
   uint64_t *exist, *has;
-  uint8_t *filled;    /* float: cell already holds a value */
 };
 
 int ql_fold_matrix_init(struct ql_fold_matrix *m, int64_t rows, int64_t cols, int is_float, int transposed,
@@ -49,17 +48,18 @@ static inline int ql_fold_matrix_put(struct ql_fold_matrix *m, int64_t r, int64_
                                      double fvalue) {
   int64_t cell = r * m->cols + c;
   int64_t set = m->transposed ? c : r, bit = m->transposed ? r : c;
+  int64_t word = set * m->words + bit / 64;
   uint64_t mask = UINT64_C(1) << (bit % 64);
-  m->exist[set * m->words + bit / 64] |= mask;
+  m->exist[word] |= mask;
   if (!has_value) return 0;
   if (m->is_float) {
-    if (m->filled[cell] || !__builtin_isfinite(fvalue)) return 1;
-    m->filled[cell] = 1;
+    /* The has bit says the cell already holds a value. */
+    if ((m->has[word] & mask) || !__builtin_isfinite(fvalue)) return 1;
     m->f[cell] = fvalue;
   } else {
     m->i[cell] = (int64_t)((uint64_t)m->i[cell] + (uint64_t)ivalue);
   }
-  m->has[set * m->words + bit / 64] |= mask;
+  m->has[word] |= mask;
   return 0;
 }
 

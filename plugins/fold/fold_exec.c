@@ -44,15 +44,14 @@ static int ql_fold_run_all(struct ql_fold_run *run, struct ql_error *error) {
   }
   ql_fold_inputs_destroy(run);
   atomic_fetch_add(&run->plan->elapsed_ns, ql_fold_now_ns() - t0);
-  if (rc == QL_OK) atomic_fetch_add(&run->plan->groups, run->result.gmap.count);
+  if (rc == QL_OK) atomic_fetch_add(&run->plan->groups, run->dense.active ? run->dense.count : run->result.gmap.count);
   return rc;
 }
 
 /* ------------------------------------------------------------------- emit */
 
-static int ql_fold_emit_key(const struct ql_fold_run *run, int32_t i, int64_t from, int64_t n, struct ArrowArray *out,
-                            struct ql_error *error) {
-  const struct ql_fold_groups *g = &run->result;
+static int ql_fold_emit_key(const struct ql_fold_run *run, const struct ql_fold_groups *g, int32_t i, int64_t from,
+                            int64_t n, struct ArrowArray *out, struct ql_error *error) {
   int64_t width = ql_format_byte_width(run->plan->spec.groups[i].format);
   uint8_t *data = calloc((size_t)(n ? n : 1), (size_t)width);
   uint8_t *validity = NULL;
@@ -79,9 +78,8 @@ static int ql_fold_emit_key(const struct ql_fold_run *run, int32_t i, int64_t fr
   return ql_array_init_fixed(out, n, nulls, validity, data, error);
 }
 
-static int ql_fold_emit_sum_column(const struct ql_fold_run *run, int64_t from, int64_t n, int empty_row,
-                                   struct ArrowArray *out, struct ql_error *error) {
-  const struct ql_fold_groups *g = &run->result;
+static int ql_fold_emit_sum_column(const struct ql_fold_run *run, const struct ql_fold_groups *g, int64_t from,
+                                   int64_t n, int empty_row, struct ArrowArray *out, struct ql_error *error) {
   int is_decimal = run->plan->spec.value_type == QL_FOLD_DECIMAL128;
   size_t width = is_decimal ? 16 : 8;
   uint8_t *data = calloc((size_t)(n ? n : 1), width);
@@ -118,7 +116,7 @@ static int ql_fold_emit_sum_column(const struct ql_fold_run *run, int64_t from, 
 /* The next batch into `out` (released at the end). */
 static int ql_fold_emit(struct ql_fold_run *run, struct ArrowArray *out, struct ql_error *error) {
   const struct ql_fold_spec *s = &run->plan->spec;
-  int64_t total = run->result.gmap.count;
+  int64_t total = run->dense.active ? run->dense.count : run->result.gmap.count;
   int empty_row = 0;
   if (s->n_groups == 0 && total == 0) {
     /* No GROUP BY: one row, NULL without joined rows. */
@@ -129,10 +127,18 @@ static int ql_fold_emit(struct ql_fold_run *run, struct ArrowArray *out, struct 
   if (run->emitted >= total) return QL_OK;
   int64_t batch = run->ctx.batch_size > 0 ? run->ctx.batch_size : 8192;
   int64_t n = total - run->emitted < batch ? total - run->emitted : batch;
+  /* The groups come from the group table, or from C a window at a time. */
+  const struct ql_fold_groups *g = &run->result;
+  int64_t from = run->emitted;
+  if (run->dense.active && !empty_row) {
+    QL_RETURN_NOT_OK(ql_fold_dense_window(run, n, error));
+    g = &run->dense.window;
+    from = 0;
+  }
   QL_RETURN_NOT_OK(ql_array_init_struct(out, n, s->n_groups + 1, error));
   int rc = QL_OK;
-  for (int32_t i = 0; i < s->n_groups && rc == QL_OK; i++) rc = ql_fold_emit_key(run, i, run->emitted, n, out->children[i], error);
-  if (rc == QL_OK) rc = ql_fold_emit_sum_column(run, run->emitted, n, empty_row, out->children[s->n_groups], error);
+  for (int32_t i = 0; i < s->n_groups && rc == QL_OK; i++) rc = ql_fold_emit_key(run, g, i, from, n, out->children[i], error);
+  if (rc == QL_OK) rc = ql_fold_emit_sum_column(run, g, from, n, empty_row, out->children[s->n_groups], error);
   if (rc != QL_OK) {
     ql_array_release(out);
     return rc;
@@ -146,6 +152,7 @@ static int ql_fold_emit(struct ql_fold_run *run, struct ArrowArray *out, struct 
 
 static void ql_fold_run_free(struct ql_fold_run *run) {
   ql_fold_inputs_destroy(run);
+  ql_fold_dense_destroy(run);
   ql_fold_groups_destroy(&run->result, &run->mem);
   ql_fold_mem_destroy(&run->mem);
   ql_fold_shared_unref(run->plan);
@@ -178,6 +185,7 @@ static int ql_fold_stream_get_next(struct ArrowArrayStream *stream, struct Arrow
     snprintf(run->message, sizeof(run->message), "%s", ql_error_message(&error));
     /* Give the memory back at once: the stream is dead. */
     ql_fold_groups_destroy(&run->result, &run->mem);
+    ql_fold_dense_destroy(run);
   }
   ql_error_release(&error);
   return rc == QL_OK ? 0 : ql_status_to_errno(rc);
@@ -271,6 +279,7 @@ static int ql_fold_execute(const struct ql_execution_plan *self, int64_t partiti
   atomic_fetch_add(&s->refs, 1);
   run->plan = s;
   ql_fold_groups_init(&run->result, s->spec.n_groups, 0, s->spec.value_type == QL_FOLD_FLOAT64);
+  ql_fold_groups_init(&run->dense.window, s->spec.n_groups, 0, s->spec.value_type == QL_FOLD_FLOAT64);
   memset(out, 0, sizeof(*out));
   out->get_schema = ql_fold_stream_get_schema;
   out->get_next = ql_fold_stream_get_next;

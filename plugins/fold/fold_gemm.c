@@ -131,41 +131,51 @@ static int ql_fold_gemm_worker(void *arg, struct ql_error *error) {
   }
 }
 
-/* Every existing cell of C is one group of the result (no lookup: cells
- * are distinct groups), in row-major order. */
-static int ql_fold_gemm_result(struct ql_fold_run *run, const struct ql_fold_gemm_shape *g,
-                               const struct ql_fold_gemm_task *t, int64_t n_cols, struct ql_error *error) {
+void ql_fold_dense_destroy(struct ql_fold_run *run) {
+  struct ql_fold_dense_out *d = &run->dense;
+  int64_t cells = d->rows * d->cols;
+  int is_float = run->plan->spec.value_type == QL_FOLD_FLOAT64;
+  ql_fold_mem_free(&run->mem, d->c, cells * 8);
+  ql_fold_mem_free(&run->mem, d->exist, cells);
+  ql_fold_mem_free(&run->mem, d->has, cells);
+  ql_fold_groups_destroy(&d->window, &run->mem);
+  memset(d, 0, sizeof(*d));
+  ql_fold_groups_init(&d->window, run->plan->spec.n_groups, 0, is_float);
+}
+
+int ql_fold_dense_window(struct ql_fold_run *run, int64_t n, struct ql_error *error) {
+  struct ql_fold_dense_out *d = &run->dense;
+  struct ql_fold_groups *w = &d->window;
   const struct ql_fold_spec *s = &run->plan->spec;
-  int64_t cells = t->rows * n_cols, count = 0;
-  for (int64_t cell = 0; cell < cells; cell++) count += t->exist[cell];
-  QL_RETURN_NOT_OK(ql_fold_groups_alloc(&run->result, count, 1, &run->mem, error));
-  struct ql_fold_groups *res = &run->result;
-  int32_t width = res->gmap.width;
-  int64_t gi = 0;
-  for (int64_t i = 0; i < t->rows; i++) {
-    for (int64_t j = 0; j < n_cols; j++) {
-      int64_t cell = i * n_cols + j;
-      if (!t->exist[cell]) continue;
-      uint32_t nulls = 0;
-      int64_t *tuple = res->gmap.values + gi * width;
-      for (int32_t k = 0; k < width; k++) {
-        int side = s->groups[k].side;
-        int64_t idx = side == 0 ? i : j;
-        if (idx == g->glen[side]) {
-          tuple[k] = 0;
-          nulls |= 1u << k;
-        } else {
-          tuple[k] = g->gmin[side] + idx;
-        }
-      }
-      res->gmap.nulls[gi] = nulls;
-      res->has[gi] = t->has[cell];
-      if (res->is_float) res->final_f[gi] = t->has[cell] ? ((const double *)t->c)[cell] : 0.0;
-      else res->acc_i[gi] = t->has[cell] ? (ql_fold_u128)(uint64_t)((const int64_t *)t->c)[cell] : 0;
-      gi++;
-    }
+  if (w->cap < n) {
+    ql_fold_groups_destroy(w, &run->mem);
+    QL_RETURN_NOT_OK(ql_fold_groups_alloc(w, n, 1, &run->mem, error));
   }
-  res->gmap.count = count;
+  int32_t width = w->gmap.width;
+  int64_t cells = d->rows * d->cols;
+  for (int64_t g = 0; g < n && d->cursor < cells; d->cursor++) {
+    int64_t cell = d->cursor;
+    if (!d->exist[cell]) continue;
+    int64_t i = cell / d->cols, j = cell % d->cols;
+    uint32_t nulls = 0;
+    int64_t *tuple = w->gmap.values + g * width;
+    for (int32_t k = 0; k < width; k++) {
+      int side = s->groups[k].side;
+      int64_t idx = side == 0 ? i : j;
+      if (idx == d->glen[side]) {
+        tuple[k] = 0;
+        nulls |= 1u << k;
+      } else {
+        tuple[k] = d->gmin[side] + idx;
+      }
+    }
+    w->gmap.nulls[g] = nulls;
+    w->has[g] = d->has[cell];
+    if (w->is_float) w->final_f[g] = d->has[cell] ? ((const double *)d->c)[cell] : 0.0;
+    else w->acc_i[g] = d->has[cell] ? (ql_fold_u128)(uint64_t)((const int64_t *)d->c)[cell] : 0;
+    g++;
+  }
+  w->gmap.count = n;
   return QL_OK;
 }
 
@@ -202,12 +212,27 @@ int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
     task.block = rows / 8 < 1 ? 1 : rows / 8 > 64 ? 64 : rows / 8;
     rc = ql_fold_parallel(&run->ctx, (rows + task.block - 1) / task.block, ql_fold_gemm_worker, &task, error);
   }
-  if (rc == QL_OK) rc = ql_fold_gemm_result(run, &g, &task, cols, error);
   ql_fold_matrix_destroy(&a, &run->mem);
   ql_fold_matrix_destroy(&b, &run->mem);
-  ql_fold_mem_free(&run->mem, c, cells * 8);
-  ql_fold_mem_free(&run->mem, exist, cells);
-  ql_fold_mem_free(&run->mem, has, cells);
-  if (rc == QL_OK) atomic_fetch_add(&run->plan->dense_runs, 1);
-  return rc;
+  if (rc != QL_OK) {
+    ql_fold_mem_free(&run->mem, c, cells * 8);
+    ql_fold_mem_free(&run->mem, exist, cells);
+    ql_fold_mem_free(&run->mem, has, cells);
+    return rc;
+  }
+  /* C is the result: emitted from it directly, batch by batch. */
+  struct ql_fold_dense_out *d = &run->dense;
+  d->rows = rows;
+  d->cols = cols;
+  d->c = c;
+  d->exist = exist;
+  d->has = has;
+  for (int64_t cell = 0; cell < cells; cell++) d->count += ((const uint8_t *)exist)[cell];
+  for (int k = 0; k < 2; k++) {
+    d->gmin[k] = g.gmin[k];
+    d->glen[k] = g.glen[k];
+  }
+  d->active = 1;
+  atomic_fetch_add(&run->plan->dense_runs, 1);
+  return QL_OK;
 }

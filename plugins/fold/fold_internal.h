@@ -159,6 +159,21 @@ struct ql_fold_input {
   int64_t rows, rows_read;
 };
 
+/* The dense kernel's result, emitted straight from C without a group
+ * table: every cell with exist set is one group, in row-major order; its
+ * group keys follow from (row, column). */
+struct ql_fold_dense_out {
+  int32_t active;
+  int32_t reserved_;
+  int64_t rows, cols;       /* C's shape */
+  void *c;                  /* per cell: the sum (double or int64, by the sum's type) */
+  uint8_t *exist, *has;     /* per cell: a joined row exists / a non-NULL product exists */
+  int64_t count;            /* cells with exist set */
+  int64_t cursor;           /* the next cell to look at when emitting */
+  int64_t gmin[2], glen[2]; /* per side: its group key range; index glen is the NULL group */
+  struct ql_fold_groups window; /* the groups of the batch being emitted */
+};
+
 struct ql_fold_run {
   struct ql_fold_shared *plan;
   struct ql_task_context ctx;
@@ -168,6 +183,7 @@ struct ql_fold_run {
   struct ql_fold_build build;
   struct ql_fold_group_source sources[QL_FOLD_MAX_GROUPS];
   struct ql_fold_groups result;
+  struct ql_fold_dense_out dense; /* when active: the result, instead of `result` */
   int64_t emitted;
   int32_t done;
   int32_t status;
@@ -232,9 +248,12 @@ int ql_fold_groups_alloc(struct ql_fold_groups *g, int64_t count, int final, str
 
 /* ---- fold_gemm.c */
 
-/* The dense kernel over run->in into run->result when the data read suit
- * it (see fold_dense.h); QL_FOLD_FALLBACK otherwise (run->result is then
- * untouched). */
+/* The dense kernel over run->in into run->dense when the data read suit it
+ * (see fold_dense.h); QL_FOLD_FALLBACK otherwise. */
 int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error);
+/* Fill run->dense.window with the next n groups of run->dense. */
+int ql_fold_dense_window(struct ql_fold_run *run, int64_t n, struct ql_error *error);
+/* Free run->dense. */
+void ql_fold_dense_destroy(struct ql_fold_run *run);
 
 #endif /* QL_FOLD_INTERNAL_H */
