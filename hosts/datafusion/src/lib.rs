@@ -9,6 +9,7 @@
 //! - `planner`: planner plugins → `QueryPlanner` + optimizer hook
 //! - `context`: registering a plugin's objects on a `SessionContext`
 
+pub mod capsule;
 pub mod context;
 pub mod error;
 pub mod exec;
