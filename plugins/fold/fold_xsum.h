@@ -62,14 +62,26 @@ static inline int ql_fold_xsum_add_fast(struct ql_fold_xsum *x, double v, struct
   uint64_t m = b & ((UINT64_C(1) << 52) - 1);
   if (e) m |= UINT64_C(1) << 52;
   uint32_t s = p % 64;
-  unsigned __int128 t = (unsigned __int128)m << s;
+  uint64_t t0 = m << s, t1 = s ? m >> (64 - s) : 0; /* the value's two limbs */
   uint64_t *l = x->heap ? x->heap : x->inl;
   int32_t i = idx - x->lo;
-  unsigned __int128 cur = ((unsigned __int128)l[i + 1] << 64) | l[i];
-  unsigned __int128 r = (b >> 63) ? cur - t : cur + t;
-  int carry = (b >> 63) ? cur < t : r < cur;
-  l[i] = (uint64_t)r;
-  l[i + 1] = (uint64_t)(r >> 64);
+  uint64_t r0, r1;
+  int carry;
+  /* Two-limb add (subtract) with carry (borrow) in 64-bit pieces: no
+   * 128-bit temporaries to spill. */
+  if (b >> 63) {
+    int b0 = __builtin_sub_overflow(l[i], t0, &r0);
+    int b1 = __builtin_sub_overflow(l[i + 1], t1, &r1);
+    b1 |= __builtin_sub_overflow(r1, (uint64_t)b0, &r1);
+    carry = b1;
+  } else {
+    int c0 = __builtin_add_overflow(l[i], t0, &r0);
+    int c1 = __builtin_add_overflow(l[i + 1], t1, &r1);
+    c1 |= __builtin_add_overflow(r1, (uint64_t)c0, &r1);
+    carry = c1;
+  }
+  l[i] = r0;
+  l[i + 1] = r1;
   /* idx + 2 < top: the carry stops below the sign limb or reaches it. */
   for (int32_t k = i + 2; carry && k < x->n; k++) carry = (b >> 63) ? l[k]-- == 0 : ++l[k] == 0;
   uint64_t top = l[x->n - 1];
