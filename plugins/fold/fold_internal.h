@@ -65,7 +65,8 @@ struct ql_fold_build {
   struct ql_fold_keys kmap;  /* join keys that are not in the dense range */
   struct ql_fold_keys emap;  /* (join key, group) tuples = entries, when merging */
   int64_t n_heads, heads_cap;
-  int64_t *head, *tail;      /* per key index: first and last entry, -1 none */
+  int64_t *head, *tail;      /* per key index: first and last entry, -1 none; after
+                                the build, the key's entries are [head, tail) */
   int64_t n_entries, cap;
   int64_t *e_next;
   int64_t *e_groups;         /* side.n_groups per entry */
