@@ -8,7 +8,14 @@ Two ways in:
   :meth:`Session.sql_reader` a ``pyarrow.RecordBatchReader``. The GIL is
   released while a query runs. The runtime environment (memory pool, object
   stores) is the session's own, so plugins see the limit and the stores.
-- :class:`Plugin`, a loaded plugin (``Plugin(path)``).
+- :class:`Plugin`, a loaded plugin (``Plugin(path)``), whose objects also
+  plug into datafusion-python 55 through its capsule protocol:
+  ``ctx.register_table(name, plugin.table(provider, **options))``,
+  ``ctx.register_udf(datafusion.udf(plugin.udf(name)))`` (``udaf``,
+  ``udwf`` likewise) and ``ctx.set_query_planner(plugin.planner(name))``.
+  Tables scan through qlink's own entry points: no per-scan or per-execute
+  rebuild of the session (see python/DESIGN.md). A datafusion-python of
+  another major version raises :class:`VersionMismatchError`.
 
 Errors are subclasses of :class:`QlinkError` carrying the plugin's own
 message: :class:`PlanError` (bad SQL, unknown table or option),
@@ -30,7 +37,12 @@ from pathlib import Path
 
 from ._qlink import Session as _NativeSession
 from ._qlink import (
+    DATAFUSION_PYTHON_VERSION,
     DATAFUSION_VERSION,
+    FFI_VERSION,
+    Function,
+    Planner,
+    Table,
     ExecutionError,
     NotSupportedError,
     PlanError,
@@ -43,7 +55,12 @@ from ._qlink import (
 )
 
 __all__ = [
+    "DATAFUSION_PYTHON_VERSION",
     "DATAFUSION_VERSION",
+    "FFI_VERSION",
+    "Function",
+    "Planner",
+    "Table",
     "ExecutionError",
     "NotSupportedError",
     "PlanError",
@@ -151,23 +168,26 @@ class ZarrStore:
     """The tables of one Zarr store, read by the qlink_zarr plugin.
 
     Made by :func:`zarr`. ``tables`` lists the store's tables (one per group
-    of variables sharing dimensions). ``table(name)`` reads one as a
-    ``pyarrow.Table``, ``reader(name)`` streams it, and ``register(ctx)``
-    registers every table in a datafusion-python ``SessionContext``.
+    of variables sharing dimensions). For datafusion-python,
+    ``register(ctx)`` registers every table in a ``SessionContext`` and
+    ``provider(name)`` returns one as a :class:`Table` for
+    ``ctx.register_table``: the plugin scans the store in place, with
+    projections and filters pushed down (no copy into memory). For
+    ``qlink.Session``, the tables are registered on :attr:`session` as
+    ``name.<table>``; ``table(name)`` reads one as a ``pyarrow.Table`` and
+    ``reader(name)`` streams it.
 
-    ``register`` copies each table into the context as in-memory record
-    batches: datafusion-python then queries native MemTables. (A zero-copy
-    table provider for datafusion-python goes through its capsule protocol,
-    which this version of qlink does not ship yet; see python/DESIGN.md.)
-    For stores larger than memory, query them in :class:`Session` with
-    :meth:`Session.register_zarr` instead, where filters and projections reach
-    the plugin.
+    A store served by an object store registered on a :class:`Session`
+    (``register_object_store``) is visible to that session only: register
+    it in datafusion-python with ``register(ctx, copy=True)``, which copies
+    each table into the context as record batches.
     """
 
     def __init__(self, path: str, session: Session | None = None, name: str | None = None):
         self.path = path
         self.session = session if session is not None else Session()
         self.schema = name or _store_name(path)
+        self._location = path if (isinstance(path, str) and "://" in path) else str(Path(path).resolve())
         qualified = register_zarr(self.session, path, self.schema)
         self.tables = sorted(q.split(".", 1)[1] for q in qualified)
 
@@ -191,13 +211,22 @@ class ZarrStore:
         """Table ``name`` as a ``pyarrow.RecordBatchReader``."""
         return self.session.sql_reader(self._select(name))
 
-    def register(self, ctx, prefix: str = "") -> list[str]:
+    def provider(self, name: str | None = None) -> Table:
+        """Table ``name`` (the only one if omitted) for datafusion-python:
+        ``ctx.register_table("t", store.provider("time_lat"))``."""
+        plugin = Plugin(plugin_path("qlink_zarr"))
+        return plugin.table("table", path=self._location, table=self._table_name(name))
+
+    def register(self, ctx, prefix: str = "", copy: bool = False) -> list[str]:
         """Register every table in datafusion-python's ``ctx`` as
-        ``prefix + table``; returns the names registered."""
+        ``prefix + table``; returns the names registered. ``copy=True``
+        registers in-memory copies instead of plugin tables."""
         names = []
         for t in self.tables:
-            data = self.table(t)
-            ctx.register_record_batches(prefix + t, [data.to_batches()])
+            if copy:
+                ctx.register_record_batches(prefix + t, [self.table(t).to_batches()])
+            else:
+                ctx.register_table(prefix + t, self.provider(t))
             names.append(prefix + t)
         return names
 

@@ -3,12 +3,15 @@
 //! - `Session` (session.rs): an embedded DataFusion host over the Rust host
 //!   adapter `qlink-datafusion`, returning pyarrow data;
 //! - `Plugin` (plugin.rs): a loaded qlink plugin;
+//! - `Table`, `Function`, `Planner` (capsules.rs): plugin objects for
+//!   datafusion-python 55 through its capsule protocol;
 //! - the exception hierarchy (errors.rs);
 //! - Arrow PyCapsule import/export (arrow_io.rs).
 
 use pyo3::prelude::*;
 
 mod arrow_io;
+mod capsules;
 mod errors;
 mod plugin;
 mod session;
@@ -22,7 +25,13 @@ fn _qlink(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<session::PySession>()?;
     m.add_class::<plugin::PyPlugin>()?;
     m.add_class::<arrow_io::ArrowStream>()?;
+    m.add_class::<capsules::PyTable>()?;
+    m.add_class::<capsules::PyFunction>()?;
+    m.add_class::<capsules::PyPlanner>()?;
+    m.add_function(wrap_pyfunction!(capsules::_consumer_function_lookups, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DATAFUSION_VERSION", DATAFUSION_VERSION)?;
+    m.add("DATAFUSION_PYTHON_VERSION", capsules::DATAFUSION_PYTHON_VERSION)?;
+    m.add("FFI_VERSION", qlink_datafusion::capsule::ffi_major_version())?;
     Ok(())
 }

@@ -9,6 +9,7 @@ use pyo3::types::{PyBool, PyDict};
 use qlink_datafusion::ffi::*;
 use qlink_datafusion::Plugin;
 
+use crate::capsules::{FunctionKind, PyFunction, PyPlanner, PyTable};
 use crate::errors::plugin_err;
 
 /// Keyword options as the (key, value) strings the ABI passes: values go
@@ -103,6 +104,39 @@ impl PyPlugin {
     /// "object_store".
     fn items(&self) -> Vec<(String, String, String)> {
         self.inner.items().into_iter().map(|i| (kind_name(i.kind).to_string(), i.name, i.description)).collect()
+    }
+
+    /// Table provider `provider` of this plugin, opened with `options`, for
+    /// datafusion-python 55: `ctx.register_table(name, plugin.table(...))`.
+    /// Scans run the plugin directly (its own scan and execute, filters and
+    /// projections pushed down). Raises PluginError/PlanError with the
+    /// plugin's message if it refuses the options.
+    #[pyo3(signature = (provider, **options))]
+    fn table(&self, py: Python<'_>, provider: &str, options: Option<Bound<'_, PyDict>>) -> PyResult<PyTable> {
+        let opts = options_of(options.as_ref())?;
+        PyTable::open(py, &self.inner, provider, &opts)
+    }
+
+    /// Scalar function `name` for datafusion-python: `datafusion.udf(plugin.udf(name))`.
+    fn udf(&self, name: &str) -> PyResult<PyFunction> {
+        PyFunction::open(&self.inner, name, FunctionKind::Scalar)
+    }
+
+    /// Aggregate function `name`: `datafusion.udaf(plugin.udaf(name))`.
+    fn udaf(&self, name: &str) -> PyResult<PyFunction> {
+        PyFunction::open(&self.inner, name, FunctionKind::Aggregate)
+    }
+
+    /// Window function `name`: `datafusion.udwf(plugin.udwf(name))`.
+    fn udwf(&self, name: &str) -> PyResult<PyFunction> {
+        PyFunction::open(&self.inner, name, FunctionKind::Window)
+    }
+
+    /// Planner `name` for datafusion-python: `ctx.set_query_planner(plugin.planner(name))`.
+    #[pyo3(signature = (name, **options))]
+    fn planner(&self, py: Python<'_>, name: &str, options: Option<Bound<'_, PyDict>>) -> PyResult<PyPlanner> {
+        let opts = options_of(options.as_ref())?;
+        PyPlanner::open(py, &self.inner, name, &opts)
     }
 
     fn __repr__(&self) -> String {
