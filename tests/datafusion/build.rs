@@ -1,7 +1,9 @@
-//! Builds `qlink_fold.so` (plugins/fold plus its own static copy of libqlink,
-//! only the entry point exported, as CMake's `ql_add_plugin` does) without
-//! CMake, so `cargo test --locked` works from a clean checkout. Its path
-//! reaches the tests through the `QLINK_FOLD_PLUGIN` compile-time variable.
+//! Builds `qlink_fold.so` and `qlink_sample.so` (plugins/fold and
+//! plugins/sample, each with its own static copy of libqlink and only the
+//! entry point exported, as CMake's `ql_add_plugin` does) without CMake, so
+//! `cargo test --locked` works from a clean checkout. Their paths reach the
+//! tests through the `QLINK_FOLD_PLUGIN` and `QLINK_SAMPLE_PLUGIN`
+//! compile-time variables.
 
 use std::env;
 use std::fs;
@@ -25,7 +27,7 @@ fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let repo = manifest.join("../..").canonicalize().expect("repository root");
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
-    for watched in ["src", "include", "plugins/fold"] {
+    for watched in ["src", "include", "plugins/fold", "plugins/sample"] {
         println!("cargo:rerun-if-changed={}", repo.join(watched).display());
     }
     println!("cargo:rerun-if-changed=build.rs");
@@ -36,24 +38,25 @@ fn main() {
     for d in dirs {
         libqlink.extend(c_files(&d));
     }
-    let fold = c_files(&repo.join("plugins/fold"));
-    assert!(!fold.is_empty(), "no sources in plugins/fold");
-
-    // The cc crate only picks the compiler (honouring CC); the shared object
-    // is linked by one direct call.
+    // The cc crate only picks the compiler (honouring CC); each shared
+    // object is linked by one direct call.
     let compiler = cc::Build::new().get_compiler();
-    let output = out_dir.join("qlink_fold.so");
-    let mut cmd = Command::new(compiler.path());
-    cmd.args(["-std=c11", "-D_POSIX_C_SOURCE=200809L", "-D_DEFAULT_SOURCE"])
-        .args(["-O2", "-g", "-fPIC", "-shared", "-fvisibility=hidden", "-Wall", "-Wextra"])
-        .arg(format!("-I{}", repo.join("include").display()))
-        .arg(format!("-I{}", repo.join("plugins/fold").display()))
-        .args(&fold)
-        .args(&libqlink)
-        .arg("-o")
-        .arg(&output)
-        .args(["-lpthread", "-ldl", "-lm"]);
-    let status = cmd.status().expect("running the C compiler");
-    assert!(status.success(), "building qlink_fold.so failed: {cmd:?}");
-    println!("cargo:rustc-env=QLINK_FOLD_PLUGIN={}", output.display());
+    for (name, dir, var) in [("qlink_fold", "plugins/fold", "QLINK_FOLD_PLUGIN"), ("qlink_sample", "plugins/sample", "QLINK_SAMPLE_PLUGIN")] {
+        let sources = c_files(&repo.join(dir));
+        assert!(!sources.is_empty(), "no sources in {dir}");
+        let output = out_dir.join(format!("{name}.so"));
+        let mut cmd = Command::new(compiler.path());
+        cmd.args(["-std=c11", "-D_POSIX_C_SOURCE=200809L", "-D_DEFAULT_SOURCE"])
+            .args(["-O2", "-g", "-fPIC", "-shared", "-fvisibility=hidden", "-Wall", "-Wextra"])
+            .arg(format!("-I{}", repo.join("include").display()))
+            .arg(format!("-I{}", repo.join(dir).display()))
+            .args(&sources)
+            .args(&libqlink)
+            .arg("-o")
+            .arg(&output)
+            .args(["-lpthread", "-ldl", "-lm"]);
+        let status = cmd.status().expect("running the C compiler");
+        assert!(status.success(), "building {name}.so failed: {cmd:?}");
+        println!("cargo:rustc-env={var}={}", output.display());
+    }
 }

@@ -663,15 +663,37 @@ unsafe extern "C" fn hp_execute(
     })
 }
 
+/// Statistics of a host plan as DataFusion computes them (a
+/// `StatisticsContext` walk of the plan, which derives a node's figures from
+/// its children's; the deprecated `partition_statistics` alone answers
+/// "unknown" for nodes such as FilterExec): row count, byte size and per-column null
+/// count, min/max and distinct count, each with its exactness, so a planner
+/// sees what DataFusion knows about the children it holds.
 unsafe extern "C" fn hp_get_statistics(
     p: *const ql_execution_plan,
-    _partition: i64,
-    _out: *mut ql_statistics,
+    partition: i64,
+    out: *mut ql_statistics,
     error: *mut ql_error,
 ) -> c_int {
     guard_status(error, "host plan get_statistics", || {
-        let _ = host(p);
-        set_error(error, QL_ENOTSUP, "statistics of host plans are read by the host itself")
+        if out.is_null() {
+            return set_error(error, QL_EINVAL, "host plan get_statistics: out is NULL");
+        }
+        let h = host(p);
+        let count = h.plan.properties().partitioning.partition_count();
+        let part = match partition {
+            -1 => None,
+            n if n >= 0 && (n as usize) < count => Some(n as usize),
+            n => return set_error(error, QL_EINVAL, &format!("{}: partition {n} out of range (0..{count}, or -1)", h.plan.name())),
+        };
+        let args = datafusion::physical_plan::StatisticsArgs::new().with_partition(part);
+        match datafusion::physical_plan::StatisticsContext::new().compute(h.plan.as_ref(), &args) {
+            Ok(s) => {
+                std::ptr::write(out, crate::stats::from_statistics(&s));
+                QL_OK
+            }
+            Err(e) => set_df_error(error, &e),
+        }
     })
 }
 

@@ -1,10 +1,15 @@
-//! qlink statistics → DataFusion `Statistics`, so exact row counts and
-//! min/max reach DataFusion's pruning and answer `COUNT(*)` without a scan.
+//! Statistics both ways:
+//! - qlink → DataFusion `Statistics` (`to_statistics`), so a plugin's exact
+//!   row counts and min/max reach DataFusion's pruning and answer `COUNT(*)`
+//!   without a scan;
+//! - DataFusion → qlink (`from_statistics`), so a plugin holding host plans
+//!   (a planner's children) sees what DataFusion knows about them.
 
 use arrow::datatypes::{DataType, Schema, TimeUnit};
 use datafusion::common::stats::Precision;
 use datafusion::common::{ColumnStatistics, ScalarValue, Statistics};
 
+use crate::expr::{scalar_to_ql, Strings};
 use crate::ffi::*;
 
 /// Owns a `ql_statistics` a callee filled; releases it on drop.
@@ -106,5 +111,84 @@ pub fn to_statistics(s: &ql_statistics, schema: &Schema) -> Statistics {
         cs.distinct_count = precision(c.distinct_count_precision, c.distinct_count.max(0) as usize);
         out.column_statistics[i] = cs;
     }
+    out
+}
+
+// ------------------------------------------------------ DataFusion → qlink
+
+fn ql_precision<T: std::fmt::Debug + Clone + PartialEq + Eq + PartialOrd>(p: &Precision<T>) -> (i32, Option<&T>) {
+    match p {
+        Precision::Exact(v) => (QL_PRECISION_EXACT, Some(v)),
+        Precision::Inexact(v) => (QL_PRECISION_INEXACT, Some(v)),
+        Precision::Absent => (QL_PRECISION_ABSENT, None),
+    }
+}
+
+/// What a `ql_statistics` made by `from_statistics` owns: the column array
+/// and the min/max values whose bytes (strings, binaries) its scalars borrow.
+struct HostStats {
+    columns: Vec<ql_column_statistics>,
+    _values: Vec<ScalarValue>,
+    _strings: Strings,
+}
+
+unsafe extern "C" fn host_stats_release(s: *mut ql_statistics) {
+    crate::error::guard_value((), || {
+        if !(*s).private_data.is_null() {
+            drop(Box::from_raw((*s).private_data as *mut HostStats));
+        }
+        (*s).private_data = std::ptr::null_mut();
+        (*s).columns = std::ptr::null_mut();
+        (*s).release = None;
+    })
+}
+
+/// DataFusion statistics as a `ql_statistics` the caller owns (it calls
+/// `release`). Min and max cross as one precision: exact when both are
+/// exact, inexact when both are known, else absent; a value of a type
+/// `ql_scalar` cannot carry (lists, structs...) is absent too. Sizes
+/// saturate at i64::MAX.
+pub fn from_statistics(s: &Statistics) -> ql_statistics {
+    let count = |v: Option<&usize>| v.map(|&n| i64::try_from(n).unwrap_or(i64::MAX)).unwrap_or(0);
+    let mut values: Vec<ScalarValue> = Vec::new();
+    let mut strings = Strings::default();
+    let mut columns = Vec::with_capacity(s.column_statistics.len());
+    for c in &s.column_statistics {
+        let mut out: ql_column_statistics = zeroed();
+        let (p, v) = ql_precision(&c.null_count);
+        out.null_count_precision = p;
+        out.null_count = count(v);
+        let (p, v) = ql_precision(&c.distinct_count);
+        out.distinct_count_precision = p;
+        out.distinct_count = count(v);
+        let (pmin, min) = ql_precision(&c.min_value);
+        let (pmax, max) = ql_precision(&c.max_value);
+        if let (Some(min), Some(max)) = (min, max) {
+            // The clones keep the bytes the scalars point at alive (a
+            // String's heap buffer does not move with its ScalarValue).
+            let (min, max) = (min.clone(), max.clone());
+            if let (Some(lo), Some(hi)) = (scalar_to_ql(&min, &mut strings), scalar_to_ql(&max, &mut strings)) {
+                out.min_max_precision = pmin.min(pmax);
+                out.min = lo;
+                out.max = hi;
+                values.push(min);
+                values.push(max);
+            }
+        }
+        columns.push(out);
+    }
+    let mut out: ql_statistics = zeroed();
+    out.struct_size = std::mem::size_of::<ql_statistics>() as u32;
+    let (p, v) = ql_precision(&s.num_rows);
+    out.num_rows_precision = p;
+    out.num_rows = count(v);
+    let (p, v) = ql_precision(&s.total_byte_size);
+    out.total_bytes_precision = p;
+    out.total_bytes = count(v);
+    let mut owned = Box::new(HostStats { columns, _values: values, _strings: strings });
+    out.n_columns = owned.columns.len() as i64;
+    out.columns = if owned.columns.is_empty() { std::ptr::null_mut() } else { owned.columns.as_mut_ptr() };
+    out.release = Some(host_stats_release);
+    out.private_data = Box::into_raw(owned) as *mut std::os::raw::c_void;
     out
 }

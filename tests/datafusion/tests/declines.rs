@@ -1,8 +1,6 @@
 //! What the fold planner must leave alone, seen through real DataFusion:
 //! each query plans without FoldExec (the physical plan from
-//! `create_physical_plan` is walked: the host hands the planner EXPLAIN's
-//! own node as the root, so EXPLAIN never shows FoldExec) and gives stock
-//! DataFusion's rows.
+//! `create_physical_plan` is walked) and gives stock DataFusion's rows.
 //! A positive control shows the same tables do fold a plain SUM(x * y).
 
 use std::sync::Arc;
