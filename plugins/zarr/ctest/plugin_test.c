@@ -168,10 +168,12 @@ static void test_scan_with_filters(struct fixture *f) {
   QL_CHECK_OK(f->tp.scan(&f->tp, ql_ref_host_session(f->host), &args, &plan, &err), err);
   QL_CHECK_STR(plan.name(&plan), "ZarrScanExec");
   QL_CHECK(strstr(plan.display(&plan), "arrays=[v]") != NULL);
-  /* time rows 1..2 and lat 20, 30: blocks (0..1, 2..3) x (0..1, 2) -> 4 blocks, all kept */
+  /* time rows 1..2 and lat 20, 30: blocks (0..1, 2..3) x (0..1, 2) -> 4 blocks, all kept, one row each;
+   * the host's 2 target partitions take two blocks each */
+  QL_CHECK(strstr(plan.display(&plan), "blocks=4/4 partitions=2") != NULL);
   struct ql_plan_properties props;
   QL_CHECK_OK(plan.get_properties(&plan, &props, &err), err);
-  QL_CHECK_INT(props.partition_count, 4);
+  QL_CHECK_INT(props.partition_count, 2);
   double vals[16];
   int64_t batches = 0;
   int64_t n = collect(f, &plan, 0, vals, 16, &batches);
@@ -187,9 +189,19 @@ static void test_scan_with_filters(struct fixture *f) {
   QL_CHECK_INT(st.n_columns, 2);
   QL_CHECK_INT(st.columns[1].min.value.i64, 946771200000000000LL);
   st.release(&st);
-  QL_CHECK_OK(plan.get_statistics(&plan, 1, &st, &err), err);
-  QL_CHECK_INT(st.num_rows, 1);
+  /* partition 0: blocks (t0-1, l0-1) and (t0-1, l2): time row 1 only */
+  QL_CHECK_OK(plan.get_statistics(&plan, 0, &st, &err), err);
+  QL_CHECK_INT(st.num_rows, 2);
+  QL_CHECK_INT(st.columns[1].min_max_precision, QL_PRECISION_EXACT);
+  QL_CHECK_INT(st.columns[1].min.value.i64, 946771200000000000LL);
+  QL_CHECK_INT(st.columns[1].max.value.i64, 946771200000000000LL);
   st.release(&st);
+  QL_CHECK_OK(plan.get_statistics(&plan, 1, &st, &err), err);
+  QL_CHECK_INT(st.num_rows, 2);
+  QL_CHECK_INT(st.columns[1].min.value.i64, 946857600000000000LL);
+  QL_CHECK_INT(st.columns[1].max.value.i64, 946857600000000000LL);
+  st.release(&st);
+  QL_CHECK_INT(plan.get_statistics(&plan, 2, &st, &err), QL_EINVAL);
   struct ql_metrics m;
   QL_CHECK_OK(plan.get_metrics(&plan, &m, &err), err);
   QL_CHECK_STR(m.items[0].name, "output_rows");
@@ -211,9 +223,14 @@ static void test_scan_with_filters(struct fixture *f) {
   plan.release(&plan);
   QL_CHECK(plan.release == NULL);
   struct ArrowArray a;
+  QL_CHECK_INT(stream.get_next(&stream, &a), 0); /* batches never cross blocks */
+  QL_CHECK_INT(a.length, 1);
+  a.release(&a);
   QL_CHECK_INT(stream.get_next(&stream, &a), 0);
   QL_CHECK_INT(a.length, 1);
   a.release(&a);
+  QL_CHECK_INT(stream.get_next(&stream, &a), 0);
+  QL_CHECK(a.release == NULL);
   stream.release(&stream);
   view.release(&view);
   f->tp.release(&f->tp);
@@ -228,7 +245,7 @@ static void test_limit_batches_cancel(struct fixture *f) {
   QL_CHECK_OK(f->tp.scan(&f->tp, ql_ref_host_session(f->host), &args, &plan, &err), err);
   double vals[16];
   int64_t batches = 0;
-  QL_CHECK_INT(collect(f, &plan, 2, vals, 16, &batches), 4); /* one row per partition */
+  QL_CHECK_INT(collect(f, &plan, 2, vals, 16, &batches), 2); /* one row per partition */
   QL_CHECK(vals[0] == 0);
   plan.release(&plan);
   args.limit = -1;
@@ -249,6 +266,45 @@ static void test_limit_batches_cancel(struct fixture *f) {
   st.release(&st);
   plan.release(&plan);
   f->tp.release(&f->tp);
+  ql_error_release(&err);
+}
+
+/* The host's target partition count groups kept blocks into contiguous
+ * runs (C order); unknown or 0: one partition per block. Rows, their order
+ * and the statistics do not depend on it. */
+static void test_partition_targets(struct fixture *f) {
+  struct ql_error err = {0};
+  const char *targets[4] = {"1", "3", "0", "64"};
+  const int64_t want_parts[4] = {1, 3, 4, 4};
+  const int64_t want_rows[4][4] = {{12}, {6, 4, 2}, {4, 2, 4, 2}, {4, 2, 4, 2}};
+  for (int i = 0; i < 4; i++) {
+    QL_CHECK_OK(ql_ref_host_config_set(f->host, "datafusion.execution.target_partitions", targets[i], &err), err);
+    QL_CHECK_OK(open_table(f, NULL, &err), err);
+    struct ql_scan_args args = {sizeof(struct ql_scan_args), -1, NULL, {NULL, 0, 0, NULL}, -1};
+    struct ql_execution_plan plan;
+    QL_CHECK_OK(f->tp.scan(&f->tp, ql_ref_host_session(f->host), &args, &plan, &err), err);
+    struct ql_plan_properties props;
+    QL_CHECK_OK(plan.get_properties(&plan, &props, &err), err);
+    QL_CHECK_INT(props.partition_count, want_parts[i]);
+    for (int64_t p = 0; p < props.partition_count; p++) {
+      struct ql_statistics st;
+      QL_CHECK_OK(plan.get_statistics(&plan, p, &st, &err), err);
+      QL_CHECK_INT(st.num_rows, want_rows[i][p]);
+      st.release(&st);
+    }
+    double vals[16];
+    int64_t batches = 0;
+    QL_CHECK_INT(collect(f, &plan, 2, vals, 16, &batches), 12);
+    QL_CHECK_INT(batches, 4); /* one per block */
+    /* block (t0-1, l0-1) first: v[0][0], v[0][1], v[1][0], v[1][1] (masked), then (t0-1, l2) */
+    QL_CHECK(vals[0] == 0 && vals[1] == 1 && vals[2] == 10 && isnan(vals[3]));
+    QL_CHECK(vals[4] == 2 && vals[5] == 12);
+    QL_CHECK(vals[6] == 20 && vals[7] == 21 && vals[8] == 30 && vals[9] == 31);
+    QL_CHECK(isnan(vals[10]) && isnan(vals[11])); /* chunk (1,1) never written */
+    plan.release(&plan);
+    f->tp.release(&f->tp);
+  }
+  QL_CHECK_OK(ql_ref_host_config_set(f->host, "datafusion.execution.target_partitions", "2", &err), err);
   ql_error_release(&err);
 }
 
@@ -344,6 +400,7 @@ int main(void) {
   test_schema_and_stats(&f);
   test_scan_with_filters(&f);
   test_limit_batches_cancel(&f);
+  test_partition_targets(&f);
   test_errors(&f);
   test_schema_provider(&f);
   f.plugin.release(&f.plugin);

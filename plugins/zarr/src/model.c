@@ -38,7 +38,8 @@ int zr_read_chunk(const struct zr_store *store, const struct zr_array *a, const 
 }
 
 int zr_read_box(const struct zr_store *store, const struct zr_array *a, const int64_t *lo, const int64_t *count,
-                uint8_t *out, struct zr_heap *heap, int64_t *chunks, int64_t *bytes, struct ql_error *error) {
+                uint8_t *out, struct zr_heap *heap, struct zr_scratch *scratch, int64_t *chunks, int64_t *bytes,
+                struct ql_error *error) {
   int32_t nd = a->ndim;
   int64_t c0[ZR_MAX_DIMS], c1[ZR_MAX_DIMS], c[ZR_MAX_DIMS];
   for (int32_t i = 0; i < nd; i++) {
@@ -63,8 +64,16 @@ int zr_read_box(const struct zr_store *store, const struct zr_array *a, const in
     *bytes += got;
     return QL_OK;
   }
-  uint8_t *buf = malloc((size_t)(chunk_n * a->dtype.size) + 1);
-  if (!buf) return ql_error_set(error, QL_ENOMEM, "out of memory reading array '%s'", a->name);
+  size_t need = (size_t)(chunk_n * a->dtype.size) + 1;
+  struct zr_scratch local = {NULL, 0};
+  if (!scratch) scratch = &local;
+  if (scratch->cap < need) {
+    free(scratch->data);
+    scratch->data = malloc(need);
+    scratch->cap = scratch->data ? need : 0;
+    if (!scratch->data) return ql_error_set(error, QL_ENOMEM, "out of memory reading array '%s'", a->name);
+  }
+  uint8_t *buf = scratch->data;
   int rc = QL_OK;
   for (;;) {
     int64_t got = 0;
@@ -90,7 +99,7 @@ int zr_read_box(const struct zr_store *store, const struct zr_array *a, const in
     }
     if (ax < 0) break;
   }
-  free(buf);
+  free(local.data);
   return rc;
 }
 
@@ -217,7 +226,7 @@ static int load_dim_values(struct zr_dataset *ds, struct zr_dim *d, struct ql_er
     d->raw = malloc((size_t)(n * a->dtype.size) + 1);
     if (!d->raw) return ql_error_set(error, QL_ENOMEM, "out of memory reading coordinate '%s'", a->name);
     int64_t chunks = 0, bytes = 0, lo = 0;
-    QL_RETURN_NOT_OK(zr_read_box(&ds->store, a, &lo, &n, d->raw, &d->heap, &chunks, &bytes, error));
+    QL_RETURN_NOT_OK(zr_read_box(&ds->store, a, &lo, &n, d->raw, &d->heap, NULL, &chunks, &bytes, error));
     int rc = zr_decoder_init(a, 1, &d->dec, error);
     if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: array '%s'", ds->store.url, a->name);
   }
@@ -339,24 +348,49 @@ static int build_table(struct zr_dataset *ds, const struct zr_array *proto, uint
     used[k] = 3;
     QL_RETURN_NOT_OK(add_array_column(ds, t, k, ZR_ROLE_VAR, error));
   }
-  /* Partition extents: a common multiple of every array's chunk extent. */
+  /* Block extents: a common multiple of every array's chunk extent, so a
+   * block decodes whole chunks. Where that multiple would be far larger
+   * than any chunk (extents 1000 and 999: 999000), blocks would hold
+   * thousands of chunks (memory, and too few blocks to run in parallel):
+   * the largest chunk extent is used instead, and the chunks that straddle
+   * a block edge are decoded by both blocks. */
   for (int32_t i = 0; i < t->ndim; i++) {
-    int64_t size = ds->dims[t->dims[i]].size, step = 1;
+    int64_t size = ds->dims[t->dims[i]].size, step = 1, largest = 1;
+    int spanned = 0;
     for (int32_t c = 0; c < t->n_columns; c++) {
       const struct zr_column *col = &t->columns[c];
       if (col->role == ZR_ROLE_DIM) continue;
       const struct zr_array *a = &ds->group.arrays[col->array];
       for (int32_t ax = 0; ax < col->n_axes; ax++) {
         if (col->axes[ax] != i) continue;
-        int64_t ch = a->chunks[ax];
-        step = step / gcd64(step, ch) * ch;
+        int64_t ch = a->chunks[ax] < size ? a->chunks[ax] : size;
+        if (ch < 1) continue;
+        spanned = 1;
+        if (ch > largest) largest = ch;
+        int64_t g = gcd64(step, ch);
+        step = step / g >= (size + ch - 1) / ch ? size : step / g * ch; /* no overflow: capped at size */
         if (step >= size) step = size;
       }
     }
+    if (step > 8 * largest) step = largest;
+    /* no array is chunked along it (a coordinates-only table): one block */
+    if (!spanned) step = size;
     t->step[i] = step < 1 ? 1 : (step > size ? size : step);
     if (size == 0) t->step[i] = 1;
   }
   return QL_OK;
+}
+
+/* A store of coordinates only (a grid definition, say): as xarray's
+ * Dataset.to_dataframe() does, one table over every dimension, with the
+ * non-dimension coordinates as columns. */
+static int build_coordinate_table(struct zr_dataset *ds, uint8_t *used, struct ql_error *error) {
+  if (ds->n_dims == 0 || ds->n_dims > ZR_MAX_DIMS) return QL_OK;
+  struct zr_array proto;
+  memset(&proto, 0, sizeof(proto));
+  proto.ndim = ds->n_dims;
+  for (int32_t i = 0; i < ds->n_dims; i++) proto.dims[i] = ds->dims[i].name;
+  return build_table(ds, &proto, used, error);
 }
 
 static int apply_renames(struct zr_dataset *ds, const char *renames, struct ql_error *error) {
@@ -420,6 +454,7 @@ static int build(struct zr_dataset *ds, const char *renames, struct ql_error *er
   for (int64_t k = 0; k < n && rc == QL_OK; k++) {
     if (used[k] == 0) rc = build_table(ds, &ds->group.arrays[k], used, error);
   }
+  if (rc == QL_OK && ds->n_tables == 0) rc = build_coordinate_table(ds, used, error);
   free(used);
   if (rc == QL_OK) rc = apply_renames(ds, renames, error);
   return rc;
@@ -435,7 +470,9 @@ int zr_dataset_open(const struct ql_object_store_registry *registry, const char 
   if (rc == QL_OK) rc = zr_group_load(&ds->store, &ds->group, error);
   if (rc == QL_OK) rc = build(ds, renames, error);
   if (rc == QL_OK && ds->n_tables == 0) {
-    rc = ql_error_set(error, QL_ENOTFOUND, "zarr store %s has no data variables with dimensions", url);
+    rc = ql_error_set(error, QL_ENOTFOUND,
+                      "zarr store %s has no arrays with dimensions (xarray's _ARRAY_DIMENSIONS or v3 dimension_names)",
+                      url);
   }
   if (rc != QL_OK) {
     dataset_free(ds);

@@ -85,11 +85,21 @@ int32_t zr_dataset_find_table(const struct zr_dataset *ds, const char *name);
 int zr_read_chunk(const struct zr_store *store, const struct zr_array *a, const int64_t *chunk, uint8_t *out,
                   struct zr_heap *heap, int64_t *bytes_read, struct ql_error *error);
 
+/* A reusable decode buffer for chunks that only partly fall in a box (its
+ * owner frees data). Reusing one keeps a scan from mapping, faulting in and
+ * unmapping a fresh chunk-sized buffer per box. */
+struct zr_scratch {
+  uint8_t *data;
+  size_t cap;
+};
+
 /* Read the box [lo, lo+count) of array `a` into `out` (C order over count),
  * chunk by chunk. *chunks and *bytes are incremented. Variable-length
- * strings go to `heap` (NULL for other types). */
+ * strings go to `heap` (NULL for other types). `scratch` (may be NULL: a
+ * buffer per call) holds chunks that only partly fall in the box. */
 int zr_read_box(const struct zr_store *store, const struct zr_array *a, const int64_t *lo, const int64_t *count,
-                uint8_t *out, struct zr_heap *heap, int64_t *chunks, int64_t *bytes, struct ql_error *error);
+                uint8_t *out, struct zr_heap *heap, struct zr_scratch *scratch, int64_t *chunks, int64_t *bytes,
+                struct ql_error *error);
 
 /* Arrow schema of table `t` (a struct), with CF attributes as field
  * metadata. */

@@ -42,7 +42,7 @@ static int tp_get_schema(const struct ql_table_provider *self, struct ArrowSchem
 
 static int tp_get_statistics(const struct ql_table_provider *self, struct ql_statistics *out, struct ql_error *error) {
   struct zr_provider *p = provider_of(self);
-  return zr_statistics(p->ds, &p->ds->tables[p->table], NULL, NULL, NULL, NULL, -1, -1, out, error);
+  return zr_statistics(p->ds, &p->ds->tables[p->table], NULL, NULL, -1, -1, out, error);
 }
 
 static int tp_supports_filters(const struct ql_table_provider *self, const struct ql_expr_list *filters,
@@ -57,11 +57,25 @@ static int tp_supports_filters(const struct ql_table_provider *self, const struc
   return QL_OK;
 }
 
+/* The session's target partition count; 0 when the host does not say. */
+static int64_t target_partitions(const struct ql_session *session) {
+  if (!session || !session->config_get) return 0;
+  char buf[32];
+  size_t len = 0;
+  struct ql_error err;
+  memset(&err, 0, sizeof(err));
+  int rc = session->config_get(session, "datafusion.execution.target_partitions", buf, sizeof(buf), &len, &err);
+  ql_error_release(&err);
+  if (rc != QL_OK || len >= sizeof(buf)) return 0;
+  char *end = NULL;
+  long long n = strtoll(buf, &end, 10);
+  return end != buf && *end == '\0' && n > 0 ? (int64_t)n : 0;
+}
+
 static int tp_scan(const struct ql_table_provider *self, const struct ql_session *session,
                    const struct ql_scan_args *args, struct ql_execution_plan *out, struct ql_error *error) {
-  (void)session;
   struct zr_provider *p = provider_of(self);
-  return zr_scan_plan_new(p->ds, p->table, args, out, error);
+  return zr_scan_plan_new(p->ds, p->table, args, target_partitions(session), out, error);
 }
 
 static void tp_release(struct ql_table_provider *self) {

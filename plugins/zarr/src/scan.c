@@ -13,12 +13,6 @@
 #include "qlink/lib/arrow.h"
 #include "qlink/lib/status.h"
 
-struct zr_partition {
-  int64_t start[ZR_MAX_DIMS];
-  int64_t count[ZR_MAX_DIMS];
-  int64_t rows; /* selected rows, before the limit */
-};
-
 /* A partition's decoded box of one array, reference-counted so record
  * batches can point into it (zero-copy value columns): the stream holds one
  * reference, every Arrow array viewing it another. The last release returns
@@ -30,11 +24,19 @@ struct zr_block {
   uint8_t *data;
 };
 
-/* Decoded boxes kept for the next partition, so a scan does not map and
- * unmap (and page-fault) megabytes per chunk. */
+/* Decoded boxes kept for the next block, so a scan does not map and unmap
+ * (and page-fault) megabytes per chunk. */
 #define ZR_POOL_SIZE 8
 
-/* What the plan and its streams share. */
+/* What the plan and its streams share.
+ *
+ * The table's block grid (extents t->step) is pruned per dimension: a block
+ * is kept when each of its dimension ranges holds a selected position, so
+ * the kept blocks are a grid too (n_kept[k] blocks along dimension k, their
+ * indices in kept[k]), numbered in C order. Partition p reads the kept
+ * blocks [part_first[p], part_first[p + 1]) one after the other. Nothing is
+ * stored per block, so tiny chunks cost planning time and memory in
+ * proportion to the dimensions' lengths, not to the number of blocks. */
 struct zr_scan {
   atomic_int refs;
   struct zr_dataset *ds;
@@ -43,11 +45,14 @@ struct zr_scan {
   int32_t *proj; /* column indices into the table */
   struct zr_selection sel;
   int64_t limit;
-  int64_t n_parts;
-  struct zr_partition *parts;
   int64_t n_blocks; /* before pruning */
+  int64_t n_kept[ZR_MAX_DIMS];
+  int64_t *kept[ZR_MAX_DIMS];
+  int64_t n_kept_blocks;
+  int64_t n_parts; /* 0 when every block is pruned (one empty partition is reported) */
+  int64_t *part_first;
   char *display;
-  atomic_llong output_rows, chunks_read, bytes_read, elapsed_ns;
+  atomic_llong output_rows, chunks_read, bytes_read, elapsed_ns, blocks_read;
   pthread_mutex_t pool_lock;
   int32_t n_pool;
   struct zr_block *pool[ZR_POOL_SIZE];
@@ -72,14 +77,28 @@ static void scan_unref(struct zr_scan *s) {
   }
   pthread_mutex_destroy(&s->pool_lock);
   zr_selection_free(&s->sel);
+  for (int32_t k = 0; k < ZR_MAX_DIMS; k++) free(s->kept[k]);
+  free(s->part_first);
   free(s->proj);
-  free(s->parts);
   free(s->display);
   zr_dataset_unref(s->ds);
   free(s);
 }
 
 static const struct zr_table *scan_table(const struct zr_scan *s) { return &s->ds->tables[s->table]; }
+
+/* The box [start, start + count) of kept block `idx` (C order over the kept
+ * grid). */
+static void kept_block_box(const struct zr_scan *s, int64_t idx, int64_t *start, int64_t *count) {
+  const struct zr_table *t = scan_table(s);
+  for (int32_t k = t->ndim - 1; k >= 0; k--) {
+    int64_t b = s->kept[k][idx % s->n_kept[k]];
+    idx /= s->n_kept[k];
+    int64_t size = s->ds->dims[t->dims[k]].size;
+    start[k] = b * t->step[k];
+    count[k] = start[k] + t->step[k] <= size ? t->step[k] : size - start[k];
+  }
+}
 
 /* A block of at least `size` bytes (contents undefined), from the pool when
  * one fits; NULL when out of memory. */
@@ -109,29 +128,48 @@ static struct zr_block *block_acquire(struct zr_scan *s, size_t size) {
   return b;
 }
 
+/* Back to the pool; when it is full, the smallest block makes room (edge
+ * blocks are smaller than the rest and would fit fewer requests). */
 static void block_unref(struct zr_block *b) {
   if (!b || atomic_fetch_sub(&b->refs, 1) != 1) return;
   struct zr_scan *s = b->scan;
   b->scan = NULL;
+  struct zr_block *drop = b;
   pthread_mutex_lock(&s->pool_lock);
-  int kept = s->n_pool < ZR_POOL_SIZE;
-  if (kept) s->pool[s->n_pool++] = b;
+  if (s->n_pool < ZR_POOL_SIZE) {
+    s->pool[s->n_pool++] = b;
+    drop = NULL;
+  } else {
+    int32_t smallest = 0;
+    for (int32_t i = 1; i < s->n_pool; i++) {
+      if (s->pool[i]->cap < s->pool[smallest]->cap) smallest = i;
+    }
+    if (s->pool[smallest]->cap < b->cap) {
+      drop = s->pool[smallest];
+      s->pool[smallest] = b;
+    }
+  }
   pthread_mutex_unlock(&s->pool_lock);
-  if (!kept) {
-    free(b->data);
-    free(b);
+  if (drop) {
+    free(drop->data);
+    free(drop);
   }
   scan_unref(s);
 }
 
 /* ------------------------------------------------------------- stream */
 
+/* One partition's stream: its kept blocks in turn, each decoded whole
+ * (the projected arrays' boxes), then cut into batches that never cross a
+ * block. */
 struct zr_stream {
   struct zr_scan *scan;
-  const struct zr_partition *part;
   const struct ql_task_context *ctx;
-  int loaded;
-  int64_t *sel[ZR_MAX_DIMS]; /* selected absolute positions per dimension */
+  int64_t next_block, end_block; /* kept blocks still to read */
+  int64_t remaining;             /* rows the limit still allows; -1: no limit */
+  int loaded;                    /* a block is loaded */
+  int64_t start[ZR_MAX_DIMS], count[ZR_MAX_DIMS]; /* its box */
+  int64_t *sel[ZR_MAX_DIMS]; /* selected absolute positions per dimension (capacity: the block extent) */
   int64_t nsel[ZR_MAX_DIMS];
   int64_t lo[ZR_MAX_DIMS], extent[ZR_MAX_DIMS]; /* bounding box of the selection */
   struct zr_block **blocks;                     /* per projected column: its box, or NULL */
@@ -139,8 +177,9 @@ struct zr_stream {
   int64_t period[ZR_MAX_DIMS];                  /* rows per step of each dimension (C order) */
   struct zr_heap *heaps;                        /* per projected column: its strings (vlen) */
   int64_t (*strides)[ZR_MAX_DIMS];              /* element strides of each block's axes */
-  int64_t emitted, total;
-  struct ql_memory_reservation reservation; /* the blocks, counted against the host's pool */
+  int64_t emitted, total;                       /* rows of the loaded block */
+  struct zr_scratch scratch;                    /* chunks partly in the box */
+  struct ql_memory_reservation reservation;     /* the loaded blocks, counted against the host's pool */
   char *last_error;
 };
 
@@ -149,7 +188,7 @@ static void stream_set_error(struct zr_stream *st, struct ql_error *err) {
   st->last_error = strdup(ql_error_message(err)[0] ? ql_error_message(err) : "zarr scan failed");
 }
 
-/* Bytes of the blocks (and one chunk buffer per array) a partition holds. */
+/* Bytes of the boxes (and one chunk buffer per array) a loaded block holds. */
 static int64_t block_bytes(const struct zr_stream *st) {
   const struct zr_scan *s = st->scan;
   const struct zr_table *t = scan_table(s);
@@ -165,16 +204,24 @@ static int64_t block_bytes(const struct zr_stream *st) {
   return total;
 }
 
-/* Count the partition's memory against the host's memory pool (gap G5), so
- * a session memory limit applies to Zarr scans too. */
+/* Count the loaded block's memory against the host's memory pool (gap G5),
+ * so a session memory limit applies to Zarr scans too: the reservation
+ * follows the block size as blocks come and go. */
 static int reserve_blocks(struct zr_stream *st, struct ql_error *error) {
   const struct ql_task_context *ctx = st->ctx;
   const struct ql_memory_pool *pool = ctx && ctx->runtime_env ? ctx->runtime_env->memory_pool : NULL;
   if (!pool || !pool->reservation_new) return QL_OK;
-  char name[64];
-  snprintf(name, sizeof(name), "ZarrScanExec[%lld]", (long long)ctx->partition);
-  QL_RETURN_NOT_OK(pool->reservation_new(pool, name, 0, &st->reservation, error));
-  int rc = st->reservation.try_grow(&st->reservation, block_bytes(st), error);
+  if (!st->reservation.release) {
+    char name[64];
+    snprintf(name, sizeof(name), "ZarrScanExec[%lld]", (long long)ctx->partition);
+    QL_RETURN_NOT_OK(pool->reservation_new(pool, name, 0, &st->reservation, error));
+  }
+  int64_t want = block_bytes(st), held = st->reservation.size(&st->reservation);
+  if (want <= held) {
+    st->reservation.shrink(&st->reservation, held - want);
+    return QL_OK;
+  }
+  int rc = st->reservation.try_grow(&st->reservation, want - held, error);
   if (rc != QL_OK) {
     ql_error_prefix(error, "zarr store %s: partition %lld", st->scan->ds->store.url, (long long)ctx->partition);
   }
@@ -196,16 +243,47 @@ static int column_is_zero_copy(const struct zr_stream *st, const struct zr_colum
   return 1;
 }
 
-static int stream_load(struct zr_stream *st, struct ql_error *error) {
+/* Drop the loaded block (batches viewing it keep its boxes alive). */
+static void stream_unload(struct zr_stream *st) {
+  if (!st->loaded) return;
+  st->loaded = 0;
+  for (int32_t j = 0; j < st->scan->n_proj; j++) {
+    block_unref(st->blocks[j]);
+    st->blocks[j] = NULL;
+    zr_heap_free(&st->heaps[j]);
+    memset(&st->heaps[j], 0, sizeof(st->heaps[j]));
+  }
+}
+
+/* The per-stream buffers, sized for the largest block. */
+static int stream_alloc(struct zr_stream *st, struct ql_error *error) {
   const struct zr_scan *s = st->scan;
   const struct zr_table *t = scan_table(s);
-  const struct zr_partition *p = st->part;
+  for (int32_t k = 0; k < t->ndim; k++) {
+    st->sel[k] = malloc(sizeof(int64_t) * (size_t)(t->step[k] > 0 ? t->step[k] : 1));
+    if (!st->sel[k]) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  }
+  size_t n = (size_t)(s->n_proj ? s->n_proj : 1);
+  st->blocks = calloc(n, sizeof(*st->blocks));
+  st->zero_copy = calloc(n, 1);
+  st->strides = calloc(n, sizeof(*st->strides));
+  st->heaps = calloc(n, sizeof(*st->heaps));
+  if (!st->blocks || !st->zero_copy || !st->strides || !st->heaps) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  return QL_OK;
+}
+
+/* Decode kept block `idx`: the projected arrays' boxes around its selected
+ * positions. */
+static int stream_load(struct zr_stream *st, int64_t idx, struct ql_error *error) {
+  const struct zr_scan *s = st->scan;
+  const struct zr_table *t = scan_table(s);
+  kept_block_box(s, idx, st->start, st->count);
+  st->loaded = 1;
+  st->emitted = 0;
   st->total = 1;
   for (int32_t k = 0; k < t->ndim; k++) {
-    st->sel[k] = malloc(sizeof(int64_t) * (size_t)(p->count[k] ? p->count[k] : 1));
-    if (!st->sel[k]) return ql_error_set(error, QL_ENOMEM, "out of memory");
     int64_t n = 0;
-    for (int64_t i = p->start[k]; i < p->start[k] + p->count[k]; i++) {
+    for (int64_t i = st->start[k]; i < st->start[k] + st->count[k]; i++) {
       if (!s->sel.mask[k] || s->sel.mask[k][i]) st->sel[k][n++] = i;
     }
     st->nsel[k] = n;
@@ -213,19 +291,15 @@ static int stream_load(struct zr_stream *st, struct ql_error *error) {
     st->extent[k] = n ? st->sel[k][n - 1] - st->sel[k][0] + 1 : 0;
     st->total *= n;
   }
-  if (s->limit >= 0 && s->limit < st->total) st->total = s->limit;
+  if (st->remaining >= 0 && st->remaining < st->total) st->total = st->remaining;
   int64_t period = 1;
   for (int32_t k = t->ndim - 1; k >= 0; k--) {
     st->period[k] = period;
     period *= st->nsel[k];
   }
-  st->blocks = calloc((size_t)(s->n_proj ? s->n_proj : 1), sizeof(*st->blocks));
-  st->zero_copy = calloc((size_t)(s->n_proj ? s->n_proj : 1), 1);
-  st->strides = calloc((size_t)(s->n_proj ? s->n_proj : 1), sizeof(*st->strides));
-  st->heaps = calloc((size_t)(s->n_proj ? s->n_proj : 1), sizeof(*st->heaps));
-  if (!st->blocks || !st->zero_copy || !st->strides || !st->heaps) return ql_error_set(error, QL_ENOMEM, "out of memory");
   if (st->total == 0) return QL_OK;
   QL_RETURN_NOT_OK(reserve_blocks(st, error));
+  atomic_fetch_add(&st->scan->blocks_read, 1);
   for (int32_t j = 0; j < s->n_proj; j++) {
     const struct zr_column *c = &t->columns[s->proj[j]];
     if (c->role == ZR_ROLE_DIM) continue;
@@ -249,7 +323,8 @@ static int stream_load(struct zr_stream *st, struct ql_error *error) {
     }
     int64_t chunks = 0, bytes = 0;
     st->zero_copy[j] = (uint8_t)column_is_zero_copy(st, c);
-    int rc = zr_read_box(&s->ds->store, a, lo, count, st->blocks[j]->data, &st->heaps[j], &chunks, &bytes, error);
+    int rc = zr_read_box(&s->ds->store, a, lo, count, st->blocks[j]->data, &st->heaps[j], &st->scratch, &chunks,
+                         &bytes, error);
     atomic_fetch_add(&st->scan->chunks_read, chunks);
     atomic_fetch_add(&st->scan->bytes_read, bytes);
     if (rc != QL_OK) return rc;
@@ -448,18 +523,22 @@ static int stream_get_next(struct ArrowArrayStream *self, struct ArrowArray *out
   }
   int64_t t0 = now_ns();
   int rc = QL_OK;
-  if (!st->loaded) {
-    st->loaded = 1;
-    rc = st->part ? stream_load(st, &err) : QL_OK;
-  }
-  if (rc == QL_OK && st->part && st->emitted < st->total) {
-    int64_t batch = ctx && ctx->batch_size > 0 ? ctx->batch_size : 8192;
-    int64_t n = st->total - st->emitted < batch ? st->total - st->emitted : batch;
-    rc = fill_batch(st, n, out, &err);
-    if (rc == QL_OK) {
-      st->emitted += n;
-      atomic_fetch_add(&st->scan->output_rows, n);
+  for (;;) {
+    if (st->loaded && st->emitted < st->total) {
+      int64_t batch = ctx && ctx->batch_size > 0 ? ctx->batch_size : 8192;
+      int64_t n = st->total - st->emitted < batch ? st->total - st->emitted : batch;
+      rc = fill_batch(st, n, out, &err);
+      if (rc == QL_OK) {
+        st->emitted += n;
+        atomic_fetch_add(&st->scan->output_rows, n);
+      }
+      break;
     }
+    if (st->loaded && st->remaining >= 0) st->remaining -= st->total;
+    stream_unload(st);
+    if (st->next_block >= st->end_block || st->remaining == 0) break; /* end of stream */
+    rc = stream_load(st, st->next_block++, &err);
+    if (rc != QL_OK) break;
   }
   atomic_fetch_add(&st->scan->elapsed_ns, now_ns() - t0);
   if (rc != QL_OK) {
@@ -475,24 +554,23 @@ static const char *stream_last_error(struct ArrowArrayStream *self) {
   return st->last_error;
 }
 
-static void stream_release(struct ArrowArrayStream *self) {
-  struct zr_stream *st = self->private_data;
-  if (!self->release) return;
+static void stream_free(struct zr_stream *st) {
+  if (st->blocks && st->heaps) stream_unload(st);
   for (int32_t k = 0; k < ZR_MAX_DIMS; k++) free(st->sel[k]);
-  if (st->blocks) {
-    for (int32_t j = 0; j < st->scan->n_proj; j++) block_unref(st->blocks[j]);
-  }
   free(st->blocks);
   free(st->zero_copy);
-  if (st->heaps) {
-    for (int32_t j = 0; j < st->scan->n_proj; j++) zr_heap_free(&st->heaps[j]);
-  }
   free(st->heaps);
   free(st->strides);
+  free(st->scratch.data);
   if (st->reservation.release) st->reservation.release(&st->reservation);
   free(st->last_error);
   scan_unref(st->scan);
   free(st);
+}
+
+static void stream_release(struct ArrowArrayStream *self) {
+  if (!self->release) return;
+  stream_free(self->private_data);
   self->release = NULL;
 }
 
@@ -561,8 +639,17 @@ static int plan_execute(const struct ql_execution_plan *self, int64_t partition,
   struct zr_stream *st = calloc(1, sizeof(*st));
   if (!st) return ql_error_set(error, QL_ENOMEM, "out of memory");
   st->scan = scan_ref(s);
-  st->part = s->n_parts > 0 ? &s->parts[partition] : NULL;
   st->ctx = ctx;
+  st->remaining = s->limit;
+  if (s->n_parts > 0) {
+    st->next_block = s->part_first[partition];
+    st->end_block = s->part_first[partition + 1];
+  }
+  int rc = stream_alloc(st, error);
+  if (rc != QL_OK) {
+    stream_free(st);
+    return rc;
+  }
   memset(out, 0, sizeof(*out));
   out->get_schema = stream_get_schema;
   out->get_next = stream_get_next;
@@ -572,6 +659,70 @@ static int plan_execute(const struct ql_execution_plan *self, int64_t partition,
   return QL_OK;
 }
 
+/* Add the box of kept blocks [klo[k], khi[k]) along every dimension k. */
+static void add_kept_box(const struct zr_scan *s, const int64_t *klo, const int64_t *khi, struct zr_stats_acc *acc) {
+  const struct zr_table *t = scan_table(s);
+  struct zr_dim_stats dims[ZR_MAX_DIMS];
+  memset(dims, 0, sizeof(dims));
+  for (int32_t k = 0; k < t->ndim; k++) {
+    int64_t size = s->ds->dims[t->dims[k]].size;
+    for (int64_t i = klo[k]; i < khi[k]; i++) {
+      int64_t from = s->kept[k][i] * t->step[k];
+      int64_t to = from + t->step[k] < size ? from + t->step[k] : size;
+      zr_dim_stats_add(&dims[k], s->ds, t, &s->sel, k, from, to);
+    }
+  }
+  zr_stats_acc_merge(acc, t->ndim, dims);
+}
+
+/* Add kept blocks [a, b), numbered in C order over dimensions d.. of the
+ * kept grid (dimensions before d fixed by klo/khi): a run of C order is at
+ * most two boxes per dimension, so a partition's statistics cost the
+ * dimensions' lengths, not its block count. */
+static void add_kept_run(const struct zr_scan *s, int32_t d, int64_t *klo, int64_t *khi, int64_t a, int64_t b,
+                         struct zr_stats_acc *acc) {
+  int32_t nd = scan_table(s)->ndim;
+  if (a >= b) return;
+  int64_t inner = 1;
+  for (int32_t k = d + 1; k < nd; k++) inner *= s->n_kept[k];
+  int64_t whole = d < nd ? inner * s->n_kept[d] : 1;
+  if (a == 0 && b == whole) {
+    for (int32_t k = d; k < nd; k++) {
+      klo[k] = 0;
+      khi[k] = s->n_kept[k];
+    }
+    add_kept_box(s, klo, khi, acc);
+    return;
+  }
+  int64_t i0 = a / inner, i1 = (b - 1) / inner;
+  klo[d] = i0;
+  khi[d] = i0 + 1;
+  if (i0 == i1) {
+    add_kept_run(s, d + 1, klo, khi, a - i0 * inner, b - i0 * inner, acc);
+    return;
+  }
+  add_kept_run(s, d + 1, klo, khi, a - i0 * inner, inner, acc);
+  if (i1 > i0 + 1) {
+    klo[d] = i0 + 1;
+    khi[d] = i1;
+    for (int32_t k = d + 1; k < nd; k++) {
+      klo[k] = 0;
+      khi[k] = s->n_kept[k];
+    }
+    add_kept_box(s, klo, khi, acc);
+  }
+  klo[d] = i1;
+  khi[d] = i1 + 1;
+  add_kept_run(s, d + 1, klo, khi, 0, b - i1 * inner, acc);
+}
+
+static void partition_acc(const struct zr_scan *s, int64_t p, struct zr_stats_acc *acc) {
+  memset(acc, 0, sizeof(*acc));
+  if (s->n_parts == 0) return; /* the one empty partition */
+  int64_t klo[ZR_MAX_DIMS], khi[ZR_MAX_DIMS];
+  add_kept_run(s, 0, klo, khi, s->part_first[p], s->part_first[p + 1], acc);
+}
+
 static int plan_get_statistics(const struct ql_execution_plan *self, int64_t partition, struct ql_statistics *out,
                                struct ql_error *error) {
   const struct zr_scan *s = plan_scan(self);
@@ -579,21 +730,19 @@ static int plan_get_statistics(const struct ql_execution_plan *self, int64_t par
   if (partition < -1 || partition >= (s->n_parts > 0 ? s->n_parts : 1)) {
     return ql_error_set(error, QL_EINVAL, "ZarrScanExec: no partition %lld", (long long)partition);
   }
-  if (partition >= 0 && s->n_parts == 0) {
-    /* the one empty partition */
-    struct zr_selection none;
-    memset(&none, 0, sizeof(none));
-    int64_t zero[ZR_MAX_DIMS] = {0};
-    return zr_statistics(s->ds, t, &none, zero, zero, s->proj, s->n_proj, s->limit, out, error);
-  }
+  struct zr_stats_acc acc;
   if (partition >= 0) {
-    const struct zr_partition *p = &s->parts[partition];
-    return zr_statistics(s->ds, t, &s->sel, p->start, p->count, s->proj, s->n_proj, s->limit, out, error);
+    partition_acc(s, partition, &acc);
+    return zr_stats_emit(s->ds, t, &acc, s->proj, s->n_proj, s->limit, out, error);
   }
-  QL_RETURN_NOT_OK(zr_statistics(s->ds, t, &s->sel, NULL, NULL, s->proj, s->n_proj, -1, out, error));
+  QL_RETURN_NOT_OK(zr_statistics(s->ds, t, &s->sel, s->proj, s->n_proj, -1, out, error));
   if (s->limit >= 0) {
+    /* the limit applies per partition */
     int64_t rows = 0;
-    for (int64_t i = 0; i < s->n_parts; i++) rows += s->parts[i].rows < s->limit ? s->parts[i].rows : s->limit;
+    for (int64_t i = 0; i < s->n_parts; i++) {
+      partition_acc(s, i, &acc);
+      rows += acc.rows < s->limit ? acc.rows : s->limit;
+    }
     out->num_rows = rows;
     for (int64_t i = 0; i < out->n_columns; i++) {
       if (out->columns[i].min_max_precision == QL_PRECISION_EXACT) out->columns[i].min_max_precision = QL_PRECISION_INEXACT;
@@ -611,17 +760,20 @@ static void metrics_release(struct ql_metrics *m) {
 static int plan_get_metrics(const struct ql_execution_plan *self, struct ql_metrics *out, struct ql_error *error) {
   struct zr_scan *s = plan_scan(self);
   memset(out, 0, sizeof(*out));
-  out->items = calloc(6, sizeof(struct ql_metric));
+  enum { N_METRICS = 8 };
+  out->items = calloc(N_METRICS, sizeof(struct ql_metric));
   if (!out->items) return ql_error_set(error, QL_ENOMEM, "out of memory");
-  struct ql_metric items[6] = {
+  struct ql_metric items[N_METRICS] = {
       {"output_rows", QL_METRIC_COUNT, 0, -1, atomic_load(&s->output_rows)},
       {"chunks_read", QL_METRIC_COUNT, 0, -1, atomic_load(&s->chunks_read)},
       {"bytes_read", QL_METRIC_BYTES, 0, -1, atomic_load(&s->bytes_read)},
       {"elapsed_compute", QL_METRIC_TIME_NS, 0, -1, atomic_load(&s->elapsed_ns)},
-      {"partitions_pruned", QL_METRIC_COUNT, 0, -1, s->n_blocks - s->n_parts},
+      {"blocks_read", QL_METRIC_COUNT, 0, -1, atomic_load(&s->blocks_read)},
+      {"blocks", QL_METRIC_COUNT, 0, -1, s->n_blocks},
+      {"blocks_pruned", QL_METRIC_COUNT, 0, -1, s->n_blocks - s->n_kept_blocks},
       {"partitions", QL_METRIC_COUNT, 0, -1, s->n_parts}};
   memcpy(out->items, items, sizeof(items));
-  out->count = 6;
+  out->count = N_METRICS;
   out->release = metrics_release;
   return QL_OK;
 }
@@ -652,62 +804,45 @@ static void plan_wrap(struct zr_scan *s, struct ql_execution_plan *out) {
 
 /* --------------------------------------------------------- planning */
 
-static int plan_partitions(struct zr_scan *s, struct ql_error *error) {
+/* Prune the block grid per dimension and deal the kept blocks out to at
+ * most `target` partitions (<= 0: one per block) as contiguous runs of
+ * (nearly) equal length. */
+static int plan_partitions(struct zr_scan *s, int64_t target, struct ql_error *error) {
   const struct zr_table *t = scan_table(s);
   int32_t nd = t->ndim;
-  int64_t nblocks[ZR_MAX_DIMS], b[ZR_MAX_DIMS] = {0};
   s->n_blocks = 1;
+  s->n_kept_blocks = 1;
   for (int32_t k = 0; k < nd; k++) {
     int64_t size = s->ds->dims[t->dims[k]].size;
-    nblocks[k] = size == 0 ? 0 : (size + t->step[k] - 1) / t->step[k];
-    s->n_blocks *= nblocks[k];
-  }
-  if (s->n_blocks == 0) return QL_OK;
-  /* Selected positions per block, so each block's row count is a product. */
-  int64_t *sel_count[ZR_MAX_DIMS] = {0};
-  int rc = QL_OK;
-  for (int32_t k = 0; k < nd && rc == QL_OK; k++) {
-    sel_count[k] = calloc((size_t)nblocks[k], sizeof(int64_t));
-    if (!sel_count[k]) {
-      rc = ql_error_set(error, QL_ENOMEM, "out of memory");
-      break;
+    int64_t nblocks = size == 0 ? 0 : (size + t->step[k] - 1) / t->step[k];
+    s->n_blocks = s->n_blocks > 0 && nblocks > INT64_MAX / s->n_blocks ? INT64_MAX : s->n_blocks * nblocks;
+    s->kept[k] = malloc(sizeof(int64_t) * (size_t)(nblocks ? nblocks : 1));
+    if (!s->kept[k]) return ql_error_set(error, QL_ENOMEM, "out of memory");
+    int64_t n = 0;
+    for (int64_t b = 0; b < nblocks; b++) {
+      int64_t from = b * t->step[k], to = from + t->step[k] < size ? from + t->step[k] : size;
+      int any = !s->sel.mask[k];
+      for (int64_t i = from; !any && i < to; i++) any = s->sel.mask[k][i] != 0;
+      if (any) s->kept[k][n++] = b;
     }
-    int64_t size = s->ds->dims[t->dims[k]].size;
-    for (int64_t i = 0; i < size; i++) {
-      if (!s->sel.mask[k] || s->sel.mask[k][i]) sel_count[k][i / t->step[k]]++;
-    }
+    s->n_kept[k] = n;
+    /* the product of the dimensions' lengths fits (it is the row count) */
+    s->n_kept_blocks *= n;
   }
-  if (rc == QL_OK) {
-    s->parts = calloc((size_t)s->n_blocks, sizeof(struct zr_partition));
-    if (!s->parts) rc = ql_error_set(error, QL_ENOMEM, "out of memory: %lld partitions", (long long)s->n_blocks);
-  }
-  while (rc == QL_OK) {
-    int64_t rows = 1;
-    for (int32_t k = 0; k < nd; k++) rows *= sel_count[k][b[k]];
-    if (rows > 0) {
-      struct zr_partition *p = &s->parts[s->n_parts++];
-      p->rows = rows;
-      for (int32_t k = 0; k < nd; k++) {
-        int64_t size = s->ds->dims[t->dims[k]].size;
-        p->start[k] = b[k] * t->step[k];
-        p->count[k] = p->start[k] + t->step[k] <= size ? t->step[k] : size - p->start[k];
-      }
-    }
-    int32_t ax = nd - 1;
-    while (ax >= 0) {
-      if (++b[ax] < nblocks[ax]) break;
-      b[ax] = 0;
-      ax--;
-    }
-    if (ax < 0) break;
-  }
-  for (int32_t k = 0; k < nd; k++) free(sel_count[k]);
-  return rc;
+  if (s->n_kept_blocks == 0) return QL_OK;
+  int64_t n = s->n_kept_blocks, parts = target > 0 && target < n ? target : n;
+  s->part_first = malloc(sizeof(int64_t) * (size_t)(parts + 1));
+  if (!s->part_first) return ql_error_set(error, QL_ENOMEM, "out of memory: %lld partitions", (long long)parts);
+  int64_t base = n / parts, extra = n % parts;
+  for (int64_t p = 0; p <= parts; p++) s->part_first[p] = p * base + (p < extra ? p : extra);
+  s->n_parts = parts;
+  return QL_OK;
 }
 
-/* Chunks of the projected arrays: in the whole table, and in the partitions
- * kept after pruning (an upper bound of what a scan reads: slicing inside a
- * partition can skip more). */
+/* Chunks of the projected arrays: in the whole table, and in the kept
+ * blocks (an upper bound of what a scan reads: slicing inside a block can
+ * skip more; an array missing some table dimension is read once per block
+ * along that dimension). */
 static void count_chunks(const struct zr_scan *s, int64_t *kept, int64_t *total) {
   const struct zr_table *t = scan_table(s);
   *kept = 0;
@@ -719,14 +854,25 @@ static void count_chunks(const struct zr_scan *s, int64_t *kept, int64_t *total)
     int64_t all = 1;
     for (int32_t ax = 0; ax < a->ndim; ax++) all *= (a->shape[ax] + a->chunks[ax] - 1) / a->chunks[ax];
     *total += all;
-    for (int64_t p = 0; p < s->n_parts; p++) {
-      int64_t in_part = 1;
+    int64_t in_kept = 1;
+    for (int32_t k = 0; k < t->ndim; k++) {
+      int32_t axis = -1;
       for (int32_t ax = 0; ax < c->n_axes; ax++) {
-        int64_t lo = s->parts[p].start[c->axes[ax]], n = s->parts[p].count[c->axes[ax]];
-        in_part *= (lo + n - 1) / a->chunks[ax] - lo / a->chunks[ax] + 1;
+        if (c->axes[ax] == k) axis = ax;
       }
-      *kept += in_part;
+      if (axis < 0) {
+        in_kept *= s->n_kept[k];
+        continue;
+      }
+      int64_t size = s->ds->dims[t->dims[k]].size, ch = a->chunks[axis], along = 0;
+      for (int64_t i = 0; i < s->n_kept[k]; i++) {
+        int64_t lo = s->kept[k][i] * t->step[k];
+        int64_t hi = lo + t->step[k] < size ? lo + t->step[k] : size;
+        along += (hi - 1) / ch - lo / ch + 1;
+      }
+      in_kept *= along;
     }
+    *kept += in_kept;
   }
 }
 
@@ -734,7 +880,7 @@ static int build_display(struct zr_scan *s) {
   const struct zr_table *t = scan_table(s);
   int64_t kept, total;
   count_chunks(s, &kept, &total);
-  size_t cap = 256 + strlen(s->ds->store.url) + strlen(t->name);
+  size_t cap = 320 + strlen(s->ds->store.url) + strlen(t->name);
   for (int32_t j = 0; j < s->n_proj; j++) cap += strlen(t->columns[s->proj[j]].name) + 2;
   s->display = malloc(cap);
   if (!s->display) return QL_ENOMEM;
@@ -746,9 +892,9 @@ static int build_display(struct zr_scan *s) {
     used += (size_t)snprintf(s->display + used, cap - used, "%s%s", first ? "" : ", ", c->name);
     first = 0;
   }
-  snprintf(s->display + used, cap - used, "] partitions=%lld/%lld chunks=%lld/%lld pruned=%lld%s",
-           (long long)s->n_parts, (long long)s->n_blocks, (long long)kept, (long long)total,
-           (long long)(total - kept), s->limit >= 0 ? " limit" : "");
+  snprintf(s->display + used, cap - used, "] blocks=%lld/%lld partitions=%lld chunks=%lld/%lld pruned=%lld%s",
+           (long long)s->n_kept_blocks, (long long)s->n_blocks, (long long)(s->n_parts > 0 ? s->n_parts : 1),
+           (long long)kept, (long long)total, (long long)(total - kept), s->limit >= 0 ? " limit" : "");
   if (s->limit >= 0) {
     used = strlen(s->display);
     snprintf(s->display + used, cap - used, "=%lld", (long long)s->limit);
@@ -756,7 +902,7 @@ static int build_display(struct zr_scan *s) {
   return QL_OK;
 }
 
-int zr_scan_plan_new(struct zr_dataset *ds, int32_t table, const struct ql_scan_args *args,
+int zr_scan_plan_new(struct zr_dataset *ds, int32_t table, const struct ql_scan_args *args, int64_t target_partitions,
                      struct ql_execution_plan *out, struct ql_error *error) {
   struct zr_scan *s = calloc(1, sizeof(*s));
   if (!s) return ql_error_set(error, QL_ENOMEM, "out of memory");
@@ -789,7 +935,7 @@ int zr_scan_plan_new(struct zr_dataset *ds, int32_t table, const struct ql_scan_
     }
   }
   if (rc == QL_OK && args && QL_HAS_MEMBER(args, struct ql_scan_args, limit) && args->limit >= 0) s->limit = args->limit;
-  if (rc == QL_OK) rc = plan_partitions(s, error);
+  if (rc == QL_OK) rc = plan_partitions(s, target_partitions, error);
   if (rc == QL_OK && build_display(s) != QL_OK) rc = ql_error_set(error, QL_ENOMEM, "out of memory");
   if (rc != QL_OK) {
     scan_unref(s);

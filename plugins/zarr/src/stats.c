@@ -35,9 +35,37 @@ static int less(const struct zr_value *a, const struct zr_value *b) {
   return a->i < b->i;
 }
 
-int zr_statistics(const struct zr_dataset *ds, const struct zr_table *t, const struct zr_selection *sel,
-                  const int64_t *start, const int64_t *count, const int32_t *proj, int32_t n_proj, int64_t limit,
-                  struct ql_statistics *out, struct ql_error *error) {
+void zr_dim_stats_add(struct zr_dim_stats *acc, const struct zr_dataset *ds, const struct zr_table *t,
+                      const struct zr_selection *sel, int32_t k, int64_t from, int64_t to) {
+  const struct zr_dim *d = &ds->dims[t->dims[k]];
+  for (int64_t i = from; i < to; i++) {
+    if (sel && sel->mask[k] && !sel->mask[k][i]) continue;
+    acc->selected++;
+    const struct zr_value *v = &d->values[i];
+    if (!d->comparable || v->is_null) continue;
+    if (!acc->has || less(v, &acc->lo)) acc->lo = *v;
+    if (!acc->has || less(&acc->hi, v)) acc->hi = *v;
+    acc->has = 1;
+  }
+}
+
+void zr_stats_acc_merge(struct zr_stats_acc *acc, int32_t ndim, const struct zr_dim_stats *dims) {
+  int64_t rows = 1;
+  for (int32_t k = 0; k < ndim; k++) rows *= dims[k].selected;
+  /* a box without rows contributes no extremes: its other dimensions' values never appear */
+  if (rows == 0) return;
+  acc->rows += rows;
+  for (int32_t k = 0; k < ndim; k++) {
+    if (!dims[k].has) continue;
+    if (!acc->dims[k].has || less(&dims[k].lo, &acc->dims[k].lo)) acc->dims[k].lo = dims[k].lo;
+    if (!acc->dims[k].has || less(&acc->dims[k].hi, &dims[k].hi)) acc->dims[k].hi = dims[k].hi;
+    acc->dims[k].has = 1;
+  }
+}
+
+int zr_stats_emit(const struct zr_dataset *ds, const struct zr_table *t, const struct zr_stats_acc *acc,
+                  const int32_t *proj, int32_t n_proj, int64_t limit, struct ql_statistics *out,
+                  struct ql_error *error) {
   memset(out, 0, sizeof(*out));
   out->struct_size = sizeof(*out);
   int32_t n = n_proj < 0 ? t->n_columns : n_proj;
@@ -45,27 +73,7 @@ int zr_statistics(const struct zr_dataset *ds, const struct zr_table *t, const s
   if (!out->columns) return ql_error_set(error, QL_ENOMEM, "out of memory for statistics");
   out->n_columns = n;
   out->release = stats_release;
-  /* Selected positions per dimension, and their extremes. */
-  int64_t rows = 1;
-  int64_t selected[ZR_MAX_DIMS];
-  struct zr_value lo[ZR_MAX_DIMS], hi[ZR_MAX_DIMS];
-  int has[ZR_MAX_DIMS];
-  for (int32_t k = 0; k < t->ndim; k++) {
-    const struct zr_dim *d = &ds->dims[t->dims[k]];
-    int64_t a = start ? start[k] : 0, c = count ? count[k] : d->size;
-    selected[k] = 0;
-    has[k] = 0;
-    for (int64_t i = a; i < a + c; i++) {
-      if (sel && sel->mask[k] && !sel->mask[k][i]) continue;
-      selected[k]++;
-      const struct zr_value *v = &d->values[i];
-      if (!d->comparable || v->is_null) continue;
-      if (!has[k] || less(v, &lo[k])) lo[k] = *v;
-      if (!has[k] || less(&hi[k], v)) hi[k] = *v;
-      has[k] = 1;
-    }
-    rows *= selected[k];
-  }
+  int64_t rows = acc->rows;
   out->num_rows_precision = QL_PRECISION_EXACT;
   out->num_rows = limit >= 0 && limit < rows ? limit : rows;
   out->total_bytes_precision = QL_PRECISION_ABSENT;
@@ -81,16 +89,29 @@ int zr_statistics(const struct zr_dataset *ds, const struct zr_table *t, const s
       cs->null_count = 0;
     }
     /* with a limit, which rows come out is not fixed: only bounds hold */
-    if (rows > 0 && has[c->dim] && !d->has_nan && d->comparable) {
+    const struct zr_dim_stats *ext = &acc->dims[c->dim];
+    if (rows > 0 && ext->has && !d->has_nan && d->comparable) {
       cs->min_max_precision = limit >= 0 && limit < rows ? QL_PRECISION_INEXACT : QL_PRECISION_EXACT;
       cs->min.is_null = 0;
       cs->max.is_null = 0;
-      if (set_scalar(&cs->min, c->dec.format, &lo[c->dim]) != QL_OK ||
-          set_scalar(&cs->max, c->dec.format, &hi[c->dim]) != QL_OK) {
+      if (set_scalar(&cs->min, c->dec.format, &ext->lo) != QL_OK ||
+          set_scalar(&cs->max, c->dec.format, &ext->hi) != QL_OK) {
         stats_release(out);
         return ql_error_set(error, QL_ENOMEM, "out of memory for statistics");
       }
     }
   }
   return QL_OK;
+}
+
+int zr_statistics(const struct zr_dataset *ds, const struct zr_table *t, const struct zr_selection *sel,
+                  const int32_t *proj, int32_t n_proj, int64_t limit, struct ql_statistics *out,
+                  struct ql_error *error) {
+  struct zr_stats_acc acc;
+  memset(&acc, 0, sizeof(acc));
+  struct zr_dim_stats dims[ZR_MAX_DIMS];
+  memset(dims, 0, sizeof(dims));
+  for (int32_t k = 0; k < t->ndim; k++) zr_dim_stats_add(&dims[k], ds, t, sel, k, 0, ds->dims[t->dims[k]].size);
+  zr_stats_acc_merge(&acc, t->ndim, dims);
+  return zr_stats_emit(ds, t, &acc, proj, n_proj, limit, out, error);
 }

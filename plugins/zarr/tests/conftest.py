@@ -34,7 +34,7 @@ class Scan:
         self.formats = dict(zip(self.columns, self.header["formats"]))
         self.metadata = self.header["metadata"]
         self.rows = []
-        self.plan_stats = self.table_stats = self.metrics = None
+        self.plan_stats = self.table_stats = self.metrics = self.partition_rows = None
         for item in lines[1:]:
             if isinstance(item, list):
                 self.rows.append(item)
@@ -42,6 +42,8 @@ class Scan:
                 self.plan_stats = item["plan_stats"]
             elif "table_stats" in item:
                 self.table_stats = item["table_stats"]
+            elif "partition_rows" in item:
+                self.partition_rows = item["partition_rows"]
             elif "metrics" in item:
                 self.metrics = item["metrics"]
 

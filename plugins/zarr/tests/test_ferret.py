@@ -130,5 +130,5 @@ def test_ferret_filters_prune(stores):
     xs = np.array(scan.column("ETOPO05_X"))
     assert ys.min() >= 10 and ys.max() <= 20 and xs.max() < 5
     assert "pruned=" in scan.header["display"]
-    assert scan.metrics["partitions_pruned"] > 0
+    assert scan.metrics["blocks_pruned"] > 0
     assert scan.metrics["chunks_read"] < 16

@@ -148,7 +148,7 @@ def test_pruning_reads_fewer_chunks(tmp_path, fmt):
     full = run_scan(path, "--table", "time_y_x")
     one = run_scan(path, "--table", "time_y_x", "--where", f"time = {ts(0)}")
     assert one.metrics["chunks_read"] < full.metrics["chunks_read"]
-    assert one.metrics["partitions_pruned"] > 0
+    assert one.metrics["blocks_pruned"] > 0
     empty = run_scan(path, "--table", "time_y_x", "--where", "y > 1000")
     assert empty.metrics["rows"] == 0 and empty.metrics["chunks_read"] == 0
 

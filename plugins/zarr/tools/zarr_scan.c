@@ -3,7 +3,12 @@
  * "answers", "display"}, one JSON array per row, then {"stats": ...}.
  *
  *   zarr-scan PATH [--table T] [--tables OLD=NEW,...] [--columns a,b]
- *             [--where FILTER]... [--limit N] [--batch N] [--list] [--dump DIR]
+ *             [--where FILTER]... [--limit N] [--batch N] [--partitions N]
+ *             [--list] [--dump DIR]
+ *
+ * --partitions N sets the session's datafusion.execution.target_partitions
+ * (default: the reference host's 2 threads). The summary lists each
+ * partition's exact row count ("partition_rows").
  *
  * --dump DIR writes column i of fixed-width types as DIR/<i>.bin (values,
  * native order; booleans one byte each) and DIR/<i>.valid (one byte per
@@ -323,6 +328,15 @@ static int print_summary(const struct ql_table_provider *tp, const struct ql_exe
   if (plan->get_statistics(plan, -1, &st, &err) != QL_OK) return fail(&err, "statistics");
   print_stats("plan_stats", &st, out_schema);
   st.release(&st);
+  struct ql_plan_properties props;
+  if (plan->get_properties(plan, &props, &err) != QL_OK) return fail(&err, "properties");
+  printf("{\"partition_rows\": [");
+  for (int64_t p = 0; p < props.partition_count; p++) {
+    if (plan->get_statistics(plan, p, &st, &err) != QL_OK) return fail(&err, "statistics");
+    printf("%s%" PRId64, p ? ", " : "", st.num_rows);
+    st.release(&st);
+  }
+  printf("]}\n");
   if (tp->get_statistics(tp, &st, &err) != QL_OK) return fail(&err, "statistics");
   print_stats("table_stats", &st, schema);
   st.release(&st);
@@ -459,13 +473,15 @@ done:
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: zarr-scan PATH [--table T] [--tables R] [--columns a,b] [--where F]... [--limit N] [--batch N] [--list]\n");
+    fprintf(stderr, "usage: zarr-scan PATH [--table T] [--tables R] [--columns a,b] [--where F]... [--limit N] [--batch N]\n"
+                    "                 [--partitions N] [--list] [--dump DIR]\n");
     return 2;
   }
   const char *path = argv[1], *table = NULL, *tables = NULL, *columns = NULL, *dump = NULL;
   const char *wheres[64];
   int n_where = 0, list = 0;
   int64_t limit = -1, batch = 0;
+  const char *partitions = NULL;
   for (int i = 2; i < argc; i++) {
     if (strcmp(argv[i], "--list") == 0) {
       list = 1;
@@ -483,6 +499,8 @@ int main(int argc, char **argv) {
       limit = strtoll(argv[++i], NULL, 10);
     } else if (i + 1 < argc && strcmp(argv[i], "--batch") == 0) {
       batch = strtoll(argv[++i], NULL, 10);
+    } else if (i + 1 < argc && strcmp(argv[i], "--partitions") == 0) {
+      partitions = argv[++i];
     } else {
       fprintf(stderr, "zarr-scan: unknown argument %s\n", argv[i]);
       return 2;
@@ -495,6 +513,14 @@ int main(int argc, char **argv) {
   struct ql_ref_host_options ho = {-1, batch, 2};
   struct ql_ref_host *host = NULL;
   if (ql_ref_host_new(&ho, &host, &err) != QL_OK) return fail(&err, "host");
+  if (partitions &&
+      ql_ref_host_config_set(host, "datafusion.execution.target_partitions", partitions, &err) != QL_OK) {
+    struct ql_error ignored;
+    memset(&ignored, 0, sizeof(ignored));
+    ql_ref_host_free(host, &ignored);
+    ql_error_release(&ignored);
+    return fail(&err, "host");
+  }
   struct request req = {path, table, tables, columns, wheres, n_where, list, limit, dump};
   int status = run(&plugin, host, &req);
   plugin.release(&plugin);

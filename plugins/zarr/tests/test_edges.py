@@ -1,0 +1,175 @@
+"""Edges a scientist hits: variables of one table chunked differently
+(aligned and misaligned block grids), very small chunks (many blocks:
+planning must not cost per block), 1-D datasets, coordinates-only stores,
+strings; partitions dealt out by the host's target count."""
+import os
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+import zarr
+
+from conftest import assert_same_rows, expected_rows, run_scan
+
+FORMATS = [2, 3]
+TARGETS = [1, 2, 3, 0]  # 0: the host gives no count -> one partition per block
+
+
+def write(ds, path, fmt, encoding=None):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds.to_zarr(path, zarr_format=fmt, mode="w", encoding=encoding or {})
+    return path
+
+
+def check(path, *args, columns=None):
+    scan = run_scan(path, *args)
+    want = expected_rows(path, scan, columns)
+    ndims = sum(1 for c in scan.columns if c in xr.open_zarr(path).dims)
+    assert_same_rows(scan.rows, want, ndims)
+    assert scan.plan_stats["num_rows"] == len(want)
+    assert sum(scan.partition_rows) == len(want)
+    return scan
+
+
+def check_filtered(full, path, pred, *args):
+    """A filtered scan equals the full scan filtered afterwards."""
+    sub = run_scan(path, *args)
+    want = [r for r in full.rows if pred(dict(zip(full.columns, r)))]
+    assert sorted(map(repr, sub.rows)) == sorted(map(repr, want))
+    assert sub.plan_stats["num_rows"] == len(want) == sum(sub.partition_rows)
+    return sub
+
+
+def two_chunkings(nt, ny, nx, chunks_a, chunks_b):
+    rng = np.random.default_rng(7)
+    ds = xr.Dataset(
+        {
+            "a": (("time", "y", "x"), rng.normal(size=(nt, ny, nx)).astype("f4")),
+            "b": (("time", "y", "x"), rng.integers(-50, 50, size=(nt, ny, nx)).astype("i2")),
+        },
+        coords={"time": pd.date_range("2020-01-01", periods=nt, freq="h"), "y": np.arange(ny) * 1.5, "x": np.arange(nx)},
+    )
+    return ds, {"a": {"chunks": chunks_a}, "b": {"chunks": chunks_b}}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("target", TARGETS)
+def test_differently_chunked_variables_share_an_aligned_grid(tmp_path, fmt, target):
+    # extents 4 and 6 along time, 6 and 4 along y: blocks of 12 x 12, whole chunks of both
+    ds, enc = two_chunkings(24, 12, 10, (4, 6, 10), (6, 4, 5))
+    path = write(ds, tmp_path / "c.zarr", fmt, enc)
+    scan = check(path, "--partitions", target)
+    assert "blocks=2/2 " in scan.header["display"]
+    assert scan.metrics["partitions"] == (2 if target in (0, 2, 3) else 1)
+    # 6 chunks of a and 2 * 3 * 2 of b per block: each read exactly once
+    assert scan.metrics["chunks_read"] == 24 // 4 * 12 // 6 + 24 // 6 * 12 // 4 * 10 // 5
+    check_filtered(scan, path, lambda r: 3 <= r["y"] <= 7 and r["x"] >= 4,
+                   "--partitions", target, "--where", "y between 3 7", "--where", "x >= 4")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("target", TARGETS)
+def test_misaligned_chunks_use_the_largest_extent(tmp_path, fmt, target):
+    # extents 10 and 9: a common multiple (90) would be 9 chunks per block;
+    # blocks of 10 instead, the chunks of b straddling an edge read twice
+    ds, enc = two_chunkings(200, 3, 2, (10, 3, 2), (9, 3, 2))
+    path = write(ds, tmp_path / "m.zarr", fmt, enc)
+    scan = check(path, "--partitions", target)
+    assert "blocks=20/20 " in scan.header["display"]
+    assert scan.metrics["chunks_read"] > 20 + 23
+    lo, hi = pd.Timestamp("2020-01-02T05:00").value, pd.Timestamp("2020-01-04T01:00").value
+    sub = check_filtered(scan, path, lambda r: lo <= r["time"] < hi,
+                         "--partitions", target, "--where", f"time >= ts:{lo}", "--where", f"time < ts:{hi}")
+    assert len(sub.rows) == 44 * 3 * 2
+    assert sub.metrics["blocks_pruned"] > 0
+
+
+def tiny_chunk_store(path):
+    """1000 x 1000 float32 in 1 x 1 chunks (a million blocks), NaN fill,
+    only x rows 10..12, y 0..4 written."""
+    g = zarr.open_group(str(path), mode="w", zarr_format=3)
+    x = g.create_array("x", shape=(1000,), chunks=(1000,), dtype="i4", dimension_names=["x"])
+    x[:] = np.arange(1000, dtype="i4")
+    y = g.create_array("y", shape=(1000,), chunks=(1000,), dtype="f8", dimension_names=["y"])
+    y[:] = np.arange(1000) * 0.25
+    v = g.create_array("v", shape=(1000, 1000), chunks=(1, 1), dtype="f4", fill_value=np.nan,
+                       dimension_names=["x", "y"])
+    v[10:13, 0:5] = np.arange(15, dtype="f4").reshape(3, 5)
+    return path
+
+
+def test_tiny_chunks_plan_without_a_cost_per_block(tmp_path):
+    path = tiny_chunk_store(tmp_path / "tiny.zarr")
+    scan = run_scan(path, "--where", "x between 10 12", "--where", "y < 2")
+    assert scan.metrics["blocks"] == 1_000_000
+    assert scan.metrics["blocks_pruned"] == 1_000_000 - 3 * 8
+    assert scan.metrics["partitions"] == 2
+    assert sum(scan.partition_rows) == 24 == len(scan.rows)
+    got = {(r[0], r[1]): r[2] for r in scan.rows}
+    for i in range(3):
+        for j in range(8):
+            # never written: zarr's fill value NaN; without a _FillValue attribute xarray keeps it NaN, not masked
+            if j < 5:
+                assert got[(10 + i, j * 0.25)] == float(i * 5 + j)
+            else:
+                assert np.isnan(got[(10 + i, j * 0.25)])
+    # the whole table, limited: statistics and partitions still cost nothing per block
+    limited = run_scan(path, "--limit", "3")
+    assert limited.metrics["rows"] == 6 and limited.plan_stats["num_rows"] == 6
+    assert limited.partition_rows == [3, 3]
+    assert limited.table_stats["num_rows"] == 1_000_000
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("target", TARGETS)
+def test_one_dimensional_dataset(tmp_path, fmt, target):
+    ds = xr.Dataset({"v": ("t", np.linspace(0, 1, 11)), "n": ("t", np.arange(11, dtype="u2"))},
+                    coords={"t": np.arange(11) * 2})
+    path = write(ds, tmp_path / "one.zarr", fmt, {"v": {"chunks": (3,)}, "n": {"chunks": (3,)}})
+    scan = check(path, "--partitions", target)
+    assert scan.columns == ["t", "n", "v"]
+    sub = check_filtered(scan, path, lambda r: r["t"] > 5 and r["t"] != 12,
+                         "--partitions", target, "--where", "t > 5", "--where", "t != 12")
+    assert [r[0] for r in sub.rows] == [6, 8, 10, 14, 16, 18, 20]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_coordinates_only_store(tmp_path, fmt):
+    ds = xr.Dataset(coords={"x": [1, 2, 3], "y": [10.0, 20.0], "label": ("x", ["a", "bb", "c"])})
+    path = write(ds, tmp_path / "coords.zarr", fmt)
+    scan = run_scan(path)
+    assert scan.columns == ["x", "y", "label"]
+    want = ds.to_dataframe().reset_index()[["x", "y", "label"]].values.tolist()
+    assert sorted(scan.rows) == sorted([[int(x), float(y), str(lab)] for x, y, lab in want])
+    assert scan.plan_stats["num_rows"] == 6
+    sub = run_scan(path, "--where", "y > 15")
+    assert sorted(sub.rows) == [[1, 20.0, "a"], [2, 20.0, "bb"], [3, 20.0, "c"]]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_strings_with_several_blocks(tmp_path, fmt):
+    n = 9
+    ds = xr.Dataset(
+        {"name": ("station", np.array([f"st{i}" * (i % 3 + 1) for i in range(n)], dtype="U")),
+         "code": ("station", np.array([f"c{i}".encode() for i in range(n)], dtype="S3")),
+         "t": ("station", np.arange(n, dtype="f8"))},
+        coords={"station": [f"S{i:02d}" for i in range(n)]},
+    )
+    enc = {k: {"chunks": (2,)} for k in ("name", "code", "t")}
+    path = write(ds, tmp_path / "s.zarr", fmt, enc)
+    scan = check(path, "--partitions", 3)
+    assert scan.metrics["partitions"] == 3 and scan.metrics["blocks"] == 5
+    # filters on string coordinates are not pushed down (the host applies them)
+    sub = run_scan(path, "--where", "station = 3")
+    assert sub.header["answers"] == [0]
+
+
+def test_store_without_dimension_names_names_the_store(tmp_path):
+    g = zarr.open_group(str(tmp_path / "nodims.zarr"), mode="w", zarr_format=3)
+    g.create_array("v", shape=(3,), chunks=(3,), dtype="f4")
+    p = run_scan(tmp_path / "nodims.zarr", check=False)
+    assert p.returncode == 1
+    assert "nodims.zarr" in p.stderr and "no arrays with dimensions" in p.stderr
