@@ -417,16 +417,38 @@ static int ql_fold_probe_block(struct ql_fold_run *run, struct ql_fold_groups *g
   int64_t nb = b->bgmap.count;
   int by_cells = nb > 0 && nb <= QL_FOLD_MAX_BGIDS;
   int32_t product = run->plan->spec.product;
+  const struct ql_fold_pdirect *pd = &run->pdirect;
+  int64_t base = 0;
+  if (pd->on) {
+    /* Bucket b owns the numbers v with floor(v n / len) = b, which are
+     * [ceil(b len / n), ceil((b + 1) len / n)). */
+    base = (bucket * pd->len + n_buckets - 1) / n_buckets;
+    int64_t cells = (((bucket + 1) * pd->len + n_buckets - 1) / n_buckets - base) * nb;
+    if (by_cells && g->n_cells < cells) {
+      void *p = g->cells;
+      QL_RETURN_NOT_OK(ql_fold_mem_resize(&run->mem, &p, g->n_cells * 8, cells * 8, error));
+      g->cells = p;
+      g->n_cells = cells;
+    }
+  }
   struct ql_fold_row row;
   for (int64_t r = 0; r < blk->n; r++) {
     ql_fold_block_row(in, blk, r, &row);
-    uint64_t ph = (by_cells || n_buckets > 1) ? ql_fold_keys_hash(row.groups, row.group_nulls, width) : 0;
-    if (n_buckets > 1 && ql_fold_bucket(ph, n_buckets) != bucket) continue;
+    int64_t pg = 0;
+    uint64_t ph = 0;
+    if (pd->on) {
+      /* The probe group's number is its value's place in the range. */
+      int64_t v = (row.group_nulls & 1u) ? pd->len - 1 : row.groups[0] - pd->min;
+      if (n_buckets > 1 && v * n_buckets / pd->len != bucket) continue;
+      pg = v - base;
+    } else {
+      ph = (by_cells || n_buckets > 1) ? ql_fold_keys_hash(row.groups, row.group_nulls, width) : 0;
+      if (n_buckets > 1 && ql_fold_bucket(ph, n_buckets) != bucket) continue;
+    }
     int64_t k;
     QL_RETURN_NOT_OK(ql_fold_key_index(b, row.keys, 0, &k, &run->mem, error));
     if (k < 0 || b->head[k] == b->tail[k]) continue;
-    int64_t pg = 0;
-    if (by_cells) QL_RETURN_NOT_OK(ql_fold_probe_number(run, g, &row, ph, &pg, error));
+    if (by_cells && !pd->on) QL_RETURN_NOT_OK(ql_fold_probe_number(run, g, &row, ph, &pg, error));
     for (int64_t e = b->head[k]; e < b->tail[k]; e++) {
       int64_t gi;
       if (by_cells) {
@@ -525,6 +547,27 @@ static int ql_fold_groups_concat(struct ql_fold_run *run, struct ql_fold_groups 
   return QL_OK;
 }
 
+/* A single integer probe-side group key whose values read span a range not
+ * much larger than the rows (and whose cell tables stay proportionate)
+ * numbers probe groups by value - min (the NULL group last) instead of
+ * hashing them, and splits the buckets by value ranges. */
+static void ql_fold_choose_pdirect(struct ql_fold_run *run) {
+  const struct ql_fold_input *in = &run->in[1 - run->build_side];
+  struct ql_fold_pdirect *pd = &run->pdirect;
+  memset(pd, 0, sizeof(*pd));
+  int64_t lo, hi, nb = run->build.bgmap.count;
+  int nulls;
+  if (in->side.n_groups != 1 || in->side.groups[0]->storage == QL_FOLD_U64 ||
+      !ql_fold_input_range(in, 1, 0, &lo, &hi, &nulls))
+    return;
+  uint64_t span = (uint64_t)hi - (uint64_t)lo;
+  uint64_t rows = (uint64_t)in->rows;
+  if (span >= 2 * rows + 1024 || (span + 2) * (uint64_t)(nb > 0 ? nb : 1) > 4 * rows + 4096) return;
+  pd->on = 1;
+  pd->min = lo;
+  pd->len = (int64_t)span + 2; /* the values, then the NULL group */
+}
+
 /* Probe into per-task group tables (in parallel), then combine them. */
 static int ql_fold_run_probe(struct ql_fold_run *run, struct ql_error *error) {
   const struct ql_fold_input *in = &run->in[1 - run->build_side];
@@ -535,6 +578,7 @@ static int ql_fold_run_probe(struct ql_fold_run *run, struct ql_error *error) {
   int64_t workers = ex && ex->spawn ? (ex->parallelism ? ex->parallelism(ex) : 1) : 1;
   task.by_bucket = in->side.n_groups > 0;
   task.n_tasks = task.by_bucket ? (workers < 1 ? 1 : workers > 64 ? 64 : workers) : in->n_parts;
+  ql_fold_choose_pdirect(run);
   int64_t n = task.n_tasks;
   void *tables = NULL;
   int64_t tables_bytes = n * (int64_t)sizeof(struct ql_fold_groups);

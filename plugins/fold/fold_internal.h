@@ -175,6 +175,13 @@ struct ql_fold_dense_out {
   struct ql_fold_groups window; /* the groups of the batch being emitted */
 };
 
+/* The probe's direct numbering of probe groups (fold_hash.c). */
+struct ql_fold_pdirect {
+  int32_t on;
+  int32_t reserved_;
+  int64_t min, len; /* group value v is number v - min; len - 1 is the NULL group */
+};
+
 struct ql_fold_run {
   struct ql_fold_shared *plan;
   struct ql_task_context ctx;
@@ -182,6 +189,7 @@ struct ql_fold_run {
   struct ql_fold_input in[2];
   int32_t build_side; /* the side with fewer rows (the right one on ties) */
   struct ql_fold_build build;
+  struct ql_fold_pdirect pdirect;
   struct ql_fold_group_source sources[QL_FOLD_MAX_GROUPS];
   struct ql_fold_groups result;
   struct ql_fold_dense_out dense; /* when active: the result, instead of `result` */
