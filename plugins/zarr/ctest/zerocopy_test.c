@@ -1,7 +1,8 @@
 /* qlink_zarr: value columns handed to Arrow as views of the decoded
  * partition block (chunks spanning every inner dimension), with and without
- * a fill value masked by the validity bitmap alone; batches that outlive
- * their stream and plan keep the block alive. */
+ * a fill value masked by the validity bitmap alone; dimension columns as
+ * views of one repeating pattern; batches that outlive their stream and
+ * plan keep the block alive. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +118,11 @@ static void test_views(struct ql_ref_host *host, struct ql_table_provider *tp) {
     }
   }
   QL_CHECK_INT(row, 12);
+  /* lat repeats every 3 rows: every batch views one shared pattern (batch 1 of a block starts at row 4, 4 % 3 = 1) */
+  const double *lat0 = batches[0].children[2]->buffers[1], *lat1 = batches[1].children[2]->buffers[1];
+  QL_CHECK(lat1 == lat0 + 1);
+  const double *lat2 = batches[2].children[2]->buffers[1], *lat3 = batches[3].children[2]->buffers[1];
+  QL_CHECK(lat3 == lat2 + 1); /* partition 1: its stream's own pattern */
   for (int64_t b = 0; b < n_batches; b++) batches[b].release(&batches[b]);
   ql_error_release(&err);
 }

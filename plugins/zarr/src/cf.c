@@ -385,6 +385,8 @@ static int out_width(int32_t out) {
   }
 }
 
+int32_t zr_out_width(int32_t out) { return out_width(out); }
+
 int zr_colbuf_init(struct zr_colbuf *b, int32_t out, int64_t capacity) {
   memset(b, 0, sizeof(*b));
   b->out = out;

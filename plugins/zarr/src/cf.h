@@ -110,6 +110,8 @@ struct zr_colbuf {
 };
 
 int zr_colbuf_init(struct zr_colbuf *b, int32_t out, int64_t capacity);
+/* Bytes per value of output type `out` (enum zr_out); 0 for strings. */
+int32_t zr_out_width(int32_t out);
 void zr_colbuf_free(struct zr_colbuf *b);
 /* Decode one element and append it. QL_EOVERFLOW (time out of range) or
  * QL_ENOMEM; QL_EDATA for invalid UTF-32. */

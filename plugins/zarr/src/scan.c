@@ -179,6 +179,8 @@ struct zr_stream {
   int64_t (*strides)[ZR_MAX_DIMS];              /* element strides of each block's axes */
   int64_t emitted, total;                       /* rows of the loaded block */
   struct zr_scratch scratch;                    /* chunks partly in the box */
+  struct zr_block **patterns;                   /* per projected dimension column: its repeating values, or NULL */
+  int64_t (*pattern_key)[3];                    /* block start, count and row period the pattern was built for */
   struct ql_memory_reservation reservation;     /* the loaded blocks, counted against the host's pool */
   char *last_error;
 };
@@ -268,7 +270,11 @@ static int stream_alloc(struct zr_stream *st, struct ql_error *error) {
   st->zero_copy = calloc(n, 1);
   st->strides = calloc(n, sizeof(*st->strides));
   st->heaps = calloc(n, sizeof(*st->heaps));
-  if (!st->blocks || !st->zero_copy || !st->strides || !st->heaps) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  st->patterns = calloc(n, sizeof(*st->patterns));
+  st->pattern_key = calloc(n, sizeof(*st->pattern_key));
+  if (!st->blocks || !st->zero_copy || !st->strides || !st->heaps || !st->patterns || !st->pattern_key) {
+    return ql_error_set(error, QL_ENOMEM, "out of memory");
+  }
   return QL_OK;
 }
 
@@ -354,7 +360,7 @@ static int view_init(struct zr_block *block, const struct zr_decoder *dec, const
   struct zr_view *v = calloc(1, sizeof(*v));
   if (!v) return ql_error_set(error, QL_ENOMEM, "out of memory");
   int64_t nulls = 0;
-  if (dec->n_mask) {
+  if (dec && dec->n_mask) {
     v->validity = malloc((size_t)((n + 7) / 8) + 1);
     if (!v->validity) {
       free(v);
@@ -419,6 +425,57 @@ static int fill_dim_runs(const struct zr_stream *st, const struct zr_column *c, 
   return QL_OK;
 }
 
+/* Dimension columns repeat: the values of dimension k cycle every
+ * period[k] * nsel[k] rows of a block. When that cycle is short, its
+ * decoded values (plus one batch more, so any batch is a window of it) are
+ * built once and every batch of the column is a zero-copy view into them;
+ * blocks with the same positions along k (every block of a table chunked
+ * only along time, say) share one pattern. */
+#define ZR_PATTERN_MAX_ROWS ((int64_t)1 << 17)
+
+static int64_t pattern_cycle(const struct zr_stream *st, int32_t k) { return st->period[k] * st->nsel[k]; }
+
+static int pattern_applies(const struct zr_stream *st, const struct zr_column *c) {
+  if (c->role != ZR_ROLE_DIM || c->dec.in.type == ZR_VLEN || c->dec.out == ZR_OUT_BOOL) return 0;
+  if (c->dec.out == ZR_OUT_UTF8 || c->dec.out == ZR_OUT_BINARY) return 0;
+  int64_t cycle = pattern_cycle(st, c->dim);
+  return cycle > 0 && cycle <= ZR_PATTERN_MAX_ROWS;
+}
+
+/* The pattern of projected dimension column j for the loaded block, built
+ * if the block's positions differ from the last one's; NULL (with QL_OK)
+ * when the values hold nulls (the column is then built batch by batch). */
+static int pattern_get(struct zr_stream *st, int32_t j, const struct zr_column *c, int64_t batch,
+                       struct zr_block **out) {
+  int32_t k = c->dim;
+  int64_t key[3] = {st->start[k], st->count[k], st->period[k]};
+  if (st->patterns[j] && memcmp(st->pattern_key[j], key, sizeof(key)) == 0) {
+    *out = st->patterns[j];
+    return QL_OK;
+  }
+  block_unref(st->patterns[j]);
+  st->patterns[j] = NULL;
+  *out = NULL;
+  int64_t rows = pattern_cycle(st, k) + batch;
+  struct zr_colbuf b;
+  if (zr_colbuf_init(&b, c->dec.out, rows) != QL_OK) return QL_ENOMEM;
+  const struct zr_dim *d = &st->scan->ds->dims[scan_table(st->scan)->dims[k]];
+  int rc = fill_dim_runs(st, c, d->raw, 0, rows, &b);
+  if (rc == QL_OK && !b.valid) {
+    struct zr_block *p = block_acquire(st->scan, (size_t)(rows * b.width));
+    if (!p) {
+      rc = QL_ENOMEM;
+    } else {
+      memcpy(p->data, b.data, (size_t)(rows * b.width));
+      st->patterns[j] = p;
+      memcpy(st->pattern_key[j], key, sizeof(key));
+      *out = p;
+    }
+  }
+  zr_colbuf_free(&b);
+  return rc;
+}
+
 static int column_error(const struct zr_scan *s, const struct zr_column *c, int arc, struct ql_error *error) {
   return ql_error_set(error, arc, "zarr store %s: column '%s': %s", s->ds->store.url, c->name,
                       arc == QL_EOVERFLOW ? "a time value does not fit timestamp[ns] (or an offset overflows)"
@@ -447,6 +504,17 @@ static int fill_batch(struct zr_stream *st, int64_t n, struct ArrowArray *out, s
       break;
     }
     int arc;
+    if (pattern_applies(st, c)) {
+      int64_t batch = st->ctx && st->ctx->batch_size > 0 ? st->ctx->batch_size : 8192;
+      struct zr_block *pattern = NULL;
+      arc = pattern_get(st, j, c, batch > n ? batch : n, &pattern);
+      if (arc == QL_OK && pattern) {
+        zr_colbuf_free(&b);
+        int64_t at = row0 % pattern_cycle(st, c->dim);
+        rc = view_init(pattern, NULL, pattern->data + at * zr_out_width(c->dec.out), n, out->children[j], error);
+        continue;
+      }
+    }
     if (c->role == ZR_ROLE_DIM) {
       const struct zr_dim *d = &s->ds->dims[t->dims[c->dim]];
       if (c->dec.in.type != ZR_VLEN && st->period[c->dim] >= 4) {
@@ -562,6 +630,11 @@ static void stream_free(struct zr_stream *st) {
   free(st->heaps);
   free(st->strides);
   free(st->scratch.data);
+  if (st->patterns) {
+    for (int32_t j = 0; j < st->scan->n_proj; j++) block_unref(st->patterns[j]);
+  }
+  free(st->patterns);
+  free(st->pattern_key);
   if (st->reservation.release) st->reservation.release(&st->reservation);
   free(st->last_error);
   scan_unref(st->scan);
