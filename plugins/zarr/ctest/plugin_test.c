@@ -374,6 +374,9 @@ static void test_memory_limit(void) {
   QL_CHECK(st.get_next(&st, &a) != 0);
   const char *msg = st.get_last_error(&st);
   QL_CHECK(msg && strstr(msg, "partition 0") != NULL);
+  /* a failed stream stays failed (its half-loaded block is never read) */
+  QL_CHECK(st.get_next(&st, &a) != 0);
+  QL_CHECK(a.release == NULL);
   st.release(&st);
   plan.release(&plan);
   f.tp.release(&f.tp);

@@ -168,6 +168,7 @@ struct zr_stream {
   int64_t next_block, end_block; /* kept blocks still to read */
   int64_t remaining;             /* rows the limit still allows; -1: no limit */
   int loaded;                    /* a block is loaded */
+  int failed;                    /* a call failed: every later call fails with last_error */
   int64_t start[ZR_MAX_DIMS], count[ZR_MAX_DIMS]; /* its box */
   int64_t *sel[ZR_MAX_DIMS]; /* selected absolute positions per dimension (capacity: the block extent) */
   int64_t nsel[ZR_MAX_DIMS];
@@ -589,6 +590,7 @@ static int stream_get_next(struct ArrowArrayStream *self, struct ArrowArray *out
     ql_error_release(&err);
     return ql_status_to_errno(QL_ECANCELLED);
   }
+  if (st->failed) return ql_status_to_errno(st->failed);
   int64_t t0 = now_ns();
   int rc = QL_OK;
   for (;;) {
@@ -610,6 +612,8 @@ static int stream_get_next(struct ArrowArrayStream *self, struct ArrowArray *out
   }
   atomic_fetch_add(&st->scan->elapsed_ns, now_ns() - t0);
   if (rc != QL_OK) {
+    /* a half-loaded block must never be read */
+    st->failed = rc;
     stream_set_error(st, &err);
     ql_error_release(&err);
     return ql_status_to_errno(rc);
