@@ -222,7 +222,42 @@ static void test_metadata_errors(void) {
   ql_error_release(&err);
 }
 
+/* The validity bitmap of masked float32 cells equals a plain float compare
+ * (x == mask): -0.0 matches a 0 mask, NaN matches nothing, several masks,
+ * lengths that are not whole bytes. */
+static void test_mask_bitmap_f32(void) {
+  float cells[203];
+  for (int i = 0; i < 203; i++) cells[i] = (float)(i % 7) - 3.0f;
+  cells[5] = -0.0f;
+  cells[17] = NAN;
+  cells[40] = -1e34f;
+  cells[41] = 1e34f;
+  cells[202] = -1e34f;
+  const double masks[4][2] = {{-1e34, 0}, {0.0, 2.0}, {NAN, 3.0}, {-3.0, -1e34}};
+  const int32_t n_masks[4] = {1, 2, 2, 2};
+  for (int t = 0; t < 4; t++) {
+    struct zr_decoder d;
+    memset(&d, 0, sizeof(d));
+    d.n_mask = n_masks[t];
+    for (int k = 0; k < d.n_mask; k++) d.mask_f[k] = masks[t][k];
+    for (int n = 197; n <= 203; n++) {
+      uint8_t bits[32];
+      int64_t nulls = zr_mask_bitmap_f32(&d, cells, n, bits);
+      int64_t want_nulls = 0, wrong = 0;
+      for (int i = 0; i < n; i++) {
+        int masked = 0;
+        for (int k = 0; k < d.n_mask; k++) masked |= cells[i] == (float)d.mask_f[k];
+        want_nulls += masked;
+        wrong += ((bits[i / 8] >> (i % 8)) & 1) == masked;
+      }
+      QL_CHECK_INT(nulls, want_nulls);
+      QL_CHECK_INT(wrong, 0);
+    }
+  }
+}
+
 int main(void) {
+  test_mask_bitmap_f32();
   test_time_units();
   test_mask_and_scale();
   test_times();

@@ -101,16 +101,18 @@ static void kept_block_box(const struct zr_scan *s, int64_t idx, int64_t *start,
 }
 
 /* A block of at least `size` bytes (contents undefined), from the pool when
- * one fits; NULL when out of memory. */
+ * one fits (the smallest that does, so small requests leave the big blocks
+ * to big ones); NULL when out of memory. */
 static struct zr_block *block_acquire(struct zr_scan *s, size_t size) {
   struct zr_block *b = NULL;
   pthread_mutex_lock(&s->pool_lock);
+  int32_t best = -1;
   for (int32_t i = 0; i < s->n_pool; i++) {
-    if (s->pool[i]->cap >= size) {
-      b = s->pool[i];
-      s->pool[i] = s->pool[--s->n_pool];
-      break;
-    }
+    if (s->pool[i]->cap >= size && (best < 0 || s->pool[i]->cap < s->pool[best]->cap)) best = i;
+  }
+  if (best >= 0) {
+    b = s->pool[best];
+    s->pool[best] = s->pool[--s->n_pool];
   }
   pthread_mutex_unlock(&s->pool_lock);
   if (!b) {
