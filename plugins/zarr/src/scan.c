@@ -184,6 +184,7 @@ struct zr_stream {
   struct zr_scratch scratch;                    /* chunks partly in the box */
   struct zr_block **patterns;                   /* per projected dimension column: its repeating values, or NULL */
   int64_t (*pattern_key)[3];                    /* block start, count and row period the pattern was built for */
+  uint8_t *pattern_off;                         /* per projected column: its values hold nulls (no pattern) */
   struct ql_memory_reservation reservation;     /* the loaded blocks, counted against the host's pool */
   char *last_error;
 };
@@ -275,7 +276,9 @@ static int stream_alloc(struct zr_stream *st, struct ql_error *error) {
   st->heaps = calloc(n, sizeof(*st->heaps));
   st->patterns = calloc(n, sizeof(*st->patterns));
   st->pattern_key = calloc(n, sizeof(*st->pattern_key));
-  if (!st->blocks || !st->zero_copy || !st->strides || !st->heaps || !st->patterns || !st->pattern_key) {
+  st->pattern_off = calloc(n, 1);
+  if (!st->blocks || !st->zero_copy || !st->strides || !st->heaps || !st->patterns || !st->pattern_key ||
+      !st->pattern_off) {
     return ql_error_set(error, QL_ENOMEM, "out of memory");
   }
   return QL_OK;
@@ -450,6 +453,10 @@ static int pattern_applies(const struct zr_stream *st, const struct zr_column *c
  * when the values hold nulls (the column is then built batch by batch). */
 static int pattern_get(struct zr_stream *st, int32_t j, const struct zr_column *c, int64_t batch,
                        struct zr_block **out) {
+  if (st->pattern_off[j]) {
+    *out = NULL;
+    return QL_OK;
+  }
   int32_t k = c->dim;
   int64_t key[3] = {st->start[k], st->count[k], st->period[k]};
   if (st->patterns[j] && memcmp(st->pattern_key[j], key, sizeof(key)) == 0) {
@@ -464,6 +471,7 @@ static int pattern_get(struct zr_stream *st, int32_t j, const struct zr_column *
   if (zr_colbuf_init(&b, c->dec.out, rows) != QL_OK) return QL_ENOMEM;
   const struct zr_dim *d = &st->scan->ds->dims[scan_table(st->scan)->dims[k]];
   int rc = fill_dim_runs(st, c, d->raw, 0, rows, &b);
+  if (rc == QL_OK && b.valid) st->pattern_off[j] = 1; /* null coordinates: batch by batch from now on */
   if (rc == QL_OK && !b.valid) {
     struct zr_block *p = block_acquire(st->scan, (size_t)(rows * b.width));
     if (!p) {
@@ -641,6 +649,7 @@ static void stream_free(struct zr_stream *st) {
   }
   free(st->patterns);
   free(st->pattern_key);
+  free(st->pattern_off);
   if (st->reservation.release) st->reservation.release(&st->reservation);
   free(st->last_error);
   scan_unref(st->scan);

@@ -173,3 +173,14 @@ def test_store_without_dimension_names_names_the_store(tmp_path):
     p = run_scan(tmp_path / "nodims.zarr", check=False)
     assert p.returncode == 1
     assert "nodims.zarr" in p.stderr and "no arrays with dimensions" in p.stderr
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("target", [1, 3])
+def test_dimension_with_a_masked_coordinate_across_blocks(tmp_path, fmt, target):
+    # x repeats every row (a pattern), but holds a fill value (NULL): built batch by batch
+    ds = xr.Dataset({"v": (("t", "x"), np.arange(40, dtype="f8").reshape(10, 4))},
+                    coords={"t": np.arange(10), "x": np.array([0, -1, 2, 3], dtype="i4")})
+    path = write(ds, tmp_path / "nx.zarr", fmt, {"v": {"chunks": (3, 4)}, "x": {"_FillValue": -1}})
+    scan = check(path, "--partitions", target, "--batch", 5)
+    assert [r[1] for r in scan.rows[:8]] == [0.0, None, 2.0, 3.0] * 2
