@@ -63,10 +63,12 @@ struct fixture {
   struct ql_table_provider tp;
 };
 
+/* Blocks of one chunk grid cell (block_rows=1), so the small store spans
+ * several blocks. */
 static int open_table(struct fixture *f, const char *table, struct ql_error *err) {
-  const char *keys[2] = {"path", "table"};
-  const char *values[2] = {"memory:///t.zarr", table};
-  struct ql_options opts = {table ? 2 : 1, keys, values};
+  const char *keys[3] = {"path", "block_rows", "table"};
+  const char *values[3] = {"memory:///t.zarr", "1", table};
+  struct ql_options opts = {table ? 3 : 2, keys, values};
   return f->plugin.table_provider_open(&f->plugin, "table", &opts, ql_ref_host_session(f->host), &f->tp, err);
 }
 
@@ -308,6 +310,51 @@ static void test_partition_targets(struct fixture *f) {
   ql_error_release(&err);
 }
 
+/* block_rows grows blocks of tiny chunks by whole grid cells, innermost
+ * dimension first; a malformed value is refused naming the option. */
+static void test_block_rows(struct fixture *f) {
+  struct ql_error err = {0};
+  const char *rows[3] = {NULL, "6", "1"};
+  const char *want[3] = {"blocks=1/1 partitions=1", "blocks=2/2 partitions=2", "blocks=4/4 partitions=2"};
+  for (int i = 0; i < 3; i++) {
+    const char *keys[2] = {"path", "block_rows"};
+    const char *values[2] = {"memory:///t.zarr", rows[i]};
+    struct ql_options opts = {rows[i] ? 2 : 1, keys, values};
+    QL_CHECK_OK(f->plugin.table_provider_open(&f->plugin, "table", &opts, ql_ref_host_session(f->host), &f->tp, &err),
+                err);
+    struct ql_scan_args args = {sizeof(struct ql_scan_args), -1, NULL, {NULL, 0, 0, NULL}, -1};
+    struct ql_execution_plan plan;
+    QL_CHECK_OK(f->tp.scan(&f->tp, ql_ref_host_session(f->host), &args, &plan, &err), err);
+    QL_CHECK(strstr(plan.display(&plan), want[i]) != NULL);
+    double vals[16];
+    int64_t batches = 0;
+    QL_CHECK_INT(collect(f, &plan, 2, vals, 16, &batches), 12);
+    if (i == 0) {
+      /* one block: C order of the whole table */
+      for (int r = 0; r < 12; r++) {
+        int t = r / 3, l = r % 3;
+        if ((t == 1 && l == 1) || (t >= 2 && l == 2)) {
+          QL_CHECK(isnan(vals[r]));
+        } else {
+          QL_CHECK(vals[r] == 10 * t + l);
+        }
+      }
+    }
+    plan.release(&plan);
+    f->tp.release(&f->tp);
+  }
+  const char *bad[3] = {"0", "x", "-4"};
+  for (int i = 0; i < 3; i++) {
+    const char *keys[2] = {"path", "block_rows"};
+    const char *values[2] = {"memory:///t.zarr", bad[i]};
+    struct ql_options opts = {2, keys, values};
+    QL_CHECK_INT(f->plugin.table_provider_open(&f->plugin, "table", &opts, ql_ref_host_session(f->host), &f->tp, &err),
+                 QL_EINVAL);
+    QL_CHECK(strstr(ql_error_message(&err), "block_rows") != NULL);
+  }
+  ql_error_release(&err);
+}
+
 static void test_errors(struct fixture *f) {
   struct ql_error err = {0};
   QL_CHECK_INT(open_table(f, "nope", &err), QL_ENOTFOUND);
@@ -404,6 +451,7 @@ int main(void) {
   test_scan_with_filters(&f);
   test_limit_batches_cancel(&f);
   test_partition_targets(&f);
+  test_block_rows(&f);
   test_errors(&f);
   test_schema_provider(&f);
   f.plugin.release(&f.plugin);

@@ -139,9 +139,9 @@ int main(void) {
   QL_CHECK_OK(reg->get_store(reg, "memory://", &mem, &err), err);
   build_store(&mem);
   mem.release(&mem);
-  const char *keys[1] = {"path"};
-  const char *values[1] = {"memory:///z.zarr"};
-  struct ql_options opts = {1, keys, values};
+  const char *keys[2] = {"path", "block_rows"};
+  const char *values[2] = {"memory:///z.zarr", "1"};
+  struct ql_options opts = {2, keys, values};
   struct ql_table_provider tp;
   QL_CHECK_OK(plugin.table_provider_open(&plugin, "table", &opts, ql_ref_host_session(host), &tp, &err), err);
   test_views(host, &tp);

@@ -304,6 +304,24 @@ static int add_array_column(struct zr_dataset *ds, struct zr_table *t, int64_t k
   return QL_OK;
 }
 
+/* Grow blocks of fewer than ds->min_block_rows rows by whole multiples of
+ * their extents, innermost dimension first (a block stays a box of whole
+ * grid cells, and its rows stay runs of C order): batches never cross a
+ * block, so tiny chunks would otherwise mean tiny batches. */
+static void grow_blocks(const struct zr_dataset *ds, struct zr_table *t) {
+  int64_t rows = 1;
+  for (int32_t i = 0; i < t->ndim; i++) rows *= t->step[i];
+  for (int32_t i = t->ndim - 1; i >= 0 && rows > 0 && rows < ds->min_block_rows; i--) {
+    int64_t size = ds->dims[t->dims[i]].size;
+    if (t->step[i] >= size) continue;
+    int64_t factor = (ds->min_block_rows + rows - 1) / rows;
+    int64_t grown = factor > (size + t->step[i] - 1) / t->step[i] ? size : t->step[i] * factor;
+    if (grown > size) grown = size;
+    rows = rows / t->step[i] * grown;
+    t->step[i] = grown;
+  }
+}
+
 static int build_table(struct zr_dataset *ds, const struct zr_array *proto, uint8_t *used, struct ql_error *error) {
   struct zr_table *grown = realloc(ds->tables, sizeof(*grown) * (size_t)(ds->n_tables + 1));
   if (!grown) return ql_error_set(error, QL_ENOMEM, "out of memory");
@@ -378,6 +396,7 @@ static int build_table(struct zr_dataset *ds, const struct zr_array *proto, uint
     t->step[i] = step < 1 ? 1 : (step > size ? size : step);
     if (size == 0) t->step[i] = 1;
   }
+  grow_blocks(ds, t);
   return QL_OK;
 }
 
@@ -461,10 +480,11 @@ static int build(struct zr_dataset *ds, const char *renames, struct ql_error *er
 }
 
 int zr_dataset_open(const struct ql_object_store_registry *registry, const char *url, const char *renames,
-                    struct zr_dataset **out, struct ql_error *error) {
+                    int64_t min_block_rows, struct zr_dataset **out, struct ql_error *error) {
   *out = NULL;
   struct zr_dataset *ds = calloc(1, sizeof(*ds));
   if (!ds) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  ds->min_block_rows = min_block_rows > 0 ? min_block_rows : 1;
   atomic_init(&ds->refs, 1);
   int rc = zr_store_open(registry, url, &ds->store, error);
   if (rc == QL_OK) rc = zr_group_load(&ds->store, &ds->group, error);

@@ -57,8 +57,14 @@ struct zr_table {
   struct zr_column *columns;
 };
 
+/* Blocks smaller than this many rows are grown (whole multiples of the
+ * chunk grid, innermost dimensions first): tiny chunks would otherwise
+ * make tiny batches and a block per chunk. */
+#define ZR_DEFAULT_BLOCK_ROWS 65536
+
 struct zr_dataset {
   atomic_int refs;
+  int64_t min_block_rows; /* the `block_rows` option */
   struct zr_store store;
   struct zr_group group;
   int32_t n_dims;
@@ -68,10 +74,12 @@ struct zr_dataset {
 };
 
 /* Open the store at `url` through `registry`, read its metadata and
- * coordinates, build the tables. `renames` is the `tables` option or NULL.
- * Errors name the store, the array and the problem. */
+ * coordinates, build the tables. `renames` is the `tables` option or NULL;
+ * `min_block_rows` (>= 1) the rows a block grows to at least (1: one block
+ * per chunk of the common grid). Errors name the store, the array and the
+ * problem. */
 int zr_dataset_open(const struct ql_object_store_registry *registry, const char *url, const char *renames,
-                    struct zr_dataset **out, struct ql_error *error);
+                    int64_t min_block_rows, struct zr_dataset **out, struct ql_error *error);
 struct zr_dataset *zr_dataset_ref(struct zr_dataset *ds);
 void zr_dataset_unref(struct zr_dataset *ds);
 

@@ -15,16 +15,20 @@ static const struct ql_option_info table_options[] = {
     {"path", "Zarr store: a local path or a URL the session's object stores serve (file:///x.zarr, memory:///x.zarr)",
      NULL, 1, 0},
     {"table", "which table (a dimension group, by default or new name); default: the only or largest one", NULL, 0, 0},
-    {"tables", "rename tables: OLD=NEW,OLD2=NEW2 with OLD the dimension names joined by '_'", NULL, 0, 0}};
+    {"tables", "rename tables: OLD=NEW,OLD2=NEW2 with OLD the dimension names joined by '_'", NULL, 0, 0},
+    {"block_rows", "rows a partition block holds at least (blocks of tiny chunks grow; 1: a block per chunk)", "65536", 0,
+     0}};
 
 static const struct ql_option_info store_options[] = {
     {"path", "Zarr store: a local path or a URL the session's object stores serve (file:///x.zarr, memory:///x.zarr)",
      NULL, 1, 0},
-    {"tables", "rename tables: OLD=NEW,OLD2=NEW2 with OLD the dimension names joined by '_'", NULL, 0, 0}};
+    {"tables", "rename tables: OLD=NEW,OLD2=NEW2 with OLD the dimension names joined by '_'", NULL, 0, 0},
+    {"block_rows", "rows a partition block holds at least (blocks of tiny chunks grow; 1: a block per chunk)", "65536", 0,
+     0}};
 
 static const struct ql_item_info items[] = {
-    {QL_ITEM_TABLE_PROVIDER, 3, "table", "one table (dimension group) of a Zarr v2/v3 store", table_options},
-    {QL_ITEM_SCHEMA_PROVIDER, 2, "store", "every table (dimension group) of a Zarr v2/v3 store", store_options}};
+    {QL_ITEM_TABLE_PROVIDER, 4, "table", "one table (dimension group) of a Zarr v2/v3 store", table_options},
+    {QL_ITEM_SCHEMA_PROVIDER, 3, "store", "every table (dimension group) of a Zarr v2/v3 store", store_options}};
 
 /* ------------------------------------------------------- table provider */
 
@@ -114,7 +118,17 @@ static int open_dataset(const struct ql_options *options, const struct ql_sessio
   if (!env || !env->object_stores) {
     return ql_error_set(error, QL_ENOTSUP, "%s: the host offers no object-store registry to read %s", what, path);
   }
-  return zr_dataset_open(env->object_stores, path, ql_options_get(options, "tables", NULL), out, error);
+  int64_t block_rows = ZR_DEFAULT_BLOCK_ROWS;
+  const char *text = ql_options_get(options, "block_rows", NULL);
+  if (text) {
+    char *end = NULL;
+    long long v = strtoll(text, &end, 10);
+    if (end == text || *end != '\0' || v < 1) {
+      return ql_error_set(error, QL_EINVAL, "%s: option 'block_rows' must be a positive integer (got '%s')", what, text);
+    }
+    block_rows = (int64_t)v;
+  }
+  return zr_dataset_open(env->object_stores, path, ql_options_get(options, "tables", NULL), block_rows, out, error);
 }
 
 static int plugin_table_provider_open(const struct ql_plugin *self, const char *name, const struct ql_options *options,
@@ -125,7 +139,7 @@ static int plugin_table_provider_open(const struct ql_plugin *self, const char *
     return ql_error_set(error, QL_ENOTFOUND, "qlink_zarr has no table provider '%s' (it has 'table')", name ? name : "");
   }
   struct zr_dataset *ds = NULL;
-  QL_RETURN_NOT_OK(open_dataset(options, session, table_options, 3, "qlink_zarr/table", &ds, error));
+  QL_RETURN_NOT_OK(open_dataset(options, session, table_options, 4, "qlink_zarr/table", &ds, error));
   const char *want = ql_options_get(options, "table", NULL);
   int32_t t = zr_dataset_find_table(ds, want);
   int rc;
@@ -175,7 +189,7 @@ static int plugin_schema_provider_open(const struct ql_plugin *self, const char 
     return ql_error_set(error, QL_ENOTFOUND, "qlink_zarr has no schema provider '%s' (it has 'store')", name ? name : "");
   }
   struct zr_dataset *ds = NULL;
-  QL_RETURN_NOT_OK(open_dataset(options, session, store_options, 2, "qlink_zarr/store", &ds, error));
+  QL_RETURN_NOT_OK(open_dataset(options, session, store_options, 3, "qlink_zarr/store", &ds, error));
   memset(out, 0, sizeof(*out));
   out->struct_size = sizeof(*out);
   out->table_count = sp_table_count;

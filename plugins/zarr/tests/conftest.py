@@ -53,7 +53,13 @@ class Scan:
 
 
 def run_scan(path, *args, check=True):
-    cmd = [scan_binary(), str(path), *[str(a) for a in args]]
+    """Run zarr-scan. Blocks are the chunk grid itself (--block-rows 1)
+    unless the caller passes --block-rows: the small stores of the tests
+    then span several blocks and partitions."""
+    args = [str(a) for a in args]
+    if "--block-rows" not in args:
+        args += ["--block-rows", "1"]
+    cmd = [scan_binary(), str(path), *args]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if check and p.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr}")

@@ -123,6 +123,19 @@ def test_tiny_chunks_plan_without_a_cost_per_block(tmp_path):
     assert limited.table_stats["num_rows"] == 1_000_000
 
 
+def test_tiny_chunks_grow_into_bigger_blocks(tmp_path):
+    # the default block_rows: 1 x 1 chunks grow to blocks of 66 x 1000 (66000 rows >= 65536), so batches are
+    # not one row each; a filter still reads only the chunks it selects
+    path = tiny_chunk_store(tmp_path / "tiny.zarr")
+    where = ["--where", "x between 10 12", "--where", "y < 2"]
+    fine = run_scan(path, *where)
+    grown = run_scan(path, "--block-rows", 65536, *where)
+    assert grown.metrics["blocks"] == 16 and grown.metrics["blocks_pruned"] == 15
+    assert grown.metrics["chunks_read"] == 24 and grown.metrics["batches"] == 1
+    assert sorted(map(repr, grown.rows)) == sorted(map(repr, fine.rows))
+    assert grown.partition_rows == [24]
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("target", TARGETS)
 def test_one_dimensional_dataset(tmp_path, fmt, target):

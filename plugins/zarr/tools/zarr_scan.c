@@ -4,7 +4,9 @@
  *
  *   zarr-scan PATH [--table T] [--tables OLD=NEW,...] [--columns a,b]
  *             [--where FILTER]... [--limit N] [--batch N] [--partitions N]
- *             [--list] [--dump DIR]
+ *             [--block-rows N] [--list] [--dump DIR]
+ *
+ * --block-rows N passes the table option block_rows (default: the plugin's).
  *
  * --partitions N sets the session's datafusion.execution.target_partitions
  * (default: the reference host's 2 threads). The summary lists each
@@ -228,6 +230,7 @@ struct request {
   int n_where, list;
   int64_t limit;
   const char *dump;
+  const char *block_rows;
 };
 
 static void print_header(const struct ql_execution_plan *plan, const struct ArrowSchema *out_schema,
@@ -353,11 +356,15 @@ static int run(const struct ql_plugin *plugin, struct ql_ref_host *host, const s
   struct ql_error err;
   memset(&err, 0, sizeof(err));
   const struct ql_session *session = ql_ref_host_session(host);
-  const char *keys[3] = {"path"}, *values[3] = {req->path};
+  const char *keys[4] = {"path"}, *values[4] = {req->path};
   int64_t n_opt = 1;
   if (req->tables) {
     keys[n_opt] = "tables";
     values[n_opt++] = req->tables;
+  }
+  if (req->block_rows) {
+    keys[n_opt] = "block_rows";
+    values[n_opt++] = req->block_rows;
   }
   if (req->list) {
     struct ql_options opts = {n_opt, keys, values};
@@ -474,14 +481,14 @@ done:
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: zarr-scan PATH [--table T] [--tables R] [--columns a,b] [--where F]... [--limit N] [--batch N]\n"
-                    "                 [--partitions N] [--list] [--dump DIR]\n");
+                    "                 [--partitions N] [--block-rows N] [--list] [--dump DIR]\n");
     return 2;
   }
   const char *path = argv[1], *table = NULL, *tables = NULL, *columns = NULL, *dump = NULL;
   const char *wheres[64];
   int n_where = 0, list = 0;
   int64_t limit = -1, batch = 0;
-  const char *partitions = NULL;
+  const char *partitions = NULL, *block_rows = NULL;
   for (int i = 2; i < argc; i++) {
     if (strcmp(argv[i], "--list") == 0) {
       list = 1;
@@ -501,6 +508,8 @@ int main(int argc, char **argv) {
       batch = strtoll(argv[++i], NULL, 10);
     } else if (i + 1 < argc && strcmp(argv[i], "--partitions") == 0) {
       partitions = argv[++i];
+    } else if (i + 1 < argc && strcmp(argv[i], "--block-rows") == 0) {
+      block_rows = argv[++i];
     } else {
       fprintf(stderr, "zarr-scan: unknown argument %s\n", argv[i]);
       return 2;
@@ -521,7 +530,7 @@ int main(int argc, char **argv) {
     ql_error_release(&ignored);
     return fail(&err, "host");
   }
-  struct request req = {path, table, tables, columns, wheres, n_where, list, limit, dump};
+  struct request req = {path, table, tables, columns, wheres, n_where, list, limit, dump, block_rows};
   int status = run(&plugin, host, &req);
   plugin.release(&plugin);
   if (ql_ref_host_free(host, &err) != QL_OK) return fail(&err, "host");
