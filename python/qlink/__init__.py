@@ -187,6 +187,7 @@ class ZarrStore:
         self.path = path
         self.session = session if session is not None else Session()
         self.schema = name or _store_name(path)
+        self._plugin = None
         self._location = path if (isinstance(path, str) and "://" in path) else str(Path(path).resolve())
         qualified = register_zarr(self.session, path, self.schema)
         self.tables = sorted(q.split(".", 1)[1] for q in qualified)
@@ -214,8 +215,9 @@ class ZarrStore:
     def provider(self, name: str | None = None) -> Table:
         """Table ``name`` (the only one if omitted) for datafusion-python:
         ``ctx.register_table("t", store.provider("time_lat"))``."""
-        plugin = Plugin(plugin_path("qlink_zarr"))
-        return plugin.table("table", path=self._location, table=self._table_name(name))
+        if self._plugin is None:
+            self._plugin = Plugin(plugin_path("qlink_zarr"))
+        return self._plugin.table("table", path=self._location, table=self._table_name(name))
 
     def register(self, ctx, prefix: str = "", copy: bool = False) -> list[str]:
         """Register every table in datafusion-python's ``ctx`` as
