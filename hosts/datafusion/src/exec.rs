@@ -17,7 +17,7 @@ use std::sync::Arc;
 use arrow::array::{Array, RecordBatch, RecordBatchReader, StructArray};
 use arrow::datatypes::{DataType, SchemaRef};
 use arrow::error::ArrowError;
-use arrow::ffi::from_ffi;
+use arrow::ffi::from_ffi_and_data_type;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{Statistics, internal_err};
 use datafusion::error::DataFusionError;
@@ -85,12 +85,6 @@ impl Drop for PlanHandle {
     }
 }
 
-/// An Arrow schema we exported once and only read (for importing arrays).
-struct FfiSchema(ArrowSchema);
-// SAFETY: immutable after creation.
-unsafe impl Send for FfiSchema {}
-unsafe impl Sync for FfiSchema {}
-
 pub fn import_schema(f: impl FnOnce(*mut ArrowSchema) -> (c_int, ErrorSlot), what: &str) -> Result<SchemaRef> {
     let mut s = ArrowSchema::empty();
     let (status, mut err) = f(&mut s);
@@ -106,10 +100,15 @@ pub struct QlinkExec {
     name: String,
     display: String,
     schema: SchemaRef,
-    ffi_schema: Arc<FfiSchema>,
+    /// The batches' struct type (imported arrays are typed with it, so the
+    /// schema is not parsed again for every batch).
+    batch_type: DataType,
     props: Arc<PlanProperties>,
     children: Vec<Arc<dyn ExecutionPlan>>,
     metrics: ExecutionPlanMetricsSet,
+    /// The plan declared QL_PLAN_NONBLOCKING: its streams' get_next may run
+    /// on an async worker thread.
+    nonblocking: bool,
 }
 
 impl fmt::Debug for QlinkExec {
@@ -179,18 +178,22 @@ impl QlinkExec {
             }
             children.push(import_child(child, &handle)?);
         }
-        let ffi_schema = ArrowSchema::try_from(DataType::Struct(schema.fields().clone()))
-            .map_err(|e| DataFusionError::Execution(e.to_string()))?;
+        let batch_type = DataType::Struct(schema.fields().clone());
+        // The flags member exists only in plans built against ABI headers
+        // that have it (the host zeroed the struct, so older plans read 0).
+        let nonblocking = props.struct_size as usize >= std::mem::offset_of!(ql_plan_properties, flags) + 4
+            && props.flags & QL_PLAN_NONBLOCKING != 0;
         drop(_g);
         Ok(QlinkExec {
             handle,
             name,
             display,
             schema,
-            ffi_schema: Arc::new(FfiSchema(ffi_schema)),
+            batch_type,
             props: Arc::new(plan_props),
             children,
             metrics: ExecutionPlanMetricsSet::new(),
+            nonblocking,
         })
     }
 
@@ -321,21 +324,26 @@ impl ExecutionPlan for QlinkExec {
             task,
             handle: Arc::clone(&self.handle),
             schema: Arc::clone(&self.schema),
-            ffi_schema: Arc::clone(&self.ffi_schema),
+            batch_type: self.batch_type.clone(),
             name: self.name.clone(),
             elapsed: baseline.elapsed_compute().clone(),
         };
         let cancelled = Arc::clone(&pump.task.cancelled);
         let handle = tokio::runtime::Handle::try_current().ok();
-        if stream_mode_in_place(handle.as_ref()) {
-            // On a multi-thread runtime: each get_next runs in block_in_place,
-            // which hands this worker's other tasks to another thread first,
-            // so a blocking plugin stalls no async worker, with no thread hop
-            // on the batch's way to the consumer.
+        let mode = stream_mode(handle.as_ref(), self.nonblocking);
+        if mode != StreamMode::Channel {
+            // Direct: the plan declared QL_PLAN_NONBLOCKING (batches already
+            // in memory), so get_next runs right here on the async worker,
+            // with no thread hand-over at all.
+            // InPlace (multi-thread runtime): each get_next runs in
+            // block_in_place, which hands this worker's other tasks to
+            // another thread first, so a blocking plugin stalls no async
+            // worker, with no thread hop on the batch's way to the consumer.
+            let direct = mode == StreamMode::Direct;
             let guard = CancelOnDrop(cancelled);
-            let s = futures::stream::unfold(Some((pump, guard, baseline)), |state| async move {
+            let s = futures::stream::unfold(Some((pump, guard, baseline)), move |state| async move {
                 let (mut pump, guard, baseline) = state?;
-                let item = tokio::task::block_in_place(|| pump.next_guarded());
+                let item = if direct { pump.next_guarded() } else { tokio::task::block_in_place(|| pump.next_guarded()) };
                 let item = match item {
                     Ok(Some(b)) => b,
                     Ok(None) => {
@@ -430,7 +438,7 @@ struct Pump {
     task: Box<TaskView>,
     handle: Arc<PlanHandle>,
     schema: SchemaRef,
-    ffi_schema: Arc<FfiSchema>,
+    batch_type: DataType,
     name: String,
     /// Time spent in the plugin's get_next and the import (elapsed_compute).
     elapsed: Time,
@@ -468,7 +476,7 @@ impl Pump {
             return Ok(None);
         }
         // SAFETY: a valid array of the plan's struct type; ownership moves into Arrow.
-        let data = unsafe { from_ffi(array, &self.ffi_schema.0) }.map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name)))?;
+        let data = unsafe { from_ffi_and_data_type(array, self.batch_type.clone()) }.map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name)))?;
         let sa = StructArray::from(data);
         let opts = arrow::array::RecordBatchOptions::new().with_row_count(Some(sa.len()));
         let batch = RecordBatch::try_new_with_options(Arc::clone(&self.schema), sa.columns().to_vec(), &opts)
@@ -517,13 +525,36 @@ impl Drop for Pump {
     }
 }
 
-/// How plugin streams are read: "inplace" (block_in_place on a multi-thread
-/// runtime) or "channel" (a blocking-pool thread feeding a channel; always
-/// used on a current-thread runtime). QLINK_DF_STREAM overrides the default.
-fn stream_mode_in_place(handle: Option<&tokio::runtime::Handle>) -> bool {
-    static MODE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let wanted = *MODE.get_or_init(|| std::env::var("QLINK_DF_STREAM").map(|v| v != "channel").unwrap_or(true));
-    wanted && handle.is_some_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum StreamMode {
+    Direct,
+    InPlace,
+    Channel,
+}
+
+/// How plugin streams are read: "direct" on the async worker when the plan
+/// declared QL_PLAN_NONBLOCKING; else "inplace" (block_in_place on a
+/// multi-thread runtime) or "channel" (a blocking-pool thread feeding a
+/// channel; always used on a current-thread runtime, where block_in_place
+/// is not allowed). QLINK_DF_STREAM=inplace|channel|direct overrides the
+/// choice (for measurement; "direct" on a blocking plugin stalls a worker).
+fn stream_mode(handle: Option<&tokio::runtime::Handle>, nonblocking: bool) -> StreamMode {
+    static FORCED: std::sync::OnceLock<Option<StreamMode>> = std::sync::OnceLock::new();
+    let forced = *FORCED.get_or_init(|| match std::env::var("QLINK_DF_STREAM").as_deref() {
+        Ok("direct") => Some(StreamMode::Direct),
+        Ok("inplace") => Some(StreamMode::InPlace),
+        Ok("channel") => Some(StreamMode::Channel),
+        _ => None,
+    });
+    let multi = handle.is_some_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    match forced {
+        Some(StreamMode::InPlace) if !multi => StreamMode::Channel,
+        Some(StreamMode::Direct) if handle.is_none() => StreamMode::Channel,
+        Some(m) => m,
+        None if nonblocking && handle.is_some() => StreamMode::Direct,
+        None if multi => StreamMode::InPlace,
+        None => StreamMode::Channel,
+    }
 }
 
 // ------------------------------------------------------------ host export

@@ -3,12 +3,11 @@
 //! the IR has no kind for becomes QL_EXPR_OTHER with DataFusion's display,
 //! which plugins leave alone (and a table provider answers "unsupported").
 
-use std::ffi::CString;
 use std::os::raw::c_char;
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, TimeUnit};
-use datafusion::common::{Column, ScalarValue};
+use datafusion::common::{Column, ScalarValue, TableReference};
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction, WindowFunctionDefinition};
 use datafusion::logical_expr::{Expr, Operator};
@@ -75,17 +74,65 @@ impl IrBuilder {
     }
 }
 
-/// Keeps C strings alive until the builder copied them.
-#[derive(Default)]
-pub struct Strings(Vec<CString>);
+/// NUL-terminated copies of strings, alive as long as this value: a bump
+/// arena of fixed chunks (a chunk never moves, so every pointer handed out
+/// stays valid), so a plan view's many names cost no allocation each.
+/// An interior NUL becomes a space.
+pub struct Strings {
+    chunks: Vec<Vec<u8>>,
+}
+
+impl Default for Strings {
+    fn default() -> Self {
+        Strings { chunks: Vec::new() }
+    }
+}
+
+const STRINGS_CHUNK: usize = 4096;
 
 impl Strings {
     pub fn add(&mut self, s: &str) -> *const c_char {
-        let c = CString::new(s.replace('\0', " ")).unwrap();
-        let p = c.as_ptr();
-        self.0.push(c);
-        p
+        let need = s.len() + 1;
+        let fits = self.chunks.last().is_some_and(|c| c.capacity() - c.len() >= need);
+        if !fits {
+            self.chunks.push(Vec::with_capacity(need.max(STRINGS_CHUNK)));
+        }
+        let chunk = self.chunks.last_mut().unwrap();
+        let start = chunk.len();
+        chunk.extend(s.bytes().map(|b| if b == 0 { b' ' } else { b }));
+        chunk.push(0);
+        // SAFETY: in bounds; the chunk's buffer is never reallocated (it
+        // only grows within its capacity).
+        unsafe { chunk.as_ptr().add(start) as *const c_char }
     }
+}
+
+/// The Arrow C format string of the common types, without allocating.
+pub fn static_format(dt: &DataType) -> Option<&'static std::ffi::CStr> {
+    Some(match dt {
+        DataType::Null => c"n",
+        DataType::Boolean => c"b",
+        DataType::Int8 => c"c",
+        DataType::UInt8 => c"C",
+        DataType::Int16 => c"s",
+        DataType::UInt16 => c"S",
+        DataType::Int32 => c"i",
+        DataType::UInt32 => c"I",
+        DataType::Int64 => c"l",
+        DataType::UInt64 => c"L",
+        DataType::Float16 => c"e",
+        DataType::Float32 => c"f",
+        DataType::Float64 => c"g",
+        DataType::Utf8 => c"u",
+        DataType::LargeUtf8 => c"U",
+        DataType::Utf8View => c"vu",
+        DataType::Binary => c"z",
+        DataType::LargeBinary => c"Z",
+        DataType::BinaryView => c"vz",
+        DataType::Date32 => c"tdD",
+        DataType::Date64 => c"tdm",
+        _ => return None,
+    })
 }
 
 /// Arrow C format string of a type (the Arrow C Data Interface's).
@@ -133,7 +180,10 @@ fn unit_char(u: &TimeUnit) -> char {
 pub fn scalar_to_ql(v: &ScalarValue, strings: &mut Strings) -> Option<ql_scalar> {
     let mut s: ql_scalar = zeroed();
     let dt = v.data_type();
-    s.format = intern(&format_of(&dt)).as_ptr();
+    s.format = match static_format(&dt) {
+        Some(f) => f.as_ptr(),
+        None => intern(&format_of(&dt)).as_ptr(),
+    };
     if v.is_null() {
         s.is_null = 1;
         return Some(s);
@@ -202,11 +252,24 @@ pub struct Lowering {
     pub b: IrBuilder,
     pub strings: Strings,
     resolve: Box<dyn Fn(&Column) -> i32>,
+    /// Qualifiers already written to `strings` (a plan names few relations,
+    /// each on many columns and fields: a short list beats hashing).
+    qualifiers: Vec<(TableReference, *const c_char)>,
 }
 
 impl Lowering {
     pub fn boxed(resolve: Box<dyn Fn(&Column) -> i32>) -> Result<Self> {
-        Ok(Lowering { b: IrBuilder::new()?, strings: Strings::default(), resolve })
+        Ok(Lowering { b: IrBuilder::new()?, strings: Strings::default(), resolve, qualifiers: Vec::new() })
+    }
+
+    /// `r` as a C string owned by `strings` (written once per relation).
+    pub fn qualifier(&mut self, r: &TableReference) -> *const c_char {
+        if let Some((_, p)) = self.qualifiers.iter().find(|(q, _)| q == r) {
+            return *p;
+        }
+        let p = self.strings.add(&r.to_string());
+        self.qualifiers.push((r.clone(), p));
+        p
     }
 
     /// Columns lowered from now on index what `resolve` says.
@@ -238,7 +301,7 @@ impl Lowering {
                 let mut x = ql_expr::empty(QL_EXPR_COLUMN);
                 x.name = self.strings.add(&c.name);
                 if let Some(r) = &c.relation {
-                    x.qualifier = self.strings.add(&r.to_string());
+                    x.qualifier = self.qualifier(r);
                 }
                 x.column_index = (self.resolve)(c);
                 self.b.expr(&x)
@@ -383,7 +446,10 @@ impl Lowering {
     fn cast(&mut self, kind: i32, a: &Expr, dt: &DataType) -> ql_expr_id {
         let arg = self.lower(a);
         let mut x = ql_expr::empty(kind);
-        x.type_format = self.strings.add(&format_of(dt));
+        x.type_format = match static_format(dt) {
+            Some(f) => f.as_ptr(),
+            None => self.strings.add(&format_of(dt)),
+        };
         self.with_args(x, &[arg])
     }
 }

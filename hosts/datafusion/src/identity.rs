@@ -47,10 +47,12 @@ impl Identity {
     }
 }
 
+/// The built-ins by implementation address, with their interned names (a
+/// lookup costs one hash of an address: plan views convert every call).
 struct Builtins {
-    scalar: HashMap<usize, &'static str>,
-    aggregate: HashMap<usize, &'static str>,
-    window: HashMap<usize, &'static str>,
+    scalar: HashMap<usize, &'static CStr>,
+    aggregate: HashMap<usize, &'static CStr>,
+    window: HashMap<usize, &'static CStr>,
 }
 
 fn impl_ptr<T: ?Sized>(a: &Arc<T>) -> usize {
@@ -60,7 +62,7 @@ fn impl_ptr<T: ?Sized>(a: &Arc<T>) -> usize {
 fn builtins() -> &'static Builtins {
     static B: OnceLock<Builtins> = OnceLock::new();
     B.get_or_init(|| {
-        let leak = |s: &str| -> &'static str { intern(s).to_str().unwrap() };
+        let leak = intern;
         let mut scalar = HashMap::new();
         for f in datafusion::functions::all_default_functions()
             .into_iter()
@@ -86,8 +88,8 @@ fn user(kind: i32, name: &str, ptr: usize) -> Identity {
 
 pub fn scalar_identity(f: &ScalarUDF) -> Identity {
     let ptr = impl_ptr(f.inner());
-    if let Some(name) = builtins().scalar.get(&ptr) {
-        return Identity { origin: QL_ORIGIN_BUILTIN, kind: QL_FUNCTION_SCALAR, name: intern(name), library: None, uid: 0 };
+    if let Some(&name) = builtins().scalar.get(&ptr) {
+        return Identity { origin: QL_ORIGIN_BUILTIN, kind: QL_FUNCTION_SCALAR, name, library: None, uid: 0 };
     }
     if let Some(q) = f.inner().downcast_ref::<crate::functions::QlinkScalarUdf>() {
         return q.identity(f.name());
@@ -97,8 +99,8 @@ pub fn scalar_identity(f: &ScalarUDF) -> Identity {
 
 pub fn aggregate_identity(f: &AggregateUDF) -> Identity {
     let ptr = impl_ptr(f.inner());
-    if let Some(name) = builtins().aggregate.get(&ptr) {
-        return Identity { origin: QL_ORIGIN_BUILTIN, kind: QL_FUNCTION_AGGREGATE, name: intern(name), library: None, uid: 0 };
+    if let Some(&name) = builtins().aggregate.get(&ptr) {
+        return Identity { origin: QL_ORIGIN_BUILTIN, kind: QL_FUNCTION_AGGREGATE, name, library: None, uid: 0 };
     }
     if let Some(q) = f.inner().downcast_ref::<crate::functions::QlinkAggregateUdf>() {
         return q.identity(f.name());
@@ -108,8 +110,8 @@ pub fn aggregate_identity(f: &AggregateUDF) -> Identity {
 
 pub fn window_identity(f: &WindowUDF) -> Identity {
     let ptr = impl_ptr(f.inner());
-    if let Some(name) = builtins().window.get(&ptr) {
-        return Identity { origin: QL_ORIGIN_BUILTIN, kind: QL_FUNCTION_WINDOW, name: intern(name), library: None, uid: 0 };
+    if let Some(&name) = builtins().window.get(&ptr) {
+        return Identity { origin: QL_ORIGIN_BUILTIN, kind: QL_FUNCTION_WINDOW, name, library: None, uid: 0 };
     }
     if let Some(q) = f.inner().downcast_ref::<crate::functions::QlinkWindowUdf>() {
         return q.identity(f.name());

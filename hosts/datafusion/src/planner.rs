@@ -14,13 +14,12 @@
 //! - REWRITE answers: the plugin's logical subtree is rebuilt with
 //!   DataFusion's `LogicalPlanBuilder` and planned as usual.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
 
-use arrow::datatypes::DataType;
+use arrow::datatypes::{DataType, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{Column, DFSchemaRef, JoinType, ScalarValue, TableReference};
@@ -104,19 +103,41 @@ fn join_type(t: &JoinType) -> i32 {
 /// logical subtrees (for plan_physical and for splicing answers in).
 pub struct PlanViewBuild {
     pub view: OwnedView,
-    /// Node id → path of child indices from the root (subtrees are found
-    /// by walking, so building a view clones no plan node).
-    pub paths: HashMap<ql_node_id, Vec<usize>>,
+    /// Node id → (parent id or -1, index among the parent's inputs): the
+    /// subtree of a node is found by walking, so building a view clones no
+    /// plan node and stores no path per node.
+    parents: Vec<(ql_node_id, u32)>,
     _tables: Vec<Box<Arc<dyn TableProvider>>>,
+}
+
+impl PlanViewBuild {
+    /// Child indices from the root to node `id`; None for an unknown id.
+    pub fn path(&self, id: ql_node_id) -> Option<Vec<usize>> {
+        let mut out = Vec::new();
+        let mut at = id;
+        loop {
+            let &(parent, index) = self.parents.get(usize::try_from(at).ok()?)?;
+            if parent < 0 {
+                break;
+            }
+            out.push(index as usize);
+            at = parent;
+        }
+        out.reverse();
+        Some(out)
+    }
 }
 
 struct ViewBuilder {
     low: Lowering,
-    paths: HashMap<ql_node_id, Vec<usize>>,
+    parents: Vec<(ql_node_id, u32)>,
     tables: Vec<Box<Arc<dyn TableProvider>>>,
-    /// Arrow C schemas already exported in this view, by the Arrow schema's
-    /// address (a filter, sort or limit shares its input's schema).
-    schemas: HashMap<usize, NodeSchema>,
+    /// Schemas already made for the builder, by the Arrow schema's address
+    /// (a filter, sort or limit shares its input's schema; scans of one
+    /// table share the table's). Linear search: a plan has few.
+    schemas: Vec<(usize, SchemaRef, NodeSchema)>,
+    /// Field qualifiers already written, by the DFSchema's address.
+    qualifiers: Vec<(usize, Vec<*const std::os::raw::c_char>)>,
 }
 
 /// A node's output schema for the builder to copy: flat (primitive columns,
@@ -250,45 +271,66 @@ impl ViewBuilder {
         es.iter().map(|e| self.low.lower(e)).collect()
     }
 
-    fn node(&mut self, p: &LogicalPlan, path: Vec<usize>) -> Result<ql_node_id> {
-        let mut inputs = Vec::new();
-        for (i, child) in p.inputs().into_iter().enumerate() {
-            let mut cp = path.clone();
-            cp.push(i);
-            inputs.push(self.node(child, cp)?);
+    /// The builder's copy source for `schema` (made once per schema).
+    fn schema_ptr(&mut self, schema: &SchemaRef) -> Result<*const ArrowSchema> {
+        let key = Arc::as_ptr(schema) as usize;
+        if let Some((_, _, s)) = self.schemas.iter().find(|(k, _, _)| *k == key) {
+            return Ok(s.ptr());
         }
-        let input_schemas: Vec<DFSchemaRef> = p.inputs().iter().map(|i| Arc::clone(i.schema())).collect();
+        let s = match FlatSchema::new(schema) {
+            Some(flat) => NodeSchema::Flat(Box::new(flat)),
+            None => NodeSchema::Arrow(Box::new(
+                ArrowSchema::try_from(schema.as_ref()).map_err(|e| DataFusionError::Internal(e.to_string()))?,
+            )),
+        };
+        let p = s.ptr();
+        self.schemas.push((key, Arc::clone(schema), s));
+        Ok(p)
+    }
+
+    /// Per-field qualifiers of a node's output (made once per schema).
+    fn qualifiers_ptr(&mut self, schema: &DFSchemaRef) -> *const *const std::os::raw::c_char {
+        let key = Arc::as_ptr(schema) as usize;
+        let i = match self.qualifiers.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                let quals = schema.iter().map(|(q, _)| q.map(|q| self.low.qualifier(q)).unwrap_or(std::ptr::null())).collect();
+                self.qualifiers.push((key, quals));
+                self.qualifiers.len() - 1
+            }
+        };
+        let q = &self.qualifiers[i].1;
+        if q.is_empty() {
+            std::ptr::null()
+        } else {
+            q.as_ptr()
+        }
+    }
+
+    fn node(&mut self, p: &LogicalPlan) -> Result<ql_node_id> {
+        let children = p.inputs();
+        let mut inputs = Vec::with_capacity(children.len());
+        for child in &children {
+            inputs.push(self.node(child)?);
+        }
+        let input_schemas: Vec<DFSchemaRef> = children.iter().map(|i| Arc::clone(i.schema())).collect();
         self.low.set_resolver(resolver(input_schemas));
         let mut n = ql_plan_node::empty(node_kind(p));
         n.n_inputs = inputs.len() as i32;
         n.inputs = if inputs.is_empty() { std::ptr::null() } else { inputs.as_ptr() };
         let schema = p.schema();
-        let key = schema.as_arrow() as *const _ as usize;
-        if !self.schemas.contains_key(&key) {
-            let s = match FlatSchema::new(schema.as_arrow()) {
-                Some(flat) => NodeSchema::Flat(Box::new(flat)),
-                None => NodeSchema::Arrow(Box::new(
-                    ArrowSchema::try_from(schema.as_arrow()).map_err(|e| DataFusionError::Internal(e.to_string()))?,
-                )),
-            };
-            self.schemas.insert(key, s);
-        }
-        n.schema = self.schemas.get(&key).unwrap().ptr();
-        let quals: Vec<Option<String>> = schema.iter().map(|(q, _)| q.map(|q| q.to_string())).collect();
-        let qual_ptrs: Vec<*const std::os::raw::c_char> =
-            quals.iter().map(|q| q.as_ref().map(|s| self.low.strings.add(s)).unwrap_or(std::ptr::null())).collect();
-        n.field_qualifiers = if qual_ptrs.is_empty() { std::ptr::null() } else { qual_ptrs.as_ptr() };
+        n.schema = self.schema_ptr(schema.inner())?;
+        n.field_qualifiers = self.qualifiers_ptr(schema);
         let mut exprs: Vec<ql_expr_id> = Vec::new();
         let mut exprs2: Vec<ql_expr_id> = Vec::new();
         #[allow(unused_assignments)]
         let mut projection: Vec<i32> = Vec::new();
         let mut table_ref: ql_table_ref = zeroed();
-        let mut table_schema: Option<ArrowSchema> = None;
         match p {
             LogicalPlan::TableScan(ts) => {
-                n.name = self.low.strings.add(&ts.table_name.to_string());
+                n.name = self.low.qualifier(&ts.table_name);
                 let full = ts.source.schema();
-                let fs = full.clone();
+                let fs = Arc::clone(&full);
                 self.low.set_resolver(Box::new(move |c: &Column| fs.index_of(&c.name).map(|i| i as i32).unwrap_or(-1)));
                 exprs = self.lower_all(&ts.filters);
                 if let Some(pr) = &ts.projection {
@@ -297,9 +339,8 @@ impl ViewBuilder {
                     n.projection = projection.as_ptr();
                 }
                 n.fetch = ts.fetch.map(|f| f as i64).unwrap_or(-1);
-                table_schema = Some(ArrowSchema::try_from(full.as_ref()).map_err(|e| DataFusionError::Internal(e.to_string()))?);
                 table_ref.name = n.name;
-                table_ref.schema = table_schema.as_ref().unwrap();
+                table_ref.schema = self.schema_ptr(&full)?;
                 if let Ok(provider) = source_as_provider(&ts.source) {
                     let boxed = Box::new(provider);
                     table_ref.host_handle = table_handle(&boxed);
@@ -361,15 +402,17 @@ impl ViewBuilder {
         n.n_exprs2 = exprs2.len() as i32;
         n.exprs2 = if exprs2.is_empty() { std::ptr::null() } else { exprs2.as_ptr() };
         let id = self.low.b.node(&n);
-        drop(table_schema);
         if id < 0 {
-            let mut err = ErrorSlot::new();
-            return Err(DataFusionError::Internal(format!("building the plan view failed: {}", {
-                let _ = &mut err;
-                "see ql_ir_builder_status"
-            })));
+            // The builder's sticky error; finish() reports its message.
+            return Ok(id);
         }
-        self.paths.insert(id, path);
+        let needed = id as usize + 1;
+        if self.parents.len() < needed {
+            self.parents.resize(needed, (-1, 0));
+        }
+        for (i, &c) in inputs.iter().enumerate() {
+            self.parents[c as usize] = (id, i as u32);
+        }
         Ok(id)
     }
 }
@@ -377,10 +420,10 @@ impl ViewBuilder {
 /// Build the plan view of a logical plan.
 pub fn plan_view(plan: &LogicalPlan) -> Result<PlanViewBuild> {
     let low = Lowering::boxed(Box::new(|_: &Column| -1))?;
-    let mut vb = ViewBuilder { low, paths: HashMap::new(), tables: Vec::new(), schemas: HashMap::new() };
-    let root = vb.node(plan, Vec::new())?;
+    let mut vb = ViewBuilder { low, parents: Vec::new(), tables: Vec::new(), schemas: Vec::new(), qualifiers: Vec::new() };
+    let root = vb.node(plan)?;
     let view = vb.low.b.finish(root)?;
-    Ok(PlanViewBuild { view, paths: vb.paths, _tables: vb.tables })
+    Ok(PlanViewBuild { view, parents: vb.parents, _tables: vb.tables })
 }
 
 /// The subtree of `plan` at `path`.
@@ -781,21 +824,19 @@ impl QlinkQueryPlanner {
                 let physical = std::mem::replace(&mut out.physical, zeroed());
                 let exec = import_owned(physical, p.plugin.clone())?;
                 let path = built
-                    .paths
-                    .get(&out.node)
+                    .path(out.node)
                     .ok_or_else(|| DataFusionError::Plan(format!("planner {}: answered for unknown node {}", p.name, out.node)))?;
-                let sub = subtree(plan, path).ok_or_else(|| DataFusionError::Internal("bad subtree path".into()))?;
+                let sub = subtree(plan, &path).ok_or_else(|| DataFusionError::Internal("bad subtree path".into()))?;
                 let node = QlinkPhysicalNode { plan: exec, schema: Arc::clone(sub.schema()) };
-                Ok(Some(replace_at(plan, path, LogicalPlan::Extension(Extension { node: Arc::new(node) }))?))
+                Ok(Some(replace_at(plan, &path, LogicalPlan::Extension(Extension { node: Arc::new(node) }))?))
             }
             QL_PLANNER_REWRITE => {
                 let rewrite = OwnedView(std::mem::replace(&mut out.rewrite, zeroed()));
                 let path = built
-                    .paths
-                    .get(&out.node)
+                    .path(out.node)
                     .ok_or_else(|| DataFusionError::Plan(format!("planner {}: answered for unknown node {}", p.name, out.node)))?;
                 let new_sub = plan_of(&rewrite.0, rewrite.0.root, session)?;
-                Ok(Some(replace_at(plan, path, new_sub)?))
+                Ok(Some(replace_at(plan, &path, new_sub)?))
             }
             a => Err(DataFusionError::Plan(format!("planner {}: unknown action {a}", p.name))),
         }
@@ -829,7 +870,7 @@ unsafe extern "C" fn plan_physical(
 ) -> c_int {
     guard_status(error, "planner plan_physical", || {
         let call = &*((*ctx).private_data as *const PlannerCall);
-        let Some(sub) = call.built.paths.get(&node).and_then(|path| subtree(call.plan, path)) else {
+        let Some(sub) = call.built.path(node).and_then(|path| subtree(call.plan, &path)) else {
             return set_error(error, QL_EINVAL, &format!("plan_physical: no node {node} in the plan view"));
         };
         let skip = if node == call.built.view.0.root { Some(call.asking) } else { None };

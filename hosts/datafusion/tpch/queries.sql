@@ -1,6 +1,7 @@
 -- The 22 TPC-H queries (TPC-H specification, clause 2.4) with the
 -- specification's validation parameters; one query per block, separated by
--- lines holding only ";". Used by bench_datafusion to time planning.
+-- lines holding only ";". The one copy in the repository: bench_datafusion
+-- and bench/fold's bench_fold read it (include_str!) to time planning.
 select l_returnflag, l_linestatus, sum(l_quantity) as sum_qty, sum(l_extendedprice) as sum_base_price,
   sum(l_extendedprice * (1 - l_discount)) as sum_disc_price,
   sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) as sum_charge, avg(l_quantity) as avg_qty,

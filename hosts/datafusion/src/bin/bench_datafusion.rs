@@ -27,7 +27,7 @@ use datafusion::datasource::MemTable;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
-use qlink_datafusion::planner::{InstalledPlanner, QlinkQueryPlanner, HOOK_NANOS};
+use qlink_datafusion::planner::{kind_mask, plan_view, InstalledPlanner, QlinkQueryPlanner, HOOK_NANOS};
 use qlink_datafusion::{Plugin, QlinkSession};
 
 const DFTEST: &str = env!("QLINK_DFTEST_PLUGIN");
@@ -172,6 +172,31 @@ async fn main() {
         }
     }
     let hook_ms_total = HOOK_NANOS.load(Ordering::Relaxed) as f64 / 1e6 / rounds as f64;
+
+    // Where the hook's time goes: the plan view alone (built from the
+    // optimized logical plan the planner is handed, and released), and the
+    // node-kind mask of the decline fast path; minimum of 20 per query.
+    let state = with_planner.state();
+    let (mut view_ms, mut mask_ms, mut view_max_us) = (0.0f64, 0.0f64, 0.0f64);
+    let mut view_nodes = 0i64;
+    for q in &queries {
+        let plan = state.optimize(&state.create_logical_plan(q).await.unwrap()).unwrap();
+        let (mut best_view, mut best_mask) = (f64::MAX, f64::MAX);
+        for _ in 0..20 {
+            let t = Instant::now();
+            let v = plan_view(&plan).unwrap();
+            let n = v.view.0.n_nodes as i64;
+            drop(v);
+            best_view = best_view.min(t.elapsed().as_secs_f64() * 1e3);
+            let t = Instant::now();
+            std::hint::black_box(kind_mask(std::hint::black_box(&plan)));
+            best_mask = best_mask.min(t.elapsed().as_secs_f64() * 1e3);
+            view_nodes = view_nodes.max(n);
+        }
+        view_ms += best_view;
+        mask_ms += best_mask;
+        view_max_us = view_max_us.max(best_view * 1e3);
+    }
     let tpch_plain_total: f64 = tpch_plain.iter().sum();
     let tpch_planner_total: f64 = tpch_planner.iter().sum();
 
@@ -187,6 +212,9 @@ async fn main() {
     println!("{:<52} {:>10.1}us {:>10.1}us {:>8.3}", "SELECT 1, declining planner installed", median(sel_plain.clone()), median(sel_planner.clone()), select1_ratio);
     println!("{:<52} {:>10.2}ms {:>10.2}ms {:>+7.2}ms", "TPC-H SF1, planning, 22 queries (sum of minima)", tpch_plain_total, tpch_planner_total, overhead);
     println!("{:<52} {:>23.3}ms", "  time inside the planner hook, 22 queries", hook_ms_total);
+    println!("{:<52} {:>23.3}ms", "  of which building plan views (sum of minima)", view_ms);
+    println!("{:<52} {:>21.1}us", "  slowest plan view of one query", view_max_us);
+    println!("{:<52} {:>23.4}ms", "  node-kind masks (decline fast path), 22 queries", mask_ms);
     println!("(means: scan {:.1}/{:.1}us, 1k UDFs {:.1}/{:.1}us, SELECT 1 {:.1}/{:.1}us)",
         mean(&native0), mean(&plugin0), mean(&native1k), mean(&plugin1k), mean(&sel_plain), mean(&sel_planner));
     println!("targets: scan <= 1.05x: {}; 1k-UDF within 1.02x of 0-UDF: {} ({:.3}); SELECT 1 <= 1.05x: {}; TPC-H overhead <= 1 ms: {}",
@@ -196,9 +224,10 @@ async fn main() {
         .map(|i| format!("{{\"query\": {}, \"plan_ms_native\": {:.4}, \"plan_ms_planner\": {:.4}}}", i + 1, tpch_plain[i], tpch_planner[i]))
         .collect();
     let json = format!(
-        "{{\n  \"datafusion\": \"55.2.0\",\n  \"repetitions\": {reps},\n  \"scan_native_us\": {:.3},\n  \"scan_qlink_us\": {:.3},\n  \"scan_ratio_native\": {:.4},\n  \"scan_native_1000udf_us\": {:.3},\n  \"scan_qlink_1000udf_us\": {:.3},\n  \"scan_ratio_native_1000udf\": {:.4},\n  \"select1_us\": {:.3},\n  \"select1_planner_us\": {:.3},\n  \"select1_ratio_planner\": {:.4},\n  \"tpch_plan_ms_total\": {:.4},\n  \"tpch_plan_ms_total_planner\": {:.4},\n  \"tpch_planner_overhead_ms_total\": {:.4},\n  \"tpch_planner_hook_ms_total\": {:.4},\n  \"tpch_queries\": [\n    {}\n  ]\n}}\n",
+        "{{\n  \"datafusion\": \"55.2.0\",\n  \"repetitions\": {reps},\n  \"scan_native_us\": {:.3},\n  \"scan_qlink_us\": {:.3},\n  \"scan_ratio_native\": {:.4},\n  \"scan_native_1000udf_us\": {:.3},\n  \"scan_qlink_1000udf_us\": {:.3},\n  \"scan_ratio_native_1000udf\": {:.4},\n  \"select1_us\": {:.3},\n  \"select1_planner_us\": {:.3},\n  \"select1_ratio_planner\": {:.4},\n  \"tpch_plan_ms_total\": {:.4},\n  \"tpch_plan_ms_total_planner\": {:.4},\n  \"tpch_planner_overhead_ms_total\": {:.4},\n  \"tpch_planner_hook_ms_total\": {:.4},\n  \"tpch_plan_view_ms_total\": {:.4},\n  \"tpch_plan_view_max_us\": {:.3},\n  \"tpch_plan_view_max_nodes\": {},\n  \"tpch_kind_mask_ms_total\": {:.4},\n  \"tpch_queries\": [\n    {}\n  ]\n}}\n",
         median(native0), median(plugin0), scan_ratio, median(native1k), median(plugin1k), scan_ratio_1k,
         median(sel_plain), median(sel_planner), select1_ratio, tpch_plain_total, tpch_planner_total, overhead, hook_ms_total,
+        view_ms, view_max_us, view_nodes, mask_ms,
         per_query.join(",\n    ")
     );
     if let Some(dir) = out.parent() {
