@@ -99,6 +99,22 @@ fn join_type(t: &JoinType) -> i32 {
     }
 }
 
+/// The DataFusion join type of a `ql_join_type`.
+fn join_type_of(t: i32) -> Result<JoinType> {
+    Ok(match t {
+        QL_JOIN_INNER => JoinType::Inner,
+        QL_JOIN_LEFT => JoinType::Left,
+        QL_JOIN_RIGHT => JoinType::Right,
+        QL_JOIN_FULL => JoinType::Full,
+        QL_JOIN_LEFT_SEMI => JoinType::LeftSemi,
+        QL_JOIN_RIGHT_SEMI => JoinType::RightSemi,
+        QL_JOIN_LEFT_ANTI => JoinType::LeftAnti,
+        QL_JOIN_RIGHT_ANTI => JoinType::RightAnti,
+        QL_JOIN_LEFT_MARK => JoinType::LeftMark,
+        t => return Err(DataFusionError::Plan(format!("planner rewrite: join type {t} cannot be rebuilt"))),
+    })
+}
+
 /// A plan view plus what it borrows and the map from node ids back to the
 /// logical subtrees (for plan_physical and for splicing answers in).
 pub struct PlanViewBuild {
@@ -588,6 +604,24 @@ fn plan_of(view: &ql_plan_view, id: ql_node_id, session: &dyn Session) -> Result
             b
         }
         QL_NODE_EMPTY_RELATION => LogicalPlanBuilder::empty(n.flags & QL_NODE_PRODUCE_ONE_ROW != 0),
+        QL_NODE_JOIN => {
+            if n.flags & QL_NODE_NULL_EQUALS_NULL != 0 {
+                return Err(DataFusionError::Plan("planner rewrite: a join whose keys compare NULL equal cannot be rebuilt".into()));
+            }
+            let jt = join_type_of(n.join_type)?;
+            let (left, right) = (exprs(n.exprs, n.n_exprs)?, exprs(n.exprs2, n.n_exprs2)?);
+            let filter = if n.condition >= 0 { Some(expr_of(view, n.condition, session)?) } else { None };
+            LogicalPlanBuilder::from(input(0)?).join_with_expr_keys(input(1)?, jt, (left, right), filter)?
+        }
+        QL_NODE_VALUES => {
+            let cells = exprs(n.exprs, n.n_exprs)?;
+            let rows = n.n_rows.max(0) as usize;
+            if rows == 0 || cells.is_empty() || cells.len() % rows != 0 {
+                return Err(DataFusionError::Plan(format!("planner rewrite: VALUES with {} cells in {rows} rows", cells.len())));
+            }
+            let width = cells.len() / rows;
+            LogicalPlanBuilder::values(cells.chunks(width).map(|r| r.to_vec()).collect())?
+        }
         k => return Err(DataFusionError::Plan(format!("planner rewrite: node kind {k} cannot be rebuilt"))),
     };
     b.build()
