@@ -476,6 +476,9 @@ impl Pump {
             return Ok(None);
         }
         // SAFETY: a valid array of the plan's struct type; ownership moves into Arrow.
+        if let Some(p) = &self.handle.plugin {
+            crate::plugin::keep_loaded(&mut array, p);
+        }
         let data = unsafe { from_ffi_and_data_type(array, self.batch_type.clone()) }.map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name)))?;
         let sa = StructArray::from(data);
         let opts = arrow::array::RecordBatchOptions::new().with_row_count(Some(sa.len()));

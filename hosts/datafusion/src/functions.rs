@@ -92,8 +92,10 @@ fn args_array(fields: &[FieldRef], arrays: Vec<ArrayRef>, num_rows: usize) -> Re
     Ok(a)
 }
 
-fn import_array(mut out: ArrowArray, dt: &DataType) -> Result<ArrayRef> {
+/// Import an array `plugin` filled (it keeps the plugin loaded while alive).
+fn import_array(mut out: ArrowArray, dt: &DataType, plugin: &Arc<Plugin>) -> Result<ArrayRef> {
     let schema = ArrowSchema::try_from(dt).map_err(arrow_err)?;
+    crate::plugin::keep_loaded(&mut out, plugin);
     let out = std::mem::replace(&mut out, ArrowArray::empty());
     // SAFETY: the callee filled `out` with an array of type `dt`.
     let data = unsafe { from_ffi(out, &schema) }.map_err(arrow_err)?;
@@ -227,7 +229,7 @@ impl ScalarUDFImpl for QlinkScalarUdf {
             unsafe { invoke(&*self.raw, &schema, &array, n as i64, &mut out, err.ptr()) }
         };
         err.check(st, &format!("{}: invoke", self.name))?;
-        Ok(ColumnarValue::Array(import_array(out, args.return_field.data_type())?))
+        Ok(ColumnarValue::Array(import_array(out, args.return_field.data_type(), &self.plugin)?))
     }
 }
 
@@ -424,7 +426,7 @@ impl QlinkAccumulator {
             unsafe { f(&mut self.acc, &mut out, err.ptr()) }
         };
         err.check(st, &format!("{}: {what}", self.name))?;
-        import_array(out, dt)
+        import_array(out, dt, &self.owner.plugin)
     }
 }
 
@@ -605,7 +607,7 @@ impl PartitionEvaluator for QlinkEvaluator {
         };
         drop(array);
         err.check(st, &format!("{}: evaluate_all", self.name))?;
-        import_array(out, &self.ret)
+        import_array(out, &self.ret, &self.owner.plugin)
     }
 }
 

@@ -108,10 +108,66 @@ impl Plugin {
 
 impl Drop for Plugin {
     fn drop(&mut self) {
-        // SAFETY: every object opened from the plugin holds an Arc<Plugin>, so
-        // they are all released by now.
+        // SAFETY: every object opened from the plugin holds an Arc<Plugin>,
+        // and so does every array it produced (`keep_loaded`), so they are
+        // all released by now.
         unsafe { ql_plugin_unload(self.raw) };
     }
+}
+
+/// The Arrow C Data Interface's ArrowArray with public members (arrow-rs
+/// keeps FFI_ArrowArray's private); same layout.
+#[repr(C)]
+struct RawArray {
+    length: i64,
+    null_count: i64,
+    offset: i64,
+    n_buffers: i64,
+    n_children: i64,
+    buffers: *mut *const c_void,
+    children: *mut *mut RawArray,
+    dictionary: *mut RawArray,
+    release: Option<unsafe extern "C" fn(*mut RawArray)>,
+    private_data: *mut c_void,
+}
+
+/// What `keep_loaded` puts between an array and its producer's release.
+struct KeptArray {
+    release: Option<unsafe extern "C" fn(*mut RawArray)>,
+    private_data: *mut c_void,
+    plugin: Arc<Plugin>,
+}
+
+unsafe extern "C" fn kept_release(a: *mut RawArray) {
+    crate::error::guard_value((), || {
+        let kept = Box::from_raw((*a).private_data as *mut KeptArray);
+        (*a).private_data = kept.private_data;
+        (*a).release = kept.release;
+        if let Some(r) = kept.release {
+            let _g = kept.plugin.enter();
+            r(a);
+        }
+        (*a).release = None;
+        // `kept` (and with it possibly the last reference to the plugin,
+        // which unloads it) goes only after the plugin's release returned.
+        drop(kept);
+    })
+}
+
+/// Make `array` (filled by `plugin`, not yet imported) keep the plugin
+/// loaded until Arrow releases it: its release callback is plugin code, and
+/// batches routinely outlive every plan, table and session that made them.
+/// The plugin's release then runs inside its enter/leave hooks. A released
+/// (end-of-stream) array is left alone. Moving the struct stays allowed.
+pub fn keep_loaded(array: &mut ArrowArray, plugin: &Arc<Plugin>) {
+    // SAFETY: FFI_ArrowArray is #[repr(C)] with the C interface's layout.
+    let raw = unsafe { &mut *(array as *mut ArrowArray as *mut RawArray) };
+    if raw.release.is_none() {
+        return;
+    }
+    let kept = Box::new(KeptArray { release: raw.release, private_data: raw.private_data, plugin: Arc::clone(plugin) });
+    raw.private_data = Box::into_raw(kept) as *mut c_void;
+    raw.release = Some(kept_release);
 }
 
 /// Key/value options as the ABI passes them; owns the C strings.
