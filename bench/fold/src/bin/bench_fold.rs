@@ -12,7 +12,8 @@
 //!    SUM tables), a three-way join p·(x·Wv), and `AVG(a * b)` controls
 //!    (not einsums: the planner must decline and cost nothing).
 //! 3. Planner cost: `SELECT 1`, and planning time (SQL to physical plan) of
-//!    the 22 TPC-H queries (bench/fold/tpch/) over SF1 Parquet files from
+//!    the 22 TPC-H queries (hosts/datafusion/tpch/queries.sql, shared with
+//!    bench_datafusion) over SF1 Parquet files from
 //!    tpchgen-cli, with and without the planner.
 //!
 //! Times are the minimum over interleaved repetitions (stock, fold, stock,
@@ -130,6 +131,16 @@ async fn matmul(stock: &SessionContext, fold: &SessionContext, out: &mut Vec<Row
         out.push(measure(stock, fold, &g, "W̄ = aᵀ·z̄", &wbar, Some(&with_abs(&wbar, "a.val * z.val")), reps, false).await);
         let abar = format!("SELECT z.s, w.k, SUM(z.val * w.val) AS val FROM zbar{n} z JOIN w ON z.o = w.o GROUP BY z.s, w.k");
         out.push(measure(stock, fold, &g, "Ā = z̄·wᵀ", &abar, Some(&with_abs(&abar, "z.val * w.val")), reps, false).await);
+        if n == 50_000 {
+            // The same forward product over sparse keys (k * 100003): no
+            // dense structure applies, so FoldExec runs its hash path.
+            exec(stock, &format!("CREATE TABLE asp{n} AS SELECT s, k * 100003 AS k, val FROM a{n}")).await;
+            exec(stock, "CREATE TABLE wsp AS SELECT k * 100003 AS k, o, val FROM w").await;
+            let sparse = format!("SELECT a.s, w.o, SUM(a.val * w.val) AS val FROM asp{n} a JOIN wsp w ON a.k = w.k GROUP BY a.s, w.o");
+            out.push(measure(stock, fold, &g, "hash path: forward, keys × 100003", &sparse, Some(&with_abs(&sparse, "a.val * w.val")), reps, false).await);
+            exec(stock, &format!("DROP TABLE asp{n}")).await;
+            exec(stock, "DROP TABLE wsp").await;
+        }
         exec(stock, &format!("DROP TABLE a{n}")).await;
         exec(stock, &format!("DROP TABLE zbar{n}")).await;
     }
@@ -188,6 +199,21 @@ struct PlannerCost {
     source: String,
 }
 
+/// The 22 TPC-H queries, shared with bench_datafusion: one block per query
+/// in hosts/datafusion/tpch/queries.sql, separated by lines holding only
+/// ";", comment lines dropped.
+const TPCH_QUERIES: &str = include_str!("../../../../hosts/datafusion/tpch/queries.sql");
+
+fn tpch_queries() -> Vec<String> {
+    let queries: Vec<String> = TPCH_QUERIES
+        .split("\n;\n")
+        .map(|q| q.lines().filter(|l| !l.trim_start().starts_with("--")).collect::<Vec<_>>().join("\n"))
+        .filter(|q| !q.trim().is_empty())
+        .collect();
+    assert_eq!(queries.len(), 22, "hosts/datafusion/tpch/queries.sql should hold the 22 TPC-H queries");
+    queries
+}
+
 fn ensure_tpch(dir: &Path) -> bool {
     if TPCH_TABLES.iter().all(|t| dir.join(format!("{t}.parquet")).exists()) {
         return true;
@@ -232,8 +258,7 @@ async fn planner_cost(stock: &SessionContext, fold: &SessionContext, tpch_dir: &
     } else {
         panic!("cannot generate TPC-H SF1 with tpchgen-cli (pip install -r scripts/requirements.txt)");
     };
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tpch");
-    let queries: Vec<String> = (1..=22).map(|i| std::fs::read_to_string(dir.join(format!("q{i:02}.sql"))).unwrap()).collect();
+    let queries = tpch_queries();
     let mut tpch_ms = vec![(f64::MAX, f64::MAX); 22];
     for q in &queries {
         plan_ms(stock, q).await;
