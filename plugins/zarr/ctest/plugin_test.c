@@ -3,6 +3,7 @@
  * builder), partitions, batches, limit, cancellation, metrics. */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +79,8 @@ static int64_t collect(struct fixture *f, const struct ql_execution_plan *plan, 
                        int64_t *batches) {
   struct ql_error err = {0};
   struct ql_plan_properties props;
+  memset(&props, 0, sizeof(props));
+  props.struct_size = sizeof(props);
   QL_CHECK_OK(plan->get_properties(plan, &props, &err), err);
   int64_t n = 0;
   for (int64_t p = 0; p < props.partition_count; p++) {
@@ -173,7 +176,23 @@ static void test_scan_with_filters(struct fixture *f) {
   /* time rows 1..2 and lat 20, 30: blocks (0..1, 2..3) x (0..1, 2) -> 4 blocks, all kept, one row each;
    * the host's 2 target partitions take two blocks each */
   QL_CHECK(strstr(plan.display(&plan), "blocks=4/4 partitions=2") != NULL);
+  {
+    /* a host built against the first layout (ending at `ordering`) gets nothing written past it */
+    union {
+      struct ql_plan_properties p;
+      unsigned char raw[sizeof(struct ql_plan_properties) + 16];
+    } old;
+    memset(&old, 0xAB, sizeof(old));
+    size_t first = offsetof(struct ql_plan_properties, ordering) + sizeof(old.p.ordering);
+    old.p.struct_size = (uint32_t)first;
+    QL_CHECK_OK(plan.get_properties(&plan, &old.p, &err), err);
+    QL_CHECK_INT(old.p.struct_size, (int64_t)first);
+    QL_CHECK_INT(old.p.partition_count, 2);
+    QL_CHECK_INT(old.raw[first], 0xAB);
+  }
   struct ql_plan_properties props;
+  memset(&props, 0, sizeof(props));
+  props.struct_size = sizeof(props);
   QL_CHECK_OK(plan.get_properties(&plan, &props, &err), err);
   QL_CHECK_INT(props.partition_count, 2);
   double vals[16];
@@ -286,6 +305,8 @@ static void test_partition_targets(struct fixture *f) {
     struct ql_execution_plan plan;
     QL_CHECK_OK(f->tp.scan(&f->tp, ql_ref_host_session(f->host), &args, &plan, &err), err);
     struct ql_plan_properties props;
+    memset(&props, 0, sizeof(props));
+    props.struct_size = sizeof(props);
     QL_CHECK_OK(plan.get_properties(&plan, &props, &err), err);
     QL_CHECK_INT(props.partition_count, want_parts[i]);
     for (int64_t p = 0; p < props.partition_count; p++) {

@@ -73,6 +73,8 @@ static void test_views(struct ql_ref_host *host, struct ql_table_provider *tp) {
   struct ql_execution_plan plan;
   QL_CHECK_OK(tp->scan(tp, ql_ref_host_session(host), &args, &plan, &err), err);
   struct ql_plan_properties props;
+  memset(&props, 0, sizeof(props));
+  props.struct_size = sizeof(props);
   QL_CHECK_OK(plan.get_properties(&plan, &props, &err), err);
   QL_CHECK_INT(props.partition_count, 2);
   struct ArrowArray batches[8];
@@ -127,6 +129,39 @@ static void test_views(struct ql_ref_host *host, struct ql_table_provider *tp) {
   ql_error_release(&err);
 }
 
+/* A host batch size far beyond the table (1 << 40 rows): one batch per
+ * block, and the dimension patterns stay the size of the block, not of the
+ * batch size. */
+static void test_huge_batch_size(struct ql_ref_host *host, struct ql_table_provider *tp) {
+  struct ql_error err = {0};
+  int32_t proj[2] = {1, 3};
+  struct ql_scan_args args = {sizeof(struct ql_scan_args), 2, proj, {NULL, 0, 0, NULL}, -1};
+  struct ql_execution_plan plan;
+  QL_CHECK_OK(tp->scan(tp, ql_ref_host_session(host), &args, &plan, &err), err);
+  int64_t row = 0;
+  for (int64_t p = 0; p < 2; p++) {
+    struct ql_task_context ctx;
+    ql_ref_host_task_context(host, p, &ctx);
+    ctx.batch_size = (int64_t)1 << 40;
+    struct ArrowArrayStream st;
+    QL_CHECK_OK(plan.execute(&plan, p, &ctx, &st, &err), err);
+    struct ArrowArray a;
+    QL_CHECK_INT(st.get_next(&st, &a), 0);
+    QL_CHECK_INT(a.length, 6);
+    for (int64_t r = 0; r < a.length; r++, row++) {
+      QL_CHECK(((const double *)a.children[0]->buffers[1])[r] == 10.0 * (double)(row % 3 + 1));
+      QL_CHECK(((const float *)a.children[1]->buffers[1])[r] == (float)row);
+    }
+    a.release(&a);
+    QL_CHECK_INT(st.get_next(&st, &a), 0);
+    QL_CHECK(a.release == NULL);
+    st.release(&st);
+  }
+  QL_CHECK_INT(row, 12);
+  plan.release(&plan);
+  ql_error_release(&err);
+}
+
 int main(void) {
   struct ql_error err = {0};
   struct ql_ref_host_options ho = {-1, 0, 2};
@@ -145,6 +180,7 @@ int main(void) {
   struct ql_table_provider tp;
   QL_CHECK_OK(plugin.table_provider_open(&plugin, "table", &opts, ql_ref_host_session(host), &tp, &err), err);
   test_views(host, &tp);
+  test_huge_batch_size(host, &tp);
   tp.release(&tp);
   plugin.release(&plugin);
   QL_CHECK_OK(ql_ref_host_free(host, &err), err);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,7 +184,7 @@ struct zr_stream {
   int64_t emitted, total;                       /* rows of the loaded block */
   struct zr_scratch scratch;                    /* chunks partly in the box */
   struct zr_block **patterns;                   /* per projected dimension column: its repeating values, or NULL */
-  int64_t (*pattern_key)[3];                    /* block start, count and row period the pattern was built for */
+  int64_t (*pattern_key)[4];                    /* block start, count, row period and rows of each pattern */
   uint8_t *pattern_off;                         /* per projected column: its values hold nulls (no pattern) */
   struct ql_memory_reservation reservation;     /* the loaded blocks, counted against the host's pool */
   char *last_error;
@@ -448,25 +449,29 @@ static int pattern_applies(const struct zr_stream *st, const struct zr_column *c
   return cycle > 0 && cycle <= ZR_PATTERN_MAX_ROWS;
 }
 
-/* The pattern of projected dimension column j for the loaded block, built
- * if the block's positions differ from the last one's; NULL (with QL_OK)
- * when the values hold nulls (the column is then built batch by batch). */
-static int pattern_get(struct zr_stream *st, int32_t j, const struct zr_column *c, int64_t batch,
+/* The pattern of projected dimension column j for the loaded block, long
+ * enough for a window of `window` rows (a batch) from any point of the
+ * cycle; built if the block's positions differ from the last one's or the
+ * pattern is too short. Its length is bounded by the block's rows, not the
+ * host's batch size (which may be huge). NULL (with QL_OK) when the values
+ * hold nulls (the column is then built batch by batch). */
+static int pattern_get(struct zr_stream *st, int32_t j, const struct zr_column *c, int64_t window,
                        struct zr_block **out) {
   if (st->pattern_off[j]) {
     *out = NULL;
     return QL_OK;
   }
   int32_t k = c->dim;
+  int64_t cycle = pattern_cycle(st, k);
   int64_t key[3] = {st->start[k], st->count[k], st->period[k]};
-  if (st->patterns[j] && memcmp(st->pattern_key[j], key, sizeof(key)) == 0) {
+  if (st->patterns[j] && memcmp(st->pattern_key[j], key, sizeof(key)) == 0 && st->pattern_key[j][3] >= cycle + window) {
     *out = st->patterns[j];
     return QL_OK;
   }
   block_unref(st->patterns[j]);
   st->patterns[j] = NULL;
   *out = NULL;
-  int64_t rows = pattern_cycle(st, k) + batch;
+  int64_t rows = cycle + window;
   struct zr_colbuf b;
   if (zr_colbuf_init(&b, c->dec.out, rows) != QL_OK) return QL_ENOMEM;
   const struct zr_dim *d = &st->scan->ds->dims[scan_table(st->scan)->dims[k]];
@@ -480,6 +485,7 @@ static int pattern_get(struct zr_stream *st, int32_t j, const struct zr_column *
       memcpy(p->data, b.data, (size_t)(rows * b.width));
       st->patterns[j] = p;
       memcpy(st->pattern_key[j], key, sizeof(key));
+      st->pattern_key[j][3] = rows;
       *out = p;
     }
   }
@@ -518,7 +524,9 @@ static int fill_batch(struct zr_stream *st, int64_t n, struct ArrowArray *out, s
     if (pattern_applies(st, c)) {
       int64_t batch = st->ctx && st->ctx->batch_size > 0 ? st->ctx->batch_size : 8192;
       struct zr_block *pattern = NULL;
-      arc = pattern_get(st, j, c, batch > n ? batch : n, &pattern);
+      /* a full batch, or the whole block when it is smaller (never more rows than the block holds) */
+      int64_t window = batch < st->total ? batch : st->total;
+      arc = pattern_get(st, j, c, window > n ? window : n, &pattern);
       if (arc == QL_OK && pattern) {
         zr_colbuf_free(&b);
         int64_t at = row0 % pattern_cycle(st, c->dim);
@@ -685,8 +693,12 @@ static int plan_get_schema(const struct ql_execution_plan *self, struct ArrowSch
 static int plan_get_properties(const struct ql_execution_plan *self, struct ql_plan_properties *out,
                                struct ql_error *error) {
   (void)error;
-  memset(out, 0, sizeof(*out));
-  out->struct_size = sizeof(*out);
+  /* Never write past the caller's struct (R3): a host built against the
+   * first layout (which ends at `ordering`) says so in struct_size. */
+  size_t first = offsetof(struct ql_plan_properties, ordering) + sizeof(out->ordering), size = sizeof(*out);
+  if (out->struct_size >= first && out->struct_size < size) size = out->struct_size;
+  memset(out, 0, size);
+  out->struct_size = (uint32_t)size;
   out->boundedness = QL_BOUNDED;
   out->partition_count = plan_scan(self)->n_parts > 0 ? plan_scan(self)->n_parts : 1;
   return QL_OK;

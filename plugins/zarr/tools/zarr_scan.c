@@ -332,6 +332,8 @@ static int print_summary(const struct ql_table_provider *tp, const struct ql_exe
   print_stats("plan_stats", &st, out_schema);
   st.release(&st);
   struct ql_plan_properties props;
+  memset(&props, 0, sizeof(props));
+  props.struct_size = sizeof(props);
   if (plan->get_properties(plan, &props, &err) != QL_OK) return fail(&err, "properties");
   printf("{\"partition_rows\": [");
   for (int64_t p = 0; p < props.partition_count; p++) {
@@ -445,6 +447,8 @@ static int run(const struct ql_plugin *plugin, struct ql_ref_host *host, const s
     goto done;
   }
   struct ql_plan_properties props;
+  memset(&props, 0, sizeof(props));
+  props.struct_size = sizeof(props);
   if (plan.get_properties(&plan, &props, &err) != QL_OK) {
     status = fail(&err, "properties");
     goto done;
