@@ -396,6 +396,7 @@ def main() -> None:
          "version_reference_datafusion_ffi": ref.DATAFUSION_FFI_VERSION,
          "version_pyarrow": pa.__version__, "version_xarray": xr.__version__,
          "qlink_profile": os.environ.get("QLINK_PROFILE", "unknown"),
+         "load_avg_1min_start": os.getloadavg()[0],  # other work on the machine skews timings
          "git_commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()}
     print("versions: " + ", ".join(f"{k[8:]}={v}" for k, v in r.items() if k.startswith("version_")), file=sys.stderr)
 
@@ -421,8 +422,10 @@ def main() -> None:
     missing(r, "qlink_session_udf", "qlink.Session has no Python UDF registration; its UDF-level rows are not measured")
     run_xsql(args, r)
     measure_planners(r, qlink, ref, args)
+    r["load_avg_1min_end"] = os.getloadavg()[0]
     ratios(r)
     print_tables(r)
+    print(f"\nload average (1 min) at start {r['load_avg_1min_start']:.1f}, at end {r['load_avg_1min_end']:.1f}")
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(r, indent=1, sort_keys=True) + "\n")
