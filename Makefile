@@ -8,7 +8,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/qlink-target
 PY := $(CURDIR)/.venv/bin/python
 
 .PHONY: all setup build build-release build-asan build-fuzz build-cli run test test-c test-valgrind \
-        test-fuzz test-rust test-python bench-core bench-datafusion bench-zarr bench-fold clean
+        test-fuzz test-rust test-python bench-core bench-datafusion bench-zarr bench-fold bench-ffi clean
 
 all: build
 
@@ -88,6 +88,11 @@ bench-zarr: build build-cli
 bench-fold: setup
 	cargo run --release --locked --manifest-path bench/fold/Cargo.toml --bin bench_fold -- --out bench/results/fold.json
 	$(PY) bench/fold/plot.py bench/results/fold.json bench/results/fold.png
+
+# datafusion-python 55 native vs the datafusion-ffi reference provider and
+# planner vs xarray-sql 0.6.0 vs qlink's capsules vs qlink.Session.
+bench-ffi:
+	bench/ffi/run.sh
 
 clean:
 	rm -rf $(BUILD)
