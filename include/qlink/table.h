@@ -31,28 +31,14 @@ struct ql_sort_key {
   int32_t flags;  /* QL_SORT_DESC | QL_SORT_NULLS_FIRST (qlink/plan.h) */
 };
 
-/* Flags of ql_plan_properties. */
-enum ql_plan_flags {
-  /* The plan's streams never block in get_next (no I/O, no waiting): they
-   * hand out batches already in memory or computed on the spot. The host may
-   * then call get_next on its async worker threads directly instead of
-   * moving the call off them first (which costs a thread hand-over per
-   * batch). Leave it unset when in doubt. */
-  QL_PLAN_NONBLOCKING = 1
-};
-
 /* Properties the host's optimizer needs (DataFusion's PlanProperties).
- * Filled by the plan; `ordering` is owned by the plan and valid while it lives.
- * The host zero-initialises the struct and sets struct_size before the call;
- * a plan sets struct_size to its own sizeof, so members past it read 0. */
+ * Filled by the plan; `ordering` is owned by the plan and valid while it lives. */
 struct ql_plan_properties {
   uint32_t struct_size;
   int32_t boundedness; /* enum ql_boundedness */
   int64_t partition_count;
   int64_t n_ordering; /* 0: no known ordering within each partition */
   const struct ql_sort_key *ordering;
-  int32_t flags;     /* enum ql_plan_flags (added in ABI 0.1, after the first plugins) */
-  int32_t reserved_;
 };
 
 enum ql_metric_kind {

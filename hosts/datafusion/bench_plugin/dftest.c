@@ -5,7 +5,6 @@
  *    c0..c{cols-1}, value row * cols + col. The data is made once at open and
  *    held in reference-counted buffers; every batch a stream hands out
  *    points into them (no copy), so a scan costs what crossing the ABI costs.
- *    Its plans declare QL_PLAN_NONBLOCKING (nothing in get_next waits).
  *    Exact statistics (row count, per-column min/max/nulls).
  *  - table provider "probe?url=&reserve=&spawn=&temp=&fail=": one row that
  *    reports what the host's services did for the plugin during get_next:
@@ -273,30 +272,16 @@ static int grid_plan_schema(const struct ql_execution_plan *self, struct ArrowSc
   return QL_OK;
 }
 
-static int plan_props(struct ql_plan_properties *out, int32_t flags) {
+static int grid_plan_props(const struct ql_execution_plan *self, struct ql_plan_properties *out,
+                           struct ql_error *error) {
+  (void)self;
+  (void)error;
   out->struct_size = sizeof *out;
   out->boundedness = QL_BOUNDED;
   out->partition_count = 1;
   out->n_ordering = 0;
   out->ordering = NULL;
-  out->flags = flags;
   return QL_OK;
-}
-
-/* The grid's batches are views of memory it holds: get_next never blocks. */
-static int grid_plan_props(const struct ql_execution_plan *self, struct ql_plan_properties *out,
-                           struct ql_error *error) {
-  (void)self;
-  (void)error;
-  return plan_props(out, QL_PLAN_NONBLOCKING);
-}
-
-/* The probe reads object stores and waits for spawned jobs: it blocks. */
-static int probe_plan_props(const struct ql_execution_plan *self, struct ql_plan_properties *out,
-                            struct ql_error *error) {
-  (void)self;
-  (void)error;
-  return plan_props(out, 0);
 }
 
 static int64_t no_children(const struct ql_execution_plan *self) {
@@ -710,7 +695,7 @@ static int probe_scan(const struct ql_table_provider *self, const struct ql_sess
   out->name = probe_plan_name;
   out->display = grid_plan_display;
   out->get_schema = probe_plan_schema;
-  out->get_properties = probe_plan_props;
+  out->get_properties = grid_plan_props;
   out->child_count = no_children;
   out->execute = probe_plan_execute;
   out->release = probe_plan_release;

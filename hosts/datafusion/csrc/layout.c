@@ -218,7 +218,6 @@ static const struct entry entries[] = {
   O(ql_plan_properties, partition_count),
   O(ql_plan_properties, n_ordering),
   O(ql_plan_properties, ordering),
-  O(ql_plan_properties, flags),
   S(ql_metric),
   O(ql_metric, name),
   O(ql_metric, kind),

@@ -450,11 +450,7 @@ pub struct ql_plan_properties {
     pub partition_count: i64,
     pub n_ordering: i64,
     pub ordering: *const ql_sort_key,
-    pub flags: i32,
-    pub reserved_: i32,
 }
-
-pub const QL_PLAN_NONBLOCKING: i32 = 1;
 
 pub const QL_METRIC_COUNT: i32 = 1;
 pub const QL_METRIC_TIME_NS: i32 = 2;

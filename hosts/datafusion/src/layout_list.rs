@@ -198,7 +198,6 @@
     off!(ql_plan_properties, partition_count),
     off!(ql_plan_properties, n_ordering),
     off!(ql_plan_properties, ordering),
-    off!(ql_plan_properties, flags),
     size!(ql_metric),
     off!(ql_metric, name),
     off!(ql_metric, kind),
