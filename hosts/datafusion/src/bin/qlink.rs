@@ -18,7 +18,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::array::{Array, AsArray, PrimitiveArray, RecordBatch};
+use datafusion::arrow::datatypes::{ArrowPrimitiveType, DataType, FieldRef, Float32Type, Float64Type};
+use datafusion::arrow::error::ArrowError;
+use datafusion::arrow::json::writer::{make_encoder, JsonArray, NullableEncoder};
+use datafusion::arrow::json::{Encoder, EncoderFactory, EncoderOptions, WriterBuilder};
+use datafusion::arrow::util::pretty::pretty_format_batches;
+use datafusion::execution::SendableRecordBatchStream;
 use datafusion::error::DataFusionError;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::SessionStateBuilder;
@@ -37,7 +43,10 @@ OPTIONS:
   --table NAME=PLUGIN/PROVIDER?k=v   register a plugin table (PLUGIN: path or loaded plugin name)
   --schema NAME=PLUGIN/PROVIDER?k=v  register every table of a schema provider as NAME.<table>
   --planner PLUGIN/NAME?k=v          install a planner plugin
-  --format table|csv|json            output format (default table)
+  --format table|csv|json            output format (default table); results stream as
+                                     they are computed (table: aligned pages of 4096 rows)
+                                     json: one array of objects, NULL as null (key kept),
+                                     NaN/+Inf/-Inf as the strings \"NaN\"/\"Infinity\"/\"-Infinity\"
   --memory-limit SIZE                memory pool limit, e.g. 512M, 2G";
 
 struct Args {
@@ -152,12 +161,49 @@ fn parse_args() -> Result<Args, String> {
 
 /// The one-line message of a DataFusion error, without its nesting.
 fn df_message(e: &DataFusionError) -> String {
+    if let Some(msg) = unreachable_store(e) {
+        return msg;
+    }
     match e.find_root() {
         DataFusionError::ResourcesExhausted(m) => format!("resources exhausted: {m}"),
         DataFusionError::Execution(m) => m.clone(),
         DataFusionError::Plan(m) => m.clone(),
         DataFusionError::NotImplemented(m) => format!("not supported: {m}"),
         root => root.to_string(),
+    }
+}
+
+/// DataFusion reports a URL whose scheme has no registered object store as
+/// an internal error ("likely a bug in DataFusion"); for the CLI it is a
+/// usage error: only local paths are readable.
+fn unreachable_store(e: &DataFusionError) -> Option<String> {
+    const MARK: &str = "No suitable object store found for ";
+    let text = e.to_string();
+    let at = text.find(MARK)? + MARK.len();
+    let url = text[at..].split(|c: char| c.is_whitespace()).next().unwrap_or("").trim_end_matches('.');
+    Some(format!("no object store is registered for '{url}' in the qlink CLI (only local file paths can be read)"))
+}
+
+/// Errors about a --table/--schema/--planner spec name the spec the user
+/// wrote: libqlink parses the provider part as "p/PROVIDER?..." and would
+/// otherwise show the placeholder 'p' instead of the plugin path.
+fn spec_error(opt: &str, spec: &str, e: DataFusionError) -> DataFusionError {
+    if let DataFusionError::ResourcesExhausted(_) = e.find_root() {
+        return e;
+    }
+    let head_end = spec.find('?').unwrap_or(spec.len());
+    let tail = match spec[..head_end].rfind('/') {
+        Some(slash) => &spec[slash + 1..],
+        None => spec,
+    };
+    let mut msg = df_message(&e).replace(&format!("'p/{tail}'"), &format!("'{spec}'"));
+    if opt.starts_with("--planner") {
+        msg = msg.replace("table spec '", "planner spec '");
+    }
+    if msg.contains(spec) {
+        DataFusionError::Plan(msg)
+    } else {
+        DataFusionError::Plan(format!("{opt}{spec}: {msg}"))
     }
 }
 
@@ -210,7 +256,8 @@ async fn build_session(a: &Args) -> Result<QlinkSession, DataFusionError> {
         let (plugin, name) = head
             .rsplit_once('/')
             .ok_or_else(|| DataFusionError::Plan(format!("--planner wants PLUGIN/NAME?key=value, got '{spec}'")))?;
-        let parsed = qlink_datafusion::TableSpec::parse(&format!("p/{name}{query}"))?;
+        let parsed = qlink_datafusion::TableSpec::parse(&format!("p/{name}{query}"))
+            .map_err(|e| spec_error("--planner ", spec, e))?;
         let p = find(plugin, &mut plugins)?;
         planners.push(InstalledPlanner::open(&p, name, &parsed.options)?);
     }
@@ -231,10 +278,10 @@ async fn build_session(a: &Args) -> Result<QlinkSession, DataFusionError> {
         s.register_functions(&p)?;
     }
     for (name, spec) in &a.tables {
-        s.register_table(name, spec)?;
+        s.register_table(name, spec).map_err(|e| spec_error(&format!("--table {name}="), spec, e))?;
     }
     for (name, spec) in &a.schemas {
-        s.register_schema(name, spec)?;
+        s.register_schema(name, spec).map_err(|e| spec_error(&format!("--schema {name}="), spec, e))?;
     }
     Ok(s)
 }
@@ -294,27 +341,134 @@ impl Drop for Progress {
     }
 }
 
-fn print_batches(batches: &[RecordBatch], format: &str) -> Result<(), DataFusionError> {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+/// Rows per aligned block in table format: the widths are sized over one
+/// page, so memory stays bounded however large the result is.
+const TABLE_PAGE_ROWS: usize = 4096;
+
+/// Writes JSON floats that JSON cannot carry (NaN, +/-Inf) as the strings
+/// "NaN", "Infinity", "-Infinity"; arrow's default writes them as null,
+/// which a reader cannot tell from SQL NULL. Finite values keep arrow's text.
+#[derive(Debug)]
+struct NonFiniteAsString;
+
+/// Options with no factory: the default encoder the wrapper delegates to.
+static PLAIN_JSON: std::sync::LazyLock<EncoderOptions> = std::sync::LazyLock::new(EncoderOptions::default);
+
+struct FloatEncoder<'a, T: ArrowPrimitiveType> {
+    values: &'a PrimitiveArray<T>,
+    inner: NullableEncoder<'a>,
+}
+
+impl<T: ArrowPrimitiveType> Encoder for FloatEncoder<'_, T>
+where
+    T::Native: Into<f64>,
+{
+    fn encode(&mut self, idx: usize, out: &mut Vec<u8>) {
+        let v: f64 = self.values.value(idx).into();
+        if v.is_nan() {
+            out.extend_from_slice(b"\"NaN\"");
+        } else if v == f64::INFINITY {
+            out.extend_from_slice(b"\"Infinity\"");
+        } else if v == f64::NEG_INFINITY {
+            out.extend_from_slice(b"\"-Infinity\"");
+        } else {
+            self.inner.encode(idx, out);
+        }
+    }
+}
+
+impl EncoderFactory for NonFiniteAsString {
+    fn make_default_encoder<'a>(
+        &self,
+        field: &'a FieldRef,
+        array: &'a dyn Array,
+        _options: &'a EncoderOptions,
+    ) -> Result<Option<NullableEncoder<'a>>, ArrowError> {
+        fn wrap<'a, T: ArrowPrimitiveType>(
+            field: &'a FieldRef,
+            array: &'a dyn Array,
+        ) -> Result<Option<NullableEncoder<'a>>, ArrowError>
+        where
+            T::Native: Into<f64>,
+        {
+            let values = array.as_primitive::<T>();
+            let inner = make_encoder(field, array, &PLAIN_JSON)?;
+            let nulls = array.logical_nulls();
+            Ok(Some(NullableEncoder::new(Box::new(FloatEncoder { values, inner }), nulls)))
+        }
+        match array.data_type() {
+            DataType::Float64 => wrap::<Float64Type>(field, array),
+            DataType::Float32 => wrap::<Float32Type>(field, array),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// Prints a result as the stream yields it: csv and json batch by batch,
+/// table in aligned pages of at most TABLE_PAGE_ROWS rows. The header comes
+/// from the schema, so an empty result still shows its columns.
+async fn print_stream(
+    mut stream: SendableRecordBatchStream,
+    format: &str,
+    progress: &Progress,
+) -> Result<(), DataFusionError> {
+    let schema = stream.schema();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     match format {
         "csv" => {
             let mut w = datafusion::arrow::csv::Writer::new(&mut out);
-            for b in batches {
-                w.write(b)?;
+            // An empty batch writes just the header (LIMIT 0 still names its columns).
+            w.write(&RecordBatch::new_empty(Arc::clone(&schema)))?;
+            while let Some(b) = stream.next().await {
+                let b = b?;
+                progress.add(&b);
+                w.write(&b)?;
             }
         }
         "json" => {
-            let mut w = datafusion::arrow::json::ArrayWriter::new(&mut out);
-            let refs: Vec<&RecordBatch> = batches.iter().collect();
-            w.write_batches(&refs)?;
+            let mut w = WriterBuilder::new()
+                .with_explicit_nulls(true)
+                .with_encoder_factory(Arc::new(NonFiniteAsString))
+                .build::<_, JsonArray>(&mut out);
+            while let Some(b) = stream.next().await {
+                let b = b?;
+                progress.add(&b);
+                w.write(&b)?;
+            }
             w.finish()?;
+            drop(w);
             writeln!(out)?;
         }
         _ => {
-            writeln!(out, "{}", datafusion::arrow::util::pretty::pretty_format_batches(batches)?)?;
+            let mut page: Vec<RecordBatch> = Vec::new();
+            let mut page_rows = 0usize;
+            let mut printed = false;
+            while let Some(b) = stream.next().await {
+                let b = b?;
+                progress.add(&b);
+                let mut offset = 0;
+                while offset < b.num_rows() {
+                    let take = (b.num_rows() - offset).min(TABLE_PAGE_ROWS - page_rows);
+                    page.push(b.slice(offset, take));
+                    page_rows += take;
+                    offset += take;
+                    if page_rows == TABLE_PAGE_ROWS {
+                        writeln!(out, "{}", pretty_format_batches(&page)?)?;
+                        page.clear();
+                        page_rows = 0;
+                        printed = true;
+                    }
+                }
+            }
+            if page_rows > 0 || !printed {
+                if page.is_empty() {
+                    page.push(RecordBatch::new_empty(Arc::clone(&schema)));
+                }
+                writeln!(out, "{}", pretty_format_batches(&page)?)?;
+            }
         }
     }
+    out.flush()?;
     Ok(())
 }
 
@@ -327,18 +481,28 @@ async fn run(a: &Args) -> Result<(), DataFusionError> {
     };
     let df = s.ctx.sql(&sql).await?;
     let progress = Progress::start();
-    let mut stream = df.execute_stream().await?;
-    let mut batches = Vec::new();
-    while let Some(b) = stream.next().await {
-        let b = b?;
-        progress.add(&b);
-        batches.push(b);
+    let stream = df.execute_stream().await?;
+    let format = if a.command == "explain" { "table" } else { a.format.as_str() };
+    print_stream(stream, format, &progress).await
+}
+
+/// Ctrl-C: one line and the shell's conventional 128+SIGINT. Only
+/// async-signal-safe calls (write, _exit) are made here.
+extern "C" fn on_sigint(_sig: libc::c_int) {
+    const MSG: &[u8] = b"\nqlink: interrupted\n";
+    // SAFETY: write(2) and _exit(2) are async-signal-safe.
+    unsafe {
+        libc::write(2, MSG.as_ptr() as *const libc::c_void, MSG.len());
+        libc::_exit(130);
     }
-    drop(progress);
-    if a.command == "explain" {
-        return print_batches(&batches, "table");
+}
+
+fn install_sigint() {
+    let handler = on_sigint as extern "C" fn(libc::c_int);
+    // SAFETY: installing a handler that only calls async-signal-safe functions.
+    unsafe {
+        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
     }
-    print_batches(&batches, &a.format)
 }
 
 fn main() {
@@ -360,6 +524,9 @@ fn main() {
     if args.command == "check" {
         std::process::exit(check(&args));
     }
+    // Not for `check`: its isolated plugin runs are forked children, which
+    // would each print the line on a terminal's Ctrl-C.
+    install_sigint();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| fail(e));
     if let Err(e) = rt.block_on(run(&args)) {
         fail(df_message(&e));
