@@ -169,3 +169,23 @@ fn unregistered_object_store_is_a_one_line_usage_error() {
     assert!(e.starts_with("qlink: error: no object store is registered for 'memory:///"), "{e}");
     assert!(!e.contains("bug"), "{e}");
 }
+
+/// A reader that stops early (`| head`) ends qlink quietly with 141, the
+/// status of a tool killed by SIGPIPE, instead of a "Broken pipe" error.
+#[test]
+fn closed_stdout_stops_quietly() {
+    let mut child = Command::new(QLINK)
+        .args(["sql", "--format", "csv", "SELECT * FROM generate_series(1, 5000000)"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    assert_eq!(first, "value\n");
+    drop(out);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(stderr(&o), "");
+    assert_eq!(o.status.code(), Some(141));
+}

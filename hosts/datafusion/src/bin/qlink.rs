@@ -173,6 +173,18 @@ fn df_message(e: &DataFusionError) -> String {
     }
 }
 
+/// Stdout closed by the reader (`qlink sql ... | head`): not an error of
+/// the query, so qlink stops quietly as a C tool killed by SIGPIPE would.
+fn is_broken_pipe(e: &DataFusionError) -> bool {
+    match e.find_root() {
+        DataFusionError::IoError(io) => io.kind() == std::io::ErrorKind::BrokenPipe,
+        DataFusionError::ArrowError(a, _) => {
+            matches!(a.as_ref(), ArrowError::IoError(_, io) if io.kind() == std::io::ErrorKind::BrokenPipe)
+        }
+        _ => false,
+    }
+}
+
 /// DataFusion reports a URL whose scheme has no registered object store as
 /// an internal error ("likely a bug in DataFusion"); for the CLI it is a
 /// usage error: only local paths are readable.
@@ -529,6 +541,9 @@ fn main() {
     install_sigint();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| fail(e));
     if let Err(e) = rt.block_on(run(&args)) {
+        if is_broken_pipe(&e) {
+            std::process::exit(141);
+        }
         fail(df_message(&e));
     }
 }
