@@ -76,20 +76,45 @@ static void test_mask_and_scale(void) {
   QL_CHECK_STR(d.format, "s");
   QL_CHECK(a.dims[0] == NULL);
   zr_array_free(&a);
-  /* float32 with missing_value -1e34 (ferret's); NaN fill masks nothing */
+  /* float32 with missing_value -1e34 (ferret's) and a NaN fill: both mask */
   QL_CHECK_OK(array_v2("{\"zarr_format\":2,\"shape\":[4],\"chunks\":[4],\"dtype\":\"<f4\",\"fill_value\":\"NaN\","
                        "\"compressor\":null}",
                        "{\"missing_value\":-9.999999790214768e+33}", &a, &err),
               err);
   QL_CHECK_OK(zr_decoder_init(&a, 1, &d, &err), err);
   QL_CHECK_STR(d.format, "f");
-  QL_CHECK_INT(d.n_mask, 1);
+  QL_CHECK_INT(d.n_mask, 2);
+  QL_CHECK_INT(d.mask_nan, 1);
   float fv = -1e34f;
   zr_decode_value(&d, (const uint8_t *)&fv, &v);
   QL_CHECK(v.is_null);
   fv = NAN;
   zr_decode_value(&d, (const uint8_t *)&fv, &v);
+  QL_CHECK(v.is_null);
+  fv = 2.5f;
+  zr_decode_value(&d, (const uint8_t *)&fv, &v);
+  QL_CHECK(!v.is_null && v.f == 2.5);
+  zr_array_free(&a);
+  /* float32 with a non-NaN fill: a stored NaN stays NaN */
+  QL_CHECK_OK(array_v2("{\"zarr_format\":2,\"shape\":[4],\"chunks\":[4],\"dtype\":\"<f4\",\"fill_value\":-1.0,"
+                       "\"compressor\":null}",
+                       "{}", &a, &err),
+              err);
+  QL_CHECK_OK(zr_decoder_init(&a, 1, &d, &err), err);
+  QL_CHECK_INT(d.n_mask, 1);
+  QL_CHECK_INT(d.mask_nan, 0);
+  fv = NAN;
+  zr_decode_value(&d, (const uint8_t *)&fv, &v);
   QL_CHECK(!v.is_null && isnan(v.f));
+  zr_array_free(&a);
+  /* an integer with a NaN missing_value: nothing to mask, stays an integer */
+  QL_CHECK_OK(array_v2("{\"zarr_format\":2,\"shape\":[4],\"chunks\":[4],\"dtype\":\"<i4\",\"fill_value\":null,"
+                       "\"compressor\":null}",
+                       "{\"missing_value\":\"NaN\"}", &a, &err),
+              err);
+  QL_CHECK_OK(zr_decoder_init(&a, 1, &d, &err), err);
+  QL_CHECK_INT(d.n_mask, 0);
+  QL_CHECK_STR(d.format, "i");
   zr_array_free(&a);
   /* v3: _FillValue attribute base64 float64 (xarray), zarr fill_value ignored for masking */
   json_t *meta = json_loads(
@@ -223,7 +248,8 @@ static void test_metadata_errors(void) {
 }
 
 /* The validity bitmap of masked float32 cells equals a plain float compare
- * (x == mask): -0.0 matches a 0 mask, NaN matches nothing, several masks,
+ * (x == mask): -0.0 matches a 0 mask, a NaN mask matches nothing unless
+ * mask_nan (a NaN fill value) masks every NaN, several masks,
  * lengths that are not whole bytes. */
 static void test_mask_bitmap_f32(void) {
   float cells[203];
@@ -233,12 +259,15 @@ static void test_mask_bitmap_f32(void) {
   cells[40] = -1e34f;
   cells[41] = 1e34f;
   cells[202] = -1e34f;
-  const double masks[4][2] = {{-1e34, 0}, {0.0, 2.0}, {NAN, 3.0}, {-3.0, -1e34}};
-  const int32_t n_masks[4] = {1, 2, 2, 2};
-  for (int t = 0; t < 4; t++) {
+  cells[150] = -NAN;
+  /* the last two: a NaN fill value (mask_nan), whose NaN cells are masked */
+  const double masks[6][2] = {{-1e34, 0}, {0.0, 2.0}, {NAN, 3.0}, {-3.0, -1e34}, {NAN, 3.0}, {NAN, 0}};
+  const int32_t n_masks[6] = {1, 2, 2, 2, 2, 1};
+  for (int t = 0; t < 6; t++) {
     struct zr_decoder d;
     memset(&d, 0, sizeof(d));
     d.n_mask = n_masks[t];
+    d.mask_nan = t >= 4;
     for (int k = 0; k < d.n_mask; k++) d.mask_f[k] = masks[t][k];
     for (int n = 197; n <= 203; n++) {
       uint8_t bits[32];
@@ -247,6 +276,7 @@ static void test_mask_bitmap_f32(void) {
       for (int i = 0; i < n; i++) {
         int masked = 0;
         for (int k = 0; k < d.n_mask; k++) masked |= cells[i] == (float)d.mask_f[k];
+        masked |= d.mask_nan && isnan(cells[i]);
         want_nulls += masked;
         wrong += ((bits[i / 8] >> (i % 8)) & 1) == masked;
       }

@@ -77,10 +77,62 @@ static int fill_number(const json_t *v, double *f, int64_t *i, int *is_int) {
   return 1;
 }
 
+/* 1 when a fill value is NaN: a JSON "NaN" string, a non-finite real, or
+ * base64 of a NaN float64. */
+static int fill_is_nan(const json_t *v) {
+  if (json_is_real(v)) return isnan(json_real_value(v));
+  if (!json_is_string(v)) return 0;
+  const char *s = json_string_value(v);
+  if (strcmp(s, "NaN") == 0) return 1;
+  uint8_t *raw = NULL;
+  int64_t n = 0;
+  if (zr_base64_decode(s, &raw, &n) != QL_OK) return 0;
+  double f = 0;
+  int ok = n == 8;
+  if (ok) memcpy(&f, raw, 8);
+  free(raw);
+  return ok && isnan(f);
+}
+
+/* A mask value given as a string must be "NaN", "Infinity", "-Infinity" or
+ * base64 of a float64 (xarray's v3 encoding): anything else would mask
+ * nothing without a word. */
+static int check_fill_string(const json_t *v, const char *key, struct ql_error *error) {
+  if (json_is_array(v)) {
+    for (size_t k = 0; k < json_array_size(v); k++) QL_RETURN_NOT_OK(check_fill_string(json_array_get(v, k), key, error));
+    return QL_OK;
+  }
+  if (!json_is_string(v)) return QL_OK;
+  const char *s = json_string_value(v);
+  if (strcmp(s, "NaN") == 0 || strcmp(s, "Infinity") == 0 || strcmp(s, "-Infinity") == 0) return QL_OK;
+  uint8_t *raw = NULL;
+  int64_t n = 0;
+  int rc = zr_base64_decode(s, &raw, &n);
+  free(raw);
+  if (rc == QL_ENOMEM) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  if (rc != QL_OK || n != 8) {
+    return ql_error_set(error, QL_EDATA, "%s '%.64s' is not a number, \"NaN\", \"Infinity\" or base64 of a float64", key,
+                        s);
+  }
+  return QL_OK;
+}
+
 static void add_mask(struct zr_decoder *d, const json_t *v) {
   if (!v || json_is_null(v)) return;
   if (json_is_array(v)) {
     for (size_t k = 0; k < json_array_size(v); k++) add_mask(d, json_array_get(v, k));
+    return;
+  }
+  if (fill_is_nan(v)) {
+    /* A float variable whose fill value is NaN: its NaN cells are the
+     * missing ones, so they become NULL (xarray leaves them NaN, which
+     * pandas also treats as missing). Integers cannot hold NaN. */
+    if (d->in.type == ZR_FLOAT && !d->mask_nan && d->n_mask < ZR_MAX_MASKS) {
+      d->mask_f[d->n_mask] = NAN;
+      d->mask_i[d->n_mask] = INT64_MIN + 1;
+      d->n_mask++;
+      d->mask_nan = 1;
+    }
     return;
   }
   double f;
@@ -173,8 +225,10 @@ int zr_decoder_init(const struct zr_array *a, int32_t decode_times, struct zr_de
   if (a->zarr_format == 2) {
     if (!a->fill_is_null) add_mask(d, a->fill_json);
   } else {
+    QL_RETURN_NOT_OK(check_fill_string(json_object_get(attrs, "_FillValue"), "_FillValue", error));
     add_mask(d, json_object_get(attrs, "_FillValue"));
   }
+  QL_RETURN_NOT_OK(check_fill_string(json_object_get(attrs, "missing_value"), "missing_value", error));
   add_mask(d, json_object_get(attrs, "missing_value"));
   if (d->in.type == ZR_UINT && unsig && strcmp(unsig, "true") == 0) {
     /* fill values written as signed numbers view as unsigned */
@@ -272,6 +326,7 @@ static void read_raw(const struct zr_dtype *t, const uint8_t *e, int64_t *i, uin
 }
 
 static int masked_float(const struct zr_decoder *d, double x, int as_f32) {
+  if (d->mask_nan && isnan(x)) return 1;
   for (int32_t k = 0; k < d->n_mask; k++) {
     if (as_f32 ? (float)x == (float)d->mask_f[k] : x == d->mask_f[k]) return 1;
   }
@@ -570,7 +625,7 @@ static int append_masked_f32(struct zr_colbuf *b, const struct zr_decoder *d, co
   for (int64_t r = 0; r < n; r++) {
     float x;
     memcpy(&x, base + offsets[r] * 4, 4);
-    int masked = 0;
+    int masked = d->mask_nan && x != x;
     for (int32_t k = 0; k < d->n_mask; k++) masked |= x == masks[k];
     if (masked) {
       QL_RETURN_NOT_OK(mark_null(b));
@@ -638,8 +693,11 @@ static unsigned bit_count(unsigned byte) {
  * faster than float ones. */
 struct zr_mask_bits {
   uint32_t want, ignore;
-  int32_t never;
+  int32_t never; /* NaN mask: matched by the is-NaN test instead (zr_decoder.mask_nan) */
 };
+
+/* float32 bits that are a NaN: exponent all ones, mantissa not zero. */
+static inline unsigned bits_are_nan(uint32_t u) { return (u & 0x7fffffffu) > 0x7f800000u; }
 
 static struct zr_mask_bits mask_bits_of(double value) {
   struct zr_mask_bits mb = {0, 0, 0};
@@ -655,10 +713,11 @@ static struct zr_mask_bits mask_bits_of(double value) {
 }
 
 /* One bitmap byte over count (<= 8) cells: bit b set unless cell b matches a mask. */
-static inline unsigned mask_byte(const uint32_t *u, int count, const struct zr_mask_bits *mb, int32_t n_mask) {
+static inline unsigned mask_byte(const uint32_t *u, int count, const struct zr_mask_bits *mb, int32_t n_mask,
+                                 int32_t nan) {
   unsigned byte = 0;
   for (int b = 0; b < count; b++) {
-    unsigned masked = 0;
+    unsigned masked = nan ? bits_are_nan(u[b]) : 0u;
     for (int32_t k = 0; k < n_mask; k++) masked |= !mb[k].never & ((u[b] & ~mb[k].ignore) == mb[k].want);
     byte |= (masked ^ 1u) << b;
   }
@@ -668,7 +727,7 @@ static inline unsigned mask_byte(const uint32_t *u, int count, const struct zr_m
 #ifdef __SSE2__
 /* Bitmap bytes of 8 cells at a time, 4 lanes per compare. */
 static int64_t mask_bytes_sse2(const float *cells, int64_t full, const struct zr_mask_bits *mb, int32_t n_mask,
-                               uint8_t *bits) {
+                               int32_t nan, uint8_t *bits) {
   int64_t valid = 0;
   __m128i want[ZR_MAX_MASKS], keep[ZR_MAX_MASKS];
   int32_t used = 0;
@@ -682,6 +741,11 @@ static int64_t mask_bytes_sse2(const float *cells, int64_t full, const struct zr
     __m128i lo = _mm_loadu_si128((const __m128i *)(const void *)(cells + 8 * i));
     __m128i hi = _mm_loadu_si128((const __m128i *)(const void *)(cells + 8 * i + 4));
     __m128i mlo = _mm_setzero_si128(), mhi = _mm_setzero_si128();
+    if (nan) {
+      __m128 flo = _mm_castsi128_ps(lo), fhi = _mm_castsi128_ps(hi);
+      mlo = _mm_castps_si128(_mm_cmpunord_ps(flo, flo));
+      mhi = _mm_castps_si128(_mm_cmpunord_ps(fhi, fhi));
+    }
     for (int32_t k = 0; k < used; k++) {
       mlo = _mm_or_si128(mlo, _mm_cmpeq_epi32(_mm_and_si128(lo, keep[k]), want[k]));
       mhi = _mm_or_si128(mhi, _mm_cmpeq_epi32(_mm_and_si128(hi, keep[k]), want[k]));
@@ -701,12 +765,12 @@ int64_t zr_mask_bitmap_f32(const struct zr_decoder *d, const float *cells, int64
   for (int32_t k = 0; k < d->n_mask; k++) mb[k] = mask_bits_of(d->mask_f[k]);
   int64_t valid = 0, full = n / 8;
 #ifdef __SSE2__
-  valid = mask_bytes_sse2(cells, full, mb, d->n_mask, bits);
+  valid = mask_bytes_sse2(cells, full, mb, d->n_mask, d->mask_nan, bits);
 #else
   for (int64_t i = 0; i < full; i++) {
     uint32_t u[8];
     memcpy(u, cells + 8 * i, sizeof(u));
-    unsigned byte = mask_byte(u, 8, mb, d->n_mask);
+    unsigned byte = mask_byte(u, 8, mb, d->n_mask, d->mask_nan);
     bits[i] = (uint8_t)byte;
     valid += bit_count(byte);
   }
@@ -714,7 +778,7 @@ int64_t zr_mask_bitmap_f32(const struct zr_decoder *d, const float *cells, int64
   if (n % 8) {
     uint32_t u[8];
     memcpy(u, cells + 8 * full, sizeof(uint32_t) * (size_t)(n % 8));
-    unsigned byte = mask_byte(u, (int)(n % 8), mb, d->n_mask);
+    unsigned byte = mask_byte(u, (int)(n % 8), mb, d->n_mask, d->mask_nan);
     bits[full] = (uint8_t)byte;
     valid += bit_count(byte);
   }

@@ -8,11 +8,16 @@
  * attribute), and the CF conventions' "units: <unit> since <date>".
  *
  * xarray's rules, as followed here:
- * - masked values: every non-NaN value of _FillValue and missing_value
+ * - masked values: every value of _FillValue and missing_value
  *   (v2: the .zarray fill_value is _FillValue; v3: the "_FillValue"
  *   attribute, floats base64-encoded), compared after casting the data to
- *   the decoded type; a masked cell becomes SQL NULL; a NaN that is not a
- *   fill value stays NaN.
+ *   the decoded type; a masked cell becomes SQL NULL. One departure from
+ *   xarray (which keeps NaN fills out of its mask and leaves those cells
+ *   NaN): when a float variable's _FillValue or missing_value is NaN, its
+ *   NaN cells are masked too (SQL NULL), so count/avg/max and comparisons
+ *   skip them as pandas does. A float variable with no fill value, or only
+ *   non-NaN ones, keeps its NaNs as NaN. A NaN fill on an integer variable
+ *   masks nothing.
  * - decoded type: floats keep their width (float16 becomes float32);
  *   integers with a fill value become float32 (<= 2 bytes) or float64;
  *   scale_factor / add_offset (JSON numbers) give float64; integers without
@@ -66,6 +71,8 @@ struct zr_decoder {
   int64_t ref_ns;      /* reference date, ns since the epoch */
   int64_t out_unit_ns; /* TIMESTAMP / DURATION output tick */
   int32_t time_kept_numeric; /* units looked like time but xarray would not decode to datetime64 */
+  int32_t mask_nan;          /* 1: a float variable whose fill value is NaN; NaN cells are null
+                                (one of the n_mask slots holds that NaN) */
 };
 
 /* One decoded value, for statistics and filters. */

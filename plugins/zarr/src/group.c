@@ -17,7 +17,8 @@ void zr_group_free(struct zr_group *g) {
 
 static int has_dims(const struct zr_array *a) { return a->ndim > 0 && a->dims[0] != NULL; }
 
-/* Append a parsed array, or drop it when xarray would not see it. */
+/* Append a parsed array, or drop it when it has no dimensions (a 0-d
+ * scalar makes no rows). */
 static int keep_array(struct zr_group *g, struct zr_array *a, struct ql_error *error) {
   if (!has_dims(a)) {
     zr_array_free(a);
@@ -40,6 +41,14 @@ static int parse_one(const char *what, const char *name, int32_t format, const j
   if (rc != QL_OK) {
     zr_array_free(&a);
     return ql_error_prefix(error, "zarr store %s: array '%s'", what, name);
+  }
+  if (a.ndim > 0 && !has_dims(&a)) {
+    /* xarray refuses such a store too; dropping the array silently would
+     * hide a variable the user expects. */
+    zr_array_free(&a);
+    return ql_error_set(error, QL_EDATA,
+                        "zarr store %s: array '%s' has no dimension names (_ARRAY_DIMENSIONS / dimension_names)", what,
+                        name);
   }
   return keep_array(g, &a, error);
 }
@@ -200,9 +209,17 @@ int zr_group_load(const struct zr_store *store, struct zr_group *out, struct ql_
     const char *nt = json_string_value(json_object_get(root, "node_type"));
     json_t *fmt = json_object_get(root, "zarr_format");
     if (!json_is_integer(fmt) || json_integer_value(fmt) != 3 || !nt || strcmp(nt, "group") != 0) {
-      json_decref(root);
-      return ql_error_set(error, QL_EDATA, "zarr store %s: zarr.json is not a v3 group (node_type '%s')", store->url,
+      /* nt is owned by root: format the message before releasing it. */
+      if (nt && strcmp(nt, "array") == 0) {
+        rc = ql_error_set(error, QL_EDATA,
+                          "zarr store %s: zarr.json is an array, not a group (point path at the store that contains it)",
+                          store->url);
+      } else {
+        rc = ql_error_set(error, QL_EDATA, "zarr store %s: zarr.json is not a v3 group (node_type '%s')", store->url,
                           nt ? nt : "missing");
+      }
+      json_decref(root);
+      return rc;
     }
     json_t *attrs = json_object_get(root, "attributes");
     out->attrs = json_is_object(attrs) ? json_incref(attrs) : json_object();
@@ -222,6 +239,16 @@ int zr_group_load(const struct zr_store *store, struct zr_group *out, struct ql_
   ql_error_release(error);
   rc = load_json(store, ".zgroup", &root, error);
   if (rc == QL_ENOTFOUND) {
+    ql_error_release(error);
+    if (load_json(store, ".zarray", &root, error) == QL_OK) {
+      json_decref(root);
+      ql_error_release(error);
+      return ql_error_set(error, QL_EDATA,
+                          "zarr store %s: .zarray found: this is an array, not a group (point path at the store that "
+                          "contains it)",
+                          store->url);
+    }
+    ql_error_release(error);
     return ql_error_set(error, QL_ENOTFOUND, "zarr store %s: not a Zarr group (no zarr.json, .zmetadata or .zgroup)",
                         store->url);
   }

@@ -49,9 +49,16 @@ int zr_read_box(const struct zr_store *store, const struct zr_array *a, const in
     c[i] = c0[i];
   }
   int64_t chunk_n = zr_product(a->chunks, nd);
-  if (chunk_n < 0 || chunk_n > ((int64_t)1 << 31) / (a->dtype.size ? a->dtype.size : 1)) {
-    return ql_error_set(error, QL_EDATA, "zarr store %s: array '%s': chunk of %lld elements is too large", store->url,
-                        a->name, (long long)chunk_n);
+  if (chunk_n < 0) {
+    /* zr_product is -1 when the chunk shape's product overflows int64 */
+    return ql_error_set(error, QL_EDATA,
+                        "zarr store %s: array '%s': chunk shape is too large (its element count overflows 64 bits)",
+                        store->url, a->name);
+  }
+  if (chunk_n > ((int64_t)1 << 31) / (a->dtype.size ? a->dtype.size : 1)) {
+    return ql_error_set(error, QL_EDATA,
+                        "zarr store %s: array '%s': chunk of %lld elements (%lld bytes) is too large (limit 2 GiB)",
+                        store->url, a->name, (long long)chunk_n, (long long)chunk_n * (a->dtype.size ? a->dtype.size : 1));
   }
   int whole_chunk = 1; /* the box is one whole chunk: decode it in place */
   for (int32_t i = 0; i < nd; i++) {

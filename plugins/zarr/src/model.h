@@ -61,6 +61,9 @@ struct zr_table {
  * chunk grid, innermost dimensions first): tiny chunks would otherwise
  * make tiny batches and a block per chunk. */
 #define ZR_DEFAULT_BLOCK_ROWS 65536
+/* Largest accepted block_rows option: 2^40 rows (a block of one-byte cells
+ * would already be a terabyte); larger values are a typo, not a plan. */
+#define ZR_MAX_BLOCK_ROWS ((int64_t)1 << 40)
 
 struct zr_dataset {
   atomic_int refs;

@@ -1,5 +1,6 @@
 /* qlink_zarr: the plugin descriptor, the `table` table provider and the
  * `store` schema provider. The only exported symbol is qlink_plugin_init. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,9 +123,15 @@ static int open_dataset(const struct ql_options *options, const struct ql_sessio
   const char *text = ql_options_get(options, "block_rows", NULL);
   if (text) {
     char *end = NULL;
+    errno = 0;
     long long v = strtoll(text, &end, 10);
     if (end == text || *end != '\0' || v < 1) {
       return ql_error_set(error, QL_EINVAL, "%s: option 'block_rows' must be a positive integer (got '%s')", what, text);
+    }
+    /* strtoll clamps an overflow to LLONG_MAX and says so only in errno */
+    if (errno == ERANGE || v > ZR_MAX_BLOCK_ROWS) {
+      return ql_error_set(error, QL_EINVAL, "%s: option 'block_rows' is out of range (1 .. %lld, got '%s')", what,
+                          (long long)ZR_MAX_BLOCK_ROWS, text);
     }
     block_rows = (int64_t)v;
   }

@@ -74,7 +74,24 @@ def open_xr(path, **kw):
         return xr.open_zarr(path, **kw).load()
 
 
-def _cell_expected(value, raw, fmt):
+def _nan_is_fill(var):
+    """1 when a float variable's _FillValue or missing_value is NaN: the
+    plugin then masks its NaN cells (NULL) where xarray leaves NaN."""
+    if var is None or var.dtype.kind != "f":
+        return False
+    for key in ("_FillValue", "missing_value"):
+        for src in (var.attrs, var.encoding):
+            values = np.atleast_1d(np.asarray(src.get(key, []), dtype=object))
+            for f in values:
+                try:
+                    if np.isnan(float(f)):
+                        return True
+                except (TypeError, ValueError):
+                    pass
+    return False
+
+
+def _cell_expected(value, raw, fmt, nan_is_fill=False):
     """xarray's decoded value as the driver prints it (None = NULL)."""
     if fmt.startswith("ts") or fmt.startswith("tD"):
         if pd.isna(value):
@@ -87,9 +104,10 @@ def _cell_expected(value, raw, fmt):
     if fmt in ("f", "g"):
         v = float(value)
         if np.isnan(v):
-            # a stored NaN stays NaN; a NaN xarray made from a fill value is NULL
+            # a stored NaN stays NaN unless the fill value is NaN; a NaN
+            # xarray made from a fill value is NULL
             if raw is None or np.isnan(float(raw)):
-                return "NaN"
+                return None if nan_is_fill else "NaN"
             return None
         return v
     if fmt == "b":
@@ -112,6 +130,7 @@ def expected_rows(path, scan, columns=None):
     sub = ds[variables] if variables else ds
     df = sub.to_dataframe().reset_index()
     rawdf = raw[variables].to_dataframe().reset_index() if variables else None
+    nan_fill = {c: _nan_is_fill(raw[c]) for c in variables if c in raw}
     out = []
     for i in range(len(df)):
         row = []
@@ -122,7 +141,7 @@ def expected_rows(path, scan, columns=None):
                 continue
             value = df[c].iloc[i]
             r = rawdf[c].iloc[i] if rawdf is not None and c in rawdf else None
-            row.append(_cell_expected(value, r, fmt))
+            row.append(_cell_expected(value, r, fmt, nan_fill.get(c, False)))
         out.append(row)
     return out
 

@@ -180,12 +180,30 @@ def test_strings_with_several_blocks(tmp_path, fmt):
     assert sub.header["answers"] == [0]
 
 
-def test_store_without_dimension_names_names_the_store(tmp_path):
-    g = zarr.open_group(str(tmp_path / "nodims.zarr"), mode="w", zarr_format=3)
-    g.create_array("v", shape=(3,), chunks=(3,), dtype="f4")
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("names", [None, [None, "y"]])
+def test_array_without_dimension_names_names_the_store_and_array(tmp_path, fmt, names):
+    # xarray refuses such a store; the array is not dropped silently
+    g = zarr.open_group(str(tmp_path / "nodims.zarr"), mode="w", zarr_format=fmt)
+    ok = g.create_array("ok", shape=(3,), chunks=(3,), dtype="f4", **(
+        {"dimension_names": ["x"]} if fmt == 3 else {"attributes": {"_ARRAY_DIMENSIONS": ["x"]}}))
+    ok[:] = 1
+    kw = {}
+    if names is not None:
+        kw = {"dimension_names": names} if fmt == 3 else {"attributes": {"_ARRAY_DIMENSIONS": names}}
+    g.create_array("t2m", shape=(3, 2), chunks=(3, 2), dtype="f4", **kw)
     p = run_scan(tmp_path / "nodims.zarr", check=False)
     assert p.returncode == 1
-    assert "nodims.zarr" in p.stderr and "no arrays with dimensions" in p.stderr
+    assert "nodims.zarr" in p.stderr and "array 't2m' has no dimension names" in p.stderr
+    assert "AddressSanitizer" not in p.stderr
+
+
+def test_store_of_scalars_only_names_the_store(tmp_path):
+    g = zarr.open_group(str(tmp_path / "scalars.zarr"), mode="w", zarr_format=3)
+    g.create_array("s", shape=(), dtype="f4", dimension_names=[])
+    p = run_scan(tmp_path / "scalars.zarr", check=False)
+    assert p.returncode == 1
+    assert "scalars.zarr" in p.stderr and "no arrays with dimensions" in p.stderr
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -27,7 +27,9 @@ def make_store(tmp_path, fmt):
         },
         coords={"time": time, "y": np.arange(ny) * 10, "x": np.array([0.9, 0.1, 0.5, 0.3, 0.7, np.nan])},
     )
-    enc = {"v": {"chunks": (3, 2, 4)}, "w": {"chunks": (2, 7, 3)}, "s": {"chunks": (3, 3)}}
+    # x has no fill value, so its NaN stays a NaN (with xarray's default NaN
+    # fill it would be masked: NULL)
+    enc = {"v": {"chunks": (3, 2, 4)}, "w": {"chunks": (2, 7, 3)}, "s": {"chunks": (3, 3)}, "x": {"_FillValue": None}}
     path = tmp_path / f"f{fmt}.zarr"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -1,0 +1,79 @@
+"""NaN and NULL: a float variable whose fill value is NaN (what xarray
+writes by default) has its NaN cells masked (SQL NULL, where xarray and
+pandas show a missing NaN); a float variable with no fill value, or a
+non-NaN one, keeps its NaNs as NaN."""
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+
+from conftest import assert_same_rows, expected_rows, run_scan
+
+NAN = float("nan")
+
+
+def write_xr(path, fmt, dtype):
+    ds = xr.Dataset({"v": (("x",), np.array([1.0, NAN, 3.0, NAN, 5.0, 6.0, NAN, 8.0, 9.0, 10.0], dtype=dtype))},
+                    coords={"x": np.arange(10)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds.to_zarr(path, zarr_format=fmt, mode="w", encoding={"v": {"chunks": (5,)}})
+    return path
+
+
+def is_nan(v):
+    return isinstance(v, float) and v != v
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+@pytest.mark.parametrize("dtype", ["f4", "f8"])
+@pytest.mark.parametrize("block_rows", ["1", "100"])
+def test_nan_fill_masks_nan_cells(tmp_path, fmt, dtype, block_rows):
+    # block_rows 100: the whole array is one block, whose float32 cells are
+    # viewed in place with a validity bitmap (the zero-copy path)
+    path = write_xr(tmp_path / "n.zarr", fmt, dtype)
+    scan = run_scan(path, "--block-rows", block_rows)
+    assert scan.column("v") == [1.0, None, 3.0, None, 5.0, 6.0, None, 8.0, 9.0, 10.0]
+    want = expected_rows(path, scan)
+    assert_same_rows(scan.rows, want, 1)
+
+
+def write_raw(path, fmt, fill, attr_fill):
+    """A float64 array written by zarr-python: zarr fill_value `fill`, and for
+    v3 an xarray _FillValue attribute `attr_fill` (None: no attribute)."""
+    g = zarr.open_group(str(path), mode="w", zarr_format=fmt)
+    kw = {"dimension_names": ["x"]} if fmt == 3 else {}
+    attrs = {} if fmt == 3 else {"_ARRAY_DIMENSIONS": ["x"]}
+    if attr_fill is not None:
+        attrs["_FillValue"] = attr_fill
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = g.create_array("v", shape=(4,), chunks=(2,), dtype="f8", fill_value=fill, attributes=attrs, **kw)
+    a[:] = np.array([1.0, NAN, -999.0, 4.0])
+    return path
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_non_nan_fill_keeps_nan(tmp_path, fmt):
+    # fill -999: the -999 cell is NULL, the NaN cell stays NaN
+    path = write_raw(tmp_path / "m.zarr", fmt, -999.0, -999.0 if fmt == 3 else None)
+    values = run_scan(path).column("v")
+    assert values[0] == 1.0 and is_nan(values[1]) and values[2] is None and values[3] == 4.0
+
+
+def test_no_fill_keeps_nan(tmp_path):
+    # v3 without a _FillValue attribute: nothing is masked
+    path = write_raw(tmp_path / "f.zarr", 3, NAN, None)
+    values = run_scan(path).column("v")
+    assert values[0] == 1.0 and is_nan(values[1]) and values[2] == -999.0 and values[3] == 4.0
+
+
+def test_nan_missing_value_masks_nan(tmp_path):
+    # v3, no _FillValue but missing_value NaN
+    g = zarr.open_group(str(tmp_path / "mv.zarr"), mode="w", zarr_format=3)
+    a = g.create_array("v", shape=(3,), chunks=(3,), dtype="f4", fill_value=0.0, dimension_names=["x"],
+                       attributes={"missing_value": "NaN"})
+    a[:] = np.array([NAN, 2.0, 0.0], dtype="f4")
+    assert run_scan(tmp_path / "mv.zarr").column("v") == [None, 2.0, 0.0]
