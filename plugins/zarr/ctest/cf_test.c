@@ -286,8 +286,40 @@ static void test_mask_bitmap_f32(void) {
   }
 }
 
+/* float64 cells: a -9999 mask, and a NaN fill (mask_nan) masking every NaN. */
+static void test_mask_bitmap_f64(void) {
+  double cells[19];
+  for (int i = 0; i < 19; i++) cells[i] = i * 0.5;
+  cells[3] = NAN;
+  cells[9] = -9999.0;
+  cells[18] = -NAN;
+  struct zr_decoder d;
+  memset(&d, 0, sizeof(d));
+  d.in.type = ZR_FLOAT;
+  d.in.size = 8;
+  d.out = ZR_OUT_F64;
+  d.n_mask = 1;
+  d.mask_f[0] = -9999.0;
+  QL_CHECK_INT(zr_decoder_is_masked_f64(&d), 1);
+  uint8_t bits[3];
+  QL_CHECK_INT(zr_mask_bitmap_f64(&d, cells, 19, bits), 1);
+  QL_CHECK_INT(bits[0], 0xff);
+  QL_CHECK_INT(bits[1], 0xfd);
+  QL_CHECK_INT(bits[2], 0x07);
+  d.n_mask = 2;
+  d.mask_f[1] = NAN;
+  d.mask_nan = 1;
+  QL_CHECK_INT(zr_mask_bitmap_f64(&d, cells, 19, bits), 3);
+  QL_CHECK_INT(bits[0], 0xf7);
+  QL_CHECK_INT(bits[1], 0xfd);
+  QL_CHECK_INT(bits[2], 0x03);
+  d.has_scale = 1;
+  QL_CHECK_INT(zr_decoder_is_masked_f64(&d), 0);
+}
+
 int main(void) {
   test_mask_bitmap_f32();
+  test_mask_bitmap_f64();
   test_time_units();
   test_mask_and_scale();
   test_times();

@@ -638,8 +638,33 @@ static int append_masked_f32(struct zr_colbuf *b, const struct zr_decoder *d, co
   return QL_OK;
 }
 
+/* float64 data with fill values and no scaling (xarray's default float64
+ * variable, whose fill is NaN): compared as float64. */
+static int append_masked_f64(struct zr_colbuf *b, const struct zr_decoder *d, const uint8_t *base,
+                             const int64_t *offsets, int64_t n) {
+  double *out = (double *)(void *)b->data;
+  for (int64_t r = 0; r < n; r++) {
+    double x;
+    memcpy(&x, base + offsets[r] * 8, 8);
+    int masked = d->mask_nan && x != x;
+    for (int32_t k = 0; k < d->n_mask; k++) masked |= x == d->mask_f[k];
+    if (masked) {
+      QL_RETURN_NOT_OK(mark_null(b));
+      x = 0;
+    } else if (b->valid) {
+      b->valid[b->n] = 1;
+    }
+    out[b->n++] = x;
+  }
+  return QL_OK;
+}
+
 int zr_colbuf_append_many(struct zr_colbuf *b, const struct zr_decoder *d, const uint8_t *base, const int64_t *offsets,
                           int64_t n) {
+  if (b->width == 8 && zr_decoder_is_masked_f64(d)) {
+    QL_RETURN_NOT_OK(reserve_rows(b, n));
+    return append_masked_f64(b, d, base, offsets, n);
+  }
   if (b->width && (is_plain(d, b->width) ||
                    (d->in.type == ZR_FLOAT && d->in.size == 4 && d->out == ZR_OUT_F32 && !d->has_scale &&
                     !d->has_offset && !d->cf_time && !d->cf_duration))) {
@@ -679,6 +704,25 @@ int zr_decoder_is_identity(const struct zr_decoder *d) {
 int zr_decoder_is_masked_f32(const struct zr_decoder *d) {
   return d->n_mask > 0 && d->in.type == ZR_FLOAT && d->in.size == 4 && d->out == ZR_OUT_F32 && !d->has_scale &&
          !d->has_offset && !d->cf_time && !d->cf_duration;
+}
+
+int zr_decoder_is_masked_f64(const struct zr_decoder *d) {
+  return d->n_mask > 0 && d->in.type == ZR_FLOAT && d->in.size == 8 && d->out == ZR_OUT_F64 && !d->has_scale &&
+         !d->has_offset && !d->cf_time && !d->cf_duration;
+}
+
+int64_t zr_mask_bitmap_f64(const struct zr_decoder *d, const double *cells, int64_t n, uint8_t *bits) {
+  memset(bits, 0, (size_t)((n + 7) / 8));
+  int64_t nulls = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double x;
+    memcpy(&x, cells + i, sizeof(x));
+    int masked = d->mask_nan && x != x;
+    for (int32_t k = 0; k < d->n_mask; k++) masked |= x == d->mask_f[k];
+    nulls += masked;
+    bits[i >> 3] |= (uint8_t)((unsigned)!masked << (i & 7));
+  }
+  return nulls;
 }
 
 /* Set bits per byte value (no popcount instruction is assumed). */

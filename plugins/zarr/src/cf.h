@@ -138,6 +138,12 @@ int zr_decoder_is_masked_f32(const struct zr_decoder *d);
  * (bit set = valid) into `bits` ((n + 7) / 8 bytes); returns the number of
  * masked cells. */
 int64_t zr_mask_bitmap_f32(const struct zr_decoder *d, const float *cells, int64_t n, uint8_t *bits);
+/* The same for float64 cells kept as stored (fill values compared as
+ * float64; a NaN fill masks every NaN): 1 when `d` is such a decoder. */
+int zr_decoder_is_masked_f64(const struct zr_decoder *d);
+/* For such a decoder: the validity bitmap of `n` float64 cells into `bits`
+ * ((n + 7) / 8 bytes); returns the number of masked cells. */
+int64_t zr_mask_bitmap_f64(const struct zr_decoder *d, const double *cells, int64_t n, uint8_t *bits);
 /* Append the element `elem` decoded, `count` times (a repeated dimension
  * value; fixed-width outputs only, else as zr_colbuf_append). */
 int zr_colbuf_append_repeat(struct zr_colbuf *b, const struct zr_decoder *d, const uint8_t *elem, int64_t count);

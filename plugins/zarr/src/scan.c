@@ -236,14 +236,17 @@ static int reserve_blocks(struct zr_stream *st, struct ql_error *error) {
 }
 
 /* Can batches of column `c` point into its block? When its decoded cells
- * are the stored bytes (float32 fill values masked by the validity bitmap
+ * are the stored bytes (float32 / float64 fill values masked by the validity bitmap
  * alone: a null slot then holds the fill value, not 0) and the block's C
  * order is the rows' order: the
  * array spans every table dimension in order and the selection has no gaps
  * (the block is then exactly the partition's rows). */
 static int column_is_zero_copy(const struct zr_stream *st, const struct zr_column *c) {
   const struct zr_table *t = scan_table(st->scan);
-  if (!(zr_decoder_is_identity(&c->dec) || zr_decoder_is_masked_f32(&c->dec)) || c->n_axes != t->ndim) return 0;
+  if (!(zr_decoder_is_identity(&c->dec) || zr_decoder_is_masked_f32(&c->dec) || zr_decoder_is_masked_f64(&c->dec)) ||
+      c->n_axes != t->ndim) {
+    return 0;
+  }
   for (int32_t ax = 0; ax < c->n_axes; ax++) {
     if (c->axes[ax] != ax || st->nsel[ax] != st->extent[ax]) return 0;
   }
@@ -373,7 +376,8 @@ static int view_init(struct zr_block *block, const struct zr_decoder *dec, const
       free(v);
       return ql_error_set(error, QL_ENOMEM, "out of memory");
     }
-    nulls = zr_mask_bitmap_f32(dec, (const float *)(const void *)data, n, v->validity);
+    nulls = dec->in.size == 8 ? zr_mask_bitmap_f64(dec, (const double *)(const void *)data, n, v->validity)
+                              : zr_mask_bitmap_f32(dec, (const float *)(const void *)data, n, v->validity);
     if (nulls == 0) {
       free(v->validity);
       v->validity = NULL;
