@@ -4,24 +4,12 @@ same queries over native tables (register_record_batches) and against
 qlink.Session."""
 
 import datafusion
-import numpy as np
 import pyarrow as pa
 import pytest
-import xarray as xr
 
 import qlink
-from conftest import series_table
+from conftest import SERIES_QUERIES as QUERIES, series_table
 
-QUERIES = [
-    "SELECT * FROM {t} ORDER BY value",
-    "SELECT count(*) AS n, sum(value) AS s, min(square) AS lo, max(square) AS hi FROM {t}",
-    "SELECT parity, count(*) AS n, sum(square) AS s FROM {t} GROUP BY parity ORDER BY parity",
-    "SELECT value, square FROM {t} WHERE value > 40 AND value <= 77 ORDER BY value DESC",
-    "SELECT value FROM {t} WHERE parity = 'odd' AND value < 20 ORDER BY value LIMIT 4",
-    "SELECT value FROM {t} WHERE abs(value - 50) < 3 ORDER BY value",
-    "SELECT a.value, b.square FROM {t} a JOIN {t} b ON a.value = b.value + 3 WHERE a.value < 10 ORDER BY a.value",
-    "SELECT value FROM {t} ORDER BY value DESC LIMIT 3",
-]
 
 
 @pytest.fixture(scope="module")
@@ -199,20 +187,6 @@ def test_version_mismatch_is_an_exception(sample, monkeypatch):
         sample.udf("add_one").__datafusion_scalar_udf__()
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    root = tmp_path_factory.mktemp("zarr_capsules")
-    ds = xr.Dataset(
-        {
-            "temp": (("time", "lat"), np.arange(20, dtype="f8").reshape(5, 4) / 4),
-            "count": (("time", "lat"), np.arange(20, dtype="i4").reshape(5, 4) * 3),
-            "elev": (("lat",), np.array([10, 20, 30, 40], dtype="i4")),
-        },
-        coords={"time": np.arange(5, dtype="i8"), "lat": np.array([-1.5, 0.0, 1.5, 3.0])},
-    )
-    path = root / "weather.zarr"
-    ds.to_zarr(path, zarr_format=3, consolidated=False, encoding={"temp": {"chunks": (2, 4)}})
-    return ds, path
 
 
 def test_zarr_tables_in_datafusion_python(store):

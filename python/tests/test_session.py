@@ -10,16 +10,8 @@ import pyarrow as pa
 import pytest
 
 import qlink
-from conftest import series_table
+from conftest import SERIES_QUERIES as QUERIES, series_table
 
-QUERIES = [
-    "SELECT * FROM {t} ORDER BY value",
-    "SELECT count(*) AS n, sum(value) AS s, min(square) AS lo, max(square) AS hi FROM {t}",
-    "SELECT parity, count(*) AS n, sum(square) AS s FROM {t} GROUP BY parity ORDER BY parity",
-    "SELECT value, square FROM {t} WHERE value > 40 AND value <= 77 ORDER BY value DESC",
-    "SELECT value FROM {t} WHERE parity = 'odd' AND value < 20 ORDER BY value LIMIT 4",
-    "SELECT a.value, b.square FROM {t} a JOIN {t} b ON a.value = b.value + 3 WHERE a.value < 10 ORDER BY a.value",
-]
 
 
 @pytest.mark.parametrize("query", QUERIES)

@@ -1,27 +1,11 @@
 """qlink_zarr through Session.register_zarr / qlink.register_zarr, on stores
 written by xarray, compared with xarray's own to_dataframe."""
 
-import numpy as np
 import pytest
-import xarray as xr
 
 import qlink
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    root = tmp_path_factory.mktemp("zarr")
-    ds = xr.Dataset(
-        {
-            "temp": (("time", "lat"), np.arange(20, dtype="f8").reshape(5, 4) / 4),
-            "count": (("time", "lat"), np.arange(20, dtype="i4").reshape(5, 4) * 3),
-            "elev": (("lat",), np.array([10, 20, 30, 40], dtype="i4")),
-        },
-        coords={"time": np.arange(5, dtype="i8"), "lat": np.array([-1.5, 0.0, 1.5, 3.0])},
-    )
-    path = root / "weather.zarr"
-    ds.to_zarr(path, zarr_format=3, consolidated=False, encoding={"temp": {"chunks": (2, 4)}})
-    return ds, path
 
 
 def test_register_zarr_tables_equal_xarray(store):
