@@ -67,3 +67,18 @@ def test_zarr_errors(tmp_path):
     s = qlink.Session()
     with pytest.raises(qlink.QlinkError):
         s.register_zarr(str(tmp_path / "missing.zarr"))
+
+
+@pytest.mark.parametrize("dirname", ["pü", "a%b", "with space", "x#y"])
+def test_store_path_with_unusual_characters(store, tmp_path, dirname):
+    # Object paths cross as plain strings: a non-ASCII or '%' directory name
+    # must reach the file system as written (not percent-encoded twice).
+    ds, path = store
+    import shutil
+
+    target = tmp_path / dirname / "weather.zarr"
+    shutil.copytree(path, target)
+    s = qlink.Session()
+    s.register_zarr(str(target), name="w")
+    got = s.sql("SELECT count(*) AS n, sum(count) AS c FROM w.time_lat").to_pydict()
+    assert got == {"n": [20], "c": [int(ds["count"].sum())]}

@@ -159,7 +159,17 @@ fn store_of(self_: *const ql_object_store) -> Arc<dyn ObjectStore> {
 }
 
 fn store_path(path: *const c_char) -> StorePath {
-    StorePath::from(cstr(path).trim_start_matches('/'))
+    object_path(cstr(path).trim_start_matches('/'))
+}
+
+/// A qlink object path (a plain '/'-separated string, not percent-encoded)
+/// as an object_store `Path`. `Path::parse` keeps each segment as written;
+/// `Path::from` would percent-encode non-ASCII bytes and '%', which the local
+/// file store then encodes a second time (a directory named `pü` or `a%b`
+/// would not be found). Paths `parse` refuses (control characters, "." or
+/// ".." segments) go through `from`, which escapes them.
+fn object_path(path: &str) -> StorePath {
+    StorePath::parse(path).unwrap_or_else(|_| StorePath::from(path))
 }
 
 fn store_error(error: *mut ql_error, e: object_store::Error) -> c_int {
@@ -269,7 +279,7 @@ unsafe extern "C" fn store_list(
         let store = store_of(self_);
         let prefix = cstr(prefix);
         let metas = block_on_io(async move {
-            let p = if prefix.is_empty() { None } else { Some(StorePath::from(prefix.as_str())) };
+            let p = if prefix.is_empty() { None } else { Some(object_path(prefix.trim_start_matches('/'))) };
             let mut s = store.list(p.as_ref());
             let mut v = Vec::new();
             while let Some(m) = s.next().await {
