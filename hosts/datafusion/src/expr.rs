@@ -137,29 +137,9 @@ pub fn static_format(dt: &DataType) -> Option<&'static std::ffi::CStr> {
 
 /// Arrow C format string of a type (the Arrow C Data Interface's).
 pub fn format_of(dt: &DataType) -> String {
-    match dt {
-        DataType::Null => "n".into(),
-        DataType::Boolean => "b".into(),
-        DataType::Int8 => "c".into(),
-        DataType::UInt8 => "C".into(),
-        DataType::Int16 => "s".into(),
-        DataType::UInt16 => "S".into(),
-        DataType::Int32 => "i".into(),
-        DataType::UInt32 => "I".into(),
-        DataType::Int64 => "l".into(),
-        DataType::UInt64 => "L".into(),
-        DataType::Float16 => "e".into(),
-        DataType::Float32 => "f".into(),
-        DataType::Float64 => "g".into(),
-        DataType::Utf8 => "u".into(),
-        DataType::LargeUtf8 => "U".into(),
-        DataType::Utf8View => "vu".into(),
-        DataType::Binary => "z".into(),
-        DataType::LargeBinary => "Z".into(),
-        DataType::BinaryView => "vz".into(),
-        DataType::Date32 => "tdD".into(),
-        DataType::Date64 => "tdm".into(),
-        _ => match ArrowSchema::try_from(dt) {
+    match static_format(dt) {
+        Some(f) => f.to_string_lossy().into_owned(),
+        None => match ArrowSchema::try_from(dt) {
             Ok(s) => s.format().to_string(),
             Err(_) => "n".into(),
         },

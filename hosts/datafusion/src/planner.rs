@@ -204,27 +204,8 @@ impl FlatSchema {
         let mut spans = Vec::with_capacity(schema.fields().len());
         for f in schema.fields() {
             let fmt: std::borrow::Cow<'static, str> = match f.data_type() {
-                DataType::Boolean => "b".into(),
-                DataType::Int8 => "c".into(),
-                DataType::Int16 => "s".into(),
-                DataType::Int32 => "i".into(),
-                DataType::Int64 => "l".into(),
-                DataType::UInt8 => "C".into(),
-                DataType::UInt16 => "S".into(),
-                DataType::UInt32 => "I".into(),
-                DataType::UInt64 => "L".into(),
-                DataType::Float32 => "f".into(),
-                DataType::Float64 => "g".into(),
-                DataType::Utf8 => "u".into(),
-                DataType::LargeUtf8 => "U".into(),
-                DataType::Utf8View => "vu".into(),
-                DataType::Binary => "z".into(),
-                DataType::BinaryView => "vz".into(),
-                DataType::Date32 => "tdD".into(),
-                DataType::Date64 => "tdm".into(),
-                DataType::Null => "n".into(),
                 DataType::Decimal128(p, sc) => format!("d:{p},{sc}").into(),
-                _ => return None,
+                dt => crate::expr::static_format(dt)?.to_string_lossy(),
             };
             if f.name().as_bytes().contains(&0) {
                 return None;
