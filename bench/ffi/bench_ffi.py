@@ -194,23 +194,6 @@ def _dist_version(dist: str) -> str | None:
 
 # ---- the main process (datafusion-python 55, qlink, the reference crate)
 
-def qlink_capsule_table(qlink, store: str):
-    """The qlink_zarr table as a datafusion-python table capsule, or the reason
-    the installed qlink cannot make one."""
-    plugin = qlink.Plugin(qlink.plugin_path("qlink_zarr"))
-    if not hasattr(plugin, "table"):
-        return None, "the installed qlink has no Plugin.table (the datafusion-python capsule route)"
-    return (lambda: plugin.table("table", path=store)), None
-
-
-def qlink_capsule_planner(qlink):
-    """qlink_fold as a datafusion-python query-planner capsule, if offered."""
-    plugin = qlink.Plugin(qlink.plugin_path("qlink_fold"))
-    if not hasattr(plugin, "planner"):
-        return None, "the installed qlink has no Plugin.planner (the datafusion-python planner capsule)"
-    return plugin.planner("fold"), None
-
-
 def measure_session(results: dict, qlink, name: str, register, args, want: pa.Table, want_sum: float) -> None:
     s = qlink.Session()
     register(s, "t")
@@ -240,11 +223,8 @@ def measure_planners(results: dict, qlink, ref, args) -> None:
 
     cases = {"select1_dfpy_none": lambda: dfpy(None),
              "select1_dfpy_ffi_reference": lambda: dfpy(ref.DefaultPlanner())}
-    planner, why = qlink_capsule_planner(qlink)
-    if planner is None:
-        missing(results, "select1_dfpy_qlink_capsule", why)
-    else:
-        cases["select1_dfpy_qlink_capsule"] = lambda: dfpy(planner)
+    planner = qlink.Plugin(qlink.plugin_path("qlink_fold")).planner("fold")
+    cases["select1_dfpy_qlink_capsule"] = lambda: dfpy(planner)
 
     def session(with_fold: bool):
         s = qlink.Session()
@@ -406,18 +386,11 @@ def main() -> None:
     measure_dfpy(r, "native", datafusion.SessionContext, reg_native, args, table, want_sum)
     measure_dfpy(r, "ffi_reference", datafusion.SessionContext,
                  lambda ctx, name: ctx.register_table(name, ref.MemoryProvider(table)), args, table, want_sum)
-    make_table, why = qlink_capsule_table(qlink, store)
-    if make_table is None:
-        missing(r, "qlink_dfpy", why)
-    else:
-        try:
-            measure_dfpy(r, "qlink_dfpy", datafusion.SessionContext,
-                         lambda ctx, name: ctx.register_table(name, make_table()), args, table, want_sum)
-        except (qlink.QlinkError, NotImplementedError, TypeError, ValueError) as e:
-            missing(r, "qlink_dfpy", f"{type(e).__name__}: {e}")
-    zarr_plugin = qlink.plugin_path("qlink_zarr")
+    zarr_plugin = qlink.Plugin(qlink.plugin_path("qlink_zarr"))
+    measure_dfpy(r, "qlink_dfpy", datafusion.SessionContext,
+                 lambda ctx, name: ctx.register_table(name, zarr_plugin.table("table", path=store)), args, table, want_sum)
     measure_session(r, qlink, "qlink_session",
-                    lambda s, name: s.register_table(name, zarr_plugin, "table", path=store), args, table, want_sum)
+                    lambda s, name: s.register_table(name, qlink.plugin_path("qlink_zarr"), "table", path=store), args, table, want_sum)
     measure_session(r, qlink, "session_native", lambda s, name: s.register_arrow(name, table), args, table, want_sum)
     missing(r, "qlink_session_udf", "qlink.Session has no Python UDF registration; its UDF-level rows are not measured")
     run_xsql(args, r)
