@@ -13,18 +13,9 @@
 #include "qlink/lib/ir.h"
 #include "qlink/lib/status.h"
 #include "qlink/qlink.h"
+#include "store_put.h"
 
 int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
-
-static void put(const struct ql_object_store *s, const char *path, const void *data, size_t n) {
-  struct ql_error err = {0};
-  QL_CHECK_OK(ql_memory_store_put(s, path, data, (int64_t)n, &err), err);
-  ql_error_release(&err);
-}
-
-static void put_text(const struct ql_object_store *s, const char *path, const char *text) {
-  put(s, path, text, strlen(text));
-}
 
 /* time(4): days since 2000-01-01; lat(3) = 10, 20, 30; v(time, lat) int16
  * fill -1 in 2x2 chunks, chunk (1,1) never written; w(lat) float64. */

@@ -13,18 +13,9 @@
 #include "qlink/lib/host.h"
 #include "qlink/lib/status.h"
 #include "qlink/qlink.h"
+#include "store_put.h"
 
 int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
-
-static void put(const struct ql_object_store *s, const char *path, const void *data, size_t n) {
-  struct ql_error err = {0};
-  QL_CHECK_OK(ql_memory_store_put(s, path, data, (int64_t)n, &err), err);
-  ql_error_release(&err);
-}
-
-static void put_text(const struct ql_object_store *s, const char *path, const char *text) {
-  put(s, path, text, strlen(text));
-}
 
 /* time(4) days; lat(3); m(time, lat) float32 fill 7 (masked), chunks 2x3;
  * u(time, lat) float32 fill NaN (its NaN cells masked), chunks 2x3. Cell
