@@ -317,8 +317,68 @@ static void test_mask_bitmap_f64(void) {
   QL_CHECK_INT(zr_decoder_is_masked_f64(&d), 0);
 }
 
+/* The "any masked" passes agree with the bitmaps: one masked cell at each
+ * position of arrays longer and shorter than a vector stride (first cell,
+ * a stride edge, the scalar tail), -0.0 against a 0 mask, a NaN mask that
+ * only a NaN fill (mask_nan) turns on, float and double cells. */
+static void test_mask_any(void) {
+  enum { N = 200 };
+  float f[N];
+  double g[N];
+  uint8_t bits[N / 8 + 1];
+  struct zr_decoder d;
+  memset(&d, 0, sizeof(d));
+  d.n_mask = 2;
+  d.mask_f[0] = NAN;
+  d.mask_f[1] = -9999.0;
+  int64_t wrong = 0, checked = 0;
+  for (int nan_fill = 0; nan_fill <= 1; nan_fill++) {
+    d.mask_nan = nan_fill;
+    for (int n = 0; n <= N; n += (n < 140 ? 1 : 29)) {
+      for (int at = -1; at < n; at++) {
+        for (int kind = 0; kind < 3; kind++) {
+          for (int i = 0; i < n; i++) {
+            f[i] = (float)(i % 13) + 0.5f;
+            g[i] = (double)(i % 13) + 0.5;
+          }
+          if (at >= 0) {
+            f[at] = kind == 0 ? NAN : kind == 1 ? -9999.0f : -0.0f;
+            g[at] = kind == 0 ? NAN : kind == 1 ? -9999.0 : -0.0;
+          }
+          int want_f = zr_mask_bitmap_f32(&d, f, n, bits) > 0;
+          int want_g = zr_mask_bitmap_f64(&d, g, n, bits) > 0;
+          wrong += zr_mask_any_f32(&d, f, n) != want_f;
+          wrong += zr_mask_any_f64(&d, g, n) != want_g;
+          /* the expectation itself: only a -9999 cell, or a NaN under a NaN fill */
+          int masked = at >= 0 && (kind == 1 || (kind == 0 && nan_fill));
+          wrong += want_f != masked;
+          wrong += want_g != masked;
+          checked++;
+        }
+      }
+    }
+  }
+  QL_CHECK_INT(wrong, 0);
+  QL_CHECK(checked > 10000);
+  /* a 0 mask matches -0.0 (as x == 0 does) */
+  d.n_mask = 1;
+  d.mask_nan = 0;
+  d.mask_f[0] = 0.0;
+  for (int i = 0; i < N; i++) {
+    f[i] = 1.0f;
+    g[i] = 1.0;
+  }
+  f[N - 70] = -0.0f;
+  g[N - 70] = -0.0;
+  QL_CHECK_INT(zr_mask_any_f32(&d, f, N), 1);
+  QL_CHECK_INT(zr_mask_any_f64(&d, g, N), 1);
+  QL_CHECK_INT(zr_mask_any_f32(&d, f, N - 70), 0);
+  QL_CHECK_INT(zr_mask_any_f64(&d, g, N - 70), 0);
+}
+
 int main(void) {
   test_mask_bitmap_f32();
+  test_mask_any();
   test_mask_bitmap_f64();
   test_time_units();
   test_mask_and_scale();

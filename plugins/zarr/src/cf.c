@@ -804,6 +804,76 @@ static int64_t mask_bytes_sse2(const float *cells, int64_t full, const struct zr
 }
 #endif
 
+/* Cells per early-exit test of the "any masked" passes: long enough that
+ * the test is rare, short enough that a masked cell near the start stops
+ * the pass soon. */
+#define ZR_ANY_STRIDE 64
+
+int zr_mask_any_f32(const struct zr_decoder *d, const float *cells, int64_t n) {
+  struct zr_mask_bits mb[ZR_MAX_MASKS];
+  for (int32_t k = 0; k < d->n_mask; k++) mb[k] = mask_bits_of(d->mask_f[k]);
+  int64_t i = 0;
+#ifdef __SSE2__
+  __m128i want[ZR_MAX_MASKS], keep[ZR_MAX_MASKS];
+  int32_t used = 0;
+  for (int32_t k = 0; k < d->n_mask; k++) {
+    if (mb[k].never) continue;
+    want[used] = _mm_set1_epi32((int)mb[k].want);
+    keep[used] = _mm_set1_epi32((int)~mb[k].ignore);
+    used++;
+  }
+  for (; i + ZR_ANY_STRIDE <= n; i += ZR_ANY_STRIDE) {
+    __m128i acc = _mm_setzero_si128();
+    for (int64_t j = i; j < i + ZR_ANY_STRIDE; j += 4) {
+      __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(cells + j));
+      if (d->mask_nan) {
+        __m128 f = _mm_castsi128_ps(v);
+        acc = _mm_or_si128(acc, _mm_castps_si128(_mm_cmpunord_ps(f, f)));
+      }
+      for (int32_t k = 0; k < used; k++) acc = _mm_or_si128(acc, _mm_cmpeq_epi32(_mm_and_si128(v, keep[k]), want[k]));
+    }
+    if (_mm_movemask_epi8(acc)) return 1;
+  }
+#endif
+  for (; i < n; i += 8) {
+    uint32_t u[8];
+    int count = n - i < 8 ? (int)(n - i) : 8;
+    memcpy(u, cells + i, sizeof(uint32_t) * (size_t)count);
+    if (mask_byte(u, count, mb, d->n_mask, d->mask_nan) != (1u << count) - 1u) return 1;
+  }
+  return 0;
+}
+
+int zr_mask_any_f64(const struct zr_decoder *d, const double *cells, int64_t n) {
+  int64_t i = 0;
+#ifdef __SSE2__
+  __m128d masks[ZR_MAX_MASKS];
+  int32_t used = 0;
+  for (int32_t k = 0; k < d->n_mask; k++) {
+    if (d->mask_f[k] != d->mask_f[k]) continue; /* a NaN mask equals nothing; mask_nan covers NaN fills */
+    masks[used++] = _mm_set1_pd(d->mask_f[k]);
+  }
+  for (; i + ZR_ANY_STRIDE <= n; i += ZR_ANY_STRIDE) {
+    __m128d acc = _mm_setzero_pd();
+    for (int64_t j = i; j < i + ZR_ANY_STRIDE; j += 2) {
+      __m128d v = _mm_loadu_pd(cells + j);
+      if (d->mask_nan) acc = _mm_or_pd(acc, _mm_cmpunord_pd(v, v));
+      for (int32_t k = 0; k < used; k++) acc = _mm_or_pd(acc, _mm_cmpeq_pd(v, masks[k]));
+    }
+    if (_mm_movemask_pd(acc)) return 1;
+  }
+#endif
+  for (; i < n; i++) {
+    double x;
+    memcpy(&x, cells + i, sizeof(x));
+    if (d->mask_nan && x != x) return 1;
+    for (int32_t k = 0; k < d->n_mask; k++) {
+      if (x == d->mask_f[k]) return 1;
+    }
+  }
+  return 0;
+}
+
 int64_t zr_mask_bitmap_f32(const struct zr_decoder *d, const float *cells, int64_t n, uint8_t *bits) {
   struct zr_mask_bits mb[ZR_MAX_MASKS];
   for (int32_t k = 0; k < d->n_mask; k++) mb[k] = mask_bits_of(d->mask_f[k]);

@@ -144,6 +144,12 @@ int zr_decoder_is_masked_f64(const struct zr_decoder *d);
 /* For such a decoder: the validity bitmap of `n` float64 cells into `bits`
  * ((n + 7) / 8 bytes); returns the number of masked cells. */
 int64_t zr_mask_bitmap_f64(const struct zr_decoder *d, const double *cells, int64_t n, uint8_t *bits);
+/* 1 when some of the `n` cells (float32 / float64) is masked by such a
+ * decoder (the same rule as the bitmaps), 0 when none is: a fast pass a
+ * scan makes before building a bitmap, since most batches of a
+ * NaN-filled variable hold no missing cell. */
+int zr_mask_any_f32(const struct zr_decoder *d, const float *cells, int64_t n);
+int zr_mask_any_f64(const struct zr_decoder *d, const double *cells, int64_t n);
 /* Append the element `elem` decoded, `count` times (a repeated dimension
  * value; fixed-width outputs only, else as zr_colbuf_append). */
 int zr_colbuf_append_repeat(struct zr_colbuf *b, const struct zr_decoder *d, const uint8_t *elem, int64_t count);

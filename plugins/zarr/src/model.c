@@ -37,9 +37,37 @@ int zr_read_chunk(const struct zr_store *store, const struct zr_array *a, const 
   return QL_OK;
 }
 
-int zr_read_box(const struct zr_store *store, const struct zr_array *a, const int64_t *lo, const int64_t *count,
-                uint8_t *out, struct zr_heap *heap, struct zr_scratch *scratch, int64_t *chunks, int64_t *bytes,
-                struct ql_error *error) {
+/* zr_read_chunk through the array's cache (NULL or not caching: straight
+ * to the store). A chunk is copied in once decoded; two scans decoding the
+ * same chunk at once both read it, and the first copy stays. Caching is an
+ * optimisation: without memory for the copy the chunk is still read. */
+static int read_chunk_cached(const struct zr_store *store, const struct zr_array *a, struct zr_chunk_cache *cache,
+                             const int64_t *chunk, uint8_t *out, struct zr_heap *heap, int64_t *bytes_read,
+                             struct ql_error *error) {
+  if (!cache || cache->n_chunks == 0) return zr_read_chunk(store, a, chunk, out, heap, bytes_read, error);
+  int64_t idx = 0;
+  for (int32_t i = 0; i < a->ndim; i++) idx = idx * ((a->shape[i] + a->chunks[i] - 1) / a->chunks[i]) + chunk[i];
+  uint8_t *hit = atomic_load_explicit(&cache->chunks[idx], memory_order_acquire);
+  if (hit) {
+    memcpy(out, hit, (size_t)cache->chunk_bytes);
+    *bytes_read = 0;
+    return QL_OK;
+  }
+  QL_RETURN_NOT_OK(zr_read_chunk(store, a, chunk, out, heap, bytes_read, error));
+  uint8_t *copy = malloc((size_t)cache->chunk_bytes);
+  if (!copy) return QL_OK;
+  memcpy(copy, out, (size_t)cache->chunk_bytes);
+  uint8_t *none = NULL;
+  if (!atomic_compare_exchange_strong_explicit(&cache->chunks[idx], &none, copy, memory_order_acq_rel,
+                                               memory_order_acquire)) {
+    free(copy);
+  }
+  return QL_OK;
+}
+
+int zr_read_box(const struct zr_store *store, const struct zr_array *a, struct zr_chunk_cache *cache,
+                const int64_t *lo, const int64_t *count, uint8_t *out, struct zr_heap *heap,
+                struct zr_scratch *scratch, int64_t *chunks, int64_t *bytes, struct ql_error *error) {
   int32_t nd = a->ndim;
   int64_t c0[ZR_MAX_DIMS], c1[ZR_MAX_DIMS], c[ZR_MAX_DIMS];
   for (int32_t i = 0; i < nd; i++) {
@@ -66,7 +94,7 @@ int zr_read_box(const struct zr_store *store, const struct zr_array *a, const in
   }
   if (whole_chunk) {
     int64_t got = 0;
-    QL_RETURN_NOT_OK(zr_read_chunk(store, a, c, out, heap, &got, error));
+    QL_RETURN_NOT_OK(read_chunk_cached(store, a, cache, c, out, heap, &got, error));
     (*chunks)++;
     *bytes += got;
     return QL_OK;
@@ -84,7 +112,7 @@ int zr_read_box(const struct zr_store *store, const struct zr_array *a, const in
   int rc = QL_OK;
   for (;;) {
     int64_t got = 0;
-    rc = zr_read_chunk(store, a, c, buf, heap, &got, error);
+    rc = read_chunk_cached(store, a, cache, c, buf, heap, &got, error);
     if (rc != QL_OK) break;
     (*chunks)++;
     *bytes += got;
@@ -119,7 +147,46 @@ static void free_table(struct zr_table *t) {
   free(t->default_name);
 }
 
+static void caches_free(struct zr_dataset *ds) {
+  if (!ds->caches) return;
+  for (int64_t k = 0; k < ds->group.n_arrays; k++) {
+    struct zr_chunk_cache *c = &ds->caches[k];
+    for (int64_t i = 0; i < c->n_chunks; i++) free(atomic_load_explicit(&c->chunks[i], memory_order_relaxed));
+    free((void *)c->chunks);
+  }
+  free(ds->caches);
+  ds->caches = NULL;
+}
+
+/* Choose the arrays whose chunks are cached (see ZR_CACHE_ARRAY_BYTES),
+ * in group order until the dataset's budget is spent. */
+static int caches_init(struct zr_dataset *ds, struct ql_error *error) {
+  ds->caches = calloc((size_t)(ds->group.n_arrays ? ds->group.n_arrays : 1), sizeof(*ds->caches));
+  if (!ds->caches) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  int64_t budget = ZR_CACHE_DATASET_BYTES;
+  for (int64_t k = 0; k < ds->group.n_arrays; k++) {
+    const struct zr_array *a = &ds->group.arrays[k];
+    if (a->dtype.type == ZR_VLEN || a->ndim == 0) continue;
+    int64_t chunk = zr_product(a->chunks, a->ndim);
+    if (a->dtype.size <= 0 || chunk <= 0 || chunk > ZR_CACHE_ARRAY_BYTES / a->dtype.size) continue;
+    int64_t chunk_bytes = chunk * a->dtype.size, most = ZR_CACHE_ARRAY_BYTES / chunk_bytes, n = 1;
+    for (int32_t i = 0; i < a->ndim && n > 0; i++) {
+      int64_t along = (a->shape[i] + a->chunks[i] - 1) / a->chunks[i];
+      n = along == 0 ? 0 : n > most / along ? -1 : n * along; /* -1: too many chunks */
+    }
+    if (n <= 0 || n * chunk_bytes > budget) continue;
+    ds->caches[k].chunks = calloc((size_t)n, sizeof(*ds->caches[k].chunks));
+    if (!ds->caches[k].chunks) return ql_error_set(error, QL_ENOMEM, "out of memory");
+    for (int64_t i = 0; i < n; i++) atomic_init(&ds->caches[k].chunks[i], NULL);
+    ds->caches[k].n_chunks = n;
+    ds->caches[k].chunk_bytes = chunk_bytes;
+    budget -= n * chunk_bytes;
+  }
+  return QL_OK;
+}
+
 static void dataset_free(struct zr_dataset *ds) {
+  caches_free(ds);
   for (int32_t i = 0; i < ds->n_tables; i++) free_table(&ds->tables[i]);
   free(ds->tables);
   for (int32_t i = 0; i < ds->n_dims; i++) {
@@ -233,7 +300,7 @@ static int load_dim_values(struct zr_dataset *ds, struct zr_dim *d, struct ql_er
     d->raw = malloc((size_t)(n * a->dtype.size) + 1);
     if (!d->raw) return ql_error_set(error, QL_ENOMEM, "out of memory reading coordinate '%s'", a->name);
     int64_t chunks = 0, bytes = 0, lo = 0;
-    QL_RETURN_NOT_OK(zr_read_box(&ds->store, a, &lo, &n, d->raw, &d->heap, NULL, &chunks, &bytes, error));
+    QL_RETURN_NOT_OK(zr_read_box(&ds->store, a, NULL, &lo, &n, d->raw, &d->heap, NULL, &chunks, &bytes, error));
     int rc = zr_decoder_init(a, 1, &d->dec, error);
     if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: array '%s'", ds->store.url, a->name);
   }
@@ -496,6 +563,7 @@ int zr_dataset_open(const struct ql_object_store_registry *registry, const char 
   int rc = zr_store_open(registry, url, &ds->store, error);
   if (rc == QL_OK) rc = zr_group_load(&ds->store, &ds->group, error);
   if (rc == QL_OK) rc = build(ds, renames, error);
+  if (rc == QL_OK) rc = caches_init(ds, error);
   if (rc == QL_OK && ds->n_tables == 0) {
     rc = ql_error_set(error, QL_ENOTFOUND,
                       "zarr store %s has no arrays with dimensions (xarray's _ARRAY_DIMENSIONS or v3 dimension_names)",

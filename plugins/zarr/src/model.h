@@ -65,6 +65,26 @@ struct zr_table {
  * would already be a terabyte); larger values are a typo, not a plan. */
 #define ZR_MAX_BLOCK_ROWS ((int64_t)1 << 40)
 
+/* Small arrays keep their chunks once decoded, for the life of the opened
+ * dataset, as xarray's default `cache=True` keeps a variable it loaded: a
+ * scan of a small store then costs no store round trip per chunk (which,
+ * through a host's object store, costs more than decoding a small chunk).
+ * An array is cached when its chunk grid holds at most ZR_CACHE_ARRAY_BYTES
+ * decoded bytes and the dataset's cached arrays together stay within
+ * ZR_CACHE_DATASET_BYTES; variable-length strings are not cached. Chunks
+ * enter the cache as scans read them (a pruned scan caches only what it
+ * read). A chunk rewritten in the store after it was cached is not seen
+ * until the table is opened again, like the metadata and coordinates, which
+ * are read once at open. */
+#define ZR_CACHE_ARRAY_BYTES ((int64_t)1 << 20)
+#define ZR_CACHE_DATASET_BYTES ((int64_t)16 << 20)
+
+struct zr_chunk_cache {
+  int64_t n_chunks;           /* chunks in the array's grid; 0: the array is not cached */
+  int64_t chunk_bytes;        /* decoded bytes of one chunk */
+  _Atomic(uint8_t *) *chunks; /* per chunk (C order over the grid): its decoded elements once read, or NULL */
+};
+
 struct zr_dataset {
   atomic_int refs;
   int64_t min_block_rows; /* the `block_rows` option */
@@ -74,6 +94,7 @@ struct zr_dataset {
   struct zr_dim *dims;
   int32_t n_tables;
   struct zr_table *tables;
+  struct zr_chunk_cache *caches; /* per group array (group.n_arrays) */
 };
 
 /* Open the store at `url` through `registry`, read its metadata and
@@ -105,12 +126,15 @@ struct zr_scratch {
 };
 
 /* Read the box [lo, lo+count) of array `a` into `out` (C order over count),
- * chunk by chunk. *chunks and *bytes are incremented. Variable-length
+ * chunk by chunk. *chunks (chunks used) and *bytes (bytes fetched from the
+ * store: 0 for a chunk served by `cache`) are incremented. Variable-length
  * strings go to `heap` (NULL for other types). `scratch` (may be NULL: a
- * buffer per call) holds chunks that only partly fall in the box. */
-int zr_read_box(const struct zr_store *store, const struct zr_array *a, const int64_t *lo, const int64_t *count,
-                uint8_t *out, struct zr_heap *heap, struct zr_scratch *scratch, int64_t *chunks, int64_t *bytes,
-                struct ql_error *error);
+ * buffer per call) holds chunks that only partly fall in the box. `cache`
+ * (may be NULL) is the array's chunk cache: chunks are served from it and
+ * added to it; thread-safe. */
+int zr_read_box(const struct zr_store *store, const struct zr_array *a, struct zr_chunk_cache *cache,
+                const int64_t *lo, const int64_t *count, uint8_t *out, struct zr_heap *heap,
+                struct zr_scratch *scratch, int64_t *chunks, int64_t *bytes, struct ql_error *error);
 
 /* Arrow schema of table `t` (a struct), with CF attributes as field
  * metadata. */
