@@ -2,7 +2,8 @@
 """Write an ERA5-like Zarr store with xarray, the way ERA5 mirrors lay it out.
 
     make_era5.py OUT.zarr [--days 31] [--start 2023-01-01] [--format 3]
-                 [--time-chunk 24] [--seed 0] [--force]
+                 [--codecs default|zarr2-defaults] [--time-chunk 24] [--seed 0]
+                 [--force]
 
 Dimensions: time (hourly), latitude (1 degree, 90 .. -90, descending as in
 ERA5), longitude (0 .. 359). Variables, float32 like ERA5's unpacked fields:
@@ -14,7 +15,14 @@ ERA5), longitude (0 .. 359). Variables, float32 like ERA5's unpacked fields:
 time is CF-encoded as int32 "hours since 1900-01-01" (ERA5's own encoding);
 latitude/longitude are float32 (as in ERA5's files). Chunks are whole
 time-chunk-hour slabs of the full grid (24 hours x 181 x 360 by default, as
-the daily-chunked mirrors do), codecs are zarr-python's defaults.
+the daily-chunked mirrors do). Codecs:
+  default         zarr-python 3's defaults for the format (v3: bytes + zstd
+                  level 0);
+  zarr2-defaults  what zarr-python 2 wrote when no compressor was given, as
+                  most existing cloud ERA5 Zarr stores were written: zarr v2,
+                  numcodecs Blosc(cname="lz4", clevel=5, shuffle=SHUFFLE,
+                  blocksize=0) (zarr-python 2.18's default compressor, see
+                  zarr-developers/zarr-python issue 2267); forces --format 2.
 
 Cached: the store carries a stamp with its parameters; when the stamp
 matches the store is left alone. The store is written to a temporary
@@ -34,6 +42,7 @@ import numpy as np
 
 STAMP = ".qlink-bench-era5"
 VERSION = 1  # bump when the generated field changes
+CODECS = ("default", "zarr2-defaults")
 
 
 def parameters(args):
@@ -42,6 +51,7 @@ def parameters(args):
         "days": args.days,
         "start": args.start,
         "format": args.format,
+        "codecs": args.codecs,
         "time_chunk": args.time_chunk,
         "seed": args.seed,
     }
@@ -50,7 +60,9 @@ def parameters(args):
 def up_to_date(out, params):
     try:
         with open(os.path.join(out, STAMP)) as f:
-            return json.load(f) == params
+            stamp = json.load(f)
+        stamp.setdefault("codecs", "default")  # stamps written before --codecs existed
+        return stamp == params
     except (OSError, ValueError):
         return False
 
@@ -111,6 +123,13 @@ def write(out, params):
         "tp": {"chunks": chunks},
         "time": {"units": "hours since 1900-01-01", "calendar": "proleptic_gregorian", "dtype": "int32"},
     }
+    if params["codecs"] == "zarr2-defaults":
+        from numcodecs import Blosc
+
+        # zarr-python 2 gave every array this compressor (coordinates too)
+        for name in ("t2m", "tp", "time", "latitude", "longitude"):
+            encoding.setdefault(name, {})["compressors"] = [Blosc(cname="lz4", clevel=5, shuffle=Blosc.SHUFFLE,
+                                                                   blocksize=0)]
     parent = os.path.dirname(os.path.abspath(out))
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".era5-", dir=parent)
@@ -144,12 +163,15 @@ def main(argv=None):
     parser.add_argument("--days", type=int, default=31)
     parser.add_argument("--start", default="2023-01-01")
     parser.add_argument("--format", type=int, choices=(2, 3), default=3)
+    parser.add_argument("--codecs", choices=CODECS, default="default")
     parser.add_argument("--time-chunk", type=int, default=24)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--force", action="store_true", help="rewrite even when up to date")
     args = parser.parse_args(argv)
     if args.days < 1 or args.time_chunk < 1:
         parser.error("--days and --time-chunk must be positive")
+    if args.codecs == "zarr2-defaults":
+        args.format = 2
     params = parameters(args)
     nt = args.days * 24
     raw = nt * 181 * 360 * 4 * 2
@@ -160,7 +182,7 @@ def main(argv=None):
     t0 = time.perf_counter()
     write(args.out, params)
     print(f"make_era5: wrote {args.out} in {time.perf_counter() - t0:.1f} s ({nt} x 181 x 360, "
-          f"{raw / 1e6:.0f} MB uncompressed, {store_bytes(args.out) / 1e6:.0f} MB on disk, zarr v{args.format})")
+          f"{raw / 1e6:.0f} MB uncompressed, {store_bytes(args.out) / 1e6:.0f} MB on disk, zarr v{args.format}, {args.codecs} codecs)")
     return 0
 
 
