@@ -4,7 +4,7 @@
  *   1. list what it offers in a static catalogue (k_items below), with the
  *      options each table provider accepts;
  *   2. implement each object as a struct of function pointers with
- *      private_data and a release that sets release to NULL (series.c,
+ *      private_data and a release that sets release to NULL (series.c, grid.c,
  *      functions.c, planners.c);
  *   3. route each *_open member of the descriptor to the object by name,
  *      answering QL_ENOTFOUND for names it does not list;
@@ -26,6 +26,9 @@
 static const struct ql_item_info k_items[] = {
     {QL_ITEM_TABLE_PROVIDER, 4, "series", "integers start, start+step, ... below stop, with square and parity",
      ql_sample_series_options},
+    {QL_ITEM_TABLE_PROVIDER, 4, "grid",
+     "in-memory ny x nx grid (y float64, x int64, v float64), built at open; scans share its buffers",
+     ql_sample_grid_options},
     {QL_ITEM_SCALAR_FUNCTION, 0, "add_one", "add_one(int64) -> int64: x + 1, NULL in NULL out", NULL},
     {QL_ITEM_AGGREGATE_FUNCTION, 0, "sum_sq", "sum_sq(int64) -> int64: sum of squares of the non-NULL values", NULL},
     {QL_ITEM_WINDOW_FUNCTION, 0, "running_count", "running_count() -> int64: row number within the partition", NULL},
@@ -63,10 +66,9 @@ static int open_table_provider(const struct ql_plugin *self, const char *name, c
   (void)self;
   (void)session;
   if (out == NULL) return ql_error_set(error, QL_EINVAL, "qlink_sample: table_provider_open: out is NULL");
-  if (name == NULL || strcmp(name, "series") != 0) {
-    return ql_error_set(error, QL_ENOTFOUND, "qlink_sample has no table provider '%s'", name ? name : "(null)");
-  }
-  return ql_sample_series_open(options, out, error);
+  if (name != NULL && strcmp(name, "series") == 0) return ql_sample_series_open(options, out, error);
+  if (name != NULL && strcmp(name, "grid") == 0) return ql_sample_grid_open(options, out, error);
+  return ql_error_set(error, QL_ENOTFOUND, "qlink_sample has no table provider '%s'", name ? name : "(null)");
 }
 
 static int open_schema_provider(const struct ql_plugin *self, const char *name, const struct ql_options *options,
@@ -141,7 +143,7 @@ QL_PLUGIN_EXPORT int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *o
   out->n_items = (int32_t)(sizeof k_items / sizeof k_items[0]);
   out->name = QL_SAMPLE_NAME;
   out->version = QL_SAMPLE_VERSION;
-  out->description = "qlink's sample plugin: a series table, three functions and two planners";
+  out->description = "qlink's sample plugin: a series table, an in-memory grid table, three functions and two planners";
   out->items = k_items;
   out->executor_enter = sample_enter;
   out->executor_leave = sample_leave;

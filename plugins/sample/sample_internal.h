@@ -96,6 +96,14 @@ void ql_sample_scan_unref(struct ql_sample_scan *scan);
 int ql_sample_series_stream_new(struct ql_sample_scan *scan, int64_t partition, const struct ql_task_context *ctx,
                                 struct ArrowArrayStream *out, struct ql_error *error);
 
+/* ---- grid table provider (grid.c): an in-memory table built at open,
+ * whose scans hand out its buffers by reference (see grid.c) */
+
+extern const struct ql_option_info ql_sample_grid_options[];
+extern const int32_t ql_sample_grid_n_options;
+
+int ql_sample_grid_open(const struct ql_options *options, struct ql_table_provider *out, struct ql_error *error);
+
 /* ---- functions (functions.c) */
 int ql_sample_scalar_open(const char *name, struct ql_scalar_function *out, struct ql_error *error);
 int ql_sample_aggregate_open(const char *name, struct ql_aggregate_function *out, struct ql_error *error);
