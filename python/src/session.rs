@@ -38,10 +38,62 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
-/// Run `fut` on the qlink runtime with the GIL released, waking every
-/// 100 ms to let Python handle signals: Ctrl-C (KeyboardInterrupt) drops the
-/// query's task, which cancels it, and raises in the caller.
+/// How often a running query lets Python look at pending signals.
+const SIGNAL_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Run `fut` to completion with the GIL released and return its result;
+/// every 100 ms Python looks at its signals: Ctrl-C (KeyboardInterrupt)
+/// drops the query's future, which cancels it, and raises in the caller.
+///
+/// The query runs as a task on a runtime worker while this thread waits
+/// (`run_on_worker`). `QLINK_PY_RUN=inline` polls it on the calling thread
+/// instead (`Runtime::block_on`, as datafusion-python does), which saves
+/// the two cross-thread wake-ups per query, but is NOT interruptible while
+/// a plugin stream is being read: the host reads plugin streams inside
+/// `tokio::task::block_in_place`, which on a thread that is not a worker
+/// drops the task's cooperative budget and never restores it (tokio 1.54,
+/// `scheduler/multi_thread/worker.rs`), so the query never yields to the
+/// signal check. A measurement switch until the host reads plugin streams
+/// directly on non-worker threads.
 pub fn run_interruptible<T: Send + 'static>(
+    py: Python<'_>,
+    fut: impl std::future::Future<Output = Result<T, DataFusionError>> + Send + 'static,
+) -> PyResult<T> {
+    if !run_inline() || tokio::runtime::Handle::try_current().is_ok() {
+        return run_on_worker(py, fut);
+    }
+    let outcome = py.detach(|| {
+        let run = || runtime().block_on(async move {
+            let mut fut = std::pin::pin!(fut);
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + SIGNAL_CHECK, SIGNAL_CHECK);
+            loop {
+                tokio::select! {
+                    r = &mut fut => return Ok(r),
+                    _ = tick.tick() => {
+                        if let Err(e) = Python::attach(|py| py.check_signals()) {
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+        });
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+    });
+    match outcome {
+        Ok(r) => r?.map_err(to_py),
+        Err(_) => Err(crate::errors::ExecutionError::new_err("the query panicked (a bug in qlink or DataFusion)")),
+    }
+}
+
+/// `QLINK_PY_RUN=inline` (read once): see `run_interruptible`.
+fn run_inline() -> bool {
+    static INLINE: OnceLock<bool> = OnceLock::new();
+    *INLINE.get_or_init(|| std::env::var("QLINK_PY_RUN").as_deref() == Ok("inline"))
+}
+
+/// The query as a task on the qlink runtime; this thread waits for its
+/// result, looking at Python's signals every 100 ms.
+fn run_on_worker<T: Send + 'static>(
     py: Python<'_>,
     fut: impl std::future::Future<Output = Result<T, DataFusionError>> + Send + 'static,
 ) -> PyResult<T> {
@@ -52,7 +104,7 @@ pub fn run_interruptible<T: Send + 'static>(
     // Receiver is Send but not Sync; the closure below borrows it.
     let rx = Mutex::new(rx);
     loop {
-        let got = py.detach(|| rx.lock().unwrap_or_else(|p| p.into_inner()).recv_timeout(std::time::Duration::from_millis(100)));
+        let got = py.detach(|| rx.lock().unwrap_or_else(|p| p.into_inner()).recv_timeout(SIGNAL_CHECK));
         match got {
             Ok(result) => return result.map_err(to_py),
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
