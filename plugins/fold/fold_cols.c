@@ -15,15 +15,6 @@
 #include "fold_internal.h"
 #include "qlink/lib/status.h"
 
-static int ql_fold_has_nulls(const struct ArrowArray *c) {
-  return c->null_count != 0 && c->n_buffers >= 1 && c->buffers[0] != NULL;
-}
-
-static int ql_fold_bit(const struct ArrowArray *c, int64_t i) {
-  const uint8_t *bits = c->buffers[0];
-  return (bits[i >> 3] >> (i & 7)) & 1;
-}
-
 /* Loop bodies shared by the loaders: n values of type T from position `at`
  * of c, each converted by CONV into dst[r * stride]. */
 #define QL_FOLD_LOAD(T, CONV)                                          \
@@ -170,12 +161,26 @@ void ql_fold_block_decode(const struct ql_fold_input *in, const struct ql_fold_c
 }
 
 /* Min and max of n integer values from position `at` of col, optionally
- * skipping NULLs (*any: a non-NULL value was seen, *null: a NULL was). One
- * typed loop: the ranges are taken at load for every batch. */
+ * skipping NULLs (*null: a NULL was seen). One typed loop: the ranges are
+ * taken at load for every batch. Without NULLs, two independent minima
+ * and maxima, so the loop is not one long chain of dependent selects. */
 #define QL_FOLD_RANGE(T)                                                      \
   do {                                                                        \
     const T *v_ = (const T *)col->buffers[1] + at;                            \
-    for (int64_t r = 0; r < n; r++) {                                         \
+    int64_t r = 0;                                                            \
+    if (!nullable) {                                                          \
+      int64_t l0 = l, l1 = l, h0 = h, h1 = h;                                 \
+      for (; r + 2 <= n; r += 2) {                                            \
+        int64_t x0 = (int64_t)v_[r], x1 = (int64_t)v_[r + 1];                 \
+        l0 = x0 < l0 ? x0 : l0;                                               \
+        h0 = x0 > h0 ? x0 : h0;                                               \
+        l1 = x1 < l1 ? x1 : l1;                                               \
+        h1 = x1 > h1 ? x1 : h1;                                               \
+      }                                                                       \
+      l = l0 < l1 ? l0 : l1;                                                  \
+      h = h0 > h1 ? h0 : h1;                                                  \
+    }                                                                         \
+    for (; r < n; r++) {                                                      \
       if (nullable && !ql_fold_bit(col, at + r)) {                            \
         *null = 1;                                                            \
         continue;                                                             \

@@ -21,25 +21,91 @@ int ql_fold_matrix_init(struct ql_fold_matrix *m, int64_t rows, int64_t cols, in
   m->words = (bits + 63) / 64;
   int64_t cells = rows * cols;
   void *p = NULL;
-  QL_RETURN_NOT_OK(ql_fold_mem_resize(mem, &p, 0, cells * 8, error));
+  QL_RETURN_NOT_OK(ql_fold_mem_calloc(mem, &p, cells * 8, error));
   if (is_float) m->f = p;
   else m->i = p;
-  p = NULL;
-  int rc = ql_fold_mem_resize(mem, &p, 0, n_sets * m->words * 8, error);
+  int rc = ql_fold_mem_calloc(mem, &p, n_sets * m->words * 8, error);
   m->exist = p;
-  p = NULL;
-  if (rc == QL_OK) rc = ql_fold_mem_resize(mem, &p, 0, n_sets * m->words * 8, error);
+  if (rc == QL_OK) rc = ql_fold_mem_calloc(mem, &p, n_sets * m->words * 8, error);
   m->has = p;
   if (rc != QL_OK) ql_fold_matrix_destroy(m, mem);
   return rc;
 }
 
+int ql_fold_matrix_init_f(struct ql_fold_matrix *m, int64_t rows, int64_t cols, int transposed,
+                          struct ql_fold_mem *mem, struct ql_error *error) {
+  memset(m, 0, sizeof(*m));
+  m->rows = rows;
+  m->cols = cols;
+  m->is_float = 1;
+  m->transposed = transposed;
+  int64_t n_sets = transposed ? cols : rows, bits = transposed ? rows : cols;
+  m->words = (bits + 63) / 64;
+  void *p = NULL;
+  QL_RETURN_NOT_OK(ql_fold_mem_calloc(mem, &p, rows * cols * 8, error));
+  m->f = p;
+  int rc = ql_fold_mem_calloc(mem, &p, n_sets * m->words * 8, error);
+  m->exist = p;
+  if (rc == QL_OK) rc = ql_fold_mem_calloc(mem, &p, n_sets * m->words * 8, error);
+  m->has = p;
+  if (rc != QL_OK) ql_fold_matrix_destroy(m, mem);
+  return rc;
+}
+
+/* A filled cell's value: 0.0 unless it holds one (see fold_dense.h). */
+static inline double ql_fold_cell_value(uint64_t cell) {
+  uint64_t bits = cell > 1 ? cell ^ QL_FOLD_CELL_KEY : 0;
+  double v;
+  memcpy(&v, &bits, 8);
+  return v;
+}
+
+int64_t ql_fold_matrix_seal_f(struct ql_fold_matrix *m, int64_t from, int64_t to) {
+  int64_t cols = m->cols, words = m->words, count = 0;
+  for (int64_t r = from; r < to; r++) {
+    double *row = m->f + r * cols;
+    if (!m->transposed) {
+      /* Bitsets per row over columns: each word is built in a register. */
+      for (int64_t w = 0; w < words; w++) {
+        int64_t c0 = w * 64, c1 = c0 + 64 < cols ? c0 + 64 : cols;
+        uint64_t e = 0, h = 0;
+        for (int64_t c = c0; c < c1; c++) {
+          uint64_t cell;
+          memcpy(&cell, row + c, 8);
+          e |= (uint64_t)(cell != 0) << (c - c0);
+          h |= (uint64_t)(cell > 1) << (c - c0);
+          row[c] = ql_fold_cell_value(cell);
+        }
+        m->exist[r * words + w] = e;
+        m->has[r * words + w] = h;
+        count += __builtin_popcountll(h);
+      }
+    } else {
+      /* Bitsets per column over rows: bit r of column c's set; the words
+       * of rows [from, to) belong to this call alone (64-row ranges). */
+      int64_t w = r / 64;
+      uint64_t bit = UINT64_C(1) << (r % 64);
+      for (int64_t c = 0; c < cols; c++) {
+        uint64_t cell;
+        memcpy(&cell, row + c, 8);
+        if (cell != 0) m->exist[c * words + w] |= bit;
+        if (cell > 1) {
+          m->has[c * words + w] |= bit;
+          count++;
+        }
+        row[c] = ql_fold_cell_value(cell);
+      }
+    }
+  }
+  return count;
+}
+
 void ql_fold_matrix_destroy(struct ql_fold_matrix *m, struct ql_fold_mem *mem) {
   int64_t cells = m->rows * m->cols, sets = (m->transposed ? m->cols : m->rows) * m->words * 8;
-  ql_fold_mem_free(mem, m->f, cells * 8);
-  ql_fold_mem_free(mem, m->i, cells * 8);
-  ql_fold_mem_free(mem, m->exist, m->exist ? sets : 0);
-  ql_fold_mem_free(mem, m->has, m->has ? sets : 0);
+  ql_fold_mem_cfree(mem, m->f, cells * 8);
+  ql_fold_mem_cfree(mem, m->i, cells * 8);
+  ql_fold_mem_cfree(mem, m->exist, m->exist ? sets : 0);
+  ql_fold_mem_cfree(mem, m->has, m->has ? sets : 0);
   memset(m, 0, sizeof(*m));
 }
 
@@ -49,48 +115,83 @@ static int ql_fold_any_and(const uint64_t *x, const uint64_t *y, int64_t words) 
   return 0;
 }
 
-/* Four doubles at once (GCC/clang vector extension: SSE2 pairs without
- * AVX). Each lane computes exactly the scalar ci[j] + aik * bk[j]. */
-typedef double ql_fold_v4d __attribute__((vector_size(32)));
+/* Two doubles at once, the SSE2 register width (GCC/clang vector
+ * extension; a wider vector type would be split through the stack without
+ * AVX). Each lane computes exactly the scalar c + a * b: no fused
+ * multiply-add (ISO C mode, no -mfma), so every path rounds alike. */
+typedef double ql_fold_v2d __attribute__((vector_size(16)));
 
 /* c[j] += a * b[j] for j in [from, to). */
 static inline void ql_fold_axpy(double *c, double a, const double *b, int64_t from, int64_t to) {
+  const ql_fold_v2d av = {a, a};
   int64_t j = from;
-  for (; j + 4 <= to; j += 4) {
-    ql_fold_v4d cv, bv;
+  for (; j + 2 <= to; j += 2) {
+    ql_fold_v2d cv, bv;
     memcpy(&cv, c + j, sizeof(cv));
     memcpy(&bv, b + j, sizeof(bv));
-    cv += a * bv;
+    cv += av * bv;
     memcpy(c + j, &cv, sizeof(cv));
   }
   for (; j < to; j++) c[j] += a * b[j];
 }
 
-/* Narrow C (N <= 16, as a projection to a few features): each row of C is
- * kept in four vector accumulators over the whole k loop. Same additions in
- * the same order as the general kernel. */
+/* Keys per block of the narrow kernel: a block of B (QL_FOLD_NKB x N <= 16
+ * doubles, at most 64 KiB) stays in L1/L2 while every row of C in the range
+ * runs over it. */
+#define QL_FOLD_NKB 512
+
+/* Narrow C (N <= 16, as a projection to a few features): for each block of
+ * keys, each row of C is loaded into accumulators, runs over the block, and
+ * is stored back. The same additions in the same order as the general
+ * kernel: C[i][j] adds its products in ascending k. Instantiated per N
+ * (always inlined with a constant N) so the accumulators live in
+ * registers. */
+static inline __attribute__((always_inline)) void ql_fold_narrow_n(const double *af, const double *bf, double *c,
+                                                                   int64_t K, const int64_t N, int64_t from,
+                                                                   int64_t to) {
+  const int64_t nv = N / 2, tail = N % 2;
+  for (int64_t kb = 0; kb < K; kb += QL_FOLD_NKB) {
+    int64_t ke = kb + QL_FOLD_NKB < K ? kb + QL_FOLD_NKB : K;
+    for (int64_t i = from; i < to; i++) {
+      double *ci = c + i * N;
+      ql_fold_v2d acc[8];
+      double tacc = 0.0;
+#pragma GCC unroll 8
+      for (int64_t v = 0; v < nv; v++) memcpy(&acc[v], ci + 2 * v, sizeof(ql_fold_v2d));
+      if (tail) tacc = ci[N - 1];
+      const double *ai = af + i * K;
+      for (int64_t k = kb; k < ke; k++) {
+        double aik = ai[k];
+        if (aik == 0.0) continue; /* adds only +0.0: no partial sum changes */
+        const ql_fold_v2d av = {aik, aik};
+        const double *bk = bf + k * N;
+#pragma GCC unroll 8
+        for (int64_t v = 0; v < nv; v++) {
+          ql_fold_v2d bv;
+          memcpy(&bv, bk + 2 * v, sizeof(bv));
+          acc[v] += av * bv;
+        }
+        if (tail) tacc += aik * bk[N - 1];
+      }
+#pragma GCC unroll 8
+      for (int64_t v = 0; v < nv; v++) memcpy(ci + 2 * v, &acc[v], sizeof(ql_fold_v2d));
+      if (tail) ci[N - 1] = tacc;
+    }
+  }
+}
+
 static void ql_fold_gemm_f64_narrow(const struct ql_fold_matrix *a, const struct ql_fold_matrix *b, double *c,
                                     int64_t from, int64_t to) {
-  int64_t K = a->cols, N = b->cols, nv = N / 4, tail = N % 4;
-  for (int64_t i = from; i < to; i++) {
-    ql_fold_v4d acc[4];
-    double tacc[4] = {0.0, 0.0, 0.0, 0.0};
-    memset(acc, 0, sizeof(acc));
-    const double *ai = a->f + i * K;
-    for (int64_t k = 0; k < K; k++) {
-      double aik = ai[k];
-      if (aik == 0.0) continue; /* adds only +0.0: no partial sum changes */
-      const double *bk = b->f + k * N;
-      for (int64_t v = 0; v < nv; v++) {
-        ql_fold_v4d bv;
-        memcpy(&bv, bk + 4 * v, sizeof(bv));
-        acc[v] += aik * bv;
-      }
-      for (int64_t t = 0; t < tail; t++) tacc[t] += aik * bk[4 * nv + t];
-    }
-    double *ci = c + i * N;
-    memcpy(ci, acc, (size_t)nv * sizeof(ql_fold_v4d));
-    for (int64_t t = 0; t < tail; t++) ci[4 * nv + t] = tacc[t];
+  int64_t K = a->cols;
+  switch (b->cols) {
+#define QL_FOLD_NARROW_CASE(n) \
+  case n: ql_fold_narrow_n(a->f, b->f, c, K, n, from, to); break;
+    QL_FOLD_NARROW_CASE(1) QL_FOLD_NARROW_CASE(2) QL_FOLD_NARROW_CASE(3) QL_FOLD_NARROW_CASE(4)
+    QL_FOLD_NARROW_CASE(5) QL_FOLD_NARROW_CASE(6) QL_FOLD_NARROW_CASE(7) QL_FOLD_NARROW_CASE(8)
+    QL_FOLD_NARROW_CASE(9) QL_FOLD_NARROW_CASE(10) QL_FOLD_NARROW_CASE(11) QL_FOLD_NARROW_CASE(12)
+    QL_FOLD_NARROW_CASE(13) QL_FOLD_NARROW_CASE(14) QL_FOLD_NARROW_CASE(15) QL_FOLD_NARROW_CASE(16)
+#undef QL_FOLD_NARROW_CASE
+    default: break; /* N == 0: no cell */
   }
 }
 
@@ -144,6 +245,17 @@ void ql_fold_gemm_rows(const struct ql_fold_matrix *a, const struct ql_fold_matr
   if (a->is_float) ql_fold_gemm_f64(a, b, c_values, row_from, row_to);
   else ql_fold_gemm_i64(a, b, c_values, row_from, row_to);
   int64_t N = b->cols, words = a->words;
+  if (words == 1) {
+    /* Short contractions (K <= 64): one word per bitset. */
+    for (int64_t i = row_from; i < row_to; i++) {
+      uint64_t ae = a->exist[i], ah = a->has[i];
+      for (int64_t j = 0; j < N; j++) {
+        c_exist[i * N + j] = (uint8_t)((ae & b->exist[j]) != 0);
+        c_has[i * N + j] = (uint8_t)((ah & b->has[j]) != 0);
+      }
+    }
+    return;
+  }
   for (int64_t i = row_from; i < row_to; i++) {
     for (int64_t j = 0; j < N; j++) {
       c_exist[i * N + j] = (uint8_t)ql_fold_any_and(a->exist + i * words, b->exist + j * words, words);

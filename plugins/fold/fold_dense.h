@@ -25,6 +25,7 @@
 #define QL_FOLD_DENSE_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "fold_mem.h"
 
@@ -62,6 +63,52 @@ static inline int ql_fold_matrix_put(struct ql_fold_matrix *m, int64_t r, int64_
   m->has[word] |= mask;
   return 0;
 }
+
+/* Float matrices are filled in two steps so that several threads may fill
+ * one matrix at once without locks (int64 matrices use ql_fold_matrix_put,
+ * one thread per matrix):
+ *
+ * 1. ql_fold_matrix_init_f: every cell is empty (zero bits: the memory
+ *    comes zeroed from the allocator, no pass over it); the bitsets are zero.
+ * 2. ql_fold_matrix_put_f per row, from any thread: while filling, a cell
+ *    holds 0 (empty), 1 (only NULL values) or the value's bits XOR
+ *    QL_FOLD_CELL_KEY, a NaN pattern, so that no finite value is stored as
+ *    0 or 1 (non-finite values send the run to the hash path).
+ * 3. ql_fold_matrix_seal_f over disjoint row ranges (of 64 rows for a
+ *    transposed matrix): sets the bitsets from the cells, turns cells into
+ *    their values (0.0 without one) and counts the cells holding a value.
+ *
+ * A cell must receive at most one value (the products must each be
+ * DataFusion's rounded product). Threads racing on one cell can lose a
+ * value instead of seeing it, so the caller compares the number of values
+ * put with the number of cells holding one after the seal: equal means no
+ * cell got two values and none was lost. */
+#define QL_FOLD_CELL_KEY UINT64_C(0x7ff8dead00000000)
+
+int ql_fold_matrix_init_f(struct ql_fold_matrix *m, int64_t rows, int64_t cols, int transposed,
+                          struct ql_fold_mem *mem, struct ql_error *error);
+
+/* Put a row at `cell` (row * cols + column). Returns 1 when the value is not
+ * finite or the cell already holds a value (seen by this thread), else 0. */
+static inline int ql_fold_matrix_put_f(struct ql_fold_matrix *m, int64_t cell, int has_value, double value) {
+  /* Relaxed atomic accesses (plain moves on x86-64 and arm64): threads may
+   * meet on a cell only when the data has a duplicate, which the count
+   * catches; the accesses themselves must not be data races. */
+  uint64_t *slot = (uint64_t *)(void *)(m->f + cell);
+  uint64_t old = __atomic_load_n(slot, __ATOMIC_RELAXED), bits;
+  if (!has_value) {
+    if (old == 0) __atomic_store_n(slot, (uint64_t)1, __ATOMIC_RELAXED);
+    return 0;
+  }
+  if (old > 1 || !__builtin_isfinite(value)) return 1;
+  memcpy(&bits, &value, 8);
+  __atomic_store_n(slot, bits ^ QL_FOLD_CELL_KEY, __ATOMIC_RELAXED);
+  return 0;
+}
+
+/* Step 3 for rows [from, to) (from a multiple of 64 when m is transposed);
+ * returns the number of cells in those rows holding a value. */
+int64_t ql_fold_matrix_seal_f(struct ql_fold_matrix *m, int64_t from, int64_t to);
 
 /* The product for result rows [row_from, row_to): c_values (a->rows x
  * b->cols, row-major, double or int64 as a's type), c_exist and c_has

@@ -127,14 +127,15 @@ static int ql_fold_emit(struct ql_fold_run *run, struct ArrowArray *out, struct 
   if (run->emitted >= total) return QL_OK;
   int64_t batch = run->ctx.batch_size > 0 ? run->ctx.batch_size : 8192;
   int64_t n = total - run->emitted < batch ? total - run->emitted : batch;
-  /* The groups come from the group table, or from C a window at a time. */
+  if (run->dense.active && !empty_row) {
+    /* Straight from C. */
+    QL_RETURN_NOT_OK(ql_fold_dense_emit(run, n, out, error));
+    run->emitted += n;
+    atomic_fetch_add(&run->plan->output_rows, n);
+    return QL_OK;
+  }
   const struct ql_fold_groups *g = &run->result;
   int64_t from = run->emitted;
-  if (run->dense.active && !empty_row) {
-    QL_RETURN_NOT_OK(ql_fold_dense_window(run, n, error));
-    g = &run->dense.window;
-    from = 0;
-  }
   QL_RETURN_NOT_OK(ql_array_init_struct(out, n, s->n_groups + 1, error));
   int rc = QL_OK;
   for (int32_t i = 0; i < s->n_groups && rc == QL_OK; i++) rc = ql_fold_emit_key(run, g, i, from, n, out->children[i], error);
@@ -279,7 +280,6 @@ static int ql_fold_execute(const struct ql_execution_plan *self, int64_t partiti
   atomic_fetch_add(&s->refs, 1);
   run->plan = s;
   ql_fold_groups_init(&run->result, s->spec.n_groups, 0, s->spec.value_type == QL_FOLD_FLOAT64);
-  ql_fold_groups_init(&run->dense.window, s->spec.n_groups, 0, s->spec.value_type == QL_FOLD_FLOAT64);
   memset(out, 0, sizeof(*out));
   out->get_schema = ql_fold_stream_get_schema;
   out->get_next = ql_fold_stream_get_next;

@@ -6,6 +6,7 @@
 
 #include "fold_dense.h"
 #include "fold_internal.h"
+#include "qlink/lib/arrow.h"
 #include "qlink/lib/status.h"
 
 /* Largest key or group range the dense kernel indexes (one matrix side). */
@@ -112,6 +113,169 @@ static int ql_fold_fill_worker(void *arg, struct ql_error *error) {
   return QL_OK;
 }
 
+/* Float matrices: every chunk of both sides is one task, so both workers
+ * share the larger side too (see fold_dense.h for why that is safe). */
+struct ql_fold_fill_f_task {
+  struct ql_fold_run *run;
+  const struct ql_fold_gemm_shape *shape;
+  struct ql_fold_matrix *m[2];
+  int64_t n_chunks[2]; /* over all partitions of each side */
+  atomic_llong next;
+  atomic_llong values; /* values put */
+  atomic_int fallback;
+};
+
+/* Chunk number i of side k (partitions in order). */
+static const struct ql_fold_chunk *ql_fold_nth_chunk(const struct ql_fold_input *in, int64_t i) {
+  for (int64_t p = 0; p < in->n_parts; p++) {
+    if (i < in->parts[p].n_chunks) return in->parts[p].chunks[i];
+    i -= in->parts[p].n_chunks;
+  }
+  return NULL;
+}
+
+/* The scatter loop of the direct fill: key type TK, group type TG (when
+ * HAS_GROUP), float64 values; rows [0, n) of the columns at their offsets. */
+#define QL_FOLD_SCATTER(TK, TG, HAS_GROUP)                                                          \
+  do {                                                                                              \
+    const TK *kp = (const TK *)key->buffers[1] + key->offset + off;                                 \
+    const TG *gp = HAS_GROUP ? (const TG *)grp->buffers[1] + grp->offset + off : NULL;              \
+    for (int64_t r = 0; r < n; r++) {                                                               \
+      uint64_t kk = (uint64_t)(int64_t)kp[r] - (uint64_t)kmin;                                      \
+      if (kk >= (uint64_t)klen) continue; /* cannot match the other side */                         \
+      int64_t gi = HAS_GROUP ? (int64_t)gp[r] - gmin : 0;                                           \
+      int has = !vnull || ql_fold_bit(val, val->offset + off + r);                                  \
+      if (ql_fold_matrix_put_f(m, gi * gstride + (int64_t)kk * kstride, has, has ? vp[r] : 0.0)) return -1; \
+      values += has;                                                                                \
+    }                                                                                               \
+  } while (0)
+
+/* Chunk c straight from its Arrow buffers when its key and group columns
+ * have no NULL and are int32/int64 and its values float64 (the common
+ * case: no decoding pass); -2 when the chunk is not of that kind. */
+static int64_t ql_fold_fill_direct_f(const struct ql_fold_input *in, const struct ql_fold_chunk *c,
+                                     const struct ql_fold_gemm_shape *g, int k, struct ql_fold_matrix *m) {
+  const struct ql_fold_side *s = &in->side;
+  const struct ArrowArray *batch = &c->batch;
+  const struct ArrowArray *key = batch->children[s->keys[0]->column];
+  const struct ArrowArray *grp = s->n_groups ? batch->children[s->groups[0]->column] : NULL;
+  const struct ArrowArray *val = batch->children[s->value->column];
+  int32_t ks = s->keys[0]->storage, gs = grp ? s->groups[0]->storage : QL_FOLD_S64;
+  if (s->value->storage != QL_FOLD_F64 || (ks != QL_FOLD_S64 && ks != QL_FOLD_S32) ||
+      (gs != QL_FOLD_S64 && gs != QL_FOLD_S32) || ql_fold_has_nulls(key) || (grp && ql_fold_has_nulls(grp)))
+    return -2;
+  int64_t off = batch->offset, n = batch->length, values = 0;
+  int64_t kmin = g->kmin, klen = g->klen, gmin = g->gmin[k];
+  /* A[group][key] for side 0, B[key][group] for side 1. */
+  int64_t gstride = k == 0 ? m->cols : 1, kstride = k == 0 ? 1 : m->cols;
+  int vnull = ql_fold_has_nulls(val);
+  const double *vp = (const double *)val->buffers[1] + val->offset + off;
+  if (ks == QL_FOLD_S64 && !grp) QL_FOLD_SCATTER(int64_t, int64_t, 0);
+  else if (ks == QL_FOLD_S64 && gs == QL_FOLD_S64) QL_FOLD_SCATTER(int64_t, int64_t, 1);
+  else if (ks == QL_FOLD_S64) QL_FOLD_SCATTER(int64_t, int32_t, 1);
+  else if (!grp) QL_FOLD_SCATTER(int32_t, int32_t, 0);
+  else if (gs == QL_FOLD_S64) QL_FOLD_SCATTER(int32_t, int64_t, 1);
+  else QL_FOLD_SCATTER(int32_t, int32_t, 1);
+  return values;
+}
+
+/* The rows of chunk c of side k into its matrix; the number of values put,
+ * or -1 when a cell gets a second value or a value is not finite. */
+static int64_t ql_fold_fill_chunk_f(const struct ql_fold_input *in, const struct ql_fold_chunk *c,
+                                    const struct ql_fold_gemm_shape *g, int k, struct ql_fold_matrix *m,
+                                    struct ql_fold_block *blk) {
+  int64_t direct = ql_fold_fill_direct_f(in, c, g, k, m);
+  if (direct != -2) return direct;
+  int has_group = in->side.n_groups == 1;
+  int64_t values = 0, kmin = g->kmin, klen = g->klen, gmin = g->gmin[k], gnull = g->glen[k], cols = m->cols;
+  for (int64_t from = 0; from < c->batch.length; from += QL_FOLD_BLOCK) {
+    ql_fold_block_decode(in, c, from, blk);
+    for (int64_t r = 0; r < blk->n; r++) {
+      uint64_t key = (uint64_t)blk->keys[r] - (uint64_t)kmin;
+      if (key >= (uint64_t)klen) continue; /* cannot match the other side */
+      int64_t gi = 0;
+      if (has_group) gi = (blk->group_nulls[r] & 1u) ? gnull : blk->groups[r] - gmin;
+      int64_t cell = k == 0 ? gi * cols + (int64_t)key : (int64_t)key * cols + gi;
+      if (ql_fold_matrix_put_f(m, cell, blk->has[r], blk->fvalue[r])) return -1;
+      values += blk->has[r];
+    }
+  }
+  return values;
+}
+
+static int ql_fold_fill_f_worker(void *arg, struct ql_error *error) {
+  struct ql_fold_fill_f_task *t = arg;
+  struct ql_fold_block *blk;
+  QL_RETURN_NOT_OK(ql_fold_block_new(&t->run->mem, &blk, error));
+  int64_t total = t->n_chunks[0] + t->n_chunks[1], values = 0;
+  while (!atomic_load_explicit(&t->fallback, memory_order_relaxed)) {
+    int64_t i = atomic_fetch_add(&t->next, 1);
+    if (i >= total) break;
+    int k = i < t->n_chunks[0] ? 0 : 1;
+    const struct ql_fold_chunk *c = ql_fold_nth_chunk(&t->run->in[k], k ? i - t->n_chunks[0] : i);
+    int64_t v = ql_fold_fill_chunk_f(&t->run->in[k], c, t->shape, k, t->m[k], blk);
+    if (v < 0) atomic_store(&t->fallback, 1);
+    else values += v;
+  }
+  atomic_fetch_add(&t->values, values);
+  ql_fold_mem_free(&t->run->mem, blk, (int64_t)sizeof(*blk));
+  return QL_OK;
+}
+
+/* Sealing both float matrices: tasks of about QL_FOLD_SEAL_CELLS cells,
+ * row ranges of A, then 64-row multiples of B. */
+#define QL_FOLD_SEAL_CELLS (INT64_C(1) << 16)
+
+struct ql_fold_seal_task {
+  struct ql_fold_matrix *m[2];
+  int64_t step[2], n_tasks[2];
+  atomic_llong next;
+  atomic_llong values; /* cells holding a value */
+};
+
+static int ql_fold_seal_worker(void *arg, struct ql_error *error) {
+  (void)error;
+  struct ql_fold_seal_task *t = arg;
+  int64_t values = 0;
+  for (;;) {
+    int64_t i = atomic_fetch_add(&t->next, 1);
+    if (i >= t->n_tasks[0] + t->n_tasks[1]) break;
+    int k = i < t->n_tasks[0] ? 0 : 1;
+    int64_t from = (k ? i - t->n_tasks[0] : i) * t->step[k];
+    int64_t to = from + t->step[k] < t->m[k]->rows ? from + t->step[k] : t->m[k]->rows;
+    values += ql_fold_matrix_seal_f(t->m[k], from, to);
+  }
+  atomic_fetch_add(&t->values, values);
+  return QL_OK;
+}
+
+/* Fill and seal the float matrices a and b; QL_FOLD_FALLBACK when a cell
+ * got two values or a value was not finite. */
+static int ql_fold_gemm_fill_f(struct ql_fold_run *run, const struct ql_fold_gemm_shape *g, struct ql_fold_matrix *a,
+                               struct ql_fold_matrix *b, struct ql_error *error) {
+  struct ql_fold_fill_f_task fill;
+  memset(&fill, 0, sizeof(fill));
+  fill.run = run;
+  fill.shape = g;
+  fill.m[0] = a;
+  fill.m[1] = b;
+  for (int k = 0; k < 2; k++)
+    for (int64_t p = 0; p < run->in[k].n_parts; p++) fill.n_chunks[k] += run->in[k].parts[p].n_chunks;
+  QL_RETURN_NOT_OK(ql_fold_parallel(&run->ctx, fill.n_chunks[0] + fill.n_chunks[1], ql_fold_fill_f_worker, &fill, error));
+  if (atomic_load(&fill.fallback)) return QL_FOLD_FALLBACK;
+  struct ql_fold_seal_task seal;
+  memset(&seal, 0, sizeof(seal));
+  seal.m[0] = a;
+  seal.m[1] = b;
+  int64_t rows_a = QL_FOLD_SEAL_CELLS / (a->cols ? a->cols : 1);
+  int64_t rows_b = QL_FOLD_SEAL_CELLS / (b->cols ? b->cols : 1);
+  seal.step[0] = rows_a < 1 ? 1 : rows_a;
+  seal.step[1] = rows_b < 64 ? 64 : rows_b / 64 * 64;
+  for (int k = 0; k < 2; k++) seal.n_tasks[k] = (seal.m[k]->rows + seal.step[k] - 1) / seal.step[k];
+  QL_RETURN_NOT_OK(ql_fold_parallel(&run->ctx, seal.n_tasks[0] + seal.n_tasks[1], ql_fold_seal_worker, &seal, error));
+  return atomic_load(&seal.values) == atomic_load(&fill.values) ? QL_OK : QL_FOLD_FALLBACK;
+}
+
 struct ql_fold_gemm_task {
   const struct ql_fold_matrix *a, *b;
   void *c;
@@ -134,49 +298,154 @@ static int ql_fold_gemm_worker(void *arg, struct ql_error *error) {
 void ql_fold_dense_destroy(struct ql_fold_run *run) {
   struct ql_fold_dense_out *d = &run->dense;
   int64_t cells = d->rows * d->cols;
-  int is_float = run->plan->spec.value_type == QL_FOLD_FLOAT64;
-  ql_fold_mem_free(&run->mem, d->c, cells * 8);
+  ql_fold_mem_cfree(&run->mem, d->c, cells * 8);
   ql_fold_mem_free(&run->mem, d->exist, cells);
   ql_fold_mem_free(&run->mem, d->has, cells);
-  ql_fold_groups_destroy(&d->window, &run->mem);
   memset(d, 0, sizeof(*d));
-  ql_fold_groups_init(&d->window, run->plan->spec.n_groups, 0, is_float);
 }
 
-int ql_fold_dense_window(struct ql_fold_run *run, int64_t n, struct ql_error *error) {
-  struct ql_fold_dense_out *d = &run->dense;
-  struct ql_fold_groups *w = &d->window;
-  const struct ql_fold_spec *s = &run->plan->spec;
-  if (w->cap < n) {
-    ql_fold_groups_destroy(w, &run->mem);
-    QL_RETURN_NOT_OK(ql_fold_groups_alloc(w, n, 1, &run->mem, error));
+/* Where the n rows of a batch come from: the cells sel[r] of C, at row
+ * ii[r] and column jj[r]; or, when every cell of C is a group (sel NULL),
+ * the n cells from `first` on. */
+struct ql_fold_dense_rows {
+  const int64_t *sel, *ii, *jj;
+  int64_t first, ncols, n;
+};
+
+/* A group key column from the row (side 0) or column (side 1) index of
+ * each row's cell: gmin + index, NULL where the index is glen (the NULL
+ * group). The data as the key's width (the low bytes of the int64,
+ * little-endian); *validity is allocated only when a NULL occurs. Returns
+ * the NULL count, -1 when out of memory. */
+#define QL_FOLD_KEY_LOOP(T)                                                             \
+  do {                                                                                  \
+    T *out_ = data;                                                                     \
+    if (idx) {                                                                          \
+      for (int64_t r = 0; r < n; r++) out_[r] = (T)(gmin + idx[r]);                     \
+    } else {                                                                            \
+      int64_t i_ = rows->first / rows->ncols, j_ = rows->first % rows->ncols;           \
+      for (int64_t r = 0; r < n; r++) {                                                 \
+        out_[r] = (T)(gmin + (side == 0 ? i_ : j_));                                    \
+        if (++j_ == rows->ncols) {                                                      \
+          j_ = 0;                                                                       \
+          i_++;                                                                         \
+        }                                                                               \
+      }                                                                                 \
+    }                                                                                   \
+  } while (0)
+
+static int64_t ql_fold_dense_key(const struct ql_fold_dense_rows *rows, int side, int64_t gmin, int64_t glen,
+                                 int64_t dim, int64_t width, void *data, uint8_t **validity) {
+  const int64_t *idx = rows->sel ? (side == 0 ? rows->ii : rows->jj) : NULL;
+  int64_t n = rows->n;
+  switch (width) {
+    case 1: QL_FOLD_KEY_LOOP(uint8_t); break;
+    case 2: QL_FOLD_KEY_LOOP(uint16_t); break;
+    case 4: QL_FOLD_KEY_LOOP(uint32_t); break;
+    default: QL_FOLD_KEY_LOOP(uint64_t); break;
   }
-  int32_t width = w->gmap.width;
-  int64_t cells = d->rows * d->cols;
-  for (int64_t g = 0; g < n && d->cursor < cells; d->cursor++) {
-    int64_t cell = d->cursor;
-    if (!d->exist[cell]) continue;
-    int64_t i = cell / d->cols, j = cell % d->cols;
-    uint32_t nulls = 0;
-    int64_t *tuple = w->gmap.values + g * width;
-    for (int32_t k = 0; k < width; k++) {
-      int side = s->groups[k].side;
-      int64_t idx = side == 0 ? i : j;
-      if (idx == d->glen[side]) {
-        tuple[k] = 0;
-        nulls |= 1u << k;
-      } else {
-        tuple[k] = d->gmin[side] + idx;
+  /* NULL groups, when the side has one (index glen < dim): the keys
+   * written as gmin + glen are the NULL group's. */
+  int64_t nulls = 0;
+  for (int64_t r = 0; r < n && glen < dim; r++) {
+    int64_t index;
+    if (idx) index = idx[r];
+    else index = side == 0 ? (rows->first + r) / rows->ncols : (rows->first + r) % rows->ncols;
+    if (index != glen) continue;
+    if (!*validity) {
+      *validity = malloc((size_t)(n / 8 + 1));
+      if (!*validity) return -1;
+      memset(*validity, 0xff, (size_t)(n / 8 + 1));
+    }
+    (*validity)[r >> 3] &= (uint8_t) ~(1u << (r & 7));
+    memset((uint8_t *)data + r * width, 0, (size_t)width);
+    nulls++;
+  }
+  return nulls;
+}
+
+/* The sum column from each row's cell of C (8 bytes each: a double or the
+ * int64 sum), NULL where no product was non-NULL. */
+static int64_t ql_fold_dense_sum(const struct ql_fold_dense_out *d, const struct ql_fold_dense_rows *rows,
+                                 uint8_t *data, uint8_t *validity) {
+  const uint64_t *c = d->c;
+  uint64_t *out = (uint64_t *)data;
+  int64_t nulls = 0, n = rows->n;
+  for (int64_t r0 = 0; r0 < n; r0 += 8) {
+    int64_t r1 = r0 + 8 < n ? r0 + 8 : n;
+    unsigned byte = 0;
+    for (int64_t r = r0; r < r1; r++) {
+      int64_t cell = rows->sel ? rows->sel[r] : rows->first + r;
+      unsigned h = d->has[cell];
+      out[r] = h ? c[cell] : 0;
+      byte |= h << (r - r0);
+    }
+    validity[r0 >> 3] = (uint8_t)byte;
+    nulls += (r1 - r0) - __builtin_popcount(byte);
+  }
+  return nulls;
+}
+
+int ql_fold_dense_emit(struct ql_fold_run *run, int64_t n, struct ArrowArray *out, struct ql_error *error) {
+  struct ql_fold_dense_out *d = &run->dense;
+  const struct ql_fold_spec *s = &run->plan->spec;
+  int32_t ng = s->n_groups;
+  int64_t ncols = d->cols, cells = d->rows * d->cols;
+  struct ql_fold_dense_rows rows = {NULL, NULL, NULL, d->cursor, ncols, n};
+  int64_t *sel = NULL;
+  if (d->count != cells) {
+    /* Some cells are not groups: list the batch's cells and their row and
+     * column in C. */
+    sel = malloc((size_t)(n ? n : 1) * 3 * sizeof(int64_t));
+    if (!sel) return ql_error_set(error, QL_ENOMEM, "qlink_fold: out of memory emitting");
+    int64_t *ii = sel + n, *jj = sel + 2 * n;
+    int64_t i = d->cursor / ncols, j = d->cursor % ncols;
+    for (int64_t r = 0; r < n && d->cursor < cells; d->cursor++) {
+      if (d->exist[d->cursor]) {
+        sel[r] = d->cursor;
+        ii[r] = i;
+        jj[r] = j;
+        r++;
+      }
+      if (++j == ncols) {
+        j = 0;
+        i++;
       }
     }
-    w->gmap.nulls[g] = nulls;
-    w->has[g] = d->has[cell];
-    if (w->is_float) w->final_f[g] = d->has[cell] ? ((const double *)d->c)[cell] : 0.0;
-    else w->acc_i[g] = d->has[cell] ? (ql_fold_u128)(uint64_t)((const int64_t *)d->c)[cell] : 0;
-    g++;
+    rows.sel = sel;
+    rows.ii = ii;
+    rows.jj = jj;
+  } else {
+    d->cursor += n;
   }
-  w->gmap.count = n;
-  return QL_OK;
+  int rc = ql_array_init_struct(out, n, ng + 1, error);
+  for (int32_t k = 0; k <= ng && rc == QL_OK; k++) {
+    int64_t width = k < ng ? ql_format_byte_width(s->groups[k].format) : 8;
+    uint8_t *data = malloc((size_t)(n ? n : 1) * (size_t)width), *validity = NULL;
+    int64_t nulls = -1;
+    if (data && k < ng) {
+      int side = s->groups[k].side;
+      nulls = ql_fold_dense_key(&rows, side, d->gmin[side], d->glen[side], side == 0 ? d->rows : d->cols, width,
+                                data, &validity);
+    } else if (data) {
+      validity = malloc((size_t)(n / 8 + 1));
+      if (validity) nulls = ql_fold_dense_sum(d, &rows, data, validity);
+      if (nulls == 0) {
+        free(validity);
+        validity = NULL;
+      }
+    }
+    if (nulls < 0) {
+      free(data);
+      free(validity);
+      rc = ql_error_set(error, QL_ENOMEM, "qlink_fold: out of memory emitting");
+    } else {
+      rc = ql_array_init_fixed(out->children[k], n, nulls, validity, data, error);
+    }
+  }
+  free(sel);
+  if (rc != QL_OK && out->release) out->release(out);
+  return rc;
 }
 
 int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
@@ -190,12 +459,17 @@ int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
   struct ql_fold_gemm_task task;
   memset(&task, 0, sizeof(task));
   void *c = NULL, *exist = NULL, *has = NULL;
-  int rc = ql_fold_matrix_init(&a, rows, g.klen, is_float, 0, &run->mem, error);
-  if (rc == QL_OK) rc = ql_fold_matrix_init(&b, g.klen, cols, is_float, 1, &run->mem, error);
-  if (rc == QL_OK) rc = ql_fold_mem_resize(&run->mem, &c, 0, cells * 8, error); /* zeroed: C accumulates */
+  int rc = is_float ? ql_fold_matrix_init_f(&a, rows, g.klen, 0, &run->mem, error)
+                    : ql_fold_matrix_init(&a, rows, g.klen, is_float, 0, &run->mem, error);
+  if (rc == QL_OK)
+    rc = is_float ? ql_fold_matrix_init_f(&b, g.klen, cols, 1, &run->mem, error)
+                  : ql_fold_matrix_init(&b, g.klen, cols, is_float, 1, &run->mem, error);
+  if (rc == QL_OK) rc = ql_fold_mem_calloc(&run->mem, &c, cells * 8, error); /* zeroed: C accumulates */
   if (rc == QL_OK) rc = ql_fold_mem_alloc(&run->mem, &exist, cells, error);
   if (rc == QL_OK) rc = ql_fold_mem_alloc(&run->mem, &has, cells, error);
-  if (rc == QL_OK) {
+  if (rc == QL_OK && is_float) {
+    rc = ql_fold_gemm_fill_f(run, &g, &a, &b, error);
+  } else if (rc == QL_OK) {
     struct ql_fold_fill_task fill = {run, &g, {&a, &b}, {QL_OK, QL_OK}, 0};
     rc = ql_fold_parallel(&run->ctx, 2, ql_fold_fill_worker, &fill, error);
     if (rc == QL_OK) rc = fill.rc[0] != QL_OK ? fill.rc[0] : fill.rc[1];
@@ -207,15 +481,16 @@ int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
     task.exist = exist;
     task.has = has;
     task.rows = rows;
-    /* Blocks of up to 64 rows, at least 8 tasks when C has few rows (a
-     * long contraction, as W = A^T Z, has few rows and much work each). */
-    task.block = rows / 8 < 1 ? 1 : rows / 8 > 64 ? 64 : rows / 8;
+    /* Blocks of 8 to 64 rows (each block reads all of B once, so a long
+     * contraction, as W = A^T Z with few rows and much work each, wants
+     * few blocks), about 8 of them when C has few rows. */
+    task.block = rows / 8 < 8 ? 8 : rows / 8 > 64 ? 64 : rows / 8;
     rc = ql_fold_parallel(&run->ctx, (rows + task.block - 1) / task.block, ql_fold_gemm_worker, &task, error);
   }
   ql_fold_matrix_destroy(&a, &run->mem);
   ql_fold_matrix_destroy(&b, &run->mem);
   if (rc != QL_OK) {
-    ql_fold_mem_free(&run->mem, c, cells * 8);
+    ql_fold_mem_cfree(&run->mem, c, cells * 8);
     ql_fold_mem_free(&run->mem, exist, cells);
     ql_fold_mem_free(&run->mem, has, cells);
     return rc;

@@ -172,7 +172,6 @@ struct ql_fold_dense_out {
   int64_t count;            /* cells with exist set */
   int64_t cursor;           /* the next cell to look at when emitting */
   int64_t gmin[2], glen[2]; /* per side: its group key range; index glen is the NULL group */
-  struct ql_fold_groups window; /* the groups of the batch being emitted */
 };
 
 /* The probe's direct numbering of probe groups (fold_hash.c). */
@@ -203,6 +202,18 @@ struct ql_fold_run {
  * dense, a duplicate or non-finite float cell); run the hash path instead. */
 #define QL_FOLD_FALLBACK 1000
 
+
+/* A column of a batch may hold NULLs (a validity bitmap and nulls, or an
+ * unknown null count). */
+static inline int ql_fold_has_nulls(const struct ArrowArray *c) {
+  return c->null_count != 0 && c->n_buffers >= 1 && c->buffers[0] != NULL;
+}
+
+/* Validity bit i (the array's offset included by the caller). */
+static inline int ql_fold_bit(const struct ArrowArray *c, int64_t i) {
+  const uint8_t *bits = c->buffers[0];
+  return (bits[i >> 3] >> (i & 7)) & 1;
+}
 
 /* ---- fold_input.c */
 
@@ -260,8 +271,9 @@ int ql_fold_groups_alloc(struct ql_fold_groups *g, int64_t count, int final, str
 /* The dense kernel over run->in into run->dense when the data read suit it
  * (see fold_dense.h); QL_FOLD_FALLBACK otherwise. */
 int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error);
-/* Fill run->dense.window with the next n groups of run->dense. */
-int ql_fold_dense_window(struct ql_fold_run *run, int64_t n, struct ql_error *error);
+/* The next n groups of run->dense as a batch (a struct array of the group
+ * keys and the sum) into out, written straight from C. */
+int ql_fold_dense_emit(struct ql_fold_run *run, int64_t n, struct ArrowArray *out, struct ql_error *error);
 /* Free run->dense. */
 void ql_fold_dense_destroy(struct ql_fold_run *run);
 

@@ -9,6 +9,7 @@
 
 static int ql_fold_decline(struct ql_fold_spec *s, const char *fmt, ...) QL_PRINTF_FORMAT(2, 3);
 static int ql_fold_decline(struct ql_fold_spec *s, const char *fmt, ...) {
+  if (!s->want_why) return 0; /* nobody reads the reason: format nothing */
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(s->why, sizeof(s->why), fmt, ap);
@@ -377,7 +378,9 @@ int ql_fold_match(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_s
   if (n->schema->n_children != (int64_t)n->n_exprs + n->n_exprs2)
     return ql_fold_decline(s, "aggregate schema width differs from its expressions");
   if (!ql_fold_builtin_sum(v, n, s)) return 0;
+  int32_t want_why = s->want_why;
   memset(s, 0, sizeof(*s));
+  s->want_why = want_why;
   s->aggregate = agg;
   s->join = -1;
   if (!ql_fold_find_join(v, agg, s)) return 0;
@@ -387,12 +390,13 @@ int ql_fold_match(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_s
   return 1;
 }
 
-ql_node_id ql_fold_find(const struct ql_plan_view *v, struct ql_fold_spec *out) {
+ql_node_id ql_fold_find(const struct ql_plan_view *v, struct ql_fold_spec *out, int want_why) {
   ql_node_id stack[256];
   int top = 0;
   char first_why[sizeof(out->why)];
   int seen_aggregate = 0;
   out->why[0] = 0;
+  out->want_why = want_why != 0;
   if (v->root < 0 || v->root >= v->n_nodes) {
     ql_fold_decline(out, "plan has no root");
     return -1;
@@ -404,7 +408,7 @@ ql_node_id ql_fold_find(const struct ql_plan_view *v, struct ql_fold_spec *out) 
     if (n->kind == QL_NODE_OTHER) continue; /* opaque: leave it and what is below alone */
     if (n->kind == QL_NODE_AGGREGATE) {
       if (ql_fold_match(v, id, out)) return id;
-      if (!seen_aggregate) memcpy(first_why, out->why, sizeof(first_why));
+      if (!seen_aggregate && want_why) memcpy(first_why, out->why, sizeof(first_why));
       seen_aggregate = 1;
     }
     /* Push inputs in reverse so the left subtree is visited first. */
@@ -413,7 +417,7 @@ ql_node_id ql_fold_find(const struct ql_plan_view *v, struct ql_fold_spec *out) 
       if (n->inputs[k] >= 0 && n->inputs[k] < v->n_nodes) stack[top++] = n->inputs[k];
     }
   }
-  if (seen_aggregate) memcpy(out->why, first_why, sizeof(first_why));
+  if (seen_aggregate && want_why) memcpy(out->why, first_why, sizeof(first_why));
   else ql_fold_decline(out, "no aggregate in the plan");
   return -1;
 }

@@ -65,6 +65,91 @@ int ql_fold_mem_alloc(struct ql_fold_mem *mem, void **out, int64_t bytes, struct
   return ql_error_set(error, QL_ENOMEM, "qlink_fold: out of memory allocating %lld bytes", (long long)bytes);
 }
 
+/* ql_fold_mem_calloc buffers: QL_FOLD_HEADER bytes before the data hold
+ * the capacity (keeping the data 64-byte aligned). */
+#define QL_FOLD_HEADER 64
+
+static struct {
+  pthread_mutex_t lock;
+  int32_t n;
+  void *base[QL_FOLD_CACHE_SLOTS];
+  int64_t cap[QL_FOLD_CACHE_SLOTS];
+  int64_t bytes;
+} ql_fold_cache = {PTHREAD_MUTEX_INITIALIZER, 0, {NULL}, {0}, 0};
+
+/* The smallest cached buffer of capacity >= bytes (and not more than twice
+ * that, so a small request does not pin a huge buffer), or NULL. */
+static void *ql_fold_cache_take(int64_t bytes) {
+  void *base = NULL;
+  pthread_mutex_lock(&ql_fold_cache.lock);
+  int32_t best = -1;
+  for (int32_t i = 0; i < ql_fold_cache.n; i++) {
+    int64_t cap = ql_fold_cache.cap[i];
+    if (cap >= bytes && cap <= 2 * bytes && (best < 0 || cap < ql_fold_cache.cap[best])) best = i;
+  }
+  if (best >= 0) {
+    base = ql_fold_cache.base[best];
+    ql_fold_cache.bytes -= ql_fold_cache.cap[best];
+    ql_fold_cache.n--;
+    ql_fold_cache.base[best] = ql_fold_cache.base[ql_fold_cache.n];
+    ql_fold_cache.cap[best] = ql_fold_cache.cap[ql_fold_cache.n];
+  }
+  pthread_mutex_unlock(&ql_fold_cache.lock);
+  return base;
+}
+
+/* Keep a freed buffer if the cache has room; 1 when kept. */
+static int ql_fold_cache_put(void *base, int64_t cap) {
+  int kept = 0;
+  pthread_mutex_lock(&ql_fold_cache.lock);
+  if (ql_fold_cache.n < QL_FOLD_CACHE_SLOTS && ql_fold_cache.bytes + cap <= QL_FOLD_CACHE_BYTES) {
+    ql_fold_cache.base[ql_fold_cache.n] = base;
+    ql_fold_cache.cap[ql_fold_cache.n++] = cap;
+    ql_fold_cache.bytes += cap;
+    kept = 1;
+  }
+  pthread_mutex_unlock(&ql_fold_cache.lock);
+  return kept;
+}
+
+/* Give the cached buffers back when the plugin is unloaded (or at exit). */
+__attribute__((destructor)) static void ql_fold_cache_drain(void) {
+  pthread_mutex_lock(&ql_fold_cache.lock);
+  for (int32_t i = 0; i < ql_fold_cache.n; i++) free(ql_fold_cache.base[i]);
+  ql_fold_cache.n = 0;
+  ql_fold_cache.bytes = 0;
+  pthread_mutex_unlock(&ql_fold_cache.lock);
+}
+
+int ql_fold_mem_calloc(struct ql_fold_mem *mem, void **out, int64_t bytes, struct ql_error *error) {
+  *out = NULL;
+  if (bytes < 0 || bytes > INT64_MAX / 2) return ql_error_set(error, QL_EINVAL, "qlink_fold: bad allocation size %lld", (long long)bytes);
+  QL_RETURN_NOT_OK(ql_fold_mem_grow(mem, bytes, error));
+  void *base = bytes >= QL_FOLD_CACHE_MIN ? ql_fold_cache_take(bytes) : NULL;
+  if (base) {
+    memset((char *)base + QL_FOLD_HEADER, 0, (size_t)bytes);
+  } else {
+    /* calloc, not malloc + memset: large blocks come as zero pages. */
+    base = calloc((size_t)bytes + QL_FOLD_HEADER, 1);
+    if (!base) {
+      ql_fold_mem_shrink(mem, bytes);
+      return ql_error_set(error, QL_ENOMEM, "qlink_fold: out of memory allocating %lld bytes", (long long)bytes);
+    }
+    memcpy(base, &bytes, sizeof(bytes));
+  }
+  *out = (char *)base + QL_FOLD_HEADER;
+  return QL_OK;
+}
+
+void ql_fold_mem_cfree(struct ql_fold_mem *mem, void *ptr, int64_t bytes) {
+  if (!ptr) return;
+  void *base = (char *)ptr - QL_FOLD_HEADER;
+  int64_t cap;
+  memcpy(&cap, base, sizeof(cap));
+  if (cap < QL_FOLD_CACHE_MIN || !ql_fold_cache_put(base, cap)) free(base);
+  if (bytes > 0) ql_fold_mem_shrink(mem, bytes);
+}
+
 int ql_fold_mem_reserve(struct ql_fold_mem *mem, int64_t bytes, struct ql_error *error) {
   if (bytes < 0) return ql_error_set(error, QL_EINVAL, "qlink_fold: negative reservation");
   return ql_fold_mem_grow(mem, bytes, error);

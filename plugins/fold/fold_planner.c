@@ -34,8 +34,9 @@ static int ql_fold_plan(const struct ql_planner *self, const struct ql_planner_c
   if (!ctx || !QL_HAS_MEMBER(ctx, struct ql_planner_context, plan_physical) || !ctx->plan || !ctx->plan_physical)
     return QL_OK;
   struct ql_fold_spec spec;
-  ql_node_id id = ql_fold_find(ctx->plan, &spec);
-  if (ql_fold_tracing()) {
+  int tracing = ql_fold_tracing();
+  ql_node_id id = ql_fold_find(ctx->plan, &spec, tracing);
+  if (tracing) {
     if (id < 0) fprintf(stderr, "qlink_fold: plan rooted at node %d: declined: %s\n", ctx->plan->root, spec.why);
     else fprintf(stderr, "qlink_fold: plan rooted at node %d: folding aggregate node %d\n", ctx->plan->root, id);
   }

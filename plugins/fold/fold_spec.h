@@ -63,18 +63,20 @@ struct ql_fold_spec {
   struct ql_fold_operand keys[2][QL_FOLD_MAX_KEYS]; /* keys[side][i] pairs with keys[1 - side][i] */
   struct ql_fold_operand groups[QL_FOLD_MAX_GROUPS]; /* in output order */
   struct ql_fold_operand values[2];                  /* values[side] */
-  char why[200]; /* after a decline: the reason */
+  char why[200]; /* after a decline: the reason (when want_why) */
+  int32_t want_why; /* 0: leave why empty (declining then formats nothing) */
 };
 
 /* Does the subtree at `aggregate` fold? 1 with `out` filled, or 0 with
- * out->why saying why not. */
+ * out->why saying why not when out->want_why is set (kept). */
 int ql_fold_match(const struct ql_plan_view *view, ql_node_id aggregate, struct ql_fold_spec *out);
 
 /* The first node in pre-order from the view's root that folds (subtrees of
- * QL_NODE_OTHER nodes are never entered), or -1. When none folds, out->why
- * gives the reason the first Aggregate seen was declined (or says there is
- * none). */
-ql_node_id ql_fold_find(const struct ql_plan_view *view, struct ql_fold_spec *out);
+ * QL_NODE_OTHER nodes are never entered), or -1. When none folds and
+ * want_why is set, out->why gives the reason the first Aggregate seen was
+ * declined (or says there is none); without want_why, declining formats no
+ * message (the planner's decline path: no vsnprintf, no allocation). */
+ql_node_id ql_fold_find(const struct ql_plan_view *view, struct ql_fold_spec *out, int want_why);
 
 /* Storage of an Arrow format, 0 if the fold does not read that type. */
 int32_t ql_fold_format_storage(const char *format);

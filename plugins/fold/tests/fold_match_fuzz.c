@@ -125,7 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   while (in.n >= 3) fz_mutate(&in, &view);
   if (ql_ir_validate(&view, NULL) == QL_OK) {
     struct ql_fold_spec spec;
-    ql_node_id id = ql_fold_find(&view, &spec);
+    ql_node_id id = ql_fold_find(&view, &spec, 1);
     if (id >= 0) {
       /* Every column the fold reads exists in its join input, typed as promised. */
       for (int k = 0; k < 2; k++) {

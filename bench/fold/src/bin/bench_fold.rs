@@ -30,11 +30,31 @@ use arrow::array::RecordBatch;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use qlink_datafusion::planner::{InstalledPlanner, QlinkQueryPlanner, HOOK_NANOS};
-use qlink_df_tests::{compare_rows, fold_plugin, rows, run};
+use datafusion::physical_plan::displayable;
+use qlink_df_tests::{compare_rows, fold_plugin, physical, rows, run};
 
 const D: usize = 16;
+/// Wall time each control query is measured for (at least its repetitions).
+const CONTROL_BUDGET_MS: f64 = 4000.0;
 const H: usize = 8;
 const TPCH_TABLES: [&str; 8] = ["customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier"];
+
+/// What to run: everything by default; `--only S` runs the queries whose
+/// "workload query" text contains S (and skips the planner-cost part);
+/// `--profile N` runs only the fold side of those queries N times each,
+/// untimed, for `perf record`; `--explain` prints the physical plans of
+/// the fold session instead of measuring.
+struct Opts {
+    only: Option<String>,
+    profile: usize,
+    explain: bool,
+}
+
+impl Opts {
+    fn wants(&self, group: &str, name: &str) -> bool {
+        self.only.as_ref().map_or(true, |o| format!("{group} {name}").contains(o.as_str()))
+    }
+}
 
 /// One measured query.
 struct Row {
@@ -43,6 +63,11 @@ struct Row {
     control: bool,
     stock_ms: f64,
     fold_ms: f64,
+    stock_median_ms: f64,
+    fold_median_ms: f64,
+    /// Median over the interleaved pairs of fold time / stock time.
+    paired_ratio_median: f64,
+    reps: usize,
     fired: bool,
     agree: bool,
     max_rel: f64,
@@ -52,6 +77,10 @@ struct Row {
 impl Row {
     fn speedup(&self) -> f64 {
         self.stock_ms / self.fold_ms
+    }
+    /// A control's slowdown: median fold time over median stock time, - 1.
+    fn slowdown(&self) -> f64 {
+        self.fold_median_ms / self.stock_median_ms - 1.0
     }
 }
 
@@ -65,35 +94,91 @@ async fn timed(ctx: &SessionContext, sql: &str) -> (f64, Vec<RecordBatch>, bool)
     (t.elapsed().as_secs_f64() * 1e3, b, fired)
 }
 
-/// Time `sql` in both sessions (`reps` interleaved runs after one warm-up
-/// each, minimum) and compare the results; `scale` is the same query with
-/// SUM(ABS(product)), the bound for sums that cancel.
-async fn measure(stock: &SessionContext, fold: &SessionContext, group: &str, name: &str, sql: &str, scale: Option<&str>, reps: usize, control: bool) -> Row {
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Time `sql` in both sessions and compare the results; `scale` is the same
+/// query with SUM(ABS(product)), the bound for sums that cancel. After one
+/// warm-up run each, the two sessions run interleaved (stock, fold, fold,
+/// stock, ...: each pair alternates which goes first, so neither always runs
+/// warm), at least `reps` pairs and, for short queries, more until about
+/// `budget_ms` of wall time has passed. Both the minimum and the median of
+/// each side are kept: speedups use the minima (the least disturbed run on a
+/// shared machine), controls the medians (a slowdown must show in the
+/// typical run, and one lucky run cannot hide it).
+#[allow(clippy::too_many_arguments)]
+async fn measure(
+    opts: &Opts,
+    stock: &SessionContext,
+    fold: &SessionContext,
+    group: &str,
+    name: &str,
+    sql: &str,
+    scale: Option<&str>,
+    reps: usize,
+    budget_ms: f64,
+    control: bool,
+) -> Option<Row> {
+    if !opts.wants(group, name) {
+        return None;
+    }
+    if opts.explain {
+        let plan = physical(fold, sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        eprintln!("{group} {name}:\n{}", displayable(plan.as_ref()).indent(true));
+        return None;
+    }
+    if opts.profile > 0 {
+        for _ in 0..opts.profile {
+            timed(fold, sql).await;
+        }
+        return None;
+    }
     let (_, want, _) = timed(stock, sql).await;
     let (_, got, fired) = timed(fold, sql).await;
     let scale_rows = match scale {
         Some(s) => Some(rows(&timed(stock, s).await.1)),
         None => None,
     };
-    let (mut best_s, mut best_f) = (f64::MAX, f64::MAX);
-    for i in 0..reps {
-        // Alternate which session goes first so neither always runs warm.
+    let (mut ts, mut tf) = (Vec::new(), Vec::new());
+    let start = Instant::now();
+    let mut i = 0;
+    while i < reps || (start.elapsed().as_secs_f64() * 1e3 < budget_ms && i < 20 * reps) {
         if i % 2 == 0 {
-            best_s = best_s.min(timed(stock, sql).await.0);
-            best_f = best_f.min(timed(fold, sql).await.0);
+            ts.push(timed(stock, sql).await.0);
+            tf.push(timed(fold, sql).await.0);
         } else {
-            best_f = best_f.min(timed(fold, sql).await.0);
-            best_s = best_s.min(timed(stock, sql).await.0);
+            tf.push(timed(fold, sql).await.0);
+            ts.push(timed(stock, sql).await.0);
         }
+        i += 1;
     }
+    let ratios: Vec<f64> = tf.iter().zip(&ts).map(|(f, s)| f / s).collect();
+    // Planning alone (SQL to physical plan), part of both times above.
+    let (mut plan_s, mut plan_f) = (f64::MAX, f64::MAX);
+    for _ in 0..10 {
+        plan_s = plan_s.min(plan_ms(stock, sql).await);
+        plan_f = plan_f.min(plan_ms(fold, sql).await);
+    }
+    let min = |v: &[f64]| v.iter().cloned().fold(f64::MAX, f64::min);
     let (want, got) = (rows(&want), rows(&got));
     let cmp = compare_rows(&want, &got, scale_rows.as_deref());
     let row = Row {
         group: group.into(),
         name: name.into(),
         control,
-        stock_ms: best_s,
-        fold_ms: best_f,
+        stock_ms: min(&ts),
+        fold_ms: min(&tf),
+        stock_median_ms: median(ts.clone()),
+        fold_median_ms: median(tf.clone()),
+        paired_ratio_median: median(ratios),
+        reps: ts.len(),
         fired,
         agree: cmp.is_ok(),
         max_rel: *cmp.as_ref().unwrap_or(&f64::NAN),
@@ -103,41 +188,47 @@ async fn measure(stock: &SessionContext, fold: &SessionContext, group: &str, nam
         },
     };
     eprintln!(
-        "  {group} {name}: stock {:.2} ms, fold {:.2} ms, x{:.2}, FoldExec {}, agree {} ({})",
+        "  {group} {name}: stock {:.2} ms (median {:.2}), fold {:.2} ms (median {:.2}), x{:.2}, {} pairs, paired median ratio {:.4}, planning {:.2} / {:.2} ms, FoldExec {}, agree {} ({})",
         row.stock_ms,
+        row.stock_median_ms,
         row.fold_ms,
+        row.fold_median_ms,
         row.speedup(),
+        row.reps,
+        row.paired_ratio_median,
+        plan_s,
+        plan_f,
         row.fired,
         row.agree,
         row.note
     );
-    row
+    Some(row)
 }
 
 fn with_abs(sql: &str, product: &str) -> String {
     sql.replace(&format!("SUM({product})"), &format!("SUM(ABS({product}))"))
 }
 
-async fn matmul(stock: &SessionContext, fold: &SessionContext, out: &mut Vec<Row>) {
+async fn matmul(opts: &Opts, stock: &SessionContext, fold: &SessionContext, out: &mut Vec<Row>) {
     exec(stock, &format!("CREATE TABLE w AS SELECT value / {H} AS k, value % {H} AS o, sin(value) AS val FROM generate_series(0, {})", D * H - 1)).await;
     for (n, reps) in [(1_000usize, 10usize), (10_000, 6), (50_000, 5), (200_000, 2)] {
         eprintln!("matmul n = {n}");
         let g = format!("matmul n={n}");
         exec(stock, &format!("CREATE TABLE a{n} AS SELECT value / {D} AS s, value % {D} AS k, sin(value) AS val FROM generate_series(0, {})", n * D - 1)).await;
         let fwd = format!("SELECT a.s, w.o, SUM(a.val * w.val) AS val FROM a{n} a JOIN w ON a.k = w.k GROUP BY a.s, w.o");
-        out.push(measure(stock, fold, &g, "forward z = a·w", &fwd, Some(&with_abs(&fwd, "a.val * w.val")), reps, false).await);
+        out.extend(measure(opts, stock, fold, &g, "forward z = a·w", &fwd, Some(&with_abs(&fwd, "a.val * w.val")), reps, 0.0, false).await);
         exec(stock, &format!("CREATE TABLE zbar{n} AS SELECT s, o, 2 * tanh(val) * (1 - tanh(val) * tanh(val)) AS val FROM ({fwd}) t")).await;
         let wbar = format!("SELECT a.k, z.o, SUM(a.val * z.val) AS val FROM a{n} a JOIN zbar{n} z ON a.s = z.s GROUP BY a.k, z.o");
-        out.push(measure(stock, fold, &g, "W̄ = aᵀ·z̄", &wbar, Some(&with_abs(&wbar, "a.val * z.val")), reps, false).await);
+        out.extend(measure(opts, stock, fold, &g, "W̄ = aᵀ·z̄", &wbar, Some(&with_abs(&wbar, "a.val * z.val")), reps, 0.0, false).await);
         let abar = format!("SELECT z.s, w.k, SUM(z.val * w.val) AS val FROM zbar{n} z JOIN w ON z.o = w.o GROUP BY z.s, w.k");
-        out.push(measure(stock, fold, &g, "Ā = z̄·wᵀ", &abar, Some(&with_abs(&abar, "z.val * w.val")), reps, false).await);
+        out.extend(measure(opts, stock, fold, &g, "Ā = z̄·wᵀ", &abar, Some(&with_abs(&abar, "z.val * w.val")), reps, 0.0, false).await);
         if n == 50_000 {
             // The same forward product over sparse keys (k * 100003): no
             // dense structure applies, so FoldExec runs its hash path.
             exec(stock, &format!("CREATE TABLE asp{n} AS SELECT s, k * 100003 AS k, val FROM a{n}")).await;
             exec(stock, "CREATE TABLE wsp AS SELECT k * 100003 AS k, o, val FROM w").await;
             let sparse = format!("SELECT a.s, w.o, SUM(a.val * w.val) AS val FROM asp{n} a JOIN wsp w ON a.k = w.k GROUP BY a.s, w.o");
-            out.push(measure(stock, fold, &g, "hash path: forward, keys × 100003", &sparse, Some(&with_abs(&sparse, "a.val * w.val")), reps, false).await);
+            out.extend(measure(opts, stock, fold, &g, "hash path: forward, keys × 100003", &sparse, Some(&with_abs(&sparse, "a.val * w.val")), reps, 0.0, false).await);
             exec(stock, &format!("DROP TABLE asp{n}")).await;
             exec(stock, "DROP TABLE wsp").await;
         }
@@ -146,7 +237,7 @@ async fn matmul(stock: &SessionContext, fold: &SessionContext, out: &mut Vec<Row
     }
 }
 
-async fn attention(stock: &SessionContext, fold: &SessionContext, out: &mut Vec<Row>) {
+async fn attention(opts: &Opts, stock: &SessionContext, fold: &SessionContext, out: &mut Vec<Row>) {
     for (m, name) in ["wq", "wk", "wv"].iter().enumerate() {
         exec(stock, &format!("CREATE TABLE {name} AS SELECT value / {D} AS i, value % {D} AS j, sin(value * 0.7 + {m}) AS val FROM generate_series(0, {})", D * D - 1)).await;
     }
@@ -158,31 +249,31 @@ async fn attention(stock: &SessionContext, fold: &SessionContext, out: &mut Vec<
         let proj = |w: &str| format!("SELECT x.t, {w}.j, SUM(x.val * {w}.val) AS val FROM x{l} x JOIN {w} ON x.i = {w}.i GROUP BY x.t, {w}.j");
         for (p, w) in [("q", "wq"), ("k", "wk"), ("v", "wv")] {
             let sql = proj(w);
-            out.push(measure(stock, fold, &g, &format!("projection {p} = x·W{p}"), &sql, Some(&with_abs(&sql, &format!("x.val * {w}.val"))), reps, false).await);
+            out.extend(measure(opts, stock, fold, &g, &format!("projection {p} = x·W{p}"), &sql, Some(&with_abs(&sql, &format!("x.val * {w}.val"))), reps, 0.0, false).await);
             exec(stock, &format!("CREATE TABLE {p}{l} AS {sql}")).await;
         }
         let scores = format!("SELECT q.t AS tq, k.t AS tk, SUM(q.val * k.val) / sqrt({D}) AS val FROM q{l} q JOIN k{l} k ON q.j = k.j GROUP BY q.t, k.t");
-        out.push(measure(stock, fold, &g, "scores SUM(q·k)/sqrt(d)", &scores, Some(&with_abs(&scores, "q.val * k.val")), reps, false).await);
+        out.extend(measure(opts, stock, fold, &g, "scores SUM(q·k)/sqrt(d)", &scores, Some(&with_abs(&scores, "q.val * k.val")), reps, 0.0, false).await);
         exec(stock, &format!("CREATE TABLE s{l} AS {scores}")).await;
         exec(stock, &format!("CREATE TABLE m{l} AS SELECT tq, MAX(val) AS val FROM s{l} GROUP BY tq")).await;
         exec(stock, &format!("CREATE TABLE e{l} AS SELECT s.tq, s.tk, exp(s.val - m.val) AS val FROM s{l} s JOIN m{l} m ON s.tq = m.tq")).await;
         exec(stock, &format!("CREATE TABLE den{l} AS SELECT tq, SUM(val) AS val FROM e{l} GROUP BY tq")).await;
         exec(stock, &format!("CREATE TABLE p{l} AS SELECT e.tq, e.tk, e.val / d.val AS val FROM e{l} e JOIN den{l} d ON e.tq = d.tq")).await;
         let output = format!("SELECT p.tq, v.j, SUM(p.val * v.val) AS val FROM p{l} p JOIN v{l} v ON p.tk = v.t GROUP BY p.tq, v.j");
-        out.push(measure(stock, fold, &g, "output p·v", &output, Some(&with_abs(&output, "p.val * v.val")), reps, false).await);
+        out.extend(measure(opts, stock, fold, &g, "output p·v", &output, Some(&with_abs(&output, "p.val * v.val")), reps, 0.0, false).await);
         let three = format!(
             "SELECT p.tq, xv.j, SUM(p.val * xv.val) AS val FROM p{l} p JOIN \
              (SELECT x.t, wv.j, SUM(x.val * wv.val) AS val FROM x{l} x JOIN wv ON x.i = wv.i GROUP BY x.t, wv.j) xv \
              ON p.tk = xv.t GROUP BY p.tq, xv.j"
         );
-        out.push(measure(stock, fold, &g, "three-way p·(x·Wv)", &three, Some(&with_abs(&three, "p.val * xv.val")), reps, false).await);
+        out.extend(measure(opts, stock, fold, &g, "three-way p·(x·Wv)", &three, Some(&with_abs(&three, "p.val * xv.val")), reps, 0.0, false).await);
         let creps = 60;
         let avg_proj = format!("SELECT x.t, wq.j, AVG(x.val * wq.val) AS val FROM x{l} x JOIN wq ON x.i = wq.i GROUP BY x.t, wq.j");
-        out.push(measure(stock, fold, &g, "control AVG projection", &avg_proj, None, creps, true).await);
+        out.extend(measure(opts, stock, fold, &g, "control AVG projection", &avg_proj, None, creps, CONTROL_BUDGET_MS, true).await);
         let avg_scores = format!("SELECT q.t AS tq, k.t AS tk, AVG(q.val * k.val) / sqrt({D}) AS val FROM q{l} q JOIN k{l} k ON q.j = k.j GROUP BY q.t, k.t");
-        out.push(measure(stock, fold, &g, "control AVG scores", &avg_scores, None, creps, true).await);
+        out.extend(measure(opts, stock, fold, &g, "control AVG scores", &avg_scores, None, creps, CONTROL_BUDGET_MS, true).await);
         let avg_out = format!("SELECT p.tq, v.j, AVG(p.val * v.val) AS val FROM p{l} p JOIN v{l} v ON p.tk = v.t GROUP BY p.tq, v.j");
-        out.push(measure(stock, fold, &g, "control AVG output", &avg_out, None, creps, true).await);
+        out.extend(measure(opts, stock, fold, &g, "control AVG output", &avg_out, None, creps, CONTROL_BUDGET_MS, true).await);
     }
 }
 
@@ -287,6 +378,11 @@ async fn planner_cost(stock: &SessionContext, fold: &SessionContext, tpch_dir: &
     PlannerCost { select1_us, tpch_ms, hook_ms, source }
 }
 
+/// The first three fields of /proc/loadavg ("?" elsewhere).
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg").map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" ")).unwrap_or_else(|_| "?".into())
+}
+
 fn json_str(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
@@ -305,13 +401,17 @@ async fn main() {
     let mut out_path = root.join("bench/results/fold.json");
     let mut tpch_dir = root.join("build/tpch-sf1");
     let mut partitions: Option<usize> = None;
+    let mut opts = Opts { only: None, profile: 0, explain: false };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--out" => out_path = PathBuf::from(args.next().expect("--out PATH")),
             "--tpch" => tpch_dir = PathBuf::from(args.next().expect("--tpch DIR")),
             "--partitions" => partitions = Some(args.next().expect("--partitions N").parse().expect("--partitions N")),
-            other => panic!("unknown argument {other} (bench_fold [--out PATH] [--tpch DIR] [--partitions N])"),
+            "--only" => opts.only = Some(args.next().expect("--only TEXT")),
+            "--explain" => opts.explain = true,
+            "--profile" => opts.profile = args.next().expect("--profile N").parse().expect("--profile N"),
+            other => panic!("unknown argument {other} (bench_fold [--out PATH] [--tpch DIR] [--partitions N] [--only TEXT] [--profile N] [--explain])"),
         }
     }
     // DataFusion's default target partitions (the core count) unless given.
@@ -325,33 +425,49 @@ async fn main() {
     );
     let threads = stock.state().config().target_partitions();
 
+    let load_start = load_average();
     let mut rows_out = Vec::new();
-    matmul(&stock, &fold, &mut rows_out).await;
-    attention(&stock, &fold, &mut rows_out).await;
+    matmul(&opts, &stock, &fold, &mut rows_out).await;
+    attention(&opts, &stock, &fold, &mut rows_out).await;
+    if opts.only.is_some() || opts.profile > 0 || opts.explain {
+        // A partial run: the rows measured (stderr above), no JSON.
+        return;
+    }
     eprintln!("planner cost");
     let cost = planner_cost(&stock, &fold, &tpch_dir).await;
+    let load_end = load_average();
 
     let find = |g: &str, prefix: &str| rows_out.iter().find(|r| r.group == g && r.name.starts_with(prefix)).map(|r| r.speedup()).unwrap_or(f64::NAN);
     let fwd = find("matmul n=50000", "forward");
     let wbar = find("matmul n=50000", "W̄");
     let abar = find("matmul n=50000", "Ā");
     let scores = find("attention L=256", "scores");
-    let controls_max_slowdown = rows_out.iter().filter(|r| r.control).map(|r| r.fold_ms / r.stock_ms - 1.0).fold(f64::MIN, f64::max);
+    let controls_max_slowdown = rows_out.iter().filter(|r| r.control).map(|r| r.slowdown()).fold(f64::MIN, f64::max);
     let tpch_plain: f64 = cost.tpch_ms.iter().map(|p| p.0).sum();
     let tpch_fold: f64 = cost.tpch_ms.iter().map(|p| p.1).sum();
     let overhead = tpch_fold - tpch_plain;
 
     println!("## fold benchmark: stock DataFusion 55.2.0 vs the fold planner ({threads} target partitions)\n");
-    println!("| workload | query | stock ms | fold ms | speedup | FoldExec | results agree |");
-    println!("|---|---|---:|---:|---:|---|---|");
+    println!("Load average (1, 5, 15 min) at the start: {load_start}; at the end: {load_end}.\n");
+    println!("Speedup: minimum stock over minimum fold; controls: median fold over median stock (and the median of the per-pair ratios).\n");
+    println!("| workload | query | stock ms min (median) | fold ms min (median) | speedup | pairs | FoldExec | results agree |");
+    println!("|---|---|---:|---:|---:|---:|---|---|");
     for r in &rows_out {
+        let speed = if r.control {
+            format!("{:+.2}% (paired {:+.2}%)", r.slowdown() * 100.0, (r.paired_ratio_median - 1.0) * 100.0)
+        } else {
+            format!("{:.2}x", r.speedup())
+        };
         println!(
-            "| {} | {} | {:.2} | {:.2} | {:.2}x | {} | {} |",
+            "| {} | {} | {:.2} ({:.2}) | {:.2} ({:.2}) | {} | {} | {} | {} |",
             r.group,
             r.name,
             r.stock_ms,
+            r.stock_median_ms,
             r.fold_ms,
-            r.speedup(),
+            r.fold_median_ms,
+            speed,
+            r.reps,
             if r.fired { "yes" } else { "no" },
             if r.agree { format!("yes (max rel diff {:.1e})", r.max_rel) } else { format!("NO: {}", r.note) }
         );
@@ -377,12 +493,16 @@ async fn main() {
         .iter()
         .map(|r| {
             format!(
-                "{{\"workload\": {}, \"query\": {}, \"control\": {}, \"stock_ms\": {}, \"fold_ms\": {}, \"speedup\": {}, \"fold_fired\": {}, \"results_agree\": {}, \"max_rel_diff\": {}, \"note\": {}}}",
+                "{{\"workload\": {}, \"query\": {}, \"control\": {}, \"stock_ms\": {}, \"fold_ms\": {}, \"stock_median_ms\": {}, \"fold_median_ms\": {}, \"paired_ratio_median\": {}, \"pairs\": {}, \"speedup\": {}, \"fold_fired\": {}, \"results_agree\": {}, \"max_rel_diff\": {}, \"note\": {}}}",
                 json_str(&r.group),
                 json_str(&r.name),
                 r.control,
                 num(r.stock_ms),
                 num(r.fold_ms),
+                num(r.stock_median_ms),
+                num(r.fold_median_ms),
+                num(r.paired_ratio_median),
+                r.reps,
                 num(r.speedup()),
                 r.fired,
                 r.agree,
@@ -398,7 +518,9 @@ async fn main() {
         .map(|(i, (a, b))| format!("{{\"query\": {}, \"plan_ms_stock\": {}, \"plan_ms_planner\": {}}}", i + 1, num(*a), num(*b)))
         .collect();
     let json = format!(
-        "{{\n  \"datafusion\": \"55.2.0\",\n  \"target_partitions\": {threads},\n  \"matmul_50000_forward_speedup\": {},\n  \"matmul_50000_wbar_speedup\": {},\n  \"matmul_50000_abar_speedup\": {},\n  \"attn_256_scores_speedup\": {},\n  \"controls_max_slowdown\": {},\n  \"tpch_planner_overhead_ms_total\": {},\n  \"tpch_planner_hook_ms_total\": {},\n  \"tpch_plan_ms_total_stock\": {},\n  \"tpch_plan_ms_total_planner\": {},\n  \"tpch_data\": {},\n  \"select1_us_stock\": {},\n  \"select1_us_planner\": {},\n  \"rows\": [\n    {}\n  ],\n  \"tpch_queries\": [\n    {}\n  ]\n}}\n",
+        "{{\n  \"datafusion\": \"55.2.0\",\n  \"target_partitions\": {threads},\n  \"load_average_start\": {},\n  \"load_average_end\": {},\n  \"matmul_50000_forward_speedup\": {},\n  \"matmul_50000_wbar_speedup\": {},\n  \"matmul_50000_abar_speedup\": {},\n  \"attn_256_scores_speedup\": {},\n  \"controls_max_slowdown\": {},\n  \"tpch_planner_overhead_ms_total\": {},\n  \"tpch_planner_hook_ms_total\": {},\n  \"tpch_plan_ms_total_stock\": {},\n  \"tpch_plan_ms_total_planner\": {},\n  \"tpch_data\": {},\n  \"select1_us_stock\": {},\n  \"select1_us_planner\": {},\n  \"rows\": [\n    {}\n  ],\n  \"tpch_queries\": [\n    {}\n  ]\n}}\n",
+        json_str(&load_start),
+        json_str(&load_end),
         num(fwd),
         num(wbar),
         num(abar),
