@@ -60,21 +60,34 @@ static inline double ql_fold_cell_value(uint64_t cell) {
   return v;
 }
 
+/* A[i][k] of a sealed float A (its cells stay encoded, see the seal). */
+static inline double ql_fold_a_value(const double *ai, int64_t k) {
+  uint64_t cell;
+  memcpy(&cell, ai + k, 8);
+  return ql_fold_cell_value(cell);
+}
+
 int64_t ql_fold_matrix_seal_f(struct ql_fold_matrix *m, int64_t from, int64_t to) {
   int64_t cols = m->cols, words = m->words, count = 0;
   for (int64_t r = from; r < to; r++) {
     double *row = m->f + r * cols;
     if (!m->transposed) {
-      /* Bitsets per row over columns: each word is built in a register. */
+      /* Bitsets per row over columns, each word built in a register (bits
+       * shifted in from the top, so every shift is by a constant). The
+       * cells stay encoded: the kernel decodes each A[i][k] as it reads it
+       * (ql_fold_cell_value), which spares a pass writing A back. */
+      const uint64_t *cells = (const uint64_t *)(const void *)row;
       for (int64_t w = 0; w < words; w++) {
         int64_t c0 = w * 64, c1 = c0 + 64 < cols ? c0 + 64 : cols;
         uint64_t e = 0, h = 0;
         for (int64_t c = c0; c < c1; c++) {
-          uint64_t cell;
-          memcpy(&cell, row + c, 8);
-          e |= (uint64_t)(cell != 0) << (c - c0);
-          h |= (uint64_t)(cell > 1) << (c - c0);
-          row[c] = ql_fold_cell_value(cell);
+          uint64_t cell = __atomic_load_n(cells + c, __ATOMIC_RELAXED);
+          e = (e >> 1) | ((uint64_t)(cell != 0) << 63);
+          h = (h >> 1) | ((uint64_t)(cell > 1) << 63);
+        }
+        if (c1 - c0 < 64) {
+          e >>= 64 - (c1 - c0);
+          h >>= 64 - (c1 - c0);
         }
         m->exist[r * words + w] = e;
         m->has[r * words + w] = h;
@@ -161,7 +174,7 @@ static inline __attribute__((always_inline)) void ql_fold_narrow_n(const double 
       if (tail) tacc = ci[N - 1];
       const double *ai = af + i * K;
       for (int64_t k = kb; k < ke; k++) {
-        double aik = ai[k];
+        double aik = ql_fold_a_value(ai, k);
         if (aik == 0.0) continue; /* adds only +0.0: no partial sum changes */
         const ql_fold_v2d av = {aik, aik};
         const double *bk = bf + k * N;
@@ -210,7 +223,7 @@ static void ql_fold_gemm_f64(const struct ql_fold_matrix *a, const struct ql_fol
         double *ci = c + i * N;
         const double *ai = a->f + i * K;
         for (int64_t k = kb; k < ke; k++) {
-          double aik = ai[k];
+          double aik = ql_fold_a_value(ai, k);
           if (aik == 0.0) continue; /* adds only +0.0: no partial sum changes */
           ql_fold_axpy(ci, aik, b->f + k * N, jb, je);
         }

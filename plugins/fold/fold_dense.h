@@ -71,38 +71,42 @@ static inline int ql_fold_matrix_put(struct ql_fold_matrix *m, int64_t r, int64_
  * 1. ql_fold_matrix_init_f: every cell is empty (zero bits: the memory
  *    comes zeroed from the allocator, no pass over it); the bitsets are zero.
  * 2. ql_fold_matrix_put_f per row, from any thread: while filling, a cell
- *    holds 0 (empty), 1 (only NULL values) or the value's bits XOR
+ *    holds 0 (empty), 1 (a NULL value) or the value's bits XOR
  *    QL_FOLD_CELL_KEY, a NaN pattern, so that no finite value is stored as
  *    0 or 1 (non-finite values send the run to the hash path).
  * 3. ql_fold_matrix_seal_f over disjoint row ranges (of 64 rows for a
- *    transposed matrix): sets the bitsets from the cells, turns cells into
- *    their values (0.0 without one) and counts the cells holding a value.
+ *    transposed matrix): sets the bitsets from the cells and counts the
+ *    cells holding a value; a transposed matrix (B) has its cells turned
+ *    into their values (0.0 without one), a row-major one (A) keeps them
+ *    encoded and the kernel decodes each as it reads it.
  *
  * A cell must receive at most one value (the products must each be
- * DataFusion's rounded product). Threads racing on one cell can lose a
- * value instead of seeing it, so the caller compares the number of values
- * put with the number of cells holding one after the seal: equal means no
- * cell got two values and none was lost. */
+ * DataFusion's rounded product), and a NULL must not replace a value. Puts
+ * only store, so the caller compares the number of values put with the
+ * number of cells holding one after the seal: equal means no cell got two
+ * values and none was overwritten (whatever the threads' timing); else the
+ * run takes the hash path. */
 #define QL_FOLD_CELL_KEY UINT64_C(0x7ff8dead00000000)
 
 int ql_fold_matrix_init_f(struct ql_fold_matrix *m, int64_t rows, int64_t cols, int transposed,
                           struct ql_fold_mem *mem, struct ql_error *error);
 
-/* Put a row at `cell` (row * cols + column). Returns 1 when the value is not
- * finite or the cell already holds a value (seen by this thread), else 0. */
-static inline int ql_fold_matrix_put_f(struct ql_fold_matrix *m, int64_t cell, int has_value, double value) {
-  /* Relaxed atomic accesses (plain moves on x86-64 and arm64): threads may
+/* Put a row at `cell` (row * cols + column) of a matrix's values f: its value, or for a NULL
+ * value the NULL mark. Store only, no look at the cell (a load here would
+ * wait for memory on every row): a second value, or a NULL after a value,
+ * overwrites it, and the count after the seal sees the value lost. Returns
+ * 1 when the value is not finite, else 0. */
+static inline int ql_fold_matrix_put_f(double *f, int64_t cell, int has_value, double value) {
+  /* A relaxed atomic store (a plain move on x86-64 and arm64): threads may
    * meet on a cell only when the data has a duplicate, which the count
    * catches; the accesses themselves must not be data races. */
-  uint64_t *slot = (uint64_t *)(void *)(m->f + cell);
-  uint64_t old = __atomic_load_n(slot, __ATOMIC_RELAXED), bits;
-  if (!has_value) {
-    if (old == 0) __atomic_store_n(slot, (uint64_t)1, __ATOMIC_RELAXED);
-    return 0;
+  uint64_t *slot = (uint64_t *)(void *)(f + cell), bits = 1;
+  if (has_value) {
+    if (!__builtin_isfinite(value)) return 1;
+    memcpy(&bits, &value, 8);
+    bits ^= QL_FOLD_CELL_KEY;
   }
-  if (old > 1 || !__builtin_isfinite(value)) return 1;
-  memcpy(&bits, &value, 8);
-  __atomic_store_n(slot, bits ^ QL_FOLD_CELL_KEY, __ATOMIC_RELAXED);
+  __atomic_store_n(slot, bits, __ATOMIC_RELAXED);
   return 0;
 }
 

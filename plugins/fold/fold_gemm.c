@@ -145,7 +145,7 @@ static const struct ql_fold_chunk *ql_fold_nth_chunk(const struct ql_fold_input 
       if (kk >= (uint64_t)klen) continue; /* cannot match the other side */                         \
       int64_t gi = HAS_GROUP ? (int64_t)gp[r] - gmin : 0;                                           \
       int has = !vnull || ql_fold_bit(val, val->offset + off + r);                                  \
-      if (ql_fold_matrix_put_f(m, gi * gstride + (int64_t)kk * kstride, has, has ? vp[r] : 0.0)) return -1; \
+      if (ql_fold_matrix_put_f(mf, gi * gstride + (int64_t)kk * kstride, has, has ? vp[r] : 0.0)) return -1; \
       values += has;                                                                                \
     }                                                                                               \
   } while (0)
@@ -169,6 +169,7 @@ static int64_t ql_fold_fill_direct_f(const struct ql_fold_input *in, const struc
   /* A[group][key] for side 0, B[key][group] for side 1. */
   int64_t gstride = k == 0 ? m->cols : 1, kstride = k == 0 ? 1 : m->cols;
   int vnull = ql_fold_has_nulls(val);
+  double *mf = m->f;
   const double *vp = (const double *)val->buffers[1] + val->offset + off;
   if (ks == QL_FOLD_S64 && !grp) QL_FOLD_SCATTER(int64_t, int64_t, 0);
   else if (ks == QL_FOLD_S64 && gs == QL_FOLD_S64) QL_FOLD_SCATTER(int64_t, int64_t, 1);
@@ -180,7 +181,7 @@ static int64_t ql_fold_fill_direct_f(const struct ql_fold_input *in, const struc
 }
 
 /* The rows of chunk c of side k into its matrix; the number of values put,
- * or -1 when a cell gets a second value or a value is not finite. */
+ * or -1 when a value is not finite. */
 static int64_t ql_fold_fill_chunk_f(const struct ql_fold_input *in, const struct ql_fold_chunk *c,
                                     const struct ql_fold_gemm_shape *g, int k, struct ql_fold_matrix *m,
                                     struct ql_fold_block *blk) {
@@ -196,7 +197,7 @@ static int64_t ql_fold_fill_chunk_f(const struct ql_fold_input *in, const struct
       int64_t gi = 0;
       if (has_group) gi = (blk->group_nulls[r] & 1u) ? gnull : blk->groups[r] - gmin;
       int64_t cell = k == 0 ? gi * cols + (int64_t)key : (int64_t)key * cols + gi;
-      if (ql_fold_matrix_put_f(m, cell, blk->has[r], blk->fvalue[r])) return -1;
+      if (ql_fold_matrix_put_f(m->f, cell, blk->has[r], blk->fvalue[r])) return -1;
       values += blk->has[r];
     }
   }
@@ -250,7 +251,7 @@ static int ql_fold_seal_worker(void *arg, struct ql_error *error) {
 }
 
 /* Fill and seal the float matrices a and b; QL_FOLD_FALLBACK when a cell
- * got two values or a value was not finite. */
+ * got two values, a NULL after a value, or a value was not finite. */
 static int ql_fold_gemm_fill_f(struct ql_fold_run *run, const struct ql_fold_gemm_shape *g, struct ql_fold_matrix *a,
                                struct ql_fold_matrix *b, struct ql_error *error) {
   struct ql_fold_fill_f_task fill;
