@@ -481,17 +481,38 @@ static int pattern_get(struct zr_stream *st, int32_t j, const struct zr_column *
   st->patterns[j] = NULL;
   *out = NULL;
   int64_t rows = cycle + window;
+  /* Each selected position decoded once; the pattern repeats it `period`
+   * times in turn, cycle after cycle, by copying (a per-row decode cost
+   * more than the rest of a small scan). */
+  int64_t ns = st->nsel[k], period = st->period[k];
   struct zr_colbuf b;
-  if (zr_colbuf_init(&b, c->dec.out, rows) != QL_OK) return QL_ENOMEM;
+  if (zr_colbuf_init(&b, c->dec.out, ns) != QL_OK) return QL_ENOMEM;
   const struct zr_dim *d = &st->scan->ds->dims[scan_table(st->scan)->dims[k]];
-  int rc = fill_dim_runs(st, c, d->raw, 0, rows, &b);
+  int rc = QL_OK;
+  for (int64_t i = 0; i < ns && rc == QL_OK; i++) rc = zr_colbuf_append(&b, &c->dec, d->raw + st->sel[k][i] * c->dec.in.size);
   if (rc == QL_OK && b.valid) st->pattern_off[j] = 1; /* null coordinates: batch by batch from now on */
   if (rc == QL_OK && !b.valid) {
-    struct zr_block *p = block_acquire(st->scan, (size_t)(rows * b.width));
+    size_t w = (size_t)b.width;
+    struct zr_block *p = block_acquire(st->scan, (size_t)rows * w);
     if (!p) {
       rc = QL_ENOMEM;
     } else {
-      memcpy(p->data, b.data, (size_t)(rows * b.width));
+      /* one cycle: every value `period` times (doubling copies), then the cycle repeated */
+      uint8_t *o = p->data;
+      for (int64_t i = 0; i < ns; i++) {
+        uint8_t *run = o + (size_t)(i * period) * w;
+        memcpy(run, b.data + (size_t)i * w, w);
+        for (int64_t done = 1; done < period;) {
+          int64_t more = done < period - done ? done : period - done;
+          memcpy(run + (size_t)done * w, run, (size_t)more * w);
+          done += more;
+        }
+      }
+      for (int64_t done = cycle; done < rows;) {
+        int64_t more = done < rows - done ? done : rows - done;
+        memcpy(o + (size_t)done * w, o, (size_t)more * w);
+        done += more;
+      }
       st->patterns[j] = p;
       memcpy(st->pattern_key[j], key, sizeof(key));
       st->pattern_key[j][3] = rows;
