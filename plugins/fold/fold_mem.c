@@ -91,25 +91,35 @@ static void *ql_fold_cache_take(int64_t bytes) {
     base = ql_fold_cache.base[best];
     ql_fold_cache.bytes -= ql_fold_cache.cap[best];
     ql_fold_cache.n--;
-    ql_fold_cache.base[best] = ql_fold_cache.base[ql_fold_cache.n];
-    ql_fold_cache.cap[best] = ql_fold_cache.cap[ql_fold_cache.n];
+    /* Keep the others in age order (oldest first). */
+    memmove(ql_fold_cache.base + best, ql_fold_cache.base + best + 1, (size_t)(ql_fold_cache.n - best) * sizeof(void *));
+    memmove(ql_fold_cache.cap + best, ql_fold_cache.cap + best + 1, (size_t)(ql_fold_cache.n - best) * sizeof(int64_t));
   }
   pthread_mutex_unlock(&ql_fold_cache.lock);
   return base;
 }
 
-/* Keep a freed buffer if the cache has room; 1 when kept. */
+/* Keep a freed buffer, making room by freeing the oldest cached ones (the
+ * sizes a query needs change as it goes: stale small buffers must not hold
+ * the slots). 0 when it is larger than the whole cache. */
 static int ql_fold_cache_put(void *base, int64_t cap) {
-  int kept = 0;
+  if (cap > QL_FOLD_CACHE_BYTES) return 0;
+  void *evicted[QL_FOLD_CACHE_SLOTS];
+  int32_t n_evicted = 0;
   pthread_mutex_lock(&ql_fold_cache.lock);
-  if (ql_fold_cache.n < QL_FOLD_CACHE_SLOTS && ql_fold_cache.bytes + cap <= QL_FOLD_CACHE_BYTES) {
-    ql_fold_cache.base[ql_fold_cache.n] = base;
-    ql_fold_cache.cap[ql_fold_cache.n++] = cap;
-    ql_fold_cache.bytes += cap;
-    kept = 1;
+  while (ql_fold_cache.n == QL_FOLD_CACHE_SLOTS || ql_fold_cache.bytes + cap > QL_FOLD_CACHE_BYTES) {
+    evicted[n_evicted++] = ql_fold_cache.base[0];
+    ql_fold_cache.bytes -= ql_fold_cache.cap[0];
+    ql_fold_cache.n--;
+    memmove(ql_fold_cache.base, ql_fold_cache.base + 1, (size_t)ql_fold_cache.n * sizeof(void *));
+    memmove(ql_fold_cache.cap, ql_fold_cache.cap + 1, (size_t)ql_fold_cache.n * sizeof(int64_t));
   }
+  ql_fold_cache.base[ql_fold_cache.n] = base;
+  ql_fold_cache.cap[ql_fold_cache.n++] = cap;
+  ql_fold_cache.bytes += cap;
   pthread_mutex_unlock(&ql_fold_cache.lock);
-  return kept;
+  for (int32_t i = 0; i < n_evicted; i++) free(evicted[i]);
+  return 1;
 }
 
 /* Give the cached buffers back when the plugin is unloaded (or at exit). */

@@ -40,7 +40,7 @@ int ql_fold_mem_alloc(struct ql_fold_mem *mem, void **out, int64_t bytes, struct
  * measured, faulting 10 MB of fresh pages in took up to 9 ms, more than the
  * dense product that uses them, while memset takes about 1 ms. The cache
  * holds at most QL_FOLD_CACHE_SLOTS buffers and QL_FOLD_CACHE_BYTES bytes
- * while no fold runs (not counted in any memory pool: it is free memory
+ * (the oldest make room for a newly freed one) (not counted in any memory pool: it is free memory
  * kept for reuse, as an allocator keeps it), and is given back when the
  * plugin is unloaded. Thread-safe. */
 #define QL_FOLD_CACHE_MIN (INT64_C(1) << 20)
