@@ -41,7 +41,9 @@ struct ql_ir_view_data {
   struct ql_plan_node *nodes;
 };
 
-enum { QL_IR_FIRST_BLOCK = 4096, QL_IR_MAX_BLOCK = 1 << 20 };
+/* A TPC-H plan view is 20-60 KiB: a first block of 16 KiB and doubling
+ * keeps that to two or three mallocs. */
+enum { QL_IR_FIRST_BLOCK = 16384, QL_IR_MAX_BLOCK = 1 << 20 };
 
 /* ---- formats */
 
@@ -148,9 +150,9 @@ static void blocks_free(struct ql_ir_block *block) {
   }
 }
 
-/* Zeroed, max-aligned memory that lives until the view is released; NULL
- * (and a sticky QL_ENOMEM) on failure. */
-static void *arena_alloc(struct ql_ir_builder *b, size_t size) {
+/* Max-aligned memory that lives until the view is released, not zeroed;
+ * NULL (and a sticky QL_ENOMEM) on failure. */
+static void *arena_alloc_raw(struct ql_ir_builder *b, size_t size) {
   const size_t align = alignof(max_align_t);
   if (!builder_ok(b)) {
     return NULL;
@@ -181,12 +183,35 @@ static void *arena_alloc(struct ql_ir_builder *b, size_t size) {
   }
   void *p = block->data + block->used;
   block->used += size;
-  memset(p, 0, size);
   return p;
 }
 
+/* As arena_alloc_raw, zeroed. */
+static void *arena_alloc(struct ql_ir_builder *b, size_t size) {
+  void *p = arena_alloc_raw(b, size);
+  if (p != NULL) {
+    memset(p, 0, size);
+  }
+  return p;
+}
+
+/* Whether `p` points into memory this builder handed out (ql_ir_string,
+ * ql_ir_struct_schema): such memory is already owned by the view and
+ * immutable, so it is shared instead of copied again. A builder has a few
+ * blocks, so the walk is short. */
+static int in_arena(const struct ql_ir_builder *b, const void *p) {
+  uintptr_t a = (uintptr_t)p;
+  for (const struct ql_ir_block *block = b->blocks; block != NULL; block = block->next) {
+    uintptr_t lo = (uintptr_t)block->data;
+    if (a >= lo && a < lo + block->used) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static void *arena_dup(struct ql_ir_builder *b, const void *src, size_t size) {
-  void *p = arena_alloc(b, size);
+  void *p = arena_alloc_raw(b, size);
   if (p != NULL && size > 0) {
     memcpy(p, src, size);
   }
@@ -195,7 +220,10 @@ static void *arena_dup(struct ql_ir_builder *b, const void *src, size_t size) {
 
 /* NULL stays NULL; otherwise a copy (NULL after a failure). */
 static const char *arena_str(struct ql_ir_builder *b, const char *s) {
-  return s == NULL ? NULL : arena_dup(b, s, strlen(s) + 1);
+  if (s == NULL || in_arena(b, s)) {
+    return s;
+  }
+  return arena_dup(b, s, strlen(s) + 1);
 }
 
 /* Copy `n` ids, each -1 < id < limit. `what` names them for the error. */
@@ -268,6 +296,9 @@ static struct ArrowSchema *arena_schema(struct ql_ir_builder *b, const struct Ar
     builder_fail(b, QL_EINVAL, "IR builder: schema is released or has no format");
     return NULL;
   }
+  if (in_arena(b, src)) {
+    return (struct ArrowSchema *)src; /* made by ql_ir_struct_schema: shared */
+  }
   if (depth > 64 || src->n_children < 0 || (src->n_children > 0 && src->children == NULL)) {
     builder_fail(b, QL_EINVAL, "IR builder: schema \"%s\" is nested too deeply or has a bad child list",
                  src->name ? src->name : "");
@@ -300,6 +331,81 @@ static struct ArrowSchema *arena_schema(struct ql_ir_builder *b, const struct Ar
   }
   dst->release = arena_schema_release;
   return builder_ok(b) ? dst : NULL;
+}
+
+/* ---- memory handed out to callers (shared, never copied again) */
+
+const char *ql_ir_string(struct ql_ir_builder *b, const char *s, size_t length) {
+  if (!builder_ok(b)) {
+    return NULL;
+  }
+  if (s == NULL && length > 0) {
+    builder_fail(b, QL_EINVAL, "IR builder: string of %zu bytes is NULL", length);
+    return NULL;
+  }
+  if (length >= SIZE_MAX / 2) {
+    builder_fail(b, QL_EOVERFLOW, "IR builder: string of %zu bytes is too long", length);
+    return NULL;
+  }
+  char *dst = arena_alloc_raw(b, length + 1);
+  if (dst == NULL) {
+    return NULL;
+  }
+  dst[length] = '\0';
+  /* Names are short: one pass copies and replaces NUL (a C string cannot
+   * hold it) for less than memcpy + memchr calls cost. */
+  for (size_t i = 0; i < length; i++) {
+    dst[i] = s[i] != '\0' ? s[i] : ' ';
+  }
+  return dst;
+}
+
+const char **ql_ir_string_array(struct ql_ir_builder *b, int64_t n) {
+  if (!builder_ok(b)) {
+    return NULL;
+  }
+  if (n < 0 || n > INT32_MAX) {
+    builder_fail(b, QL_EINVAL, "IR builder: string array of %lld entries", (long long)n);
+    return NULL;
+  }
+  return arena_alloc(b, (size_t)(n > 0 ? n : 1) * sizeof(const char *));
+}
+
+const struct ArrowSchema *ql_ir_struct_schema(struct ql_ir_builder *b, int64_t n_fields, const char *const *formats,
+                                              const char *const *names, const size_t *name_lengths,
+                                              const int64_t *flags) {
+  if (!builder_ok(b)) {
+    return NULL;
+  }
+  if (n_fields < 0 || n_fields > INT32_MAX || (n_fields > 0 && (formats == NULL || names == NULL ||
+                                                              name_lengths == NULL || flags == NULL))) {
+    builder_fail(b, QL_EINVAL, "IR builder: struct schema of %lld fields without its arrays", (long long)n_fields);
+    return NULL;
+  }
+  size_t n = (size_t)n_fields;
+  struct ArrowSchema *top = arena_alloc(b, sizeof(*top) * (n + 1) + sizeof(top->children[0]) * (n > 0 ? n : 1));
+  if (top == NULL) {
+    return NULL;
+  }
+  struct ArrowSchema *fields = top + 1;
+  struct ArrowSchema **children = (struct ArrowSchema **)(fields + n);
+  for (size_t i = 0; i < n && builder_ok(b); i++) {
+    if (formats[i] == NULL) {
+      builder_fail(b, QL_EINVAL, "IR builder: struct schema field %zu has no format", i);
+      return NULL;
+    }
+    fields[i].format = arena_str(b, formats[i]);
+    fields[i].name = ql_ir_string(b, names[i], name_lengths[i]);
+    fields[i].flags = flags[i];
+    fields[i].release = arena_schema_release;
+    children[i] = &fields[i];
+  }
+  top->format = "+s"; /* static: outlives every view */
+  top->name = "";
+  top->n_children = n_fields;
+  top->children = n > 0 ? children : NULL;
+  top->release = arena_schema_release;
+  return builder_ok(b) ? top : NULL;
 }
 
 static int bit_get(const void *bits, int64_t i) {
@@ -687,6 +793,16 @@ static const char *const *arena_qualifiers(struct ql_ir_builder *b, const struct
     return NULL;
   }
   int64_t width = n->schema->n_children;
+  if (in_arena(b, n->field_qualifiers)) {
+    /* From ql_ir_string_array: shared when every string is the view's too. */
+    int64_t i = 0;
+    while (i < width && (n->field_qualifiers[i] == NULL || in_arena(b, n->field_qualifiers[i]))) {
+      i++;
+    }
+    if (i == width) {
+      return n->field_qualifiers;
+    }
+  }
   const char **dst = arena_alloc(b, (size_t)(width > 0 ? width : 1) * sizeof(*dst));
   for (int64_t i = 0; i < width && dst != NULL; i++) {
     dst[i] = arena_str(b, n->field_qualifiers[i]);

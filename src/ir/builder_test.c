@@ -367,11 +367,93 @@ static void test_growth(void) {
   ql_error_release(&err);
 }
 
+/* Memory the builder handed out is shared, not copied: one struct schema
+ * and one qualifier array serve two nodes and a table reference; strings
+ * need no NUL terminator and lose inner NULs to spaces. */
+static void test_shared_memory(void) {
+  struct ql_ir_builder *b = NULL;
+  struct ql_error err = {0};
+  QL_CHECK_OK(ql_ir_builder_new(&b, &err), err);
+  const char *formats[2] = {"l", "g"};
+  const char *names[2] = {"keyXX", "v\0al"};
+  const size_t lengths[2] = {3, 4};
+  const int64_t flags[2] = {0, 2};
+  const struct ArrowSchema *schema = ql_ir_struct_schema(b, 2, formats, names, lengths, flags);
+  QL_CHECK(schema != NULL);
+  const char *t = ql_ir_string(b, "tbl.ignored", 3);
+  const char **quals = ql_ir_string_array(b, 2);
+  QL_CHECK(quals != NULL);
+  quals[0] = t;
+  quals[1] = NULL;
+  ql_expr_id col = ql_ir_column(b, ql_ir_string(b, "key", 3), t, 0);
+  struct ql_table_ref table = {t, schema, NULL, NULL};
+  struct ql_plan_node scan = qt_node(QL_NODE_TABLE_SCAN);
+  scan.schema = schema;
+  scan.field_qualifiers = quals;
+  scan.name = t;
+  scan.table = &table;
+  ql_node_id s = ql_ir_node(b, &scan);
+  struct ql_plan_node filter = qt_node(QL_NODE_FILTER);
+  ql_node_id inputs[1] = {s};
+  filter.n_inputs = 1;
+  filter.inputs = inputs;
+  filter.schema = schema;
+  filter.field_qualifiers = quals;
+  ql_expr_id pred = ql_ir_binary(b, QL_OP_GT, col, ql_ir_literal_i64(b, 1));
+  filter.n_exprs = 1;
+  filter.exprs = &pred;
+  ql_node_id f = ql_ir_node(b, &filter);
+  struct ql_plan_view v;
+  QL_CHECK_OK(ql_ir_builder_finish(b, f, &v, &err), err);
+  QL_CHECK_OK(ql_ir_validate(&v, &err), err);
+  QL_CHECK(v.nodes[0].schema == v.nodes[1].schema);
+  QL_CHECK(v.nodes[0].table->schema == v.nodes[0].schema);
+  QL_CHECK(v.nodes[0].field_qualifiers == v.nodes[1].field_qualifiers);
+  QL_CHECK(v.nodes[0].name == v.nodes[0].field_qualifiers[0]);
+  QL_CHECK_STR(v.nodes[1].field_qualifiers[0], "tbl");
+  QL_CHECK(v.nodes[1].field_qualifiers[1] == NULL);
+  QL_CHECK_STR(v.nodes[1].schema->format, "+s");
+  QL_CHECK_INT(v.nodes[1].schema->n_children, 2);
+  QL_CHECK_STR(v.nodes[1].schema->children[0]->name, "key");
+  QL_CHECK_STR(v.nodes[1].schema->children[0]->format, "l");
+  QL_CHECK_INT(v.nodes[1].schema->children[0]->flags, 0);
+  QL_CHECK_STR(v.nodes[1].schema->children[1]->name, "v al");
+  QL_CHECK_STR(v.nodes[1].schema->children[1]->format, "g");
+  QL_CHECK_INT(v.nodes[1].schema->children[1]->flags, 2);
+  QL_CHECK_STR(v.exprs[col].name, "key");
+  QL_CHECK(v.exprs[col].qualifier == t);
+  v.release(&v);
+
+  /* An array mixing in a caller's string is copied, strings and all. */
+  char mine[4] = "own";
+  const struct ArrowSchema *one = ql_ir_struct_schema(b, 1, formats, names, lengths, flags);
+  const char **mixed = ql_ir_string_array(b, 1);
+  mixed[0] = mine;
+  struct ql_plan_node e = qt_node(QL_NODE_EMPTY_RELATION);
+  e.schema = one;
+  e.field_qualifiers = mixed;
+  ql_node_id id = ql_ir_node(b, &e);
+  QL_CHECK_OK(ql_ir_builder_finish(b, id, &v, &err), err);
+  QL_CHECK(v.nodes[0].field_qualifiers != (const char *const *)mixed);
+  QL_CHECK(v.nodes[0].field_qualifiers[0] != mine);
+  mine[0] = 'X';
+  QL_CHECK_STR(v.nodes[0].field_qualifiers[0], "own");
+  v.release(&v);
+
+  /* Bad arguments fail the builder with a message. */
+  QL_CHECK(ql_ir_struct_schema(b, 2, NULL, names, lengths, flags) == NULL);
+  QL_CHECK_INT(ql_ir_builder_status(b, &err), QL_EINVAL);
+  QL_CHECK(strstr(ql_error_message(&err), "struct schema of 2 fields") != NULL);
+  ql_error_release(&err);
+  ql_ir_builder_free(b);
+}
+
 int main(void) {
   test_matmul_round_trip();
   test_expr_every_field();
   test_literal_arrays();
   test_sticky_errors();
   test_growth();
+  test_shared_memory();
   QL_TEST_END();
 }

@@ -2,7 +2,10 @@
  *
  * A builder accumulates nodes and expressions, copying every string, array
  * and schema it is given, and hands them over as one owned
- * `struct ql_plan_view` (ql_ir_builder_finish). Builder calls return the new
+ * `struct ql_plan_view` (ql_ir_builder_finish). Memory the builder itself
+ * handed out (ql_ir_string, ql_ir_string_array, ql_ir_struct_schema) is
+ * shared rather than copied again when given back, so a producer that names
+ * the same column or schema many times pays for it once. Builder calls return the new
  * id, or -1 after a failure; the first failure is sticky and reported by
  * ql_ir_builder_finish / ql_ir_builder_status, so a sequence of calls needs
  * one check at the end.
@@ -25,6 +28,27 @@ int ql_ir_builder_new(struct ql_ir_builder **out, struct ql_error *error);
 void ql_ir_builder_free(struct ql_ir_builder *builder); /* NULL allowed */
 /* QL_OK, or the first failure so far (copied into error). */
 int ql_ir_builder_status(const struct ql_ir_builder *builder, struct ql_error *error);
+
+/* ---- memory owned by the view-to-be (valid until the view is released;
+ * NULL after a failure). Give these pointers back in expressions and nodes
+ * to share them: they are used as-is. */
+
+/* A NUL-terminated copy of the `length` bytes at `s` (which need not be
+ * NUL-terminated, e.g. a Rust string). A NUL byte inside becomes a space: a
+ * C string cannot hold it. */
+const char *ql_ir_string(struct ql_ir_builder *b, const char *s, size_t length);
+/* `n` zeroed string pointers to fill (e.g. with ql_ir_string results) and
+ * pass as a node's field_qualifiers: nodes given the same array share it. */
+const char **ql_ir_string_array(struct ql_ir_builder *b, int64_t n);
+/* A struct ("+s") schema of `n_fields` flat fields: field i has format
+ * formats[i] (NUL-terminated, copied), name names[i] of name_lengths[i]
+ * bytes (copied as by ql_ir_string) and ArrowSchema flags flags[i]. Nodes
+ * and table references given it share it (a plan's filter, sort and limit
+ * nodes have their input's schema). Nested types: build a node's schema with
+ * Arrow and pass that instead (it is deep-copied). */
+const struct ArrowSchema *ql_ir_struct_schema(struct ql_ir_builder *b, int64_t n_fields, const char *const *formats,
+                                              const char *const *names, const size_t *name_lengths,
+                                              const int64_t *flags);
 
 /* ---- expressions */
 
