@@ -64,6 +64,23 @@ impl IrBuilder {
         unsafe { ql_ir_node(self.b, n) }
     }
 
+    /// `n` string slots owned by the view-to-be (null after a builder
+    /// failure); nodes given the same slots share them.
+    pub fn string_array(&mut self, n: usize) -> *mut *const c_char {
+        // SAFETY: the builder checks n.
+        unsafe { ql_ir_string_array(self.b, n as i64) }
+    }
+
+    /// A flat struct schema owned by the view-to-be, shared by every node
+    /// given it (null after a builder failure). Slices have one entry per
+    /// field; names need no NUL.
+    pub fn struct_schema(&mut self, formats: &[*const c_char], names: &[&str], flags: &[i64]) -> *const ArrowSchema {
+        let ptrs: Vec<*const c_char> = names.iter().map(|n| n.as_ptr() as *const c_char).collect();
+        let lens: Vec<usize> = names.iter().map(|n| n.len()).collect();
+        // SAFETY: four arrays of formats.len() entries; the builder copies them.
+        unsafe { ql_ir_struct_schema(self.b, formats.len() as i64, formats.as_ptr(), ptrs.as_ptr(), lens.as_ptr(), flags.as_ptr()) }
+    }
+
     pub fn finish(&mut self, root: ql_node_id) -> Result<OwnedView> {
         let mut view: ql_plan_view = zeroed();
         let mut err = ErrorSlot::new();
@@ -71,6 +88,21 @@ impl IrBuilder {
         let st = unsafe { ql_ir_builder_finish(self.b, root, &mut view, err.ptr()) };
         err.check(st, "building a plan view")?;
         Ok(OwnedView(view))
+    }
+}
+
+/// Somewhere to keep NUL-terminated copies of strings for a C struct that
+/// borrows them.
+pub trait CStrings {
+    fn add(&mut self, s: &str) -> *const c_char;
+}
+
+/// Strings copied straight into the view-to-be: the builder shares them
+/// instead of copying them again (null after a builder failure).
+impl CStrings for IrBuilder {
+    fn add(&mut self, s: &str) -> *const c_char {
+        // SAFETY: `s` is len bytes; the builder copies them.
+        unsafe { ql_ir_string(self.b, s.as_ptr() as *const c_char, s.len()) }
     }
 }
 
@@ -90,8 +122,8 @@ impl Default for Strings {
 
 const STRINGS_CHUNK: usize = 4096;
 
-impl Strings {
-    pub fn add(&mut self, s: &str) -> *const c_char {
+impl CStrings for Strings {
+    fn add(&mut self, s: &str) -> *const c_char {
         let need = s.len() + 1;
         let fits = self.chunks.last().is_some_and(|c| c.capacity() - c.len() >= need);
         if !fits {
@@ -157,7 +189,7 @@ fn unit_char(u: &TimeUnit) -> char {
 
 /// A DataFusion scalar as a `ql_scalar` borrowing from `v` (and `strings`).
 /// None for values only an Arrow array could carry.
-pub fn scalar_to_ql(v: &ScalarValue, strings: &mut Strings) -> Option<ql_scalar> {
+pub fn scalar_to_ql(v: &ScalarValue, strings: &mut impl CStrings) -> Option<ql_scalar> {
     let mut s: ql_scalar = zeroed();
     let dt = v.data_type();
     s.format = match static_format(&dt) {
@@ -225,41 +257,72 @@ fn binary_op(op: &Operator) -> i32 {
     }
 }
 
+/// Which schema a lowered column's `column_index` indexes.
+pub enum Resolve {
+    /// A table's full schema (scan filters, pushdown questions).
+    Table(arrow::datatypes::SchemaRef),
+    /// A plan node's inputs' schemas, concatenated (a join's left then right).
+    Inputs(Vec<datafusion::common::DFSchemaRef>),
+}
+
+impl Resolve {
+    fn index(&self, c: &Column) -> i32 {
+        match self {
+            Resolve::Table(s) => s.index_of(&c.name).map(|i| i as i32).unwrap_or(-1),
+            Resolve::Inputs(schemas) => {
+                let mut offset = 0usize;
+                for s in schemas {
+                    // maybe_: a miss (a join's right-side column looked up
+                    // on the left) must not build an error message.
+                    if let Some(i) = s.maybe_index_of_column(c) {
+                        return (offset + i) as i32;
+                    }
+                    offset += s.fields().len();
+                }
+                -1
+            }
+        }
+    }
+}
+
 /// Lowers DataFusion expressions into an IR builder. `resolve` maps a column
-/// to its index in whatever schema the receiving node's columns index (a
-/// table's full schema for filters; the inputs' concatenation in plans).
+/// to its index in whatever schema the receiving node's columns index.
 pub struct Lowering {
+    /// Strings go straight into the builder's arena (CStrings).
     pub b: IrBuilder,
-    pub strings: Strings,
-    resolve: Box<dyn Fn(&Column) -> i32>,
+    pub resolve: Resolve,
     /// Qualifiers already written to `strings` (a plan names few relations,
     /// each on many columns and fields: a short list beats hashing).
     qualifiers: Vec<(TableReference, *const c_char)>,
 }
 
 impl Lowering {
-    pub fn boxed(resolve: Box<dyn Fn(&Column) -> i32>) -> Result<Self> {
-        Ok(Lowering { b: IrBuilder::new()?, strings: Strings::default(), resolve, qualifiers: Vec::new() })
+    pub fn new(resolve: Resolve) -> Result<Self> {
+        Ok(Lowering { b: IrBuilder::new()?, resolve, qualifiers: Vec::new() })
     }
 
-    /// `r` as a C string owned by `strings` (written once per relation).
+    /// `r` as a C string owned by the view-to-be (written once per relation).
     pub fn qualifier(&mut self, r: &TableReference) -> *const c_char {
+        // Most references are clones of the schema's own (one Arc<str>):
+        // compare addresses before text.
+        let same_text = |q: &TableReference| {
+            let (a, b) = (q.table(), r.table());
+            a.as_ptr() == b.as_ptr() && a.len() == b.len() && q.schema() == r.schema() && q.catalog() == r.catalog()
+        };
+        if let Some((_, p)) = self.qualifiers.iter().find(|(q, _)| same_text(q)) {
+            return *p;
+        }
         if let Some((_, p)) = self.qualifiers.iter().find(|(q, _)| q == r) {
             return *p;
         }
-        let p = self.strings.add(&r.to_string());
+        let p = self.b.add(&r.to_string());
         self.qualifiers.push((r.clone(), p));
         p
     }
 
-    /// Columns lowered from now on index what `resolve` says.
-    pub fn set_resolver(&mut self, resolve: Box<dyn Fn(&Column) -> i32>) {
-        self.resolve = resolve;
-    }
-
     fn other(&mut self, e: &Expr) -> ql_expr_id {
         let mut x = ql_expr::empty(QL_EXPR_OTHER);
-        x.name = self.strings.add(&e.to_string());
+        x.name = self.b.add(&e.to_string());
         self.b.expr(&x)
     }
 
@@ -279,14 +342,14 @@ impl Lowering {
         match e {
             Expr::Column(c) => {
                 let mut x = ql_expr::empty(QL_EXPR_COLUMN);
-                x.name = self.strings.add(&c.name);
+                x.name = self.b.add(&c.name);
                 if let Some(r) = &c.relation {
                     x.qualifier = self.qualifier(r);
                 }
-                x.column_index = (self.resolve)(c);
+                x.column_index = self.resolve.index(c);
                 self.b.expr(&x)
             }
-            Expr::Literal(v, _) => match scalar_to_ql(v, &mut self.strings) {
+            Expr::Literal(v, _) => match scalar_to_ql(v, &mut self.b) {
                 Some(s) => {
                     let mut x = ql_expr::empty(QL_EXPR_LITERAL);
                     x.literal = s;
@@ -315,7 +378,7 @@ impl Lowering {
             Expr::Alias(a) => {
                 let arg = self.lower(&a.expr);
                 let mut x = ql_expr::empty(QL_EXPR_ALIAS);
-                x.name = self.strings.add(&a.name);
+                x.name = self.b.add(&a.name);
                 self.with_args(x, &[arg])
             }
             Expr::Between(bt) => {
@@ -360,7 +423,7 @@ impl Lowering {
             Expr::ScalarFunction(ScalarFunction { func, args }) => {
                 let ids = self.many(args);
                 let mut x = ql_expr::empty(QL_EXPR_SCALAR_FUNCTION);
-                x.name = self.strings.add(func.name());
+                x.name = self.b.add(func.name());
                 x.function = identity::scalar_identity(func).raw();
                 self.with_args(x, &ids)
             }
@@ -370,7 +433,7 @@ impl Lowering {
                 }
                 let ids = self.many(&params.args);
                 let mut x = ql_expr::empty(QL_EXPR_AGGREGATE_FUNCTION);
-                x.name = self.strings.add(func.name());
+                x.name = self.b.add(func.name());
                 x.function = identity::aggregate_identity(func).raw();
                 x.flags = if params.distinct { QL_EXPR_DISTINCT } else { 0 };
                 x.filter = match &params.filter {
@@ -400,7 +463,7 @@ impl Lowering {
                     WindowFunctionDefinition::AggregateUDF(f) => (f.name().to_string(), identity::aggregate_identity(f)),
                     WindowFunctionDefinition::WindowUDF(f) => (f.name().to_string(), identity::window_identity(f)),
                 };
-                x.name = self.strings.add(&name);
+                x.name = self.b.add(&name);
                 x.function = id.raw();
                 x.n_func_args = n_func_args;
                 x.n_partition_by = n_partition_by;
@@ -428,7 +491,7 @@ impl Lowering {
         let mut x = ql_expr::empty(kind);
         x.type_format = match static_format(dt) {
             Some(f) => f.as_ptr(),
-            None => self.strings.add(&format_of(dt)),
+            None => self.b.add(&format_of(dt)),
         };
         self.with_args(x, &[arg])
     }
@@ -450,8 +513,7 @@ impl FilterList {
             view.root = -1;
             return Ok(FilterList { view: OwnedView(view), ids: Vec::new() });
         }
-        let schema = Arc::clone(schema);
-        let mut low = Lowering::boxed(Box::new(move |c: &Column| schema.index_of(&c.name).map(|i| i as i32).unwrap_or(-1)))?;
+        let mut low = Lowering::new(Resolve::Table(Arc::clone(schema)))?;
         let ids: Vec<ql_expr_id> = filters.iter().map(|f| low.lower(f)).collect();
         let view = low.b.finish(-1)?;
         if ids.iter().any(|&i| i < 0) {

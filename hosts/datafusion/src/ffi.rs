@@ -843,6 +843,16 @@ extern "C" {
     pub fn ql_ir_builder_status(builder: *const ql_ir_builder, error: *mut ql_error) -> c_int;
     pub fn ql_ir_expr(b: *mut ql_ir_builder, e: *const ql_expr) -> ql_expr_id;
     pub fn ql_ir_node(b: *mut ql_ir_builder, n: *const ql_plan_node) -> ql_node_id;
+    pub fn ql_ir_string(b: *mut ql_ir_builder, s: *const c_char, length: usize) -> *const c_char;
+    pub fn ql_ir_string_array(b: *mut ql_ir_builder, n: i64) -> *mut *const c_char;
+    pub fn ql_ir_struct_schema(
+        b: *mut ql_ir_builder,
+        n_fields: i64,
+        formats: *const *const c_char,
+        names: *const *const c_char,
+        name_lengths: *const usize,
+        flags: *const i64,
+    ) -> *const ArrowSchema;
     pub fn ql_ir_builder_finish(b: *mut ql_ir_builder, root: ql_node_id, out: *mut ql_plan_view, error: *mut ql_error) -> c_int;
     pub fn ql_ir_validate(view: *const ql_plan_view, error: *mut ql_error) -> c_int;
     pub fn ql_ir_expr_to_string(view: *const ql_plan_view, expr: ql_expr_id, out: *mut *mut c_char, error: *mut ql_error) -> c_int;

@@ -35,7 +35,7 @@ use datafusion::physical_planner::{DefaultPhysicalPlanner, ExtensionPlanner, Phy
 
 use crate::error::{cstr, guard_status, set_df_error, set_error, ErrorSlot, Result};
 use crate::exec::{export_host_plan, import_owned, PlanHandle};
-use crate::expr::{Lowering, OwnedView};
+use crate::expr::{CStrings, Lowering, OwnedView, Resolve};
 use crate::ffi::*;
 use crate::plugin::Plugin;
 use crate::services::{SessionSource, SessionView};
@@ -148,119 +148,20 @@ struct ViewBuilder {
     low: Lowering,
     parents: Vec<(ql_node_id, u32)>,
     tables: Vec<Box<Arc<dyn TableProvider>>>,
-    /// Schemas already made for the builder, by the Arrow schema's address
-    /// (a filter, sort or limit shares its input's schema; scans of one
-    /// table share the table's). Linear search: a plan has few.
-    schemas: Vec<(usize, SchemaRef, NodeSchema)>,
+    /// Schemas already in the builder, by the Arrow schema's address (a
+    /// filter, sort or limit shares its input's schema; scans of one table
+    /// share the table's): each is written once and shared by the builder.
+    /// Linear search: a plan has few.
+    schemas: Vec<(usize, SchemaRef, *const ArrowSchema)>,
+    /// Schemas with nested types, exported by Arrow for the builder to copy.
+    exported: Vec<Box<ArrowSchema>>,
     /// Field qualifiers already written, by the DFSchema's address.
-    qualifiers: Vec<(usize, Vec<*const std::os::raw::c_char>)>,
-}
-
-/// A node's output schema for the builder to copy: flat (primitive columns,
-/// three allocations whatever the width) or Arrow's own export.
-enum NodeSchema {
-    Flat(Box<FlatSchema>),
-    Arrow(Box<ArrowSchema>),
-}
-
-impl NodeSchema {
-    fn ptr(&self) -> *const ArrowSchema {
-        match self {
-            NodeSchema::Flat(f) => &f.top as *const RawSchema as *const ArrowSchema,
-            NodeSchema::Arrow(a) => &**a,
-        }
-    }
-}
-
-/// The Arrow C Data Interface's ArrowSchema with public members (arrow-rs
-/// keeps FFI_ArrowSchema's private); same layout.
-#[repr(C)]
-struct RawSchema {
-    format: *const std::os::raw::c_char,
-    name: *const std::os::raw::c_char,
-    metadata: *const std::os::raw::c_char,
-    flags: i64,
-    n_children: i64,
-    children: *mut *mut RawSchema,
-    dictionary: *mut RawSchema,
-    release: Option<unsafe extern "C" fn(*mut RawSchema)>,
-    private_data: *mut c_void,
-}
-
-/// Borrowed: owned by the FlatSchema, which outlives the builder's copy.
-unsafe extern "C" fn flat_release(_s: *mut RawSchema) {}
-
-struct FlatSchema {
-    top: RawSchema,
-    _children: Vec<RawSchema>,
-    _child_ptrs: Vec<*mut RawSchema>,
-    _text: Vec<u8>,
-}
-
-impl FlatSchema {
-    /// None when a column's type is not a flat one (then Arrow exports it).
-    fn new(schema: &arrow::datatypes::Schema) -> Option<FlatSchema> {
-        let mut text: Vec<u8> = Vec::new();
-        let mut spans = Vec::with_capacity(schema.fields().len());
-        for f in schema.fields() {
-            let fmt: std::borrow::Cow<'static, str> = match f.data_type() {
-                DataType::Decimal128(p, sc) => format!("d:{p},{sc}").into(),
-                dt => crate::expr::static_format(dt)?.to_string_lossy(),
-            };
-            if f.name().as_bytes().contains(&0) {
-                return None;
-            }
-            let fo = text.len();
-            text.extend_from_slice(fmt.as_bytes());
-            text.push(0);
-            let no = text.len();
-            text.extend_from_slice(f.name().as_bytes());
-            text.push(0);
-            spans.push((fo, no, f.is_nullable()));
-        }
-        text.push(0); // the top-level (empty) name
-        let base = text.as_ptr() as *const std::os::raw::c_char;
-        let mut children: Vec<RawSchema> = spans
-            .iter()
-            .map(|&(fo, no, nullable)| RawSchema {
-                format: unsafe { base.add(fo) },
-                name: unsafe { base.add(no) },
-                metadata: std::ptr::null(),
-                flags: if nullable { 2 } else { 0 },
-                n_children: 0,
-                children: std::ptr::null_mut(),
-                dictionary: std::ptr::null_mut(),
-                release: Some(flat_release),
-                private_data: std::ptr::null_mut(),
-            })
-            .collect();
-        let mut child_ptrs: Vec<*mut RawSchema> = children.iter_mut().map(|c| c as *mut RawSchema).collect();
-        let top = RawSchema {
-            format: c"+s".as_ptr(),
-            name: unsafe { base.add(text.len() - 1) },
-            metadata: std::ptr::null(),
-            flags: 0,
-            n_children: child_ptrs.len() as i64,
-            children: child_ptrs.as_mut_ptr(),
-            dictionary: std::ptr::null_mut(),
-            release: Some(flat_release),
-            private_data: std::ptr::null_mut(),
-        };
-        Some(FlatSchema { top, _children: children, _child_ptrs: child_ptrs, _text: text })
-    }
-}
-
-fn resolver(schemas: Vec<DFSchemaRef>) -> Box<dyn Fn(&Column) -> i32> {
-    Box::new(move |c: &Column| {
-        let mut offset = 0usize;
-        for s in &schemas {
-            if let Ok(i) = s.index_of_column(c) {
-                return (offset + i) as i32;
-            }
-            offset += s.fields().len();
-        }
-        -1
-    })
+    qualifiers: Vec<(usize, *const *const std::os::raw::c_char)>,
+    /// Decimal formats ("d:15,2") already written, by (precision, scale).
+    decimals: Vec<((u8, i8), *const std::os::raw::c_char)>,
+    /// Scratch for struct_schema (reused: no allocation per schema).
+    formats: Vec<*const std::os::raw::c_char>,
+    flags: Vec<i64>,
 }
 
 impl ViewBuilder {
@@ -268,40 +169,74 @@ impl ViewBuilder {
         es.iter().map(|e| self.low.lower(e)).collect()
     }
 
-    /// The builder's copy source for `schema` (made once per schema).
+    /// The Arrow C format of a flat column type, written to the builder
+    /// once; None for nested types (Arrow exports those).
+    fn flat_format(&mut self, dt: &DataType) -> Option<*const std::os::raw::c_char> {
+        if let DataType::Decimal128(p, sc) = dt {
+            let key = (*p, *sc);
+            if let Some((_, f)) = self.decimals.iter().find(|(k, _)| *k == key) {
+                return Some(*f);
+            }
+            let f = self.low.b.add(&format!("d:{p},{sc}"));
+            self.decimals.push((key, f));
+            return Some(f);
+        }
+        crate::expr::static_format(dt).map(|f| f.as_ptr())
+    }
+
+    /// The builder's schema for `schema` (made once per schema).
     fn schema_ptr(&mut self, schema: &SchemaRef) -> Result<*const ArrowSchema> {
         let key = Arc::as_ptr(schema) as usize;
         if let Some((_, _, s)) = self.schemas.iter().find(|(k, _, _)| *k == key) {
-            return Ok(s.ptr());
+            return Ok(*s);
         }
-        let s = match FlatSchema::new(schema) {
-            Some(flat) => NodeSchema::Flat(Box::new(flat)),
-            None => NodeSchema::Arrow(Box::new(
+        self.formats.clear();
+        self.flags.clear();
+        let mut flat = true;
+        for f in schema.fields() {
+            match self.flat_format(f.data_type()) {
+                Some(fmt) => {
+                    self.formats.push(fmt);
+                    self.flags.push(if f.is_nullable() { 2 } else { 0 });
+                }
+                None => {
+                    flat = false;
+                    break;
+                }
+            }
+        }
+        let p = if flat {
+            let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+            self.low.b.struct_schema(&self.formats, &names, &self.flags)
+        } else {
+            let exported = Box::new(
                 ArrowSchema::try_from(schema.as_ref()).map_err(|e| DataFusionError::Internal(e.to_string()))?,
-            )),
+            );
+            let p: *const ArrowSchema = &*exported;
+            self.exported.push(exported);
+            p
         };
-        let p = s.ptr();
-        self.schemas.push((key, Arc::clone(schema), s));
+        self.schemas.push((key, Arc::clone(schema), p));
         Ok(p)
     }
 
     /// Per-field qualifiers of a node's output (made once per schema).
     fn qualifiers_ptr(&mut self, schema: &DFSchemaRef) -> *const *const std::os::raw::c_char {
         let key = Arc::as_ptr(schema) as usize;
-        let i = match self.qualifiers.iter().position(|(k, _)| *k == key) {
-            Some(i) => i,
-            None => {
-                let quals = schema.iter().map(|(q, _)| q.map(|q| self.low.qualifier(q)).unwrap_or(std::ptr::null())).collect();
-                self.qualifiers.push((key, quals));
-                self.qualifiers.len() - 1
-            }
-        };
-        let q = &self.qualifiers[i].1;
-        if q.is_empty() {
-            std::ptr::null()
-        } else {
-            q.as_ptr()
+        if let Some((_, q)) = self.qualifiers.iter().find(|(k, _)| *k == key) {
+            return *q;
         }
+        let width = schema.fields().len();
+        let q = if width == 0 { std::ptr::null_mut() } else { self.low.b.string_array(width) };
+        if !q.is_null() {
+            for (i, (qual, _)) in schema.iter().enumerate() {
+                let p = qual.map(|r| self.low.qualifier(r)).unwrap_or(std::ptr::null());
+                // SAFETY: `q` has `width` slots.
+                unsafe { *q.add(i) = p };
+            }
+        }
+        self.qualifiers.push((key, q));
+        q
     }
 
     fn node(&mut self, p: &LogicalPlan) -> Result<ql_node_id> {
@@ -310,8 +245,7 @@ impl ViewBuilder {
         for child in &children {
             inputs.push(self.node(child)?);
         }
-        let input_schemas: Vec<DFSchemaRef> = children.iter().map(|i| Arc::clone(i.schema())).collect();
-        self.low.set_resolver(resolver(input_schemas));
+        self.low.resolve = Resolve::Inputs(children.iter().map(|i| Arc::clone(i.schema())).collect());
         let mut n = ql_plan_node::empty(node_kind(p));
         n.n_inputs = inputs.len() as i32;
         n.inputs = if inputs.is_empty() { std::ptr::null() } else { inputs.as_ptr() };
@@ -327,8 +261,7 @@ impl ViewBuilder {
             LogicalPlan::TableScan(ts) => {
                 n.name = self.low.qualifier(&ts.table_name);
                 let full = ts.source.schema();
-                let fs = Arc::clone(&full);
-                self.low.set_resolver(Box::new(move |c: &Column| fs.index_of(&c.name).map(|i| i as i32).unwrap_or(-1)));
+                self.low.resolve = Resolve::Table(Arc::clone(&full));
                 exprs = self.lower_all(&ts.filters);
                 if let Some(pr) = &ts.projection {
                     projection = pr.iter().map(|&i| i as i32).collect();
@@ -375,7 +308,7 @@ impl ViewBuilder {
                 n.fetch = lit(&l.fetch).unwrap_or(-1);
             }
             LogicalPlan::Union(_) => {}
-            LogicalPlan::SubqueryAlias(sa) => n.name = self.low.strings.add(&sa.alias.to_string()),
+            LogicalPlan::SubqueryAlias(sa) => n.name = self.low.b.add(&sa.alias.to_string()),
             LogicalPlan::EmptyRelation(er) => {
                 if er.produce_one_row {
                     n.flags |= QL_NODE_PRODUCE_ONE_ROW;
@@ -391,7 +324,7 @@ impl ViewBuilder {
             LogicalPlan::Distinct(_) => {}
             other => {
                 n.kind = QL_NODE_OTHER;
-                n.name = self.low.strings.add(&other.display().to_string());
+                n.name = self.low.b.add(&other.display().to_string());
             }
         }
         n.n_exprs = exprs.len() as i32;
@@ -416,8 +349,18 @@ impl ViewBuilder {
 
 /// Build the plan view of a logical plan.
 pub fn plan_view(plan: &LogicalPlan) -> Result<PlanViewBuild> {
-    let low = Lowering::boxed(Box::new(|_: &Column| -1))?;
-    let mut vb = ViewBuilder { low, parents: Vec::new(), tables: Vec::new(), schemas: Vec::new(), qualifiers: Vec::new() };
+    let low = Lowering::new(Resolve::Inputs(Vec::new()))?;
+    let mut vb = ViewBuilder {
+        low,
+        parents: Vec::new(),
+        tables: Vec::new(),
+        schemas: Vec::new(),
+        exported: Vec::new(),
+        qualifiers: Vec::new(),
+        decimals: Vec::new(),
+        formats: Vec::new(),
+        flags: Vec::new(),
+    };
     let root = vb.node(plan)?;
     let view = vb.low.b.finish(root)?;
     Ok(PlanViewBuild { view, parents: vb.parents, _tables: vb.tables })
@@ -738,6 +681,8 @@ impl InstalledPlanner {
 /// Nanoseconds spent in the planner hook (plan view, call, answer handling),
 /// process-wide: what installing planners costs, for the benchmark.
 pub static HOOK_NANOS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// Of HOOK_NANOS, the nanoseconds spent building plan views.
+pub static VIEW_NANOS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// DataFusion's default physical planner with the planners' hook in front.
 pub struct QlinkQueryPlanner {
@@ -813,7 +758,9 @@ impl QlinkQueryPlanner {
     /// Call one planner; Some(plan) when it replaced a subtree.
     fn ask(&self, p: &InstalledPlanner, plan: &LogicalPlan, session: &dyn Session) -> Result<Option<LogicalPlan>> {
         let Some(plan_fn) = p.raw.plan else { return Ok(None) };
+        let t0 = std::time::Instant::now();
         let built = plan_view(plan)?;
+        VIEW_NANOS.fetch_add(t0.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
         let view = SessionView::new(SessionSource::Session(session));
         let call = PlannerCall { qp: self, session, built: &built, asking: p, plan };
         let ctx = ql_planner_context {
