@@ -227,6 +227,21 @@ unsafe extern "C" fn store_get_range(
         let p = store_path(path);
         let name = cstr(path);
         let result = block_on_io(async move {
+            // One request where the range is sure to be valid for any object
+            // (a whole object, or a non-empty range from 0): no `head` round
+            // trip first. Anything else, or a failure other than "not found"
+            // (e.g. a range past the end), takes the exact path below.
+            if offset == 0 && length != 0 {
+                let mut opts = object_store::GetOptions::default();
+                if length > 0 {
+                    opts.range = Some(object_store::GetRange::Bounded(0..length as u64));
+                }
+                match store.get_opts(&p, opts).await {
+                    Ok(r) => return r.bytes().await.map(Ok),
+                    Err(e @ object_store::Error::NotFound { .. }) => return Err(e),
+                    Err(_) => {}
+                }
+            }
             let size = store.head(&p).await?.size;
             if offset as u64 > size {
                 return Ok(Err(size));
