@@ -339,7 +339,18 @@ impl ExecutionPlan for QlinkExec {
             let guard = CancelOnDrop(cancelled);
             let s = futures::stream::unfold(Some((pump, guard, baseline)), move |state| async move {
                 let (mut pump, guard, baseline) = state?;
-                let item = if direct { pump.next_guarded() } else { tokio::task::block_in_place(|| pump.next_guarded()) };
+                // block_in_place only inside a runtime task (a worker hands
+                // its other tasks away first). A thread blocked in
+                // Runtime::block_on (no task id: a Python caller, a CLI
+                // main) reads directly: block_in_place there drops the
+                // cooperative budget for the rest of the poll and tokio
+                // never restores it off a worker, so the query would never
+                // yield (no Ctrl-C check until it ends).
+                let item = if direct || tokio::task::try_id().is_none() {
+                    pump.next_guarded()
+                } else {
+                    tokio::task::block_in_place(|| pump.next_guarded())
+                };
                 let item = match item {
                     Ok(Some(b)) => b,
                     Ok(None) => {

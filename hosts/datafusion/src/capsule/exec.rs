@@ -91,6 +91,12 @@ impl ExecutionPlan for CapsuleScanExec {
     fn metrics(&self) -> Option<MetricsSet> {
         self.inner.metrics()
     }
+
+    /// The plugin's statistics (exact row counts let the consumer's
+    /// EnforceDistribution skip `repartitioned` for small scans).
+    fn partition_statistics(&self, partition: Option<usize>) -> Result<Arc<datafusion::common::Statistics>> {
+        self.inner.partition_statistics(partition)
+    }
 }
 
 /// Export a scan's plan; `execute` will use `task`.
@@ -103,6 +109,7 @@ fn export(plan: Arc<dyn ExecutionPlan>, runtime: Option<Handle>) -> FFI_Executio
     ffi.execute = execute_fn;
     ffi.clone = clone_fn;
     ffi.with_new_children = with_new_children_fn;
+    ffi.repartitioned = repartitioned_fn;
     // Our execute must be called through the pointer, never bypassed by a
     // consumer that happens to share datafusion-ffi's marker.
     ffi.library_marker_id = capsule_marker_id;
@@ -137,6 +144,18 @@ unsafe extern "C" fn execute_fn(
         Ok(Err(e)) => FFI_Result::Err(error_message(&e).as_str().into()),
         Err(_) => FFI_Result::Err("qlink execute: panic".into()),
     }
+}
+
+/// A plugin scan is not repartitioned by the host: answer "no" without
+/// converting the consumer's config (datafusion-ffi's wrapper parses every
+/// option from its string form on each call, ~200 `ConfigOptions::set`).
+unsafe extern "C" fn repartitioned_fn(
+    _plan: &FFI_ExecutionPlan,
+    _target_partitions: usize,
+    config: datafusion_ffi::config::FFI_ConfigOptions,
+) -> FFI_Result<datafusion_ffi::util::FFI_Option<FFI_ExecutionPlan>> {
+    drop(config);
+    FFI_Result::Ok(datafusion_ffi::util::FFI_Option::None)
 }
 
 unsafe extern "C" fn clone_fn(plan: &FFI_ExecutionPlan) -> FFI_ExecutionPlan {
