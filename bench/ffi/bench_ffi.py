@@ -535,7 +535,7 @@ def main() -> None:
          "version_reference_datafusion_ffi": ref.DATAFUSION_FFI_VERSION,
          "version_pyarrow": pa.__version__, "version_xarray": xr.__version__,
          "qlink_profile": os.environ.get("QLINK_PROFILE", "unknown"),
-         "qlink_py_run": os.environ.get("QLINK_PY_RUN") or "worker",  # how qlink.Session ran its queries
+         "qlink_py_run": os.environ.get("QLINK_PY_RUN") or "inline",  # how qlink.Session ran its queries
          "load_avg_1min_start": os.getloadavg()[0],  # other work on the machine skews timings
          "git_commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()}
     print("versions: " + ", ".join(f"{k[8:]}={v}" for k, v in r.items() if k.startswith("version_")), file=sys.stderr)

@@ -45,16 +45,12 @@ const SIGNAL_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
 /// every 100 ms Python looks at its signals: Ctrl-C (KeyboardInterrupt)
 /// drops the query's future, which cancels it, and raises in the caller.
 ///
-/// The query runs as a task on a runtime worker while this thread waits
-/// (`run_on_worker`). `QLINK_PY_RUN=inline` polls it on the calling thread
-/// instead (`Runtime::block_on`, as datafusion-python does), which saves
-/// the two cross-thread wake-ups per query, but is NOT interruptible while
-/// a plugin stream is being read: the host reads plugin streams inside
-/// `tokio::task::block_in_place`, which on a thread that is not a worker
-/// drops the task's cooperative budget and never restores it (tokio 1.54,
-/// `scheduler/multi_thread/worker.rs`), so the query never yields to the
-/// signal check. A measurement switch until the host reads plugin streams
-/// directly on non-worker threads.
+/// The query is polled on the calling thread (`Runtime::block_on`, as
+/// datafusion-python does): no cross-thread wake-ups per query. The host
+/// reads plugin streams directly on such a thread (`block_in_place` only
+/// inside runtime tasks), so the query yields between batches and the
+/// signal check runs. `QLINK_PY_RUN=worker` runs it as a task on a runtime
+/// worker while this thread waits (`run_on_worker`) instead.
 pub fn run_interruptible<T: Send + 'static>(
     py: Python<'_>,
     fut: impl std::future::Future<Output = Result<T, DataFusionError>> + Send + 'static,
@@ -85,10 +81,11 @@ pub fn run_interruptible<T: Send + 'static>(
     }
 }
 
-/// `QLINK_PY_RUN=inline` (read once): see `run_interruptible`.
+/// Queries run on the calling thread (as datafusion-python's do) unless
+/// `QLINK_PY_RUN=worker` (read once): see `run_interruptible`.
 fn run_inline() -> bool {
     static INLINE: OnceLock<bool> = OnceLock::new();
-    *INLINE.get_or_init(|| std::env::var("QLINK_PY_RUN").as_deref() == Ok("inline"))
+    *INLINE.get_or_init(|| std::env::var("QLINK_PY_RUN").as_deref() != Ok("worker"))
 }
 
 /// The query as a task on the qlink runtime; this thread waits for its
