@@ -437,27 +437,11 @@ static int plan_get_properties(const struct ql_execution_plan *self, struct ql_p
   return QL_OK;
 }
 
-static int64_t plan_child_count(const struct ql_execution_plan *self) {
-  (void)self;
-  return 0;
-}
-
-static const struct ql_execution_plan *plan_child(const struct ql_execution_plan *self, int64_t i) {
-  (void)self;
-  (void)i;
-  return NULL;
-}
-
 static void plan_init(struct grid_scan *s, struct ql_execution_plan *out);
 
 static int plan_with_new_children(const struct ql_execution_plan *self, struct ql_execution_plan *children,
                                   int64_t n_children, struct ql_execution_plan *out, struct ql_error *error) {
-  for (int64_t i = 0; i < n_children; i++) {
-    if (children[i].release) children[i].release(&children[i]);
-  }
-  if (n_children != 0) {
-    return ql_error_set(error, QL_EINVAL, "GridScanExec has no children; got %" PRId64, n_children);
-  }
+  QL_RETURN_NOT_OK(ql_sample_leaf_take_children("GridScanExec", children, n_children, error));
   scan_ref(plan_scan(self));
   plan_init(plan_scan(self), out);
   return QL_OK;
@@ -502,8 +486,8 @@ static void plan_init(struct grid_scan *s, struct ql_execution_plan *out) {
   out->display = plan_display;
   out->get_schema = plan_get_schema;
   out->get_properties = plan_get_properties;
-  out->child_count = plan_child_count;
-  out->child = plan_child;
+  out->child_count = ql_sample_leaf_child_count;
+  out->child = ql_sample_leaf_child;
   out->with_new_children = plan_with_new_children;
   out->execute = plan_execute;
   out->get_statistics = plan_get_statistics;

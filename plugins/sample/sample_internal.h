@@ -88,6 +88,14 @@ struct ql_sample_scan {
   int64_t limit;
   _Atomic(char *) display; /* built on first use: most scans are never explained */
 };
+/* Leaf execution plans (scans): no children. take_children releases the
+ * `n_children` plans it is given (it owns them, as with_new_children does)
+ * and fails with QL_EINVAL naming `plan` unless there are none. */
+int64_t ql_sample_leaf_child_count(const struct ql_execution_plan *self);
+const struct ql_execution_plan *ql_sample_leaf_child(const struct ql_execution_plan *self, int64_t i);
+int ql_sample_leaf_take_children(const char *plan, struct ql_execution_plan *children, int64_t n_children,
+                                 struct ql_error *error);
+
 void ql_sample_scan_ref(struct ql_sample_scan *scan);
 void ql_sample_scan_unref(struct ql_sample_scan *scan);
 

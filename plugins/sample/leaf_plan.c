@@ -1,0 +1,29 @@
+/* qlink_sample: the members every leaf execution plan (a table scan) shares
+ * (see sample_internal.h). */
+#include <inttypes.h>
+#include <stddef.h>
+
+#include "qlink/lib/status.h"
+#include "sample_internal.h"
+
+int64_t ql_sample_leaf_child_count(const struct ql_execution_plan *self) {
+  (void)self;
+  return 0;
+}
+
+const struct ql_execution_plan *ql_sample_leaf_child(const struct ql_execution_plan *self, int64_t i) {
+  (void)self;
+  (void)i;
+  return NULL;
+}
+
+int ql_sample_leaf_take_children(const char *plan, struct ql_execution_plan *children, int64_t n_children,
+                                 struct ql_error *error) {
+  for (int64_t i = 0; i < n_children; i++) {
+    if (children[i].release) children[i].release(&children[i]);
+  }
+  if (n_children != 0) {
+    return ql_error_set(error, QL_EINVAL, "%s has no children; got %" PRId64, plan, n_children);
+  }
+  return QL_OK;
+}
