@@ -32,26 +32,6 @@ int ql_fold_matrix_init(struct ql_fold_matrix *m, int64_t rows, int64_t cols, in
   return rc;
 }
 
-int ql_fold_matrix_init_f(struct ql_fold_matrix *m, int64_t rows, int64_t cols, int transposed,
-                          struct ql_fold_mem *mem, struct ql_error *error) {
-  memset(m, 0, sizeof(*m));
-  m->rows = rows;
-  m->cols = cols;
-  m->is_float = 1;
-  m->transposed = transposed;
-  int64_t n_sets = transposed ? cols : rows, bits = transposed ? rows : cols;
-  m->words = (bits + 63) / 64;
-  void *p = NULL;
-  QL_RETURN_NOT_OK(ql_fold_mem_calloc(mem, &p, rows * cols * 8, error));
-  m->f = p;
-  int rc = ql_fold_mem_calloc(mem, &p, n_sets * m->words * 8, error);
-  m->exist = p;
-  if (rc == QL_OK) rc = ql_fold_mem_calloc(mem, &p, n_sets * m->words * 8, error);
-  m->has = p;
-  if (rc != QL_OK) ql_fold_matrix_destroy(m, mem);
-  return rc;
-}
-
 /* A filled cell's value: 0.0 unless it holds one (see fold_dense.h). */
 static inline double ql_fold_cell_value(uint64_t cell) {
   uint64_t bits = cell > 1 ? cell ^ QL_FOLD_CELL_KEY : 0;

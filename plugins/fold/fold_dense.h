@@ -68,7 +68,7 @@ static inline int ql_fold_matrix_put(struct ql_fold_matrix *m, int64_t r, int64_
  * one matrix at once without locks (int64 matrices use ql_fold_matrix_put,
  * one thread per matrix):
  *
- * 1. ql_fold_matrix_init_f: every cell is empty (zero bits: the memory
+ * 1. ql_fold_matrix_init with is_float: every cell is empty (zero bits: the memory
  *    comes zeroed from the allocator, no pass over it); the bitsets are zero.
  * 2. ql_fold_matrix_put_f per row, from any thread: while filling, a cell
  *    holds 0 (empty), 1 (a NULL value) or the value's bits XOR
@@ -87,9 +87,6 @@ static inline int ql_fold_matrix_put(struct ql_fold_matrix *m, int64_t r, int64_
  * values and none was overwritten (whatever the threads' timing); else the
  * run takes the hash path. */
 #define QL_FOLD_CELL_KEY UINT64_C(0x7ff8dead00000000)
-
-int ql_fold_matrix_init_f(struct ql_fold_matrix *m, int64_t rows, int64_t cols, int transposed,
-                          struct ql_fold_mem *mem, struct ql_error *error);
 
 /* Put a row at `cell` (row * cols + column) of a matrix's values f: its value, or for a NULL
  * value the NULL mark. Store only, no look at the cell (a load here would

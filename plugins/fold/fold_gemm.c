@@ -460,11 +460,8 @@ int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
   struct ql_fold_gemm_task task;
   memset(&task, 0, sizeof(task));
   void *c = NULL, *exist = NULL, *has = NULL;
-  int rc = is_float ? ql_fold_matrix_init_f(&a, rows, g.klen, 0, &run->mem, error)
-                    : ql_fold_matrix_init(&a, rows, g.klen, is_float, 0, &run->mem, error);
-  if (rc == QL_OK)
-    rc = is_float ? ql_fold_matrix_init_f(&b, g.klen, cols, 1, &run->mem, error)
-                  : ql_fold_matrix_init(&b, g.klen, cols, is_float, 1, &run->mem, error);
+  int rc = ql_fold_matrix_init(&a, rows, g.klen, is_float, 0, &run->mem, error);
+  if (rc == QL_OK) rc = ql_fold_matrix_init(&b, g.klen, cols, is_float, 1, &run->mem, error);
   if (rc == QL_OK) rc = ql_fold_mem_calloc(&run->mem, &c, cells * 8, error); /* zeroed: C accumulates */
   if (rc == QL_OK) rc = ql_fold_mem_alloc(&run->mem, &exist, cells, error);
   if (rc == QL_OK) rc = ql_fold_mem_alloc(&run->mem, &has, cells, error);
