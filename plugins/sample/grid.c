@@ -408,14 +408,7 @@ static const char *plan_display(const struct ql_execution_plan *self) {
   struct grid_scan *s = plan_scan(self);
   char *text = atomic_load(&s->display);
   if (text != NULL) return text;
-  char *mine = display_new(s), *expected = NULL;
-  if (mine == NULL) return "GridScanExec (out of memory for the display)";
-  /* Another thread may have built it first: keep theirs. */
-  if (!atomic_compare_exchange_strong(&s->display, &expected, mine)) {
-    free(mine);
-    return expected;
-  }
-  return mine;
+  return ql_sample_display_keep(&s->display, display_new(s), "GridScanExec (out of memory for the display)");
 }
 
 static int plan_get_schema(const struct ql_execution_plan *self, struct ArrowSchema *out, struct ql_error *error) {

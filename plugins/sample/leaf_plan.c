@@ -1,7 +1,9 @@
-/* qlink_sample: the members every leaf execution plan (a table scan) shares
- * (see sample_internal.h). */
+/* qlink_sample: what every leaf execution plan (a table scan) shares: no
+ * children, a display line built on first use (see sample_internal.h). */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "qlink/lib/status.h"
 #include "sample_internal.h"
@@ -26,4 +28,15 @@ int ql_sample_leaf_take_children(const char *plan, struct ql_execution_plan *chi
     return ql_error_set(error, QL_EINVAL, "%s has no children; got %" PRId64, plan, n_children);
   }
   return QL_OK;
+}
+
+const char *ql_sample_display_keep(_Atomic(char *) *slot, char *built, const char *out_of_memory) {
+  if (built == NULL) return out_of_memory;
+  char *expected = NULL;
+  /* Another thread may have built it first: keep theirs. */
+  if (!atomic_compare_exchange_strong(slot, &expected, built)) {
+    free(built);
+    return expected;
+  }
+  return built;
 }

@@ -96,6 +96,12 @@ const struct ql_execution_plan *ql_sample_leaf_child(const struct ql_execution_p
 int ql_sample_leaf_take_children(const char *plan, struct ql_execution_plan *children, int64_t n_children,
                                  struct ql_error *error);
 
+/* A plan's display line, built on first use: installs `built` (malloc'd,
+ * NULL when out of memory) in `slot` unless another thread's is already
+ * there (then `built` is freed) and returns the one kept, or
+ * `out_of_memory` (static) for NULL. Callers look at `slot` first. */
+const char *ql_sample_display_keep(_Atomic(char *) *slot, char *built, const char *out_of_memory);
+
 void ql_sample_scan_ref(struct ql_sample_scan *scan);
 void ql_sample_scan_unref(struct ql_sample_scan *scan);
 

@@ -254,14 +254,7 @@ static const char *plan_display(const struct ql_execution_plan *self) {
   struct ql_sample_scan *scan = plan_scan(self);
   char *text = atomic_load(&scan->display);
   if (text != NULL) return text;
-  char *mine = scan_display(scan), *expected = NULL;
-  if (mine == NULL) return "SeriesScanExec (out of memory for the display)";
-  /* Another thread may have built it first: keep theirs. */
-  if (!atomic_compare_exchange_strong(&scan->display, &expected, mine)) {
-    free(mine);
-    return expected;
-  }
-  return mine;
+  return ql_sample_display_keep(&scan->display, scan_display(scan), "SeriesScanExec (out of memory for the display)");
 }
 
 static int plan_get_schema(const struct ql_execution_plan *self, struct ArrowSchema *out, struct ql_error *error) {
