@@ -159,7 +159,8 @@ struct ViewBuilder {
     qualifiers: Vec<(usize, *const *const std::os::raw::c_char)>,
     /// Decimal formats ("d:15,2") already written, by (precision, scale).
     decimals: Vec<((u8, i8), *const std::os::raw::c_char)>,
-    /// Scratch for struct_schema (reused: no allocation per schema).
+    /// Scratch for struct_schema's formats and flags (reused; the names
+    /// and their lengths are still collected per schema).
     formats: Vec<*const std::os::raw::c_char>,
     flags: Vec<i64>,
 }
