@@ -234,25 +234,34 @@ static void ql_fold_gemm_i64(const struct ql_fold_matrix *a, const struct ql_fol
 }
 
 void ql_fold_gemm_rows(const struct ql_fold_matrix *a, const struct ql_fold_matrix *b, void *c_values,
-                       uint8_t *c_exist, uint8_t *c_has, int64_t row_from, int64_t row_to) {
+                       uint8_t *c_exist, uint8_t *c_has, int64_t row_from, int64_t row_to, int64_t counts[2]) {
   if (a->is_float) ql_fold_gemm_f64(a, b, c_values, row_from, row_to);
   else ql_fold_gemm_i64(a, b, c_values, row_from, row_to);
-  int64_t N = b->cols, words = a->words;
+  int64_t N = b->cols, words = a->words, exist = 0, has = 0;
   if (words == 1) {
     /* Short contractions (K <= 64): one word per bitset. */
     for (int64_t i = row_from; i < row_to; i++) {
       uint64_t ae = a->exist[i], ah = a->has[i];
       for (int64_t j = 0; j < N; j++) {
-        c_exist[i * N + j] = (uint8_t)((ae & b->exist[j]) != 0);
-        c_has[i * N + j] = (uint8_t)((ah & b->has[j]) != 0);
+        uint8_t e = (uint8_t)((ae & b->exist[j]) != 0), h = (uint8_t)((ah & b->has[j]) != 0);
+        c_exist[i * N + j] = e;
+        c_has[i * N + j] = h;
+        exist += e;
+        has += h;
       }
     }
-    return;
-  }
-  for (int64_t i = row_from; i < row_to; i++) {
-    for (int64_t j = 0; j < N; j++) {
-      c_exist[i * N + j] = (uint8_t)ql_fold_any_and(a->exist + i * words, b->exist + j * words, words);
-      c_has[i * N + j] = (uint8_t)ql_fold_any_and(a->has + i * words, b->has + j * words, words);
+  } else {
+    for (int64_t i = row_from; i < row_to; i++) {
+      for (int64_t j = 0; j < N; j++) {
+        uint8_t e = (uint8_t)ql_fold_any_and(a->exist + i * words, b->exist + j * words, words);
+        uint8_t h = (uint8_t)ql_fold_any_and(a->has + i * words, b->has + j * words, words);
+        c_exist[i * N + j] = e;
+        c_has[i * N + j] = h;
+        exist += e;
+        has += h;
+      }
     }
   }
+  counts[0] += exist;
+  counts[1] += has;
 }

@@ -113,8 +113,9 @@ int64_t ql_fold_matrix_seal_f(struct ql_fold_matrix *m, int64_t from, int64_t to
 
 /* The product for result rows [row_from, row_to): c_values (a->rows x
  * b->cols, row-major, double or int64 as a's type), c_exist and c_has
- * (one byte per cell). */
+ * (one byte per cell); counts[0] += the cells of those rows with exist
+ * set, counts[1] += those with has set. */
 void ql_fold_gemm_rows(const struct ql_fold_matrix *a, const struct ql_fold_matrix *b, void *c_values,
-                       uint8_t *c_exist, uint8_t *c_has, int64_t row_from, int64_t row_to);
+                       uint8_t *c_exist, uint8_t *c_has, int64_t row_from, int64_t row_to, int64_t counts[2]);
 
 #endif /* QL_FOLD_DENSE_H */

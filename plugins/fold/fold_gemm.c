@@ -283,25 +283,30 @@ struct ql_fold_gemm_task {
   uint8_t *exist, *has;
   int64_t rows, block; /* rows of C, rows per task */
   atomic_llong next;
+  atomic_llong n_exist, n_has; /* cells of C with exist / has set */
 };
 
 static int ql_fold_gemm_worker(void *arg, struct ql_error *error) {
   (void)error;
   struct ql_fold_gemm_task *t = arg;
+  int64_t counts[2] = {0, 0};
   for (;;) {
     int64_t from = atomic_fetch_add(&t->next, t->block);
-    if (from >= t->rows) return QL_OK;
+    if (from >= t->rows) break;
     int64_t to = from + t->block < t->rows ? from + t->block : t->rows;
-    ql_fold_gemm_rows(t->a, t->b, t->c, t->exist, t->has, from, to);
+    ql_fold_gemm_rows(t->a, t->b, t->c, t->exist, t->has, from, to, counts);
   }
+  atomic_fetch_add(&t->n_exist, counts[0]);
+  atomic_fetch_add(&t->n_has, counts[1]);
+  return QL_OK;
 }
 
 void ql_fold_dense_destroy(struct ql_fold_run *run) {
   struct ql_fold_dense_out *d = &run->dense;
   int64_t cells = d->rows * d->cols;
   ql_fold_mem_cfree(&run->mem, d->c, cells * 8);
-  ql_fold_mem_free(&run->mem, d->exist, cells);
-  ql_fold_mem_free(&run->mem, d->has, cells);
+  ql_fold_mem_cfree(&run->mem, d->exist, cells);
+  ql_fold_mem_cfree(&run->mem, d->has, cells);
   memset(d, 0, sizeof(*d));
 }
 
@@ -314,29 +319,35 @@ struct ql_fold_dense_rows {
 };
 
 /* A group key column from the row (side 0) or column (side 1) index of
- * each row's cell: gmin + index, NULL where the index is glen (the NULL
- * group). The data as the key's width (the low bytes of the int64,
- * little-endian); *validity is allocated only when a NULL occurs. Returns
- * the NULL count, -1 when out of memory. */
-#define QL_FOLD_KEY_LOOP(T)                                                             \
-  do {                                                                                  \
-    T *out_ = data;                                                                     \
-    if (idx) {                                                                          \
-      for (int64_t r = 0; r < n; r++) out_[r] = (T)(gmin + idx[r]);                     \
-    } else {                                                                            \
-      int64_t i_ = rows->first / rows->ncols, j_ = rows->first % rows->ncols;           \
-      for (int64_t r = 0; r < n; r++) {                                                 \
-        out_[r] = (T)(gmin + (side == 0 ? i_ : j_));                                    \
-        if (++j_ == rows->ncols) {                                                      \
-          j_ = 0;                                                                       \
-          i_++;                                                                         \
-        }                                                                               \
-      }                                                                                 \
-    }                                                                                   \
+ * each row's cell: gmin + index. With every cell a group, a row index
+ * repeats over runs of ncols rows and a column index counts up within
+ * them, written run by run without a division per row. */
+#define QL_FOLD_KEY_LOOP(T)                                                   \
+  do {                                                                        \
+    T *out_ = data;                                                           \
+    if (idx) {                                                                \
+      for (int64_t r = 0; r < n; r++) out_[r] = (T)(gmin + idx[r]);           \
+      break;                                                                  \
+    }                                                                         \
+    int64_t i_ = rows->first / rows->ncols, j_ = rows->first % rows->ncols;   \
+    for (int64_t r = 0; r < n; i_++, j_ = 0) {                                \
+      int64_t run = rows->ncols - j_ < n - r ? rows->ncols - j_ : n - r;      \
+      if (side == 0) {                                                        \
+        T v_ = (T)(gmin + i_);                                                \
+        for (int64_t t = 0; t < run; t++) out_[r + t] = v_;                   \
+      } else {                                                                \
+        for (int64_t t = 0; t < run; t++) out_[r + t] = (T)(gmin + j_ + t);   \
+      }                                                                       \
+      r += run;                                                               \
+    }                                                                         \
   } while (0)
 
+/* The key column (`width` bytes per value: the low bytes of the int64,
+ * little-endian) into data, NULL where the index is glen (the side's NULL
+ * group, when it has one: glen < dim), validity written in full. Returns
+ * the NULL count. */
 static int64_t ql_fold_dense_key(const struct ql_fold_dense_rows *rows, int side, int64_t gmin, int64_t glen,
-                                 int64_t dim, int64_t width, void *data, uint8_t **validity) {
+                                 int64_t dim, int64_t width, void *data, uint8_t *validity) {
   const int64_t *idx = rows->sel ? (side == 0 ? rows->ii : rows->jj) : NULL;
   int64_t n = rows->n;
   switch (width) {
@@ -345,20 +356,15 @@ static int64_t ql_fold_dense_key(const struct ql_fold_dense_rows *rows, int side
     case 4: QL_FOLD_KEY_LOOP(uint32_t); break;
     default: QL_FOLD_KEY_LOOP(uint64_t); break;
   }
-  /* NULL groups, when the side has one (index glen < dim): the keys
-   * written as gmin + glen are the NULL group's. */
+  if (glen >= dim) return 0; /* no NULL group on this side */
+  memset(validity, 0xff, (size_t)(n + 7) / 8);
   int64_t nulls = 0;
-  for (int64_t r = 0; r < n && glen < dim; r++) {
+  for (int64_t r = 0; r < n; r++) {
     int64_t index;
     if (idx) index = idx[r];
     else index = side == 0 ? (rows->first + r) / rows->ncols : (rows->first + r) % rows->ncols;
     if (index != glen) continue;
-    if (!*validity) {
-      *validity = malloc((size_t)(n / 8 + 1));
-      if (!*validity) return -1;
-      memset(*validity, 0xff, (size_t)(n / 8 + 1));
-    }
-    (*validity)[r >> 3] &= (uint8_t) ~(1u << (r & 7));
+    validity[r >> 3] &= (uint8_t) ~(1u << (r & 7));
     memset((uint8_t *)data + r * width, 0, (size_t)width);
     nulls++;
   }
@@ -366,12 +372,13 @@ static int64_t ql_fold_dense_key(const struct ql_fold_dense_rows *rows, int side
 }
 
 /* The sum column from each row's cell of C (8 bytes each: a double or the
- * int64 sum), NULL where no product was non-NULL. */
+ * int64 sum), NULL (and 0) where no product was non-NULL; validity written
+ * in full. Returns the NULL count. */
 static int64_t ql_fold_dense_sum(const struct ql_fold_dense_out *d, const struct ql_fold_dense_rows *rows,
                                  uint8_t *data, uint8_t *validity) {
   const uint64_t *c = d->c;
   uint64_t *out = (uint64_t *)data;
-  int64_t nulls = 0, n = rows->n;
+  int64_t valid = 0, n = rows->n;
   for (int64_t r0 = 0; r0 < n; r0 += 8) {
     int64_t r1 = r0 + 8 < n ? r0 + 8 : n;
     unsigned byte = 0;
@@ -380,11 +387,11 @@ static int64_t ql_fold_dense_sum(const struct ql_fold_dense_out *d, const struct
       unsigned h = d->has[cell];
       out[r] = h ? c[cell] : 0;
       byte |= h << (r - r0);
+      valid += h;
     }
     validity[r0 >> 3] = (uint8_t)byte;
-    nulls += (r1 - r0) - __builtin_popcount(byte);
   }
-  return nulls;
+  return n - valid;
 }
 
 int ql_fold_dense_emit(struct ql_fold_run *run, int64_t n, struct ArrowArray *out, struct ql_error *error) {
@@ -421,28 +428,24 @@ int ql_fold_dense_emit(struct ql_fold_run *run, int64_t n, struct ArrowArray *ou
   }
   int rc = ql_array_init_struct(out, n, ng + 1, error);
   for (int32_t k = 0; k <= ng && rc == QL_OK; k++) {
+    struct ArrowArray *col = out->children[k];
     int64_t width = k < ng ? ql_format_byte_width(s->groups[k].format) : 8;
-    uint8_t *data = malloc((size_t)(n ? n : 1) * (size_t)width), *validity = NULL;
-    int64_t nulls = -1;
-    if (data && k < ng) {
+    void *data;
+    uint8_t *validity;
+    rc = ql_fold_out_array(col, n, width, 1, &data, &validity, error);
+    if (rc != QL_OK) break;
+    if (k < ng) {
       int side = s->groups[k].side;
-      nulls = ql_fold_dense_key(&rows, side, d->gmin[side], d->glen[side], side == 0 ? d->rows : d->cols, width,
-                                data, &validity);
-    } else if (data) {
-      validity = malloc((size_t)(n / 8 + 1));
-      if (validity) nulls = ql_fold_dense_sum(d, &rows, data, validity);
-      if (nulls == 0) {
-        free(validity);
-        validity = NULL;
-      }
-    }
-    if (nulls < 0) {
-      free(data);
-      free(validity);
-      rc = ql_error_set(error, QL_ENOMEM, "qlink_fold: out of memory emitting");
+      col->null_count = ql_fold_dense_key(&rows, side, d->gmin[side], d->glen[side], side == 0 ? d->rows : d->cols,
+                                          width, data, validity);
+    } else if (!rows.sel && d->with_value == cells) {
+      /* Every cell holds a sum: the batch's cells are the column. */
+      memcpy(data, (const uint64_t *)d->c + rows.first, (size_t)n * 8);
+      col->null_count = 0;
     } else {
-      rc = ql_array_init_fixed(out->children[k], n, nulls, validity, data, error);
+      col->null_count = ql_fold_dense_sum(d, &rows, data, validity);
     }
+    if (col->null_count == 0) col->buffers[0] = NULL;
   }
   free(sel);
   if (rc != QL_OK && out->release) out->release(out);
@@ -463,8 +466,9 @@ int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
   int rc = ql_fold_matrix_init(&a, rows, g.klen, is_float, 0, &run->mem, error);
   if (rc == QL_OK) rc = ql_fold_matrix_init(&b, g.klen, cols, is_float, 1, &run->mem, error);
   if (rc == QL_OK) rc = ql_fold_mem_calloc(&run->mem, &c, cells * 8, error); /* zeroed: C accumulates */
-  if (rc == QL_OK) rc = ql_fold_mem_alloc(&run->mem, &exist, cells, error);
-  if (rc == QL_OK) rc = ql_fold_mem_alloc(&run->mem, &has, cells, error);
+  /* Written in full by the product. */
+  if (rc == QL_OK) rc = ql_fold_mem_alloc_cached(&run->mem, &exist, cells, error);
+  if (rc == QL_OK) rc = ql_fold_mem_alloc_cached(&run->mem, &has, cells, error);
   if (rc == QL_OK && is_float) {
     rc = ql_fold_gemm_fill_f(run, &g, &a, &b, error);
   } else if (rc == QL_OK) {
@@ -489,8 +493,8 @@ int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
   ql_fold_matrix_destroy(&b, &run->mem);
   if (rc != QL_OK) {
     ql_fold_mem_cfree(&run->mem, c, cells * 8);
-    ql_fold_mem_free(&run->mem, exist, cells);
-    ql_fold_mem_free(&run->mem, has, cells);
+    ql_fold_mem_cfree(&run->mem, exist, cells);
+    ql_fold_mem_cfree(&run->mem, has, cells);
     return rc;
   }
   /* C is the result: emitted from it directly, batch by batch. */
@@ -500,7 +504,8 @@ int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
   d->c = c;
   d->exist = exist;
   d->has = has;
-  for (int64_t cell = 0; cell < cells; cell++) d->count += ((const uint8_t *)exist)[cell];
+  d->count = atomic_load(&task.n_exist);
+  d->with_value = atomic_load(&task.n_has);
   for (int k = 0; k < 2; k++) {
     d->gmin[k] = g.gmin[k];
     d->glen[k] = g.glen[k];

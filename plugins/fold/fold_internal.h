@@ -170,6 +170,7 @@ struct ql_fold_dense_out {
   void *c;                  /* per cell: the sum (double or int64, by the sum's type) */
   uint8_t *exist, *has;     /* per cell: a joined row exists / a non-NULL product exists */
   int64_t count;            /* cells with exist set */
+  int64_t with_value;       /* cells with has set */
   int64_t cursor;           /* the next cell to look at when emitting */
   int64_t gmin[2], glen[2]; /* per side: its group key range; index glen is the NULL group */
 };

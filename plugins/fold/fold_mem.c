@@ -131,13 +131,14 @@ __attribute__((destructor)) static void ql_fold_cache_drain(void) {
   pthread_mutex_unlock(&ql_fold_cache.lock);
 }
 
-int ql_fold_mem_calloc(struct ql_fold_mem *mem, void **out, int64_t bytes, struct ql_error *error) {
+/* A cacheable buffer, zeroed when `zero`. */
+static int ql_fold_mem_big(struct ql_fold_mem *mem, void **out, int64_t bytes, int zero, struct ql_error *error) {
   *out = NULL;
   if (bytes < 0 || bytes > INT64_MAX / 2) return ql_error_set(error, QL_EINVAL, "qlink_fold: bad allocation size %lld", (long long)bytes);
   QL_RETURN_NOT_OK(ql_fold_mem_grow(mem, bytes, error));
   void *base = bytes >= QL_FOLD_CACHE_MIN ? ql_fold_cache_take(bytes) : NULL;
   if (base) {
-    memset((char *)base + QL_FOLD_HEADER, 0, (size_t)bytes);
+    if (zero) memset((char *)base + QL_FOLD_HEADER, 0, (size_t)bytes);
   } else {
     /* calloc, not malloc + memset: large blocks come as zero pages. */
     base = calloc((size_t)bytes + QL_FOLD_HEADER, 1);
@@ -149,6 +150,14 @@ int ql_fold_mem_calloc(struct ql_fold_mem *mem, void **out, int64_t bytes, struc
   }
   *out = (char *)base + QL_FOLD_HEADER;
   return QL_OK;
+}
+
+int ql_fold_mem_calloc(struct ql_fold_mem *mem, void **out, int64_t bytes, struct ql_error *error) {
+  return ql_fold_mem_big(mem, out, bytes, 1, error);
+}
+
+int ql_fold_mem_alloc_cached(struct ql_fold_mem *mem, void **out, int64_t bytes, struct ql_error *error) {
+  return ql_fold_mem_big(mem, out, bytes, 0, error);
 }
 
 void ql_fold_mem_cfree(struct ql_fold_mem *mem, void *ptr, int64_t bytes) {
@@ -173,4 +182,96 @@ void ql_fold_mem_free(struct ql_fold_mem *mem, void *ptr, int64_t bytes) {
   if (!ptr) return;
   free(ptr);
   if (bytes > 0) ql_fold_mem_shrink(mem, bytes);
+}
+
+/* ------------------------------------------------------- output blocks */
+
+/* An output block: this header, then the data, then the validity bitmap
+ * (each 64-byte aligned). */
+struct ql_fold_out_block {
+  struct ql_fold_out_block *next; /* in the pool */
+  int64_t cap;                    /* bytes after the header */
+  const void *buffers[2];         /* the array's buffers: validity, data */
+  char pad_[32];
+};
+
+static struct {
+  pthread_mutex_t lock;
+  struct ql_fold_out_block *head; /* most recently returned first */
+  int64_t bytes;
+} ql_fold_out_pool = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
+
+/* A pooled block of capacity in [bytes, 2 * bytes], looking at the first
+ * few only (the batches of one output have one size), or NULL. */
+static struct ql_fold_out_block *ql_fold_out_take(int64_t bytes) {
+  struct ql_fold_out_block *b = NULL;
+  pthread_mutex_lock(&ql_fold_out_pool.lock);
+  struct ql_fold_out_block **link = &ql_fold_out_pool.head;
+  for (int tries = 0; *link && tries < 8; tries++, link = &(*link)->next) {
+    if ((*link)->cap >= bytes && (*link)->cap <= 2 * bytes) {
+      b = *link;
+      *link = b->next;
+      ql_fold_out_pool.bytes -= b->cap;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&ql_fold_out_pool.lock);
+  return b;
+}
+
+static void ql_fold_out_release(struct ArrowArray *array) {
+  if (!array->release) return;
+  struct ql_fold_out_block *b = array->private_data;
+  int kept = 0;
+  pthread_mutex_lock(&ql_fold_out_pool.lock);
+  if (ql_fold_out_pool.bytes + b->cap <= QL_FOLD_OUT_POOL_BYTES) {
+    b->next = ql_fold_out_pool.head;
+    ql_fold_out_pool.head = b;
+    ql_fold_out_pool.bytes += b->cap;
+    kept = 1;
+  }
+  pthread_mutex_unlock(&ql_fold_out_pool.lock);
+  if (!kept) free(b);
+  array->release = NULL;
+}
+
+__attribute__((destructor)) static void ql_fold_out_drain(void) {
+  pthread_mutex_lock(&ql_fold_out_pool.lock);
+  while (ql_fold_out_pool.head) {
+    struct ql_fold_out_block *b = ql_fold_out_pool.head;
+    ql_fold_out_pool.head = b->next;
+    free(b);
+  }
+  ql_fold_out_pool.bytes = 0;
+  pthread_mutex_unlock(&ql_fold_out_pool.lock);
+}
+
+int ql_fold_out_array(struct ArrowArray *out, int64_t length, int64_t width, int with_validity, void **data,
+                      uint8_t **validity, struct ql_error *error) {
+  memset(out, 0, sizeof(*out));
+  *data = NULL;
+  *validity = NULL;
+  if (length < 0 || width <= 0 || length > INT64_MAX / 16 / width)
+    return ql_error_set(error, QL_EINVAL, "qlink_fold: bad output column of %lld values", (long long)length);
+  int64_t data_bytes = (length * width + 63) / 64 * 64 + 64; /* at least one line: a non-NULL buffer */
+  int64_t bytes = data_bytes + (with_validity ? (length + 7) / 8 : 0);
+  struct ql_fold_out_block *b = ql_fold_out_take(bytes);
+  if (!b) {
+    void *p = NULL;
+    if (posix_memalign(&p, 64, sizeof(*b) + (size_t)bytes) != 0)
+      return ql_error_set(error, QL_ENOMEM, "qlink_fold: out of memory emitting");
+    b = p;
+    b->cap = bytes;
+  }
+  char *base = (char *)(b + 1);
+  *data = base;
+  *validity = with_validity ? (uint8_t *)base + data_bytes : NULL;
+  b->buffers[0] = *validity;
+  b->buffers[1] = base;
+  out->length = length;
+  out->n_buffers = 2;
+  out->buffers = b->buffers;
+  out->release = ql_fold_out_release;
+  out->private_data = b;
+  return QL_OK;
 }
