@@ -99,6 +99,25 @@ struct ql_object_store {
               struct ql_error *error);
   void (*release)(struct ql_object_store *self);
   void *private_data;
+  /* Added after private_data (structs only grow at the end): a store
+   * compiled before it has a smaller struct_size. Callers test
+   * QL_HAS_MEMBER(store, struct ql_object_store, read_into) and a non-NULL
+   * pointer, and use get_range otherwise.
+   *
+   * Read `length` (>= 0) bytes at `offset` (>= 0) of `path` into the
+   * caller's `dst` (at least `length` bytes; the callee keeps no pointer to
+   * it after returning). `*out_len` receives the bytes written: fewer than
+   * `length` only when the object ends first. Same range rules as get_range:
+   * QL_ENOTFOUND if the object does not exist; QL_EINVAL if offset is past
+   * its end (offset == size reads 0 bytes), if offset or length is negative,
+   * or if dst is NULL with length > 0; QL_EIO for other store failures. On
+   * failure `*out_len` is 0 and the bytes of dst are unspecified. The call
+   * returns when the bytes are in dst (hosts read a local file with a
+   * positioned read straight into dst: no intermediate buffer, nothing to
+   * release). Thread-safe like every member; concurrent calls must not
+   * share a dst range. May be NULL. */
+  int (*read_into)(const struct ql_object_store *self, const char *path, int64_t offset, int64_t length,
+                   uint8_t *dst, int64_t *out_len, struct ql_error *error);
 };
 /* Note on `head`: the path string in `out_meta_borrowed` is the caller's own
  * `path` argument (the callee fills only size and last_modified_ns). */

@@ -46,6 +46,12 @@ static int ql_handle_get_range(const struct ql_object_store *self, const char *p
   return r->store.get_range(&r->store, path, offset, length, out, error);
 }
 
+static int ql_handle_read_into(const struct ql_object_store *self, const char *path, int64_t offset, int64_t length,
+                               uint8_t *dst, int64_t *out_len, struct ql_error *error) {
+  const struct ql_store_record *r = self->private_data;
+  return r->store.read_into(&r->store, path, offset, length, dst, out_len, error);
+}
+
 static int ql_handle_list(const struct ql_object_store *self, const char *prefix, struct ql_object_list *out,
                           struct ql_error *error) {
   const struct ql_store_record *r = self->private_data;
@@ -97,6 +103,11 @@ static int ql_registry_get_store(const struct ql_object_store_registry *self, co
   out->list = ql_handle_list;
   out->release = ql_handle_release;
   out->private_data = r;
+  /* Offered only when the registered store has it (a store built before
+   * the member has a smaller struct_size). */
+  if (QL_HAS_MEMBER(&r->store, struct ql_object_store, read_into) && r->store.read_into) {
+    out->read_into = ql_handle_read_into;
+  }
   return QL_OK;
 }
 

@@ -105,6 +105,7 @@ static const struct entry entries[] = {
   O(ql_object_store, list),
   O(ql_object_store, release),
   O(ql_object_store, private_data),
+  O(ql_object_store, read_into),
   S(ql_object_store_registry),
   O(ql_object_store_registry, struct_size),
   O(ql_object_store_registry, get_store),

@@ -193,6 +193,9 @@ pub struct ql_object_store {
     pub list: Option<unsafe extern "C" fn(*const ql_object_store, *const c_char, *mut ql_object_list, *mut ql_error) -> c_int>,
     pub release: Option<unsafe extern "C" fn(*mut ql_object_store)>,
     pub private_data: *mut c_void,
+    /// Added at the end (struct_size tells whether a store has it).
+    pub read_into:
+        Option<unsafe extern "C" fn(*const ql_object_store, *const c_char, i64, i64, *mut u8, *mut i64, *mut ql_error) -> c_int>,
 }
 
 #[repr(C)]

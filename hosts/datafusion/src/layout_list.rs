@@ -85,6 +85,7 @@
     off!(ql_object_store, list),
     off!(ql_object_store, release),
     off!(ql_object_store, private_data),
+    off!(ql_object_store, read_into),
     size!(ql_object_store_registry),
     off!(ql_object_store_registry, struct_size),
     off!(ql_object_store_registry, get_store),

@@ -269,6 +269,143 @@ unsafe extern "C" fn store_get_range(
     })
 }
 
+/// The caller's buffer of a `read_into`, handed to the io runtime when the
+/// payload is a stream. The caller blocks until that task has finished, so
+/// the memory outlives every write.
+struct ReadDst(*mut u8, usize);
+// SAFETY: see above; only the one task writes through it.
+unsafe impl Send for ReadDst {}
+
+/// Why a `read_into` range could not be read, beyond object_store's errors.
+enum ReadFail {
+    Store(object_store::Error),
+    PastEnd(u64),
+    Io(String),
+}
+
+impl From<object_store::Error> for ReadFail {
+    fn from(e: object_store::Error) -> Self {
+        ReadFail::Store(e)
+    }
+}
+
+/// Copy a streamed payload into `dst` (at most `dst.1` bytes); returns the
+/// bytes written.
+async fn copy_stream(payload: object_store::GetResultPayload, dst: ReadDst) -> Result<usize, ReadFail> {
+    let object_store::GetResultPayload::Stream(mut s) = payload else {
+        return Err(ReadFail::Io("read_into: unexpected payload".into()));
+    };
+    let mut n = 0usize;
+    while let Some(chunk) = s.next().await {
+        let chunk = chunk?;
+        if chunk.len() > dst.1 - n {
+            return Err(ReadFail::Io(format!("read_into: the store returned more than the {} bytes asked for", dst.1)));
+        }
+        // SAFETY: dst.0 holds dst.1 bytes (the caller's contract), n + len <= dst.1.
+        unsafe { std::ptr::copy_nonoverlapping(chunk.as_ptr(), dst.0.add(n), chunk.len()) };
+        n += chunk.len();
+    }
+    Ok(n)
+}
+
+/// The range read of `read_into`: one `get_opts` request (no `head` first).
+/// A local file comes back as an open file, read here with a positioned
+/// read straight into `dst` on the calling thread; any other payload is a
+/// stream, copied into `dst` as its chunks arrive. Ranges object_store
+/// refuses (empty, or starting at or past the end) take a `head` to tell
+/// "past the end" (QL_EINVAL, as get_range) from "at the end" (0 bytes).
+fn read_range_into(store: Arc<dyn ObjectStore>, p: StorePath, offset: u64, dst: ReadDst) -> Result<usize, ReadFail> {
+    let length = dst.1 as u64;
+    let got = if length == 0 {
+        None
+    } else {
+        let (st, path) = (Arc::clone(&store), p.clone());
+        let opened = block_on_io(async move {
+            let opts = object_store::GetOptions {
+                range: Some(object_store::GetRange::Bounded(offset..offset + length)),
+                ..Default::default()
+            };
+            st.get_opts(&path, opts).await
+        });
+        match opened {
+            Ok(r) => Some(r),
+            Err(e @ object_store::Error::NotFound { .. }) => return Err(e.into()),
+            Err(e) => {
+                // Tell a range past the end from a failure of the store.
+                let (st, path) = (Arc::clone(&store), p.clone());
+                let size = block_on_io(async move { st.head(&path).await })?.size;
+                if offset > size {
+                    return Err(ReadFail::PastEnd(size));
+                }
+                if offset == size {
+                    return Ok(0);
+                }
+                return Err(e.into());
+            }
+        }
+    };
+    let Some(r) = got else {
+        let size = block_on_io(async move { store.head(&p).await })?.size;
+        return if offset > size { Err(ReadFail::PastEnd(size)) } else { Ok(0) };
+    };
+    let n = (r.range.end - r.range.start) as usize;
+    if r.range.start != offset || n > dst.1 {
+        return Err(ReadFail::Io(format!(
+            "read_into: the store answered range {}..{} for {}..{}",
+            r.range.start,
+            r.range.end,
+            offset,
+            offset + length
+        )));
+    }
+    match r.payload {
+        object_store::GetResultPayload::File(file, _) => {
+            use std::os::unix::fs::FileExt;
+            // SAFETY: dst.0 holds dst.1 >= n bytes (the caller's contract).
+            let buf = unsafe { std::slice::from_raw_parts_mut(dst.0, n) };
+            file.read_exact_at(buf, offset).map_err(|e| ReadFail::Io(format!("read_into: {e}")))?;
+            Ok(n)
+        }
+        payload => block_on_io(copy_stream(payload, dst)),
+    }
+}
+
+unsafe extern "C" fn store_read_into(
+    self_: *const ql_object_store,
+    path: *const c_char,
+    offset: i64,
+    length: i64,
+    dst: *mut u8,
+    out_len: *mut i64,
+    error: *mut ql_error,
+) -> c_int {
+    guard_status(error, "object store read_into", || {
+        if !out_len.is_null() {
+            *out_len = 0;
+        }
+        if offset < 0 || length < 0 || out_len.is_null() || (dst.is_null() && length > 0) {
+            return set_error(
+                error,
+                QL_EINVAL,
+                &format!("read_into: bad arguments offset={offset} length={length} dst={dst:?} out_len={out_len:?}"),
+            );
+        }
+        let name = cstr(path);
+        let dst = ReadDst(dst, length as usize);
+        match read_range_into(store_of(self_), store_path(path), offset as u64, dst) {
+            Ok(n) => {
+                *out_len = n as i64;
+                QL_OK
+            }
+            Err(ReadFail::PastEnd(size)) => {
+                set_error(error, QL_EINVAL, &format!("read_into: offset {offset} is past the end of {name} ({size} bytes)"))
+            }
+            Err(ReadFail::Store(e)) => store_error(error, e),
+            Err(ReadFail::Io(m)) => set_error(error, QL_EIO, &format!("{m} ({name})")),
+        }
+    })
+}
+
 struct ObjectList {
     _paths: Vec<CString>,
     items: Vec<ql_object_meta>,
@@ -348,6 +485,7 @@ pub fn export_store(store: Arc<dyn ObjectStore>) -> ql_object_store {
         list: Some(store_list),
         release: Some(store_release),
         private_data: Box::into_raw(Box::new(StoreHandle { store })) as *mut c_void,
+        read_into: Some(store_read_into),
     }
 }
 
