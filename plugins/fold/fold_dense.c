@@ -139,37 +139,96 @@ static inline void ql_fold_axpy(double *c, double a, const double *b, int64_t fr
  * kernel: C[i][j] adds its products in ascending k. Instantiated per N
  * (always inlined with a constant N) so the accumulators live in
  * registers. */
+static inline __attribute__((always_inline)) void ql_fold_narrow_row(const double *af, const double *bf, double *c,
+                                                                     int64_t K, const int64_t N, int64_t i,
+                                                                     int64_t kb, int64_t ke) {
+  const int64_t nv = N / 2, tail = N % 2;
+  double *ci = c + i * N;
+  ql_fold_v2d acc[8];
+  double tacc = 0.0;
+#pragma GCC unroll 8
+  for (int64_t v = 0; v < nv; v++) memcpy(&acc[v], ci + 2 * v, sizeof(ql_fold_v2d));
+  if (tail) tacc = ci[N - 1];
+  const double *ai = af + i * K;
+  for (int64_t k = kb; k < ke; k++) {
+    double aik = ql_fold_a_value(ai, k);
+    if (aik == 0.0) continue; /* adds only +0.0: no partial sum changes */
+    const ql_fold_v2d av = {aik, aik};
+    const double *bk = bf + k * N;
+#pragma GCC unroll 8
+    for (int64_t v = 0; v < nv; v++) {
+      ql_fold_v2d bv;
+      memcpy(&bv, bk + 2 * v, sizeof(bv));
+      acc[v] += av * bv;
+    }
+    if (tail) tacc += aik * bk[N - 1];
+  }
+#pragma GCC unroll 8
+  for (int64_t v = 0; v < nv; v++) memcpy(ci + 2 * v, &acc[v], sizeof(ql_fold_v2d));
+  if (tail) ci[N - 1] = tacc;
+}
+
+/* Rows i and i + 1 of C at once (N <= 9: both rows' accumulators fit the
+ * 16 SSE2 registers): twice the independent additions in flight (one row
+ * alone waits on the latency of its N / 2 chains) and each B[k] loaded
+ * once for both. A row whose A[i][k] is 0.0 while the other's is not adds
+ * a product of +-0.0, which changes no partial sum (a sum started at +0.0
+ * never becomes -0.0 in round-to-nearest), so every cell gets the same
+ * bits as from ql_fold_narrow_row. */
+static inline __attribute__((always_inline)) void ql_fold_narrow_pair(const double *af, const double *bf, double *c,
+                                                                      int64_t K, const int64_t N, int64_t i,
+                                                                      int64_t kb, int64_t ke) {
+  const int64_t nv = N / 2, tail = N % 2;
+  double *c0 = c + i * N, *c1 = c0 + N;
+  ql_fold_v2d acc0[4], acc1[4];
+  double t0 = 0.0, t1 = 0.0;
+#pragma GCC unroll 4
+  for (int64_t v = 0; v < nv; v++) {
+    memcpy(&acc0[v], c0 + 2 * v, sizeof(ql_fold_v2d));
+    memcpy(&acc1[v], c1 + 2 * v, sizeof(ql_fold_v2d));
+  }
+  if (tail) {
+    t0 = c0[N - 1];
+    t1 = c1[N - 1];
+  }
+  const double *a0 = af + i * K, *a1 = a0 + K;
+  for (int64_t k = kb; k < ke; k++) {
+    double x0 = ql_fold_a_value(a0, k), x1 = ql_fold_a_value(a1, k);
+    if (x0 == 0.0 && x1 == 0.0) continue;
+    const ql_fold_v2d av0 = {x0, x0}, av1 = {x1, x1};
+    const double *bk = bf + k * N;
+#pragma GCC unroll 4
+    for (int64_t v = 0; v < nv; v++) {
+      ql_fold_v2d bv;
+      memcpy(&bv, bk + 2 * v, sizeof(bv));
+      acc0[v] += av0 * bv;
+      acc1[v] += av1 * bv;
+    }
+    if (tail) {
+      t0 += x0 * bk[N - 1];
+      t1 += x1 * bk[N - 1];
+    }
+  }
+#pragma GCC unroll 4
+  for (int64_t v = 0; v < nv; v++) {
+    memcpy(c0 + 2 * v, &acc0[v], sizeof(ql_fold_v2d));
+    memcpy(c1 + 2 * v, &acc1[v], sizeof(ql_fold_v2d));
+  }
+  if (tail) {
+    c0[N - 1] = t0;
+    c1[N - 1] = t1;
+  }
+}
+
 static inline __attribute__((always_inline)) void ql_fold_narrow_n(const double *af, const double *bf, double *c,
                                                                    int64_t K, const int64_t N, int64_t from,
                                                                    int64_t to) {
-  const int64_t nv = N / 2, tail = N % 2;
   for (int64_t kb = 0; kb < K; kb += QL_FOLD_NKB) {
     int64_t ke = kb + QL_FOLD_NKB < K ? kb + QL_FOLD_NKB : K;
-    for (int64_t i = from; i < to; i++) {
-      double *ci = c + i * N;
-      ql_fold_v2d acc[8];
-      double tacc = 0.0;
-#pragma GCC unroll 8
-      for (int64_t v = 0; v < nv; v++) memcpy(&acc[v], ci + 2 * v, sizeof(ql_fold_v2d));
-      if (tail) tacc = ci[N - 1];
-      const double *ai = af + i * K;
-      for (int64_t k = kb; k < ke; k++) {
-        double aik = ql_fold_a_value(ai, k);
-        if (aik == 0.0) continue; /* adds only +0.0: no partial sum changes */
-        const ql_fold_v2d av = {aik, aik};
-        const double *bk = bf + k * N;
-#pragma GCC unroll 8
-        for (int64_t v = 0; v < nv; v++) {
-          ql_fold_v2d bv;
-          memcpy(&bv, bk + 2 * v, sizeof(bv));
-          acc[v] += av * bv;
-        }
-        if (tail) tacc += aik * bk[N - 1];
-      }
-#pragma GCC unroll 8
-      for (int64_t v = 0; v < nv; v++) memcpy(ci + 2 * v, &acc[v], sizeof(ql_fold_v2d));
-      if (tail) ci[N - 1] = tacc;
-    }
+    int64_t i = from;
+    if (N <= 9)
+      for (; i + 2 <= to; i += 2) ql_fold_narrow_pair(af, bf, c, K, N, i, kb, ke);
+    for (; i < to; i++) ql_fold_narrow_row(af, bf, c, K, N, i, kb, ke);
   }
 }
 
