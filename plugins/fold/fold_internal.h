@@ -160,6 +160,10 @@ struct ql_fold_input {
   int64_t rows, rows_read;
 };
 
+/* Batches the dense path builds at once (in parallel) when every cell of
+ * its result is a group. */
+#define QL_FOLD_EMIT_WINDOW 16
+
 /* The dense kernel's result, emitted straight from C without a group
  * table: every cell with exist set is one group, in row-major order; its
  * group keys follow from (row, column). */
@@ -173,6 +177,11 @@ struct ql_fold_dense_out {
   int64_t with_value;       /* cells with has set */
   int64_t cursor;           /* the next cell to look at when emitting */
   int64_t gmin[2], glen[2]; /* per side: its group key range; index glen is the NULL group */
+  /* When every cell is a group, batches are built ahead in parallel, a
+   * window at a time: ready[next_ready..n_ready) are built, not yet
+   * handed out (released with the run). */
+  struct ArrowArray ready[QL_FOLD_EMIT_WINDOW];
+  int64_t n_ready, next_ready;
 };
 
 /* The probe's direct numbering of probe groups (fold_hash.c). */
