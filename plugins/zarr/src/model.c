@@ -11,8 +11,15 @@
 
 /* ------------------------------------------------------------- reading */
 
+void zr_scratch_free(struct zr_scratch *scratch) {
+  free(scratch->data);
+  scratch->data = NULL;
+  scratch->cap = 0;
+  zr_readbuf_free(&scratch->stored);
+}
+
 int zr_read_chunk(const struct zr_store *store, const struct zr_array *a, const int64_t *chunk, uint8_t *out,
-                  struct zr_heap *heap, int64_t *bytes_read, struct ql_error *error) {
+                  struct zr_heap *heap, struct zr_readbuf *stored, int64_t *bytes_read, struct ql_error *error) {
   char key[2048];
   *bytes_read = 0;
   if (zr_chunk_key(a, chunk, key, sizeof(key)) != QL_OK) {
@@ -21,7 +28,11 @@ int zr_read_chunk(const struct zr_store *store, const struct zr_array *a, const 
   int64_t n = zr_product(a->chunks, a->ndim);
   struct ql_bytes bytes;
   memset(&bytes, 0, sizeof(bytes));
-  int rc = zr_store_get(store, key, &bytes, error);
+  /* Stored chunks are rarely larger than decoded ones (incompressible data
+   * grows by a few header bytes): that size, plus slack, reads most chunks
+   * in one call. */
+  int64_t hint = n > 0 && a->dtype.size > 0 && n <= INT64_MAX / 2 / a->dtype.size ? n * a->dtype.size : 0;
+  int rc = zr_store_read(store, key, stored, hint + hint / 64 + 4096, &bytes, error);
   if (rc == QL_ENOTFOUND) {
     /* never written: the array's fill value */
     ql_error_release(error);
@@ -42,9 +53,9 @@ int zr_read_chunk(const struct zr_store *store, const struct zr_array *a, const 
  * same chunk at once both read it, and the first copy stays. Caching is an
  * optimisation: without memory for the copy the chunk is still read. */
 static int read_chunk_cached(const struct zr_store *store, const struct zr_array *a, struct zr_chunk_cache *cache,
-                             const int64_t *chunk, uint8_t *out, struct zr_heap *heap, int64_t *bytes_read,
-                             struct ql_error *error) {
-  if (!cache || cache->n_chunks == 0) return zr_read_chunk(store, a, chunk, out, heap, bytes_read, error);
+                             const int64_t *chunk, uint8_t *out, struct zr_heap *heap, struct zr_readbuf *stored,
+                             int64_t *bytes_read, struct ql_error *error) {
+  if (!cache || cache->n_chunks == 0) return zr_read_chunk(store, a, chunk, out, heap, stored, bytes_read, error);
   int64_t idx = 0;
   for (int32_t i = 0; i < a->ndim; i++) idx = idx * ((a->shape[i] + a->chunks[i] - 1) / a->chunks[i]) + chunk[i];
   uint8_t *hit = atomic_load_explicit(&cache->chunks[idx], memory_order_acquire);
@@ -53,7 +64,7 @@ static int read_chunk_cached(const struct zr_store *store, const struct zr_array
     *bytes_read = 0;
     return QL_OK;
   }
-  QL_RETURN_NOT_OK(zr_read_chunk(store, a, chunk, out, heap, bytes_read, error));
+  QL_RETURN_NOT_OK(zr_read_chunk(store, a, chunk, out, heap, stored, bytes_read, error));
   uint8_t *copy = malloc((size_t)cache->chunk_bytes);
   if (!copy) return QL_OK;
   memcpy(copy, out, (size_t)cache->chunk_bytes);
@@ -88,31 +99,36 @@ int zr_read_box(const struct zr_store *store, const struct zr_array *a, struct z
                         "zarr store %s: array '%s': chunk of %lld elements (%lld bytes) is too large (limit 2 GiB)",
                         store->url, a->name, (long long)chunk_n, (long long)chunk_n * (a->dtype.size ? a->dtype.size : 1));
   }
+  struct zr_scratch local = {NULL, 0, {NULL, 0}};
+  if (!scratch) scratch = &local;
   int whole_chunk = 1; /* the box is one whole chunk: decode it in place */
   for (int32_t i = 0; i < nd; i++) {
     whole_chunk &= c0[i] == c1[i] && lo[i] == c0[i] * a->chunks[i] && count[i] == a->chunks[i];
   }
   if (whole_chunk) {
     int64_t got = 0;
-    QL_RETURN_NOT_OK(read_chunk_cached(store, a, cache, c, out, heap, &got, error));
+    int rc = read_chunk_cached(store, a, cache, c, out, heap, &scratch->stored, &got, error);
+    zr_scratch_free(&local);
+    if (rc != QL_OK) return rc;
     (*chunks)++;
     *bytes += got;
     return QL_OK;
   }
   size_t need = (size_t)(chunk_n * a->dtype.size) + 1;
-  struct zr_scratch local = {NULL, 0};
-  if (!scratch) scratch = &local;
   if (scratch->cap < need) {
     free(scratch->data);
     scratch->data = malloc(need);
     scratch->cap = scratch->data ? need : 0;
-    if (!scratch->data) return ql_error_set(error, QL_ENOMEM, "out of memory reading array '%s'", a->name);
+    if (!scratch->data) {
+      zr_scratch_free(&local);
+      return ql_error_set(error, QL_ENOMEM, "out of memory reading array '%s'", a->name);
+    }
   }
   uint8_t *buf = scratch->data;
   int rc = QL_OK;
   for (;;) {
     int64_t got = 0;
-    rc = read_chunk_cached(store, a, cache, c, buf, heap, &got, error);
+    rc = read_chunk_cached(store, a, cache, c, buf, heap, &scratch->stored, &got, error);
     if (rc != QL_OK) break;
     (*chunks)++;
     *bytes += got;
@@ -134,7 +150,7 @@ int zr_read_box(const struct zr_store *store, const struct zr_array *a, struct z
     }
     if (ax < 0) break;
   }
-  free(local.data);
+  zr_scratch_free(&local);
   return rc;
 }
 

@@ -113,23 +113,30 @@ int32_t zr_dataset_find_table(const struct zr_dataset *ds, const char *name);
 
 /* Read and decode one whole chunk of array `a` at grid position `chunk`
  * into `out` (prod(a->chunks) elements): a chunk that was never written
- * reads as the fill value. *bytes_read receives the stored size. */
+ * reads as the fill value. *bytes_read receives the stored size. `stored`
+ * (may be NULL) receives the stored bytes when the store can read into a
+ * caller's buffer (zr_store_read). */
 int zr_read_chunk(const struct zr_store *store, const struct zr_array *a, const int64_t *chunk, uint8_t *out,
-                  struct zr_heap *heap, int64_t *bytes_read, struct ql_error *error);
+                  struct zr_heap *heap, struct zr_readbuf *stored, int64_t *bytes_read, struct ql_error *error);
 
-/* A reusable decode buffer for chunks that only partly fall in a box (its
- * owner frees data). Reusing one keeps a scan from mapping, faulting in and
- * unmapping a fresh chunk-sized buffer per box. */
+/* Reusable buffers of a reader (its owner frees them with
+ * zr_scratch_free): `data` decodes chunks that only partly fall in a box,
+ * `stored` receives each chunk's stored bytes. Reusing them keeps a scan
+ * from mapping, faulting in and unmapping fresh chunk-sized buffers per
+ * chunk. */
 struct zr_scratch {
   uint8_t *data;
   size_t cap;
+  struct zr_readbuf stored;
 };
+void zr_scratch_free(struct zr_scratch *scratch);
 
 /* Read the box [lo, lo+count) of array `a` into `out` (C order over count),
  * chunk by chunk. *chunks (chunks used) and *bytes (bytes fetched from the
  * store: 0 for a chunk served by `cache`) are incremented. Variable-length
- * strings go to `heap` (NULL for other types). `scratch` (may be NULL: a
- * buffer per call) holds chunks that only partly fall in the box. `cache`
+ * strings go to `heap` (NULL for other types). `scratch` (may be NULL:
+ * buffers per call) holds chunks that only partly fall in the box and the
+ * stored bytes of every chunk read. `cache`
  * (may be NULL) is the array's chunk cache: chunks are served from it and
  * added to it; thread-safe. */
 int zr_read_box(const struct zr_store *store, const struct zr_array *a, struct zr_chunk_cache *cache,

@@ -182,7 +182,7 @@ struct zr_stream {
   struct zr_heap *heaps;                        /* per projected column: its strings (vlen) */
   int64_t (*strides)[ZR_MAX_DIMS];              /* element strides of each block's axes */
   int64_t emitted, total;                       /* rows of the loaded block */
-  struct zr_scratch scratch;                    /* chunks partly in the box */
+  struct zr_scratch scratch;                    /* chunks partly in the box; every chunk's stored bytes */
   struct zr_block **patterns;                   /* per projected dimension column: its repeating values, or NULL */
   int64_t (*pattern_key)[4];                    /* block start, count, row period and rows of each pattern */
   uint8_t *pattern_off;                         /* per projected column: its values hold nulls (no pattern) */
@@ -195,7 +195,8 @@ static void stream_set_error(struct zr_stream *st, struct ql_error *err) {
   st->last_error = strdup(ql_error_message(err)[0] ? ql_error_message(err) : "zarr scan failed");
 }
 
-/* Bytes of the boxes (and one chunk buffer per array) a loaded block holds. */
+/* Bytes of the boxes (and one chunk buffer per array) a loaded block
+ * holds, and the stream's buffer of stored chunk bytes. */
 static int64_t block_bytes(const struct zr_stream *st) {
   const struct zr_scan *s = st->scan;
   const struct zr_table *t = scan_table(s);
@@ -208,7 +209,7 @@ static int64_t block_bytes(const struct zr_stream *st) {
     for (int32_t ax = 0; ax < c->n_axes; ax++) n *= st->extent[c->axes[ax]];
     total += n + zr_product(a->chunks, a->ndim) * a->dtype.size;
   }
-  return total;
+  return total + st->scratch.stored.cap;
 }
 
 /* Count the loaded block's memory against the host's memory pool (gap G5),
@@ -681,7 +682,7 @@ static void stream_free(struct zr_stream *st) {
   free(st->zero_copy);
   free(st->heaps);
   free(st->strides);
-  free(st->scratch.data);
+  zr_scratch_free(&st->scratch);
   if (st->patterns) {
     for (int32_t j = 0; j < st->scan->n_proj; j++) block_unref(st->patterns[j]);
   }

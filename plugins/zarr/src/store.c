@@ -64,6 +64,74 @@ int zr_store_get(const struct zr_store *store, const char *key, struct ql_bytes 
   return QL_OK;
 }
 
+void zr_readbuf_free(struct zr_readbuf *buf) {
+  free(buf->data);
+  buf->data = NULL;
+  buf->cap = 0;
+}
+
+static int store_has_read_into(const struct zr_store *store) {
+  return QL_HAS_MEMBER(&store->os, struct ql_object_store, read_into) && store->os.read_into != NULL;
+}
+
+/* Make buf hold at least `want` bytes, keeping its first `keep`. */
+static int readbuf_reserve(struct zr_readbuf *buf, int64_t want, int64_t keep) {
+  if (buf->cap >= want) return QL_OK;
+  uint8_t *grown = malloc((size_t)want);
+  if (!grown) return QL_ENOMEM;
+  if (keep > 0) memcpy(grown, buf->data, (size_t)keep);
+  free(buf->data);
+  buf->data = grown;
+  buf->cap = want;
+  return QL_OK;
+}
+
+/* The whole object at `path` into buf: one read of buf's capacity, which
+ * is enough unless it came back full; then `head` says how much is left. */
+static int read_whole(const struct zr_store *store, const char *path, struct zr_readbuf *buf, int64_t size_hint,
+                      int64_t *out_len, struct ql_error *error) {
+  const struct ql_object_store *os = &store->os;
+  int64_t first = size_hint > 65536 ? size_hint : 65536;
+  if (readbuf_reserve(buf, first, 0) != QL_OK) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  int64_t got = 0;
+  QL_RETURN_NOT_OK(os->read_into(os, path, 0, buf->cap, buf->data, &got, error));
+  if (got < buf->cap) {
+    *out_len = got;
+    return QL_OK;
+  }
+  struct ql_object_meta meta;
+  QL_RETURN_NOT_OK(os->head(os, path, &meta, error));
+  if (meta.size > got) {
+    /* Room to spare, so the next object of this size is read in one call. */
+    int64_t want = meta.size + meta.size / 8 + 1;
+    if (readbuf_reserve(buf, want, got) != QL_OK) return ql_error_set(error, QL_ENOMEM, "out of memory");
+    int64_t more = 0;
+    QL_RETURN_NOT_OK(os->read_into(os, path, got, meta.size - got, buf->data + got, &more, error));
+    got += more;
+  }
+  *out_len = got;
+  return QL_OK;
+}
+
+int zr_store_read(const struct zr_store *store, const char *key, struct zr_readbuf *buf, int64_t size_hint,
+                  struct ql_bytes *out, struct ql_error *error) {
+  if (!buf || !store_has_read_into(store)) return zr_store_get(store, key, out, error);
+  memset(out, 0, sizeof(*out));
+  char *path = NULL;
+  int rc = full_path(store, key, &path, error);
+  if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: key '%s' lies outside the store", store->url, key);
+  int64_t got = 0;
+  rc = read_whole(store, path, buf, size_hint, &got, error);
+  free(path);
+  if (rc == QL_ENOTFOUND) {
+    return ql_error_set(error, QL_ENOTFOUND, "zarr store %s: no object '%s'", store->url, key);
+  }
+  if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: reading '%s'", store->url, key);
+  out->data = buf->data;
+  out->size = got;
+  return QL_OK;
+}
+
 void zr_store_list_free(char **keys, int64_t n) {
   if (!keys) return;
   for (int64_t i = 0; i < n; i++) free(keys[i]);

@@ -33,6 +33,24 @@ void zr_store_close(struct zr_store *store);
  * for a key that escapes the root ("../x"). Messages name the store and key. */
 int zr_store_get(const struct zr_store *store, const char *key, struct ql_bytes *out, struct ql_error *error);
 
+/* A grow-only buffer that whole-object reads reuse (its owner frees data):
+ * a scan reads chunk after chunk into one buffer instead of receiving a
+ * freshly allocated (and page-faulted) one per chunk from the host. */
+struct zr_readbuf {
+  uint8_t *data;
+  int64_t cap;
+};
+void zr_readbuf_free(struct zr_readbuf *buf);
+
+/* zr_store_get into `buf`: where the store offers read_into
+ * (qlink/services.h), the object is read into buf (grown when it is too
+ * small, to at least `size_hint` bytes on first use: the size the caller
+ * expects, e.g. a chunk's decoded bytes) and `out` views buf's bytes
+ * (out->release NULL: nothing to release; valid until buf's next read or
+ * free). Otherwise, or with buf NULL, exactly zr_store_get. Same errors. */
+int zr_store_read(const struct zr_store *store, const char *key, struct zr_readbuf *buf, int64_t size_hint,
+                  struct ql_bytes *out, struct ql_error *error);
+
 /* Keys (relative to the root) of every object under the root; `*out` is a
  * malloc'd array of malloc'd strings, `*n` entries. */
 int zr_store_list(const struct zr_store *store, char ***out, int64_t *n, struct ql_error *error);
