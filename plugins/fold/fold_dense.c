@@ -47,47 +47,53 @@ static inline double ql_fold_a_value(const double *ai, int64_t k) {
   return ql_fold_cell_value(cell);
 }
 
+/* Bitsets of rows [from, to) of a row-major float matrix over its columns
+ * [c0, c1) (c0 a multiple of 64), each word built in a register (bits
+ * shifted in from the top, so every shift is by a constant); the cells
+ * stay encoded (the kernel decodes each A[i][k] as it reads it). Returns
+ * the cells holding a value. */
+static int64_t ql_fold_seal_rows(struct ql_fold_matrix *m, int64_t from, int64_t to, int64_t c0, int64_t c1) {
+  int64_t cols = m->cols, words = m->words, count = 0;
+  for (int64_t r = from; r < to; r++) {
+    const uint64_t *cells = (const uint64_t *)(const void *)(m->f + r * cols);
+    for (int64_t w = c0 / 64; w * 64 < c1; w++) {
+      int64_t w0 = w * 64, w1 = w0 + 64 < c1 ? w0 + 64 : c1;
+      uint64_t e = 0, h = 0;
+      for (int64_t c = w0; c < w1; c++) {
+        uint64_t cell = __atomic_load_n(cells + c, __ATOMIC_RELAXED);
+        e = (e >> 1) | ((uint64_t)(cell != 0) << 63);
+        h = (h >> 1) | ((uint64_t)(cell > 1) << 63);
+        count += cell > 1;
+      }
+      if (w1 - w0 < 64) {
+        e >>= 64 - (w1 - w0);
+        h >>= 64 - (w1 - w0);
+      }
+      m->exist[r * words + w] = e;
+      m->has[r * words + w] = h;
+    }
+  }
+  return count;
+}
+
 int64_t ql_fold_matrix_seal_f(struct ql_fold_matrix *m, int64_t from, int64_t to) {
+  if (!m->transposed) return ql_fold_seal_rows(m, from, to, 0, m->cols);
   int64_t cols = m->cols, words = m->words, count = 0;
   for (int64_t r = from; r < to; r++) {
     double *row = m->f + r * cols;
-    if (!m->transposed) {
-      /* Bitsets per row over columns, each word built in a register (bits
-       * shifted in from the top, so every shift is by a constant). The
-       * cells stay encoded: the kernel decodes each A[i][k] as it reads it
-       * (ql_fold_cell_value), which spares a pass writing A back. */
-      const uint64_t *cells = (const uint64_t *)(const void *)row;
-      for (int64_t w = 0; w < words; w++) {
-        int64_t c0 = w * 64, c1 = c0 + 64 < cols ? c0 + 64 : cols;
-        uint64_t e = 0, h = 0;
-        for (int64_t c = c0; c < c1; c++) {
-          uint64_t cell = __atomic_load_n(cells + c, __ATOMIC_RELAXED);
-          e = (e >> 1) | ((uint64_t)(cell != 0) << 63);
-          h = (h >> 1) | ((uint64_t)(cell > 1) << 63);
-        }
-        if (c1 - c0 < 64) {
-          e >>= 64 - (c1 - c0);
-          h >>= 64 - (c1 - c0);
-        }
-        m->exist[r * words + w] = e;
-        m->has[r * words + w] = h;
-        count += __builtin_popcountll(h);
+    /* Bitsets per column over rows: bit r of column c's set; the words
+     * of rows [from, to) belong to this call alone (64-row ranges). */
+    int64_t w = r / 64;
+    uint64_t bit = UINT64_C(1) << (r % 64);
+    for (int64_t c = 0; c < cols; c++) {
+      uint64_t cell;
+      memcpy(&cell, row + c, 8);
+      if (cell != 0) m->exist[c * words + w] |= bit;
+      if (cell > 1) {
+        m->has[c * words + w] |= bit;
+        count++;
       }
-    } else {
-      /* Bitsets per column over rows: bit r of column c's set; the words
-       * of rows [from, to) belong to this call alone (64-row ranges). */
-      int64_t w = r / 64;
-      uint64_t bit = UINT64_C(1) << (r % 64);
-      for (int64_t c = 0; c < cols; c++) {
-        uint64_t cell;
-        memcpy(&cell, row + c, 8);
-        if (cell != 0) m->exist[c * words + w] |= bit;
-        if (cell > 1) {
-          m->has[c * words + w] |= bit;
-          count++;
-        }
-        row[c] = ql_fold_cell_value(cell);
-      }
+      row[c] = ql_fold_cell_value(cell);
     }
   }
   return count;
@@ -220,44 +226,49 @@ static inline __attribute__((always_inline)) void ql_fold_narrow_pair(const doub
   }
 }
 
-static inline __attribute__((always_inline)) void ql_fold_narrow_n(const double *af, const double *bf, double *c,
-                                                                   int64_t K, const int64_t N, int64_t from,
-                                                                   int64_t to) {
+static inline __attribute__((always_inline)) int64_t ql_fold_narrow_n(struct ql_fold_matrix *a, const double *bf,
+                                                                      double *c, const int64_t N, int64_t from,
+                                                                      int64_t to) {
+  const double *af = a->f;
+  int64_t K = a->cols, values = 0;
   for (int64_t kb = 0; kb < K; kb += QL_FOLD_NKB) {
     int64_t ke = kb + QL_FOLD_NKB < K ? kb + QL_FOLD_NKB : K;
+    /* A's bitsets for this block of the rows, read just before the
+     * kernel reads the same cells (in cache). */
+    values += ql_fold_seal_rows(a, from, to, kb, ke);
     int64_t i = from;
     if (N <= 9)
       for (; i + 2 <= to; i += 2) ql_fold_narrow_pair(af, bf, c, K, N, i, kb, ke);
     for (; i < to; i++) ql_fold_narrow_row(af, bf, c, K, N, i, kb, ke);
   }
+  return values;
 }
 
-static void ql_fold_gemm_f64_narrow(const struct ql_fold_matrix *a, const struct ql_fold_matrix *b, double *c,
-                                    int64_t from, int64_t to) {
-  int64_t K = a->cols;
+static int64_t ql_fold_gemm_f64_narrow(struct ql_fold_matrix *a, const struct ql_fold_matrix *b, double *c,
+                                       int64_t from, int64_t to) {
   switch (b->cols) {
 #define QL_FOLD_NARROW_CASE(n) \
-  case n: ql_fold_narrow_n(a->f, b->f, c, K, n, from, to); break;
+  case n: return ql_fold_narrow_n(a, b->f, c, n, from, to);
     QL_FOLD_NARROW_CASE(1) QL_FOLD_NARROW_CASE(2) QL_FOLD_NARROW_CASE(3) QL_FOLD_NARROW_CASE(4)
     QL_FOLD_NARROW_CASE(5) QL_FOLD_NARROW_CASE(6) QL_FOLD_NARROW_CASE(7) QL_FOLD_NARROW_CASE(8)
     QL_FOLD_NARROW_CASE(9) QL_FOLD_NARROW_CASE(10) QL_FOLD_NARROW_CASE(11) QL_FOLD_NARROW_CASE(12)
     QL_FOLD_NARROW_CASE(13) QL_FOLD_NARROW_CASE(14) QL_FOLD_NARROW_CASE(15) QL_FOLD_NARROW_CASE(16)
 #undef QL_FOLD_NARROW_CASE
-    default: break; /* N == 0: no cell */
+    default: return ql_fold_seal_rows(a, from, to, 0, a->cols); /* N == 0: no cell */
   }
 }
 
-static void ql_fold_gemm_f64(const struct ql_fold_matrix *a, const struct ql_fold_matrix *b, double *c, int64_t from,
-                             int64_t to) {
-  int64_t K = a->cols, N = b->cols;
-  if (N <= 16) {
-    ql_fold_gemm_f64_narrow(a, b, c, from, to);
-    return;
-  }
+/* Also seals rows [from, to) of A (its bitsets) as it first reads them;
+ * returns their cells holding a value. */
+static int64_t ql_fold_gemm_f64(struct ql_fold_matrix *a, const struct ql_fold_matrix *b, double *c, int64_t from,
+                                int64_t to) {
+  int64_t K = a->cols, N = b->cols, values = 0;
+  if (N <= 16) return ql_fold_gemm_f64_narrow(a, b, c, from, to);
   for (int64_t jb = 0; jb < N; jb += QL_FOLD_JB) {
     int64_t je = jb + QL_FOLD_JB < N ? jb + QL_FOLD_JB : N;
     for (int64_t kb = 0; kb < K; kb += QL_FOLD_KB) { /* ascending k: the summation order */
       int64_t ke = kb + QL_FOLD_KB < K ? kb + QL_FOLD_KB : K;
+      if (jb == 0) values += ql_fold_seal_rows(a, from, to, kb, ke);
       for (int64_t i = from; i < to; i++) {
         double *ci = c + i * N;
         const double *ai = a->f + i * K;
@@ -269,6 +280,7 @@ static void ql_fold_gemm_f64(const struct ql_fold_matrix *a, const struct ql_fol
       }
     }
   }
+  return values;
 }
 
 static void ql_fold_gemm_i64(const struct ql_fold_matrix *a, const struct ql_fold_matrix *b, int64_t *c, int64_t from,
@@ -292,9 +304,9 @@ static void ql_fold_gemm_i64(const struct ql_fold_matrix *a, const struct ql_fol
   }
 }
 
-void ql_fold_gemm_rows(const struct ql_fold_matrix *a, const struct ql_fold_matrix *b, void *c_values,
-                       uint8_t *c_exist, uint8_t *c_has, int64_t row_from, int64_t row_to, int64_t counts[2]) {
-  if (a->is_float) ql_fold_gemm_f64(a, b, c_values, row_from, row_to);
+void ql_fold_gemm_rows(struct ql_fold_matrix *a, const struct ql_fold_matrix *b, void *c_values, uint8_t *c_exist,
+                       uint8_t *c_has, int64_t row_from, int64_t row_to, int64_t counts[3]) {
+  if (a->is_float) counts[2] += ql_fold_gemm_f64(a, b, c_values, row_from, row_to);
   else ql_fold_gemm_i64(a, b, c_values, row_from, row_to);
   int64_t N = b->cols, words = a->words, exist = 0, has = 0;
   if (words == 1) {

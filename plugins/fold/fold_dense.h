@@ -78,7 +78,9 @@ static inline int ql_fold_matrix_put(struct ql_fold_matrix *m, int64_t r, int64_
  *    transposed matrix): sets the bitsets from the cells and counts the
  *    cells holding a value; a transposed matrix (B) has its cells turned
  *    into their values (0.0 without one), a row-major one (A) keeps them
- *    encoded and the kernel decodes each as it reads it.
+ *    encoded and the kernel decodes each as it reads it. A is sealed by
+ *    ql_fold_gemm_rows itself, block by block just before the kernel
+ *    reads the same cells (one pass over A less).
  *
  * A cell must receive at most one value (the products must each be
  * DataFusion's rounded product), and a NULL must not replace a value. Puts
@@ -114,8 +116,11 @@ int64_t ql_fold_matrix_seal_f(struct ql_fold_matrix *m, int64_t from, int64_t to
 /* The product for result rows [row_from, row_to): c_values (a->rows x
  * b->cols, row-major, double or int64 as a's type), c_exist and c_has
  * (one byte per cell); counts[0] += the cells of those rows with exist
- * set, counts[1] += those with has set. */
-void ql_fold_gemm_rows(const struct ql_fold_matrix *a, const struct ql_fold_matrix *b, void *c_values,
-                       uint8_t *c_exist, uint8_t *c_has, int64_t row_from, int64_t row_to, int64_t counts[2]);
+ * set, counts[1] += those with has set. A float A is sealed here, rows
+ * [row_from, row_to) as the product first reads them (its bitsets; a
+ * float B must be sealed before), and counts[2] += its cells in those
+ * rows holding a value. Calls on disjoint row ranges may run at once. */
+void ql_fold_gemm_rows(struct ql_fold_matrix *a, const struct ql_fold_matrix *b, void *c_values, uint8_t *c_exist,
+                       uint8_t *c_has, int64_t row_from, int64_t row_to, int64_t counts[3]);
 
 #endif /* QL_FOLD_DENSE_H */

@@ -121,7 +121,8 @@ struct ql_fold_fill_f_task {
   struct ql_fold_matrix *m[2];
   int64_t n_chunks[2]; /* over all partitions of each side */
   atomic_llong next;
-  atomic_llong values; /* values put */
+  atomic_llong values;   /* values put */
+  atomic_llong values_b; /* of which into b */
   atomic_int fallback;
 };
 
@@ -208,7 +209,7 @@ static int ql_fold_fill_f_worker(void *arg, struct ql_error *error) {
   struct ql_fold_fill_f_task *t = arg;
   struct ql_fold_block *blk;
   QL_RETURN_NOT_OK(ql_fold_block_new(&t->run->mem, &blk, error));
-  int64_t total = t->n_chunks[0] + t->n_chunks[1], values = 0;
+  int64_t total = t->n_chunks[0] + t->n_chunks[1], values = 0, values_b = 0;
   while (!atomic_load_explicit(&t->fallback, memory_order_relaxed)) {
     int64_t i = atomic_fetch_add(&t->next, 1);
     if (i >= total) break;
@@ -216,9 +217,10 @@ static int ql_fold_fill_f_worker(void *arg, struct ql_error *error) {
     const struct ql_fold_chunk *c = ql_fold_nth_chunk(&t->run->in[k], k ? i - t->n_chunks[0] : i);
     int64_t v = ql_fold_fill_chunk_f(&t->run->in[k], c, t->shape, k, t->m[k], blk);
     if (v < 0) atomic_store(&t->fallback, 1);
-    else values += v;
+    else values += v, values_b += k ? v : 0;
   }
   atomic_fetch_add(&t->values, values);
+  atomic_fetch_add(&t->values_b, values_b);
   ql_fold_mem_free(&t->run->mem, blk, (int64_t)sizeof(*blk));
   return QL_OK;
 }
@@ -250,10 +252,13 @@ static int ql_fold_seal_worker(void *arg, struct ql_error *error) {
   return QL_OK;
 }
 
-/* Fill and seal the float matrices a and b; QL_FOLD_FALLBACK when a cell
- * got two values, a NULL after a value, or a value was not finite. */
+/* Fill the float matrices a and b and seal b (a is sealed by the product);
+ * *a_values: the number of values a must hold (values put minus those b
+ * holds). QL_FOLD_FALLBACK when a value was not finite, or b holds fewer
+ * values than were put into it (a cell got two, or a NULL after a value);
+ * the product's count of a's values must equal *a_values likewise. */
 static int ql_fold_gemm_fill_f(struct ql_fold_run *run, const struct ql_fold_gemm_shape *g, struct ql_fold_matrix *a,
-                               struct ql_fold_matrix *b, struct ql_error *error) {
+                               struct ql_fold_matrix *b, int64_t *a_values, struct ql_error *error) {
   struct ql_fold_fill_f_task fill;
   memset(&fill, 0, sizeof(fill));
   fill.run = run;
@@ -268,28 +273,34 @@ static int ql_fold_gemm_fill_f(struct ql_fold_run *run, const struct ql_fold_gem
   memset(&seal, 0, sizeof(seal));
   seal.m[0] = a;
   seal.m[1] = b;
-  int64_t rows_a = QL_FOLD_SEAL_CELLS / (a->cols ? a->cols : 1);
   int64_t rows_b = QL_FOLD_SEAL_CELLS / (b->cols ? b->cols : 1);
-  seal.step[0] = rows_a < 1 ? 1 : rows_a;
+  seal.step[0] = 1;
   seal.step[1] = rows_b < 64 ? 64 : rows_b / 64 * 64;
-  for (int k = 0; k < 2; k++) seal.n_tasks[k] = (seal.m[k]->rows + seal.step[k] - 1) / seal.step[k];
-  QL_RETURN_NOT_OK(ql_fold_parallel(&run->ctx, seal.n_tasks[0] + seal.n_tasks[1], ql_fold_seal_worker, &seal, error));
-  return atomic_load(&seal.values) == atomic_load(&fill.values) ? QL_OK : QL_FOLD_FALLBACK;
+  seal.n_tasks[0] = 0; /* a: in the product */
+  seal.n_tasks[1] = (b->rows + seal.step[1] - 1) / seal.step[1];
+  QL_RETURN_NOT_OK(ql_fold_parallel(&run->ctx, seal.n_tasks[1], ql_fold_seal_worker, &seal, error));
+  /* Values put into b but not held: a cell got two. Those put into a are
+   * counted by the product. */
+  int64_t put_b = atomic_load(&fill.values_b), held_b = atomic_load(&seal.values);
+  *a_values = atomic_load(&fill.values) - put_b;
+  return held_b == put_b ? QL_OK : QL_FOLD_FALLBACK;
 }
 
 struct ql_fold_gemm_task {
-  const struct ql_fold_matrix *a, *b;
+  struct ql_fold_matrix *a;
+  const struct ql_fold_matrix *b;
   void *c;
   uint8_t *exist, *has;
   int64_t rows, block; /* rows of C, rows per task */
   atomic_llong next;
   atomic_llong n_exist, n_has; /* cells of C with exist / has set */
+  atomic_llong a_values;       /* cells of a float A holding a value */
 };
 
 static int ql_fold_gemm_worker(void *arg, struct ql_error *error) {
   (void)error;
   struct ql_fold_gemm_task *t = arg;
-  int64_t counts[2] = {0, 0};
+  int64_t counts[3] = {0, 0, 0};
   for (;;) {
     int64_t from = atomic_fetch_add(&t->next, t->block);
     if (from >= t->rows) break;
@@ -298,6 +309,7 @@ static int ql_fold_gemm_worker(void *arg, struct ql_error *error) {
   }
   atomic_fetch_add(&t->n_exist, counts[0]);
   atomic_fetch_add(&t->n_has, counts[1]);
+  atomic_fetch_add(&t->a_values, counts[2]);
   return QL_OK;
 }
 
@@ -534,8 +546,9 @@ int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
   /* Written in full by the product. */
   if (rc == QL_OK) rc = ql_fold_mem_alloc_cached(&run->mem, &exist, cells, error);
   if (rc == QL_OK) rc = ql_fold_mem_alloc_cached(&run->mem, &has, cells, error);
+  int64_t a_values = 0;
   if (rc == QL_OK && is_float) {
-    rc = ql_fold_gemm_fill_f(run, &g, &a, &b, error);
+    rc = ql_fold_gemm_fill_f(run, &g, &a, &b, &a_values, error);
   } else if (rc == QL_OK) {
     struct ql_fold_fill_task fill = {run, &g, {&a, &b}, {QL_OK, QL_OK}, 0};
     rc = ql_fold_parallel(&run->ctx, 2, ql_fold_fill_worker, &fill, error);
@@ -553,6 +566,8 @@ int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
      * few blocks), about 8 of them when C has few rows. */
     task.block = rows / 8 < 8 ? 8 : rows / 8 > 64 ? 64 : rows / 8;
     rc = ql_fold_parallel(&run->ctx, (rows + task.block - 1) / task.block, ql_fold_gemm_worker, &task, error);
+    /* A float A holding fewer values than were put: a cell got two. */
+    if (rc == QL_OK && is_float && atomic_load(&task.a_values) != a_values) rc = QL_FOLD_FALLBACK;
   }
   ql_fold_matrix_destroy(&a, &run->mem);
   ql_fold_matrix_destroy(&b, &run->mem);

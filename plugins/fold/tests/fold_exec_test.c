@@ -579,6 +579,12 @@ static void test_dense_choice(void) {
     dc_table(a, "a", ra, na, is_float, &rng);
     dc_table(b, "b", rb, nb, is_float, &rng);
     dc_check("duplicates", a, b, is_float, is_float ? 0 : 1, is_float ? 1 : 0, &rng);
+    /* The same on the other side (b is sealed before the product, a
+     * within it: both must see a lost value). */
+    na = dc_grid(ra, 0, 20, 0, 8, 1), nb = dc_grid(rb, 0, 6, 0, 8, 2);
+    dc_table(a, "a", ra, na, is_float, &rng);
+    dc_table(b, "b", rb, nb, is_float, &rng);
+    dc_check("duplicates in b", a, b, is_float, is_float ? 0 : 1, is_float ? 1 : 0, &rng);
 
     /* Sparse keys: neither dense structure. */
     na = dc_grid(ra, 0, 20, 0, 8, 1), nb = dc_grid(rb, 0, 6, 0, 8, 1);
