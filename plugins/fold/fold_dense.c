@@ -21,7 +21,9 @@ int ql_fold_matrix_init(struct ql_fold_matrix *m, int64_t rows, int64_t cols, in
   m->words = (bits + 63) / 64;
   int64_t cells = rows * cols;
   void *p = NULL;
-  QL_RETURN_NOT_OK(ql_fold_mem_calloc(mem, &p, cells * 8, error));
+  int zeroed = 1;
+  QL_RETURN_NOT_OK(ql_fold_mem_alloc_cached(mem, &p, cells * 8, &zeroed, error));
+  m->dirty = !zeroed;
   if (is_float) m->f = p;
   else m->i = p;
   int rc = ql_fold_mem_calloc(mem, &p, n_sets * m->words * 8, error);

@@ -34,11 +34,15 @@ struct ql_fold_matrix {
   int32_t is_float;
   int32_t transposed; /* bitsets per column (over rows) instead of per row */
   int64_t words;      /* 64-bit words per bitset */
+  int64_t dirty;      /* the values (rows * cols * 8 bytes) are not zeroed yet: the caller zeroes them */
   double *f;
   int64_t *i;
   uint64_t *exist, *has;
 };
 
+/* An empty matrix: zeroed bitsets, and values that are zero unless
+ * m->dirty is set, when the caller must zero them before use (they come
+ * from the buffer cache; zeroed in parallel by fold_gemm.c). */
 int ql_fold_matrix_init(struct ql_fold_matrix *m, int64_t rows, int64_t cols, int is_float, int transposed,
                         struct ql_fold_mem *mem, struct ql_error *error);
 void ql_fold_matrix_destroy(struct ql_fold_matrix *m, struct ql_fold_mem *mem);

@@ -136,20 +136,43 @@ static const struct ql_fold_chunk *ql_fold_nth_chunk(const struct ql_fold_input 
 }
 
 /* The scatter loop of the direct fill: key type TK, group type TG (when
- * HAS_GROUP), float64 values; rows [0, n) of the columns at their offsets. */
+ * HAS_GROUP), float64 values; rows [0, n) of the columns at their offsets.
+ * Without NULL values (the common case) the loop only stores: the values'
+ * exponents are OR-ed together and checked once at the end (a non-finite
+ * value sends the run to the hash path, so what it stored does not
+ * matter), and every row kept is a value. */
 #define QL_FOLD_SCATTER(TK, TG, HAS_GROUP)                                                          \
   do {                                                                                              \
     const TK *kp = (const TK *)key->buffers[1] + key->offset + off;                                 \
     const TG *gp = HAS_GROUP ? (const TG *)grp->buffers[1] + grp->offset + off : NULL;              \
+    if (!vnull) {                                                                                   \
+      const uint64_t *vb = (const uint64_t *)(const void *)vp;                                      \
+      uint64_t *cells = (uint64_t *)(void *)mf, nonfinite = 0;                                      \
+      for (int64_t r = 0; r < n; r++) {                                                             \
+        uint64_t kk = (uint64_t)(int64_t)kp[r] - (uint64_t)kmin;                                    \
+        if (kk >= (uint64_t)klen) continue; /* cannot match the other side */                       \
+        int64_t gi = HAS_GROUP ? (int64_t)gp[r] - gmin : 0;                                         \
+        uint64_t bits = vb[r];                                                                      \
+        nonfinite |= ~bits & QL_FOLD_EXP_MASK ? 0 : 1;                                              \
+        __atomic_store_n(cells + gi * gstride + (int64_t)kk * kstride, bits ^ QL_FOLD_CELL_KEY,     \
+                         __ATOMIC_RELAXED);                                                         \
+        values++;                                                                                   \
+      }                                                                                             \
+      if (nonfinite) return -1;                                                                     \
+      break;                                                                                        \
+    }                                                                                               \
     for (int64_t r = 0; r < n; r++) {                                                               \
       uint64_t kk = (uint64_t)(int64_t)kp[r] - (uint64_t)kmin;                                      \
       if (kk >= (uint64_t)klen) continue; /* cannot match the other side */                         \
       int64_t gi = HAS_GROUP ? (int64_t)gp[r] - gmin : 0;                                           \
-      int has = !vnull || ql_fold_bit(val, val->offset + off + r);                                  \
+      int has = ql_fold_bit(val, val->offset + off + r);                                            \
       if (ql_fold_matrix_put_f(mf, gi * gstride + (int64_t)kk * kstride, has, has ? vp[r] : 0.0)) return -1; \
       values += has;                                                                                \
     }                                                                                               \
   } while (0)
+
+/* A float64's exponent bits: all set for infinities and NaNs. */
+#define QL_FOLD_EXP_MASK UINT64_C(0x7ff0000000000000)
 
 /* Chunk c straight from its Arrow buffers when its key and group columns
  * have no NULL and are int32/int64 and its values float64 (the common
@@ -529,6 +552,50 @@ int ql_fold_dense_emit(struct ql_fold_run *run, int64_t n, struct ArrowArray *ou
   return rc;
 }
 
+/* Zeroing the matrices' values and C from the buffer cache: pieces of
+ * QL_FOLD_ZERO_PIECE bytes shared by the workers (one thread wrote ~10 MB
+ * for W̄ while the other waited). */
+#define QL_FOLD_ZERO_PIECE (INT64_C(256) << 10)
+
+struct ql_fold_zero_task {
+  char *buf[3];
+  int64_t bytes[3], pieces[3];
+  atomic_llong next;
+};
+
+static int ql_fold_zero_worker(void *arg, struct ql_error *error) {
+  (void)error;
+  struct ql_fold_zero_task *t = arg;
+  for (;;) {
+    int64_t i = atomic_fetch_add(&t->next, 1), b = 0;
+    while (b < 3 && i >= t->pieces[b]) i -= t->pieces[b++];
+    if (b == 3) return QL_OK;
+    int64_t from = i * QL_FOLD_ZERO_PIECE;
+    int64_t len = t->bytes[b] - from < QL_FOLD_ZERO_PIECE ? t->bytes[b] - from : QL_FOLD_ZERO_PIECE;
+    memset(t->buf[b] + from, 0, (size_t)len);
+  }
+}
+
+/* Zero what is dirty of a's and b's values and of c (NULL: zeroed). */
+static int ql_fold_zero(struct ql_fold_run *run, struct ql_fold_matrix *a, struct ql_fold_matrix *b, void *c,
+                        int64_t c_bytes, struct ql_error *error) {
+  struct ql_fold_zero_task t;
+  memset(&t, 0, sizeof(t));
+  struct ql_fold_matrix *m[2] = {a, b};
+  for (int k = 0; k < 2; k++) {
+    if (!m[k]->dirty) continue;
+    t.buf[k] = m[k]->is_float ? (char *)m[k]->f : (char *)m[k]->i;
+    t.bytes[k] = m[k]->rows * m[k]->cols * 8;
+    m[k]->dirty = 0;
+  }
+  t.buf[2] = c;
+  t.bytes[2] = c ? c_bytes : 0;
+  int64_t total = 0;
+  for (int k = 0; k < 3; k++) total += t.pieces[k] = (t.bytes[k] + QL_FOLD_ZERO_PIECE - 1) / QL_FOLD_ZERO_PIECE;
+  if (total == 0) return QL_OK;
+  return ql_fold_parallel(&run->ctx, total, ql_fold_zero_worker, &t, error);
+}
+
 int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
   struct ql_fold_gemm_shape g;
   if (!ql_fold_gemm_shape(run, &g)) return QL_FOLD_FALLBACK;
@@ -542,10 +609,12 @@ int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
   void *c = NULL, *exist = NULL, *has = NULL;
   int rc = ql_fold_matrix_init(&a, rows, g.klen, is_float, 0, &run->mem, error);
   if (rc == QL_OK) rc = ql_fold_matrix_init(&b, g.klen, cols, is_float, 1, &run->mem, error);
-  if (rc == QL_OK) rc = ql_fold_mem_calloc(&run->mem, &c, cells * 8, error); /* zeroed: C accumulates */
+  int c_zeroed = 1;
+  if (rc == QL_OK) rc = ql_fold_mem_alloc_cached(&run->mem, &c, cells * 8, &c_zeroed, error);
+  if (rc == QL_OK) rc = ql_fold_zero(run, &a, &b, c_zeroed ? NULL : c, cells * 8, error); /* C accumulates */
   /* Written in full by the product. */
-  if (rc == QL_OK) rc = ql_fold_mem_alloc_cached(&run->mem, &exist, cells, error);
-  if (rc == QL_OK) rc = ql_fold_mem_alloc_cached(&run->mem, &has, cells, error);
+  if (rc == QL_OK) rc = ql_fold_mem_alloc_cached(&run->mem, &exist, cells, NULL, error);
+  if (rc == QL_OK) rc = ql_fold_mem_alloc_cached(&run->mem, &has, cells, NULL, error);
   int64_t a_values = 0;
   if (rc == QL_OK && is_float) {
     rc = ql_fold_gemm_fill_f(run, &g, &a, &b, &a_values, error);

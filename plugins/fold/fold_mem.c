@@ -131,14 +131,18 @@ __attribute__((destructor)) static void ql_fold_cache_drain(void) {
   pthread_mutex_unlock(&ql_fold_cache.lock);
 }
 
-/* A cacheable buffer, zeroed when `zero`. */
-static int ql_fold_mem_big(struct ql_fold_mem *mem, void **out, int64_t bytes, int zero, struct ql_error *error) {
+/* A cacheable buffer, zeroed when `zero`; *zeroed (when not NULL): it is
+ * (zero asked, or fresh from calloc). */
+static int ql_fold_mem_big(struct ql_fold_mem *mem, void **out, int64_t bytes, int zero, int *zeroed,
+                           struct ql_error *error) {
   *out = NULL;
+  if (zeroed) *zeroed = 1;
   if (bytes < 0 || bytes > INT64_MAX / 2) return ql_error_set(error, QL_EINVAL, "qlink_fold: bad allocation size %lld", (long long)bytes);
   QL_RETURN_NOT_OK(ql_fold_mem_grow(mem, bytes, error));
   void *base = bytes >= QL_FOLD_CACHE_MIN ? ql_fold_cache_take(bytes) : NULL;
   if (base) {
     if (zero) memset((char *)base + QL_FOLD_HEADER, 0, (size_t)bytes);
+    else if (zeroed) *zeroed = 0;
   } else {
     /* calloc, not malloc + memset: large blocks come as zero pages. */
     base = calloc((size_t)bytes + QL_FOLD_HEADER, 1);
@@ -153,11 +157,11 @@ static int ql_fold_mem_big(struct ql_fold_mem *mem, void **out, int64_t bytes, i
 }
 
 int ql_fold_mem_calloc(struct ql_fold_mem *mem, void **out, int64_t bytes, struct ql_error *error) {
-  return ql_fold_mem_big(mem, out, bytes, 1, error);
+  return ql_fold_mem_big(mem, out, bytes, 1, NULL, error);
 }
 
-int ql_fold_mem_alloc_cached(struct ql_fold_mem *mem, void **out, int64_t bytes, struct ql_error *error) {
-  return ql_fold_mem_big(mem, out, bytes, 0, error);
+int ql_fold_mem_alloc_cached(struct ql_fold_mem *mem, void **out, int64_t bytes, int *zeroed, struct ql_error *error) {
+  return ql_fold_mem_big(mem, out, bytes, 0, zeroed, error);
 }
 
 void ql_fold_mem_cfree(struct ql_fold_mem *mem, void *ptr, int64_t bytes) {

@@ -50,8 +50,10 @@ int ql_fold_mem_alloc(struct ql_fold_mem *mem, void **out, int64_t bytes, struct
 #define QL_FOLD_CACHE_BYTES (INT64_C(64) << 20)
 int ql_fold_mem_calloc(struct ql_fold_mem *mem, void **out, int64_t bytes, struct ql_error *error);
 /* As ql_fold_mem_calloc, but a buffer taken from the cache is not zeroed
- * (for arrays written in full); free with ql_fold_mem_cfree. */
-int ql_fold_mem_alloc_cached(struct ql_fold_mem *mem, void **out, int64_t bytes, struct ql_error *error);
+ * (for arrays written in full, or zeroed by the caller in parallel);
+ * *zeroed (when not NULL) says whether it came zeroed (fresh pages). Free
+ * with ql_fold_mem_cfree. */
+int ql_fold_mem_alloc_cached(struct ql_fold_mem *mem, void **out, int64_t bytes, int *zeroed, struct ql_error *error);
 /* Free a ql_fold_mem_calloc or ql_fold_mem_alloc_cached buffer of `bytes`
  * (NULL: nothing). */
 void ql_fold_mem_cfree(struct ql_fold_mem *mem, void *ptr, int64_t bytes);

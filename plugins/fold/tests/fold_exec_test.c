@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fold_mem.h"
 #include "fold_planner.h"
 #include "fold_test_util.h"
 #include "ql_test.h"
@@ -827,7 +828,60 @@ static void test_chain(uint64_t seed) {
   free(c);
 }
 
+/* The buffer cache and the output pool: a freed large buffer is reused,
+ * zeroed when asked (ql_fold_mem_calloc) and left as it was otherwise
+ * (ql_fold_mem_alloc_cached says so); a released output column's block
+ * backs the next one; everything is accounted and given back. */
+static void test_buffer_reuse(void) {
+  struct ft_host h;
+  ft_host_init(&h, 64 << 20, 0, 1024);
+  struct ql_fold_mem mem;
+  struct ql_error err;
+  memset(&err, 0, sizeof(err));
+  QL_CHECK_OK(ql_fold_mem_init(&mem, h.ctx.runtime_env->memory_pool, "test", &err), err);
+  int64_t bytes = QL_FOLD_CACHE_MIN + 4096;
+  void *p = NULL, *q = NULL;
+  int zeroed = -1;
+  QL_CHECK_OK(ql_fold_mem_alloc_cached(&mem, &p, bytes, &zeroed, &err), err);
+  QL_CHECK_INT(zeroed, 1); /* nothing cached of that size yet: fresh zero pages */
+  memset(p, 0xab, (size_t)bytes);
+  ql_fold_mem_cfree(&mem, p, bytes);
+  QL_CHECK_OK(ql_fold_mem_alloc_cached(&mem, &q, bytes, &zeroed, &err), err);
+  QL_CHECK(q == p);
+  QL_CHECK_INT(zeroed, 0);
+  QL_CHECK_INT(((uint8_t *)q)[bytes - 1], 0xab);
+  ql_fold_mem_cfree(&mem, q, bytes);
+  QL_CHECK_OK(ql_fold_mem_calloc(&mem, &q, bytes, &err), err);
+  QL_CHECK(q == p);
+  int all_zero = 1;
+  for (int64_t i = 0; i < bytes; i++) all_zero &= ((uint8_t *)q)[i] == 0;
+  QL_CHECK(all_zero);
+  ql_fold_mem_cfree(&mem, q, bytes);
+  QL_CHECK_INT(mem.bytes, 0);
+  ql_fold_mem_destroy(&mem);
+  QL_CHECK_INT(ft_host_free(&h), QL_OK);
+
+  struct ArrowArray a, b;
+  void *data, *data2;
+  uint8_t *validity, *validity2;
+  QL_CHECK_OK(ql_fold_out_array(&a, 1000, 8, 1, &data, &validity, &err), err);
+  QL_CHECK(validity != NULL && (uintptr_t)data % 64 == 0);
+  memset(data, 0, 8000);
+  memset(validity, 0xff, 125);
+  a.null_count = 0;
+  QL_CHECK_INT(a.n_buffers, 2);
+  QL_CHECK(a.buffers[1] == data && a.buffers[0] == validity);
+  a.release(&a);
+  QL_CHECK(a.release == NULL);
+  QL_CHECK_OK(ql_fold_out_array(&b, 900, 8, 0, &data2, &validity2, &err), err);
+  QL_CHECK(data2 == data && validity2 == NULL && b.buffers[0] == NULL);
+  b.release(&b);
+  QL_CHECK_INT(ql_fold_out_array(&b, -1, 8, 0, &data2, &validity2, &err), QL_EINVAL);
+  ql_error_release(&err);
+}
+
 int main(void) {
+  test_buffer_reuse();
   test_cancel_and_exact_values();
   test_random(20261129, 400);
   test_dense_choice();
