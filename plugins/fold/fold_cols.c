@@ -209,13 +209,69 @@ static void ql_fold_column_range(const struct ArrowArray *col, int64_t at, int64
   *hi = h;
 }
 
+/* Value `at` of an integer column, as int64 (as the range loops read it). */
+static int64_t ql_fold_int_at(const struct ArrowArray *col, int64_t at, int32_t storage) {
+  const void *v = col->buffers[1];
+  switch (storage) {
+    case QL_FOLD_S8: return ((const int8_t *)v)[at];
+    case QL_FOLD_S16: return ((const int16_t *)v)[at];
+    case QL_FOLD_S32: return ((const int32_t *)v)[at];
+    case QL_FOLD_U8: return ((const uint8_t *)v)[at];
+    case QL_FOLD_U16: return ((const uint16_t *)v)[at];
+    case QL_FOLD_U32: return ((const uint32_t *)v)[at];
+    case QL_FOLD_U64: return (int64_t)((const uint64_t *)v)[at];
+    default: return ((const int64_t *)v)[at];
+  }
+}
+
+/* Min and max over a sample of the n values from `at` of a column without
+ * NULLs: the first and last QL_FOLD_SAMPLE_EDGE and every
+ * QL_FOLD_SAMPLE_STRIDE-th between (sorted data: exact; a short cycle, as a
+ * column index: every value, the stride being prime). */
+static void ql_fold_column_sample(const struct ArrowArray *col, int64_t at, int64_t n, int32_t storage, int64_t *lo,
+                                  int64_t *hi) {
+  int null = 0;
+  ql_fold_column_range(col, at, QL_FOLD_SAMPLE_EDGE, storage, lo, hi, &null);
+  ql_fold_column_range(col, at + n - QL_FOLD_SAMPLE_EDGE, QL_FOLD_SAMPLE_EDGE, storage, lo, hi, &null);
+  int64_t l = *lo, h = *hi;
+  for (int64_t r = QL_FOLD_SAMPLE_EDGE; r < n - QL_FOLD_SAMPLE_EDGE; r += QL_FOLD_SAMPLE_STRIDE) {
+    int64_t x = ql_fold_int_at(col, at + r, storage);
+    l = x < l ? x : l;
+    h = x > h ? x : h;
+  }
+  *lo = l;
+  *hi = h;
+}
+
 /* The chunk's ranges straight from its columns when no join key is NULL
- * (the common case: every row is kept); 0 when a key column has NULLs. */
-static int ql_fold_chunk_ranges_direct(struct ql_fold_chunk *c, const struct ql_fold_side *s) {
+ * (the common case: every row is kept); 0 when a key column has NULLs.
+ * Sampled (c->exact 0) when `sample` and the chunk is large and its group
+ * columns have no NULL either. */
+static int ql_fold_chunk_ranges_direct(struct ql_fold_chunk *c, const struct ql_fold_side *s, int sample) {
   const struct ArrowArray *batch = &c->batch;
   for (int32_t i = 0; i < s->n_keys; i++)
     if (ql_fold_has_nulls(batch->children[s->keys[i]->column])) return 0;
   int64_t n = batch->length;
+  c->kept = n;
+  c->exact = 1;
+  if (sample && n >= QL_FOLD_SAMPLE_MIN_ROWS) {
+    int any_nulls = 0;
+    for (int32_t i = 0; i < s->n_groups; i++) any_nulls |= ql_fold_has_nulls(batch->children[s->groups[i]->column]);
+    if (!any_nulls) {
+      c->exact = 0;
+      for (int32_t i = 0; i < s->n_keys; i++) {
+        const struct ArrowArray *col = batch->children[s->keys[i]->column];
+        ql_fold_column_sample(col, col->offset + batch->offset, n, s->keys[i]->storage, &c->key_lo[i], &c->key_hi[i]);
+      }
+      for (int32_t i = 0; i < s->n_groups; i++) {
+        const struct ArrowArray *col = batch->children[s->groups[i]->column];
+        ql_fold_column_sample(col, col->offset + batch->offset, n, s->groups[i]->storage, &c->group_lo[i],
+                              &c->group_hi[i]);
+        c->group_any |= 1u << i;
+      }
+      return 1;
+    }
+  }
   for (int32_t i = 0; i < s->n_keys; i++) {
     const struct ArrowArray *col = batch->children[s->keys[i]->column];
     int null = 0;
@@ -229,7 +285,6 @@ static int ql_fold_chunk_ranges_direct(struct ql_fold_chunk *c, const struct ql_
     if (null) c->group_null |= 1u << i;
     if (c->group_lo[i] <= c->group_hi[i]) c->group_any |= 1u << i;
   }
-  c->kept = n;
   return 1;
 }
 
@@ -314,7 +369,8 @@ static int ql_fold_load_batch(struct ql_fold_run *run, void *arg, struct ArrowAr
   batch->release = NULL; /* moved */
   for (int32_t i = 0; i < QL_FOLD_MAX_KEYS; i++) c->key_lo[i] = INT64_MAX, c->key_hi[i] = INT64_MIN;
   for (int32_t i = 0; i < QL_FOLD_MAX_GROUPS; i++) c->group_lo[i] = INT64_MAX, c->group_hi[i] = INT64_MIN;
-  if (!ql_fold_chunk_ranges_direct(c, &ld->in->side)) {
+  if (!ql_fold_chunk_ranges_direct(c, &ld->in->side, 1)) {
+    c->exact = 1;
     for (int64_t from = 0; from < c->batch.length; from += QL_FOLD_BLOCK) {
       ql_fold_block_decode(ld->in, c, from, ld->block);
       c->kept += ld->block->n;
@@ -405,6 +461,52 @@ int ql_fold_read_inputs(struct ql_fold_run *run, struct ql_error *error) {
    * so the same data give the same plan of work (ties: the right side). */
   run->build_side = run->in[0].rows < run->in[1].rows ? 0 : 1;
   return QL_OK;
+}
+
+/* Chunks of both sides, numbered side 0's first (partitions in order), for
+ * workers taking them from a counter. */
+struct ql_fold_exact_task {
+  struct ql_fold_run *run;
+  int64_t n_chunks[2];
+  atomic_llong next;
+};
+
+static int ql_fold_exact_worker(void *arg, struct ql_error *error) {
+  (void)error;
+  struct ql_fold_exact_task *t = arg;
+  for (;;) {
+    int64_t i = atomic_fetch_add(&t->next, 1);
+    if (i >= t->n_chunks[0] + t->n_chunks[1]) return QL_OK;
+    int k = i < t->n_chunks[0] ? 0 : 1;
+    struct ql_fold_input *in = &t->run->in[k];
+    i -= k ? t->n_chunks[0] : 0;
+    struct ql_fold_chunk *c = NULL;
+    for (int64_t p = 0; p < in->n_parts && !c; p++) {
+      if (i < in->parts[p].n_chunks) c = in->parts[p].chunks[i];
+      else i -= in->parts[p].n_chunks;
+    }
+    if (!c || c->exact) continue;
+    for (int32_t g = 0; g < QL_FOLD_MAX_KEYS; g++) c->key_lo[g] = INT64_MAX, c->key_hi[g] = INT64_MIN;
+    for (int32_t g = 0; g < QL_FOLD_MAX_GROUPS; g++) c->group_lo[g] = INT64_MAX, c->group_hi[g] = INT64_MIN;
+    c->group_any = c->group_null = 0;
+    ql_fold_chunk_ranges_direct(c, &in->side, 0); /* sampled chunks have no NULL key */
+  }
+}
+
+int ql_fold_inputs_exact(struct ql_fold_run *run, struct ql_error *error) {
+  struct ql_fold_exact_task t;
+  memset(&t, 0, sizeof(t));
+  t.run = run;
+  int64_t inexact = 0;
+  for (int k = 0; k < 2; k++) {
+    for (int64_t p = 0; p < run->in[k].n_parts; p++) {
+      const struct ql_fold_part *part = &run->in[k].parts[p];
+      t.n_chunks[k] += part->n_chunks;
+      for (int64_t i = 0; i < part->n_chunks; i++) inexact += !part->chunks[i]->exact;
+    }
+  }
+  if (inexact == 0) return QL_OK;
+  return ql_fold_parallel(&run->ctx, inexact, ql_fold_exact_worker, &t, error);
 }
 
 void ql_fold_inputs_destroy(struct ql_fold_run *run) {

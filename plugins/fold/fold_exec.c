@@ -304,21 +304,24 @@ static void ql_fold_metrics_release(struct ql_metrics *m) {
 
 static int ql_fold_get_metrics(const struct ql_execution_plan *self, struct ql_metrics *out, struct ql_error *error) {
   struct ql_fold_shared *s = ql_fold_of(self);
-  enum { N = 8 };
+  enum { N = 9 };
   struct ql_metric *items = calloc(N, sizeof(*items));
   if (!items) return ql_error_set(error, QL_ENOMEM, "FoldExec: out of memory");
   /* dense_kernel_runs: executions that ran the dense kernel (the others
    * ran the hash path); dense_key_index_runs: hash-path executions whose
    * build keys were indexed densely; elapsed_read: the part of
    * elapsed_compute spent reading the inputs (the children's own work
-   * included). */
+   * included); dense_range_misses: dense fills sized by the ranges of a
+   * sample of the rows that found a row outside them (and were redone
+   * with exact ranges). */
   const char *names[N] = {"output_rows",     "build_rows",        "probe_rows",           "groups",
-                          "elapsed_compute", "dense_kernel_runs", "dense_key_index_runs", "elapsed_read"};
-  int32_t kinds[N] = {QL_METRIC_COUNT,   QL_METRIC_COUNT, QL_METRIC_COUNT, QL_METRIC_COUNT,
-                      QL_METRIC_TIME_NS, QL_METRIC_COUNT, QL_METRIC_COUNT, QL_METRIC_TIME_NS};
+                          "elapsed_compute", "dense_kernel_runs", "dense_key_index_runs", "elapsed_read",
+                          "dense_range_misses"};
+  int32_t kinds[N] = {QL_METRIC_COUNT,   QL_METRIC_COUNT, QL_METRIC_COUNT,   QL_METRIC_COUNT, QL_METRIC_TIME_NS,
+                      QL_METRIC_COUNT,   QL_METRIC_COUNT, QL_METRIC_TIME_NS, QL_METRIC_COUNT};
   int64_t values[N] = {atomic_load(&s->output_rows), atomic_load(&s->build_rows), atomic_load(&s->probe_rows),
                        atomic_load(&s->groups),      atomic_load(&s->elapsed_ns), atomic_load(&s->dense_runs),
-                       atomic_load(&s->dense_index_runs), atomic_load(&s->read_ns)};
+                       atomic_load(&s->dense_index_runs), atomic_load(&s->read_ns), atomic_load(&s->range_misses)};
   for (int i = 0; i < N; i++) {
     items[i].name = names[i];
     items[i].kind = kinds[i];

@@ -15,6 +15,7 @@
 /* The dense problem the data read describe. */
 struct ql_fold_gemm_shape {
   int64_t kmin, klen;       /* the join key range both sides cover */
+  int64_t skmin[2], sklen[2]; /* per side: its own key range (kmin, klen within each) */
   int64_t gmin[2], glen[2]; /* per side: its non-NULL group key range (glen 0: none) */
   int64_t dim[2];           /* rows of A (side 0), columns of B (side 1); index glen = the NULL group */
 };
@@ -55,6 +56,12 @@ static int ql_fold_gemm_shape(const struct ql_fold_run *run, struct ql_fold_gemm
     if (!ql_fold_gemm_side(&run->in[k], g, k, &klo[k], &khi[k])) return 0;
   int64_t lo = klo[0] > klo[1] ? klo[0] : klo[1], hi = khi[0] < khi[1] ? khi[0] : khi[1];
   if (hi < lo || (uint64_t)hi - (uint64_t)lo >= (uint64_t)QL_FOLD_DENSE_MAX_DIM) return 0;
+  for (int k = 0; k < 2; k++) {
+    /* A side's own range may be wide (its rows outside [lo, hi] cannot
+     * match); its length is only compared with, so it saturates. */
+    g->skmin[k] = klo[k];
+    g->sklen[k] = (uint64_t)khi[k] - (uint64_t)klo[k] >= (uint64_t)INT64_MAX ? INT64_MAX : khi[k] - klo[k] + 1;
+  }
   g->kmin = lo;
   g->klen = hi - lo + 1;
   int64_t m = g->dim[0], n = g->dim[1], k = g->klen; /* each < 2^25: no overflow below */
@@ -124,6 +131,7 @@ struct ql_fold_fill_f_task {
   atomic_llong values;   /* values put */
   atomic_llong values_b; /* of which into b */
   atomic_int fallback;
+  atomic_int miss;       /* a row outside the ranges the matrices were sized by */
 };
 
 /* Chunk number i of side k (partitions in order). */
@@ -150,8 +158,15 @@ static const struct ql_fold_chunk *ql_fold_nth_chunk(const struct ql_fold_input 
       uint64_t *cells = (uint64_t *)(void *)mf, nonfinite = 0;                                      \
       for (int64_t r = 0; r < n; r++) {                                                             \
         uint64_t kk = (uint64_t)(int64_t)kp[r] - (uint64_t)kmin;                                    \
-        if (kk >= (uint64_t)klen) continue; /* cannot match the other side */                       \
+        if (kk >= (uint64_t)klen) { /* cannot match the other side, if within this side's range */  \
+          misses += (uint64_t)(int64_t)kp[r] - (uint64_t)skmin >= (uint64_t)sklen;                  \
+          continue;                                                                                 \
+        }                                                                                           \
         int64_t gi = HAS_GROUP ? (int64_t)gp[r] - gmin : 0;                                         \
+        if (HAS_GROUP && (uint64_t)gi >= (uint64_t)glen) {                                          \
+          misses++;                                                                                 \
+          continue;                                                                                 \
+        }                                                                                           \
         uint64_t bits = vb[r];                                                                      \
         nonfinite |= ~bits & QL_FOLD_EXP_MASK ? 0 : 1;                                              \
         __atomic_store_n(cells + gi * gstride + (int64_t)kk * kstride, bits ^ QL_FOLD_CELL_KEY,     \
@@ -163,8 +178,15 @@ static const struct ql_fold_chunk *ql_fold_nth_chunk(const struct ql_fold_input 
     }                                                                                               \
     for (int64_t r = 0; r < n; r++) {                                                               \
       uint64_t kk = (uint64_t)(int64_t)kp[r] - (uint64_t)kmin;                                      \
-      if (kk >= (uint64_t)klen) continue; /* cannot match the other side */                         \
+      if (kk >= (uint64_t)klen) {                                                                   \
+        misses += (uint64_t)(int64_t)kp[r] - (uint64_t)skmin >= (uint64_t)sklen;                    \
+        continue;                                                                                   \
+      }                                                                                             \
       int64_t gi = HAS_GROUP ? (int64_t)gp[r] - gmin : 0;                                           \
+      if (HAS_GROUP && (uint64_t)gi >= (uint64_t)glen) {                                            \
+        misses++;                                                                                   \
+        continue;                                                                                   \
+      }                                                                                             \
       int has = ql_fold_bit(val, val->offset + off + r);                                            \
       if (ql_fold_matrix_put_f(mf, gi * gstride + (int64_t)kk * kstride, has, has ? vp[r] : 0.0)) return -1; \
       values += has;                                                                                \
@@ -176,7 +198,9 @@ static const struct ql_fold_chunk *ql_fold_nth_chunk(const struct ql_fold_input 
 
 /* Chunk c straight from its Arrow buffers when its key and group columns
  * have no NULL and are int32/int64 and its values float64 (the common
- * case: no decoding pass); -2 when the chunk is not of that kind. */
+ * case: no decoding pass); -2 when the chunk is not of that kind, -3 when a
+ * row lies outside the side's key or group range the matrices were sized
+ * by (sampled ranges that missed a value). */
 static int64_t ql_fold_fill_direct_f(const struct ql_fold_input *in, const struct ql_fold_chunk *c,
                                      const struct ql_fold_gemm_shape *g, int k, struct ql_fold_matrix *m) {
   const struct ql_fold_side *s = &in->side;
@@ -188,8 +212,9 @@ static int64_t ql_fold_fill_direct_f(const struct ql_fold_input *in, const struc
   if (s->value->storage != QL_FOLD_F64 || (ks != QL_FOLD_S64 && ks != QL_FOLD_S32) ||
       (gs != QL_FOLD_S64 && gs != QL_FOLD_S32) || ql_fold_has_nulls(key) || (grp && ql_fold_has_nulls(grp)))
     return -2;
-  int64_t off = batch->offset, n = batch->length, values = 0;
-  int64_t kmin = g->kmin, klen = g->klen, gmin = g->gmin[k];
+  int64_t off = batch->offset, n = batch->length, values = 0, misses = 0;
+  int64_t kmin = g->kmin, klen = g->klen, gmin = g->gmin[k], glen = g->glen[k];
+  int64_t skmin = g->skmin[k], sklen = g->sklen[k];
   /* A[group][key] for side 0, B[key][group] for side 1. */
   int64_t gstride = k == 0 ? m->cols : 1, kstride = k == 0 ? 1 : m->cols;
   int vnull = ql_fold_has_nulls(val);
@@ -201,11 +226,12 @@ static int64_t ql_fold_fill_direct_f(const struct ql_fold_input *in, const struc
   else if (!grp) QL_FOLD_SCATTER(int32_t, int32_t, 0);
   else if (gs == QL_FOLD_S64) QL_FOLD_SCATTER(int32_t, int64_t, 1);
   else QL_FOLD_SCATTER(int32_t, int32_t, 1);
-  return values;
+  return misses ? -3 : values;
 }
 
 /* The rows of chunk c of side k into its matrix; the number of values put,
- * or -1 when a value is not finite. */
+ * -1 when a value is not finite, -3 when a row lies outside the ranges the
+ * matrices were sized by. */
 static int64_t ql_fold_fill_chunk_f(const struct ql_fold_input *in, const struct ql_fold_chunk *c,
                                     const struct ql_fold_gemm_shape *g, int k, struct ql_fold_matrix *m,
                                     struct ql_fold_block *blk) {
@@ -213,13 +239,23 @@ static int64_t ql_fold_fill_chunk_f(const struct ql_fold_input *in, const struct
   if (direct != -2) return direct;
   int has_group = in->side.n_groups == 1;
   int64_t values = 0, kmin = g->kmin, klen = g->klen, gmin = g->gmin[k], gnull = g->glen[k], cols = m->cols;
+  int64_t gdim = g->dim[k], skmin = g->skmin[k], sklen = g->sklen[k];
   for (int64_t from = 0; from < c->batch.length; from += QL_FOLD_BLOCK) {
     ql_fold_block_decode(in, c, from, blk);
     for (int64_t r = 0; r < blk->n; r++) {
       uint64_t key = (uint64_t)blk->keys[r] - (uint64_t)kmin;
-      if (key >= (uint64_t)klen) continue; /* cannot match the other side */
+      if (key >= (uint64_t)klen) { /* cannot match the other side, if within this side's range */
+        if ((uint64_t)blk->keys[r] - (uint64_t)skmin >= (uint64_t)sklen) return -3;
+        continue;
+      }
       int64_t gi = 0;
-      if (has_group) gi = (blk->group_nulls[r] & 1u) ? gnull : blk->groups[r] - gmin;
+      if (has_group && (blk->group_nulls[r] & 1u)) {
+        if (gdim == gnull) return -3; /* no NULL group was seen in the sample */
+        gi = gnull;
+      } else if (has_group) {
+        gi = blk->groups[r] - gmin;
+        if ((uint64_t)gi >= (uint64_t)gnull) return -3;
+      }
       int64_t cell = k == 0 ? gi * cols + (int64_t)key : (int64_t)key * cols + gi;
       if (ql_fold_matrix_put_f(m->f, cell, blk->has[r], blk->fvalue[r])) return -1;
       values += blk->has[r];
@@ -239,6 +275,7 @@ static int ql_fold_fill_f_worker(void *arg, struct ql_error *error) {
     int k = i < t->n_chunks[0] ? 0 : 1;
     const struct ql_fold_chunk *c = ql_fold_nth_chunk(&t->run->in[k], k ? i - t->n_chunks[0] : i);
     int64_t v = ql_fold_fill_chunk_f(&t->run->in[k], c, t->shape, k, t->m[k], blk);
+    if (v == -3) atomic_store(&t->miss, 1);
     if (v < 0) atomic_store(&t->fallback, 1);
     else values += v, values_b += k ? v : 0;
   }
@@ -291,6 +328,7 @@ static int ql_fold_gemm_fill_f(struct ql_fold_run *run, const struct ql_fold_gem
   for (int k = 0; k < 2; k++)
     for (int64_t p = 0; p < run->in[k].n_parts; p++) fill.n_chunks[k] += run->in[k].parts[p].n_chunks;
   QL_RETURN_NOT_OK(ql_fold_parallel(&run->ctx, fill.n_chunks[0] + fill.n_chunks[1], ql_fold_fill_f_worker, &fill, error));
+  if (atomic_load(&fill.miss)) return QL_FOLD_GUESS_MISS;
   if (atomic_load(&fill.fallback)) return QL_FOLD_FALLBACK;
   struct ql_fold_seal_task seal;
   memset(&seal, 0, sizeof(seal));
@@ -596,7 +634,8 @@ static int ql_fold_zero(struct ql_fold_run *run, struct ql_fold_matrix *a, struc
   return ql_fold_parallel(&run->ctx, total, ql_fold_zero_worker, &t, error);
 }
 
-int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
+/* One attempt at the dense path with the chunks' ranges as they are. */
+static int ql_fold_gemm_try(struct ql_fold_run *run, struct ql_error *error) {
   struct ql_fold_gemm_shape g;
   if (!ql_fold_gemm_shape(run, &g)) return QL_FOLD_FALLBACK;
   int is_float = run->plan->spec.value_type == QL_FOLD_FLOAT64;
@@ -662,4 +701,19 @@ int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
   d->active = 1;
   atomic_fetch_add(&run->plan->dense_runs, 1);
   return QL_OK;
+}
+
+int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
+  /* The float fill checks every row against the ranges it was sized by, so
+   * it may start from sampled ones: they are a subset of the exact ranges,
+   * and if no row lies outside them they are exact (the same matrices,
+   * the same bits). Otherwise (or for int64 products, whose fill does not
+   * check) the exact ranges decide, as they always do in the end. */
+  if (run->plan->spec.value_type != QL_FOLD_FLOAT64) QL_RETURN_NOT_OK(ql_fold_inputs_exact(run, error));
+  int rc = ql_fold_gemm_try(run, error);
+  if (rc != QL_FOLD_GUESS_MISS) return rc;
+  atomic_fetch_add(&run->plan->range_misses, 1);
+  QL_RETURN_NOT_OK(ql_fold_inputs_exact(run, error));
+  rc = ql_fold_gemm_try(run, error);
+  return rc == QL_FOLD_GUESS_MISS ? QL_FOLD_FALLBACK : rc; /* exact ranges cannot miss */
 }

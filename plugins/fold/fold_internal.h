@@ -30,6 +30,7 @@ struct ql_fold_shared {
   struct ql_execution_plan children[2];
   char display[768];
   atomic_llong output_rows, build_rows, probe_rows, groups, elapsed_ns, dense_runs, dense_index_runs, read_ns;
+  atomic_llong range_misses; /* dense fills sized by sampled ranges that missed a row (then made exact) */
 };
 
 /* The columns one side reads, resolved for decoding a batch. */
@@ -117,6 +118,9 @@ struct ql_fold_chunk {
   struct ArrowArray batch; /* moved from the child's stream; released with the chunk */
   int64_t kept;            /* rows whose join keys are all non-NULL (a NULL key never joins) */
   int64_t reserved;        /* bytes reserved from the pool for holding it */
+  int32_t exact;           /* 1: the ranges below are exact; 0: taken from a sample of the rows
+                              (a subset of the exact ones; see ql_fold_inputs_exact) */
+  int32_t reserved_;
   /* Ranges over the kept rows (so the kernel choice need not rescan):
    * keys always; group i when bit i of group_any is set (a non-NULL value
    * exists); bit i of group_null: a NULL exists. */
@@ -211,6 +215,9 @@ struct ql_fold_run {
 /* Not a qlink status: the dense kernel cannot take this input (keys not
  * dense, a duplicate or non-finite float cell); run the hash path instead. */
 #define QL_FOLD_FALLBACK 1000
+/* Not a qlink status: a row lies outside the sampled ranges the dense
+ * fill was sized by; make the ranges exact and try again. */
+#define QL_FOLD_GUESS_MISS 1001
 
 
 /* A column of a batch may hold NULLs (a validity bitmap and nulls, or an
@@ -245,8 +252,19 @@ int ql_fold_parallel(const struct ql_task_context *ctx, int64_t max_workers, int
 /* ---- fold_cols.c */
 
 /* Read every partition of both children into run->in (in parallel on the
- * host's executor when it offers one) and choose run->build_side. */
+ * host's executor when it offers one) and choose run->build_side. Large
+ * chunks whose key and group columns hold no NULL get ranges from a sample
+ * of their rows (the first and last QL_FOLD_SAMPLE_EDGE, and every
+ * QL_FOLD_SAMPLE_STRIDE-th between): the float dense fill checks every row
+ * against them anyway and reads the rows once instead of twice; whoever
+ * needs exact ranges calls ql_fold_inputs_exact. */
+#define QL_FOLD_SAMPLE_MIN_ROWS 1024
+#define QL_FOLD_SAMPLE_EDGE 64
+#define QL_FOLD_SAMPLE_STRIDE 61
 int ql_fold_read_inputs(struct ql_fold_run *run, struct ql_error *error);
+/* Make every chunk's ranges exact (a pass over the key and group columns
+ * of the sampled chunks, on the executor's workers). */
+int ql_fold_inputs_exact(struct ql_fold_run *run, struct ql_error *error);
 /* Free what ql_fold_read_inputs kept (safe on a zeroed or partial input). */
 void ql_fold_inputs_destroy(struct ql_fold_run *run);
 /* A block buffer (about 56 KiB, too large for some workers' stacks),

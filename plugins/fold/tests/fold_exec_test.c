@@ -487,6 +487,9 @@ static int64_t dc_grid(struct dc_row *rows, int64_t g0, int64_t m, int64_t k0, i
   return n;
 }
 
+/* dense_range_misses of dc_check's first run. */
+static int64_t dc_last_misses;
+
 /* a JOIN b ON k0 GROUP BY a.g0, b.g0: equal to the reference, the same bits
  * under another layout and thread count, and the kernel the data call for
  * (metrics of the first run: dense kernel runs, dense key index runs). */
@@ -528,6 +531,8 @@ static void dc_check(const char *what, struct ft_table *a, struct ft_table *b, i
             (long long)m.items[5].value, (long long)m.items[6].value);
   QL_CHECK_INT(m.items[5].value, want_gemm);
   QL_CHECK_INT(m.items[6].value, want_index);
+  QL_CHECK_STR(m.items[8].name, "dense_range_misses");
+  dc_last_misses = m.items[8].value;
   m.release(&m);
   ft_table_shuffle_layout(a, rng, (int)ft_rand_range(rng, 1, 4), ft_rand_range(rng, 1, 9));
   ft_table_shuffle_layout(b, rng, (int)ft_rand_range(rng, 1, 4), ft_rand_range(rng, 1, 9));
@@ -613,6 +618,33 @@ static void test_dense_choice(void) {
     dc_table(a, "a", ra, na, is_float, &rng);
     dc_table(b, "b", rb, nb, is_float, &rng);
     dc_check("huge range", a, b, is_float, 0, 0, &rng);
+
+    /* Chunks of 2,048 rows get their ranges from a sample (the first and
+     * last 64 rows, every 61st between): sorted groups and cycling keys
+     * are sampled exactly, and the fill reads the rows once. */
+    na = dc_grid(ra, 0, 128, 0, 16, 1), nb = dc_grid(rb, 0, 8, 0, 16, 1);
+    dc_table(a, "a", ra, na, is_float, &rng);
+    dc_table(b, "b", rb, nb, is_float, &rng);
+    ft_table_reset_layout(a);
+    a->batch_rows = 2048;
+    dc_check("sampled ranges", a, b, is_float, 1, 0, &rng);
+    QL_CHECK_INT(dc_last_misses, 0);
+    /* A group (500) and a key (16) that only one unsampled row (position
+     * 100) holds: a float fill sized by the sample finds them and is done
+     * again with exact ranges (the row with key 16 must meet b's); int64
+     * products always take exact ranges. */
+    for (int what = 0; what < 2; what++) {
+      na = dc_grid(ra, 0, 127, 0, 16, 1), nb = dc_grid(rb, 0, 8, 0, 17, 1);
+      memmove(ra + 101, ra + 100, (size_t)(na - 100) * sizeof(ra[0]));
+      ra[100] = what == 0 ? (struct dc_row){3, 1, 500, 1} : (struct dc_row){16, 1, 7, 1};
+      na++;
+      dc_table(a, "a", ra, na, is_float, &rng);
+      dc_table(b, "b", rb, nb, is_float, &rng);
+      ft_table_reset_layout(a);
+      a->batch_rows = 2048;
+      dc_check(what == 0 ? "group outside the sample" : "key outside the sample", a, b, is_float, 1, 0, &rng);
+      QL_CHECK_INT(dc_last_misses, is_float ? 1 : 0);
+    }
 
     /* An empty side: no rows, no kernel. */
     dc_table(b, "b", rb, 0, is_float, &rng);
