@@ -245,37 +245,25 @@ static void ql_fold_column_sample(const struct ArrowArray *col, int64_t at, int6
 
 /* The chunk's ranges straight from its columns when no join key is NULL
  * (the common case: every row is kept); 0 when a key column has NULLs.
- * Sampled (c->exact 0) when `sample` and the chunk is large and its group
- * columns have no NULL either. */
+ * With `sample`, the key ranges of a large chunk come from a sample of its
+ * rows (c->exact 0); group ranges are always exact (a group value outside
+ * the matrices would need them resized; a key outside is absorbed by the
+ * slack the dense path adds, see fold_gemm.c). */
 static int ql_fold_chunk_ranges_direct(struct ql_fold_chunk *c, const struct ql_fold_side *s, int sample) {
   const struct ArrowArray *batch = &c->batch;
   for (int32_t i = 0; i < s->n_keys; i++)
     if (ql_fold_has_nulls(batch->children[s->keys[i]->column])) return 0;
   int64_t n = batch->length;
   c->kept = n;
-  c->exact = 1;
-  if (sample && n >= QL_FOLD_SAMPLE_MIN_ROWS) {
-    int any_nulls = 0;
-    for (int32_t i = 0; i < s->n_groups; i++) any_nulls |= ql_fold_has_nulls(batch->children[s->groups[i]->column]);
-    if (!any_nulls) {
-      c->exact = 0;
-      for (int32_t i = 0; i < s->n_keys; i++) {
-        const struct ArrowArray *col = batch->children[s->keys[i]->column];
-        ql_fold_column_sample(col, col->offset + batch->offset, n, s->keys[i]->storage, &c->key_lo[i], &c->key_hi[i]);
-      }
-      for (int32_t i = 0; i < s->n_groups; i++) {
-        const struct ArrowArray *col = batch->children[s->groups[i]->column];
-        ql_fold_column_sample(col, col->offset + batch->offset, n, s->groups[i]->storage, &c->group_lo[i],
-                              &c->group_hi[i]);
-        c->group_any |= 1u << i;
-      }
-      return 1;
-    }
-  }
+  c->exact = !(sample && n >= QL_FOLD_SAMPLE_MIN_ROWS);
   for (int32_t i = 0; i < s->n_keys; i++) {
     const struct ArrowArray *col = batch->children[s->keys[i]->column];
     int null = 0;
-    ql_fold_column_range(col, col->offset + batch->offset, n, s->keys[i]->storage, &c->key_lo[i], &c->key_hi[i], &null);
+    if (c->exact)
+      ql_fold_column_range(col, col->offset + batch->offset, n, s->keys[i]->storage, &c->key_lo[i], &c->key_hi[i],
+                           &null);
+    else
+      ql_fold_column_sample(col, col->offset + batch->offset, n, s->keys[i]->storage, &c->key_lo[i], &c->key_hi[i]);
   }
   for (int32_t i = 0; i < s->n_groups; i++) {
     const struct ArrowArray *col = batch->children[s->groups[i]->column];
@@ -486,11 +474,25 @@ static int ql_fold_exact_worker(void *arg, struct ql_error *error) {
       else i -= in->parts[p].n_chunks;
     }
     if (!c || c->exact) continue;
-    for (int32_t g = 0; g < QL_FOLD_MAX_KEYS; g++) c->key_lo[g] = INT64_MAX, c->key_hi[g] = INT64_MIN;
-    for (int32_t g = 0; g < QL_FOLD_MAX_GROUPS; g++) c->group_lo[g] = INT64_MAX, c->group_hi[g] = INT64_MIN;
-    c->group_any = c->group_null = 0;
-    ql_fold_chunk_ranges_direct(c, &in->side, 0); /* sampled chunks have no NULL key */
+    /* Sampled chunks have no NULL key; their group ranges are exact. */
+    const struct ArrowArray *batch = &c->batch;
+    for (int32_t j = 0; j < in->side.n_keys; j++) {
+      const struct ArrowArray *col = batch->children[in->side.keys[j]->column];
+      int null = 0;
+      c->key_lo[j] = INT64_MAX;
+      c->key_hi[j] = INT64_MIN;
+      ql_fold_column_range(col, col->offset + batch->offset, batch->length, in->side.keys[j]->storage, &c->key_lo[j],
+                           &c->key_hi[j], &null);
+    }
+    c->exact = 1;
   }
+}
+
+int ql_fold_input_sampled(const struct ql_fold_input *in) {
+  for (int64_t p = 0; p < in->n_parts; p++)
+    for (int64_t i = 0; i < in->parts[p].n_chunks; i++)
+      if (!in->parts[p].chunks[i]->exact) return 1;
+  return 0;
 }
 
 int ql_fold_inputs_exact(struct ql_fold_run *run, struct ql_error *error) {

@@ -2,6 +2,9 @@
 #include "fold_dense.h"
 
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "qlink/lib/status.h"
 
@@ -49,6 +52,27 @@ static inline double ql_fold_a_value(const double *ai, int64_t k) {
   return ql_fold_cell_value(cell);
 }
 
+/* Do the 64 cells from `cells` all hold a value (encoded cell > 1)? The
+ * fill's workers are done (joined) when this runs, so plain loads. SSE2:
+ * a cell is 0 or 1 iff cell >> 1 is zero, tested 32 bits at a time and
+ * the two halves combined; OR-ed over the 64 cells. */
+static inline int ql_fold_all_values(const uint64_t *cells) {
+#if defined(__SSE2__)
+  const __m128i zero = _mm_setzero_si128();
+  __m128i small = zero;
+  for (int c = 0; c < 64; c += 2) {
+    __m128i v = _mm_srli_epi64(_mm_loadu_si128((const __m128i *)(const void *)(cells + c)), 1);
+    __m128i z = _mm_cmpeq_epi32(v, zero);
+    small = _mm_or_si128(small, _mm_and_si128(z, _mm_shuffle_epi32(z, 0xb1)));
+  }
+  return _mm_movemask_epi8(small) == 0;
+#else
+  uint64_t small = 0;
+  for (int c = 0; c < 64; c++) small |= (cells[c] >> 1) == 0;
+  return small == 0;
+#endif
+}
+
 /* Bitsets of rows [from, to) of a row-major float matrix over its columns
  * [c0, c1) (c0 a multiple of 64), each word built in a register (bits
  * shifted in from the top, so every shift is by a constant); the cells
@@ -60,6 +84,12 @@ static int64_t ql_fold_seal_rows(struct ql_fold_matrix *m, int64_t from, int64_t
     const uint64_t *cells = (const uint64_t *)(const void *)(m->f + r * cols);
     for (int64_t w = c0 / 64; w * 64 < c1; w++) {
       int64_t w0 = w * 64, w1 = w0 + 64 < c1 ? w0 + 64 : c1;
+      if (w1 - w0 == 64 && ql_fold_all_values(cells + w0)) {
+        /* Every cell holds a value (a dense input): both words full. */
+        m->exist[r * words + w] = m->has[r * words + w] = ~UINT64_C(0);
+        count += 64;
+        continue;
+      }
       uint64_t e = 0, h = 0;
       for (int64_t c = w0; c < w1; c++) {
         uint64_t cell = __atomic_load_n(cells + c, __ATOMIC_RELAXED);

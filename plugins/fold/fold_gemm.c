@@ -28,6 +28,15 @@ static int ql_fold_gemm_side(const struct ql_fold_input *in, struct ql_fold_gemm
   if (s->n_groups > 1 || s->keys[0]->storage == QL_FOLD_U64) return 0;
   /* No row: nothing joins; the hash path handles that at no cost. */
   if (!ql_fold_input_range(in, 0, 0, klo, khi, &nulls)) return 0;
+  if (ql_fold_input_sampled(in)) {
+    /* Sampled key ranges are widened by 1/64 of their span on each side:
+     * a key the sample missed then most likely still has its place in the
+     * matrices (empty keys change no sum and no bit; the product skips
+     * them), and the fill is not done twice. */
+    uint64_t slack = ((uint64_t)*khi - (uint64_t)*klo) / 64;
+    *klo = (uint64_t)*klo - (uint64_t)INT64_MIN < slack ? INT64_MIN : *klo - (int64_t)slack;
+    *khi = (uint64_t)INT64_MAX - (uint64_t)*khi < slack ? INT64_MAX : *khi + (int64_t)slack;
+  }
   g->gmin[k] = 0;
   g->glen[k] = 0;
   g->dim[k] = 1;

@@ -619,9 +619,9 @@ static void test_dense_choice(void) {
     dc_table(b, "b", rb, nb, is_float, &rng);
     dc_check("huge range", a, b, is_float, 0, 0, &rng);
 
-    /* Chunks of 2,048 rows get their ranges from a sample (the first and
-     * last 64 rows, every 61st between): sorted groups and cycling keys
-     * are sampled exactly, and the fill reads the rows once. */
+    /* Chunks of 2,048 rows get their key ranges from a sample (the first
+     * and last 64 rows, every 61st between): cycling keys are sampled
+     * exactly, and the fill reads the key column once. */
     na = dc_grid(ra, 0, 128, 0, 16, 1), nb = dc_grid(rb, 0, 8, 0, 16, 1);
     dc_table(a, "a", ra, na, is_float, &rng);
     dc_table(b, "b", rb, nb, is_float, &rng);
@@ -629,10 +629,11 @@ static void test_dense_choice(void) {
     a->batch_rows = 2048;
     dc_check("sampled ranges", a, b, is_float, 1, 0, &rng);
     QL_CHECK_INT(dc_last_misses, 0);
-    /* A group (500) and a key (16) that only one unsampled row (position
-     * 100) holds: a float fill sized by the sample finds them and is done
-     * again with exact ranges (the row with key 16 must meet b's); int64
-     * products always take exact ranges. */
+    /* A group (500) only one unsampled row (position 100) holds: group
+     * ranges are exact. A key (16) only that row holds, beyond the slack
+     * of a 16-key span (none): a float fill sized by the sample finds it
+     * and is done again with exact ranges (the row must meet b's key 16);
+     * int64 products always take exact ranges. */
     for (int what = 0; what < 2; what++) {
       na = dc_grid(ra, 0, 127, 0, 16, 1), nb = dc_grid(rb, 0, 8, 0, 17, 1);
       memmove(ra + 101, ra + 100, (size_t)(na - 100) * sizeof(ra[0]));
@@ -643,8 +644,22 @@ static void test_dense_choice(void) {
       ft_table_reset_layout(a);
       a->batch_rows = 2048;
       dc_check(what == 0 ? "group outside the sample" : "key outside the sample", a, b, is_float, 1, 0, &rng);
-      QL_CHECK_INT(dc_last_misses, is_float ? 1 : 0);
+      QL_CHECK_INT(dc_last_misses, is_float && what == 1 ? 1 : 0);
     }
+    /* A key (1030) the sample of a 1,024-key span misses, within its
+     * slack (16): no second fill, and it meets b's key 1030 (b's 1,040
+     * rows are sampled too). */
+    na = dc_grid(ra, 0, 2, 0, 1024, 1), nb = dc_grid(rb, 0, 1, 0, 1040, 1);
+    memmove(ra + 101, ra + 100, (size_t)(na - 100) * sizeof(ra[0]));
+    ra[100] = (struct dc_row){1030, 1, 1, 1};
+    na++;
+    dc_table(a, "a", ra, na, is_float, &rng);
+    dc_table(b, "b", rb, nb, is_float, &rng);
+    ft_table_reset_layout(a);
+    ft_table_reset_layout(b);
+    a->batch_rows = b->batch_rows = 4096;
+    dc_check("key within the slack", a, b, is_float, 1, 0, &rng);
+    QL_CHECK_INT(dc_last_misses, 0);
 
     /* An empty side: no rows, no kernel. */
     dc_table(b, "b", rb, 0, is_float, &rng);
