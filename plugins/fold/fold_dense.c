@@ -52,25 +52,25 @@ static inline double ql_fold_a_value(const double *ai, int64_t k) {
   return ql_fold_cell_value(cell);
 }
 
-/* Do the 64 cells from `cells` all hold a value (encoded cell > 1)? The
- * fill's workers are done (joined) when this runs, so plain loads. SSE2:
- * a cell is 0 or 1 iff cell >> 1 is zero, tested 32 bits at a time and
- * the two halves combined; OR-ed over the 64 cells. */
-static inline int ql_fold_all_values(const uint64_t *cells) {
+/* Do the n (<= 64) cells from `cells` all hold a value (encoded cell >
+ * 1)? The fill's workers are done (joined) when this runs, so plain loads.
+ * SSE2: a cell is 0 or 1 iff cell >> 1 is zero, tested 32 bits at a time
+ * and the two halves combined; OR-ed over the cells. */
+static inline int ql_fold_all_values(const uint64_t *cells, int64_t n) {
+  int64_t c = 0;
+  uint64_t small1 = 0;
 #if defined(__SSE2__)
   const __m128i zero = _mm_setzero_si128();
   __m128i small = zero;
-  for (int c = 0; c < 64; c += 2) {
+  for (; c + 2 <= n; c += 2) {
     __m128i v = _mm_srli_epi64(_mm_loadu_si128((const __m128i *)(const void *)(cells + c)), 1);
     __m128i z = _mm_cmpeq_epi32(v, zero);
     small = _mm_or_si128(small, _mm_and_si128(z, _mm_shuffle_epi32(z, 0xb1)));
   }
-  return _mm_movemask_epi8(small) == 0;
-#else
-  uint64_t small = 0;
-  for (int c = 0; c < 64; c++) small |= (cells[c] >> 1) == 0;
-  return small == 0;
+  small1 = (uint64_t)_mm_movemask_epi8(small);
 #endif
+  for (; c < n; c++) small1 |= (cells[c] >> 1) == 0;
+  return small1 == 0;
 }
 
 /* Bitsets of rows [from, to) of a row-major float matrix over its columns
@@ -84,10 +84,11 @@ static int64_t ql_fold_seal_rows(struct ql_fold_matrix *m, int64_t from, int64_t
     const uint64_t *cells = (const uint64_t *)(const void *)(m->f + r * cols);
     for (int64_t w = c0 / 64; w * 64 < c1; w++) {
       int64_t w0 = w * 64, w1 = w0 + 64 < c1 ? w0 + 64 : c1;
-      if (w1 - w0 == 64 && ql_fold_all_values(cells + w0)) {
+      if (ql_fold_all_values(cells + w0, w1 - w0)) {
         /* Every cell holds a value (a dense input): both words full. */
-        m->exist[r * words + w] = m->has[r * words + w] = ~UINT64_C(0);
-        count += 64;
+        uint64_t full = w1 - w0 == 64 ? ~UINT64_C(0) : (UINT64_C(1) << (w1 - w0)) - 1;
+        m->exist[r * words + w] = m->has[r * words + w] = full;
+        count += w1 - w0;
         continue;
       }
       uint64_t e = 0, h = 0;
@@ -342,8 +343,21 @@ void ql_fold_gemm_rows(struct ql_fold_matrix *a, const struct ql_fold_matrix *b,
   else ql_fold_gemm_i64(a, b, c_values, row_from, row_to);
   int64_t N = b->cols, words = a->words, exist = 0, has = 0;
   if (words == 1) {
-    /* Short contractions (K <= 64): one word per bitset. */
-    for (int64_t i = row_from; i < row_to; i++) {
+    /* Short contractions (K <= 64): one word per bitset. When every cell
+     * of B holds a value (a dense input), a row of C exists (has a sum)
+     * wherever A's row has a row (a value) at all: whole rows at once. */
+    int64_t K = a->cols;
+    uint64_t kmask = K == 64 ? ~UINT64_C(0) : (UINT64_C(1) << K) - 1;
+    int b_full = 1;
+    for (int64_t j = 0; j < N; j++) b_full &= b->exist[j] == kmask && b->has[j] == kmask;
+    for (int64_t i = row_from; i < row_to && b_full; i++) {
+      uint8_t e = a->exist[i] != 0, h = a->has[i] != 0;
+      memset(c_exist + i * N, e, (size_t)N);
+      memset(c_has + i * N, h, (size_t)N);
+      exist += e * N;
+      has += h * N;
+    }
+    for (int64_t i = row_from; i < row_to && !b_full; i++) {
       uint64_t ae = a->exist[i], ah = a->has[i];
       for (int64_t j = 0; j < N; j++) {
         uint8_t e = (uint8_t)((ae & b->exist[j]) != 0), h = (uint8_t)((ah & b->has[j]) != 0);
