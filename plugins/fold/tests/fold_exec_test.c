@@ -560,6 +560,19 @@ static void test_dense_choice(void) {
     dc_table(b, "b", rb, nb, is_float, &rng);
     dc_check("dense", a, b, is_float, 1, 0, &rng);
 
+    /* No NULL value at all (a dense tensor): the fill that only stores,
+     * whole bitset words set at once (8 keys: one short word; 100 keys: a
+     * full word and a short one), C's bits from A's rows when B is full,
+     * and the sum column copied from C. */
+    for (int64_t keys = 8; keys <= 100; keys += 92) {
+      na = dc_grid(ra, 0, 20, 0, keys, 1), nb = dc_grid(rb, 0, 6, 0, keys, 1);
+      dc_table(a, "a", ra, na, is_float, &rng);
+      dc_table(b, "b", rb, nb, is_float, &rng);
+      for (int64_t r = 0; r < na; r++) a->cols[4].valid[r] = 1;
+      for (int64_t r = 0; r < nb; r++) b->cols[4].valid[r] = 1;
+      dc_check("dense without NULL values", a, b, is_float, 1, 0, &rng);
+    }
+
     /* Negative keys and groups; NULL join keys (dropped) and NULL groups
      * (a group of their own) on both sides. */
     na = dc_grid(ra, -20, 20, -8, 8, 1), nb = dc_grid(rb, -6, 6, -8, 8, 1);
