@@ -243,35 +243,56 @@ static void ql_fold_column_sample(const struct ArrowArray *col, int64_t at, int6
   *hi = h;
 }
 
+/* Exact ranges of group column i of chunk c (reset first). */
+static void ql_fold_chunk_group_range(struct ql_fold_chunk *c, const struct ql_fold_side *s, int32_t i) {
+  const struct ArrowArray *batch = &c->batch;
+  const struct ArrowArray *col = batch->children[s->groups[i]->column];
+  int null = 0;
+  uint32_t bit = 1u << i;
+  c->group_lo[i] = INT64_MAX;
+  c->group_hi[i] = INT64_MIN;
+  c->group_any &= ~bit;
+  c->group_null &= ~bit;
+  ql_fold_column_range(col, col->offset + batch->offset, batch->length, s->groups[i]->storage, &c->group_lo[i],
+                       &c->group_hi[i], &null);
+  if (null) c->group_null |= bit;
+  if (c->group_lo[i] <= c->group_hi[i]) c->group_any |= bit;
+}
+
 /* The chunk's ranges straight from its columns when no join key is NULL
  * (the common case: every row is kept); 0 when a key column has NULLs.
- * With `sample`, the key ranges of a large chunk come from a sample of its
- * rows (c->exact 0); group ranges are always exact (a group value outside
- * the matrices would need them resized; a key outside is absorbed by the
- * slack the dense path adds, see fold_gemm.c). */
+ * With `sample`, a large chunk's key ranges come from a sample of its rows,
+ * and its group ranges too when no group column has a NULL (c->sampled). */
 static int ql_fold_chunk_ranges_direct(struct ql_fold_chunk *c, const struct ql_fold_side *s, int sample) {
   const struct ArrowArray *batch = &c->batch;
   for (int32_t i = 0; i < s->n_keys; i++)
     if (ql_fold_has_nulls(batch->children[s->keys[i]->column])) return 0;
   int64_t n = batch->length;
   c->kept = n;
-  c->exact = !(sample && n >= QL_FOLD_SAMPLE_MIN_ROWS);
+  c->sampled = 0;
+  if (sample && n >= QL_FOLD_SAMPLE_MIN_ROWS) {
+    c->sampled = QL_FOLD_KEYS | QL_FOLD_GROUPS;
+    for (int32_t i = 0; i < s->n_groups; i++)
+      if (ql_fold_has_nulls(batch->children[s->groups[i]->column])) c->sampled = QL_FOLD_KEYS;
+  }
   for (int32_t i = 0; i < s->n_keys; i++) {
     const struct ArrowArray *col = batch->children[s->keys[i]->column];
     int null = 0;
-    if (c->exact)
+    if (c->sampled & QL_FOLD_KEYS)
+      ql_fold_column_sample(col, col->offset + batch->offset, n, s->keys[i]->storage, &c->key_lo[i], &c->key_hi[i]);
+    else
       ql_fold_column_range(col, col->offset + batch->offset, n, s->keys[i]->storage, &c->key_lo[i], &c->key_hi[i],
                            &null);
-    else
-      ql_fold_column_sample(col, col->offset + batch->offset, n, s->keys[i]->storage, &c->key_lo[i], &c->key_hi[i]);
   }
   for (int32_t i = 0; i < s->n_groups; i++) {
+    if (!(c->sampled & QL_FOLD_GROUPS)) {
+      ql_fold_chunk_group_range(c, s, i);
+      continue;
+    }
     const struct ArrowArray *col = batch->children[s->groups[i]->column];
-    int null = 0;
-    ql_fold_column_range(col, col->offset + batch->offset, n, s->groups[i]->storage, &c->group_lo[i], &c->group_hi[i],
-                         &null);
-    if (null) c->group_null |= 1u << i;
-    if (c->group_lo[i] <= c->group_hi[i]) c->group_any |= 1u << i;
+    ql_fold_column_sample(col, col->offset + batch->offset, n, s->groups[i]->storage, &c->group_lo[i],
+                          &c->group_hi[i]);
+    c->group_any |= 1u << i; /* no NULL: every row has a value */
   }
   return 1;
 }
@@ -358,7 +379,7 @@ static int ql_fold_load_batch(struct ql_fold_run *run, void *arg, struct ArrowAr
   for (int32_t i = 0; i < QL_FOLD_MAX_KEYS; i++) c->key_lo[i] = INT64_MAX, c->key_hi[i] = INT64_MIN;
   for (int32_t i = 0; i < QL_FOLD_MAX_GROUPS; i++) c->group_lo[i] = INT64_MAX, c->group_hi[i] = INT64_MIN;
   if (!ql_fold_chunk_ranges_direct(c, &ld->in->side, 1)) {
-    c->exact = 1;
+    c->sampled = 0;
     for (int64_t from = 0; from < c->batch.length; from += QL_FOLD_BLOCK) {
       ql_fold_block_decode(ld->in, c, from, ld->block);
       c->kept += ld->block->n;
@@ -455,6 +476,7 @@ int ql_fold_read_inputs(struct ql_fold_run *run, struct ql_error *error) {
  * workers taking them from a counter. */
 struct ql_fold_exact_task {
   struct ql_fold_run *run;
+  int what, sides;
   int64_t n_chunks[2];
   atomic_llong next;
 };
@@ -466,6 +488,7 @@ static int ql_fold_exact_worker(void *arg, struct ql_error *error) {
     int64_t i = atomic_fetch_add(&t->next, 1);
     if (i >= t->n_chunks[0] + t->n_chunks[1]) return QL_OK;
     int k = i < t->n_chunks[0] ? 0 : 1;
+    if (!(t->sides & (1 << k))) continue;
     struct ql_fold_input *in = &t->run->in[k];
     i -= k ? t->n_chunks[0] : 0;
     struct ql_fold_chunk *c = NULL;
@@ -473,38 +496,43 @@ static int ql_fold_exact_worker(void *arg, struct ql_error *error) {
       if (i < in->parts[p].n_chunks) c = in->parts[p].chunks[i];
       else i -= in->parts[p].n_chunks;
     }
-    if (!c || c->exact) continue;
-    /* Sampled chunks have no NULL key; their group ranges are exact. */
+    if (!c) continue;
     const struct ArrowArray *batch = &c->batch;
-    for (int32_t j = 0; j < in->side.n_keys; j++) {
-      const struct ArrowArray *col = batch->children[in->side.keys[j]->column];
-      int null = 0;
-      c->key_lo[j] = INT64_MAX;
-      c->key_hi[j] = INT64_MIN;
-      ql_fold_column_range(col, col->offset + batch->offset, batch->length, in->side.keys[j]->storage, &c->key_lo[j],
-                           &c->key_hi[j], &null);
+    if (c->sampled & t->what & QL_FOLD_KEYS) {
+      for (int32_t j = 0; j < in->side.n_keys; j++) { /* sampled chunks have no NULL key */
+        const struct ArrowArray *col = batch->children[in->side.keys[j]->column];
+        int null = 0;
+        c->key_lo[j] = INT64_MAX;
+        c->key_hi[j] = INT64_MIN;
+        ql_fold_column_range(col, col->offset + batch->offset, batch->length, in->side.keys[j]->storage,
+                             &c->key_lo[j], &c->key_hi[j], &null);
+      }
     }
-    c->exact = 1;
+    if (c->sampled & t->what & QL_FOLD_GROUPS)
+      for (int32_t j = 0; j < in->side.n_groups; j++) ql_fold_chunk_group_range(c, &in->side, j);
+    c->sampled &= ~t->what;
   }
 }
 
-int ql_fold_input_sampled(const struct ql_fold_input *in) {
+int ql_fold_input_sampled(const struct ql_fold_input *in, int what) {
   for (int64_t p = 0; p < in->n_parts; p++)
     for (int64_t i = 0; i < in->parts[p].n_chunks; i++)
-      if (!in->parts[p].chunks[i]->exact) return 1;
+      if (in->parts[p].chunks[i]->sampled & what) return 1;
   return 0;
 }
 
-int ql_fold_inputs_exact(struct ql_fold_run *run, struct ql_error *error) {
+int ql_fold_inputs_exact(struct ql_fold_run *run, int what, int sides, struct ql_error *error) {
   struct ql_fold_exact_task t;
   memset(&t, 0, sizeof(t));
   t.run = run;
+  t.what = what;
+  t.sides = sides;
   int64_t inexact = 0;
   for (int k = 0; k < 2; k++) {
     for (int64_t p = 0; p < run->in[k].n_parts; p++) {
       const struct ql_fold_part *part = &run->in[k].parts[p];
       t.n_chunks[k] += part->n_chunks;
-      for (int64_t i = 0; i < part->n_chunks; i++) inexact += !part->chunks[i]->exact;
+      for (int64_t i = 0; i < part->n_chunks && (sides & (1 << k)); i++) inexact += (part->chunks[i]->sampled & what) != 0;
     }
   }
   if (inexact == 0) return QL_OK;

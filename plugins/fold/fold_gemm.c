@@ -9,6 +9,9 @@
 #include "qlink/lib/arrow.h"
 #include "qlink/lib/status.h"
 
+/* Longest sampled group range trusted without an exact pass. */
+#define QL_FOLD_SAMPLE_MAX_GROUPS 256
+
 /* Largest key or group range the dense kernel indexes (one matrix side). */
 #define QL_FOLD_DENSE_MAX_DIM (INT64_C(1) << 24)
 
@@ -28,7 +31,7 @@ static int ql_fold_gemm_side(const struct ql_fold_input *in, struct ql_fold_gemm
   if (s->n_groups > 1 || s->keys[0]->storage == QL_FOLD_U64) return 0;
   /* No row: nothing joins; the hash path handles that at no cost. */
   if (!ql_fold_input_range(in, 0, 0, klo, khi, &nulls)) return 0;
-  if (ql_fold_input_sampled(in)) {
+  if (ql_fold_input_sampled(in, QL_FOLD_KEYS)) {
     /* Sampled key ranges are widened by 1/64 of their span on each side:
      * a key the sample missed then most likely still has its place in the
      * matrices (empty keys change no sum and no bit; the product skips
@@ -718,11 +721,26 @@ int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
    * and if no row lies outside them they are exact (the same matrices,
    * the same bits). Otherwise (or for int64 products, whose fill does not
    * check) the exact ranges decide, as they always do in the end. */
-  if (run->plan->spec.value_type != QL_FOLD_FLOAT64) QL_RETURN_NOT_OK(ql_fold_inputs_exact(run, error));
+  const int all = QL_FOLD_KEYS | QL_FOLD_GROUPS;
+  if (run->plan->spec.value_type != QL_FOLD_FLOAT64) QL_RETURN_NOT_OK(ql_fold_inputs_exact(run, all, 3, error));
+  /* Sampled group ranges are trusted only when short (a column index):
+   * every value then recurs so often that the sample sees them all. A
+   * long one (as z̄'s s for Ā, from an aggregate's output) is made exact:
+   * a group outside the matrices would cost a second fill, and group
+   * ranges are not widened (they shape C). */
+  int sides = 0;
+  for (int k = 0; k < 2; k++) {
+    int64_t lo, hi;
+    int nulls;
+    if (ql_fold_input_sampled(&run->in[k], QL_FOLD_GROUPS) && ql_fold_input_range(&run->in[k], 1, 0, &lo, &hi, &nulls) &&
+        (uint64_t)hi - (uint64_t)lo >= QL_FOLD_SAMPLE_MAX_GROUPS)
+      sides |= 1 << k;
+  }
+  if (sides) QL_RETURN_NOT_OK(ql_fold_inputs_exact(run, QL_FOLD_GROUPS, sides, error));
   int rc = ql_fold_gemm_try(run, error);
   if (rc != QL_FOLD_GUESS_MISS) return rc;
   atomic_fetch_add(&run->plan->range_misses, 1);
-  QL_RETURN_NOT_OK(ql_fold_inputs_exact(run, error));
+  QL_RETURN_NOT_OK(ql_fold_inputs_exact(run, all, 3, error));
   rc = ql_fold_gemm_try(run, error);
   return rc == QL_FOLD_GUESS_MISS ? QL_FOLD_FALLBACK : rc; /* exact ranges cannot miss */
 }

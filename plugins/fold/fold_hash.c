@@ -645,7 +645,8 @@ static int ql_fold_run_build(struct ql_fold_run *run, struct ql_error *error) {
 }
 
 int ql_fold_run_hash(struct ql_fold_run *run, struct ql_error *error) {
-  QL_RETURN_NOT_OK(ql_fold_inputs_exact(run, error)); /* the key index and group numbering use the ranges */
+  /* The key index and the group numbering use the ranges. */
+  QL_RETURN_NOT_OK(ql_fold_inputs_exact(run, QL_FOLD_KEYS | QL_FOLD_GROUPS, 3, error));
   /* Where each output group key is found while probing. */
   int32_t counts[2] = {0, 0};
   const struct ql_fold_spec *s = &run->plan->spec;

@@ -118,8 +118,9 @@ struct ql_fold_chunk {
   struct ArrowArray batch; /* moved from the child's stream; released with the chunk */
   int64_t kept;            /* rows whose join keys are all non-NULL (a NULL key never joins) */
   int64_t reserved;        /* bytes reserved from the pool for holding it */
-  int32_t exact;           /* 1: the ranges below are exact; 0: the key ranges are taken from a
-                              sample of the rows (a subset of the exact ones; ql_fold_inputs_exact) */
+  int32_t sampled;         /* QL_FOLD_KEYS / QL_FOLD_GROUPS: those ranges below are taken from a
+                              sample of the rows (a subset of the exact ones; ql_fold_inputs_exact);
+                              0: all exact */
   int32_t reserved_;
   /* Ranges over the kept rows (so the kernel choice need not rescan):
    * keys always; group i when bit i of group_any is set (a non-NULL value
@@ -255,19 +256,22 @@ int ql_fold_parallel(const struct ql_task_context *ctx, int64_t max_workers, int
  * host's executor when it offers one) and choose run->build_side. Large
  * chunks whose join keys hold no NULL get key ranges from a sample of their
  * rows (the first and last QL_FOLD_SAMPLE_EDGE, and every
- * QL_FOLD_SAMPLE_STRIDE-th between; group ranges stay exact): the float
- * dense fill checks every row against them anyway and reads the key
- * columns once instead of twice; whoever needs exact ranges calls
- * ql_fold_inputs_exact. */
+ * QL_FOLD_SAMPLE_STRIDE-th between), and group ranges too when their group
+ * columns hold no NULL: the float dense fill checks every row against the
+ * ranges it was sized by anyway and reads those columns once instead of
+ * twice; whoever needs exact ranges calls ql_fold_inputs_exact. */
 #define QL_FOLD_SAMPLE_MIN_ROWS 1024
 #define QL_FOLD_SAMPLE_EDGE 64
 #define QL_FOLD_SAMPLE_STRIDE 61
 int ql_fold_read_inputs(struct ql_fold_run *run, struct ql_error *error);
-/* Make every chunk's ranges exact (a pass over the key columns of the
- * sampled chunks, on the executor's workers). */
-int ql_fold_inputs_exact(struct ql_fold_run *run, struct ql_error *error);
-/* 1 when some chunk of `in` has sampled key ranges. */
-int ql_fold_input_sampled(const struct ql_fold_input *in);
+#define QL_FOLD_KEYS 1
+#define QL_FOLD_GROUPS 2
+/* Make the `what` ranges (QL_FOLD_KEYS | QL_FOLD_GROUPS) of the chunks of
+ * the sides in `sides` (bit k: side k) exact: a pass over those columns of
+ * the sampled chunks, on the executor's workers. */
+int ql_fold_inputs_exact(struct ql_fold_run *run, int what, int sides, struct ql_error *error);
+/* 1 when some chunk of `in` has sampled `what` ranges. */
+int ql_fold_input_sampled(const struct ql_fold_input *in, int what);
 /* Free what ql_fold_read_inputs kept (safe on a zeroed or partial input). */
 void ql_fold_inputs_destroy(struct ql_fold_run *run);
 /* A block buffer (about 56 KiB, too large for some workers' stacks),

@@ -642,11 +642,11 @@ static void test_dense_choice(void) {
     a->batch_rows = 2048;
     dc_check("sampled ranges", a, b, is_float, 1, 0, &rng);
     QL_CHECK_INT(dc_last_misses, 0);
-    /* A group (500) only one unsampled row (position 100) holds: group
-     * ranges are exact. A key (16) only that row holds, beyond the slack
-     * of a 16-key span (none): a float fill sized by the sample finds it
-     * and is done again with exact ranges (the row must meet b's key 16);
-     * int64 products always take exact ranges. */
+    /* A group (500) or a key (16) only one unsampled row (position 100)
+     * holds (a 127-group span is trusted; a 16-key span has no slack): a
+     * float fill sized by the sample finds it and is done again with exact
+     * ranges (the row with key 16 must meet b's); int64 products always
+     * take exact ranges. */
     for (int what = 0; what < 2; what++) {
       na = dc_grid(ra, 0, 127, 0, 16, 1), nb = dc_grid(rb, 0, 8, 0, 17, 1);
       memmove(ra + 101, ra + 100, (size_t)(na - 100) * sizeof(ra[0]));
@@ -657,8 +657,20 @@ static void test_dense_choice(void) {
       ft_table_reset_layout(a);
       a->batch_rows = 2048;
       dc_check(what == 0 ? "group outside the sample" : "key outside the sample", a, b, is_float, 1, 0, &rng);
-      QL_CHECK_INT(dc_last_misses, is_float && what == 1 ? 1 : 0);
+      QL_CHECK_INT(dc_last_misses, is_float ? 1 : 0);
     }
+    /* A sampled group span of 256 or more is made exact before the fill:
+     * the group (320) only an unsampled row holds costs no second fill. */
+    na = dc_grid(ra, 0, 300, 0, 8, 1), nb = dc_grid(rb, 0, 8, 0, 8, 1);
+    memmove(ra + 101, ra + 100, (size_t)(na - 100) * sizeof(ra[0]));
+    ra[100] = (struct dc_row){5, 1, 320, 1};
+    na++;
+    dc_table(a, "a", ra, na, is_float, &rng);
+    dc_table(b, "b", rb, nb, is_float, &rng);
+    ft_table_reset_layout(a);
+    a->batch_rows = 4096;
+    dc_check("long group span", a, b, is_float, 1, 0, &rng);
+    QL_CHECK_INT(dc_last_misses, 0);
     /* A key (1030) the sample of a 1,024-key span misses, within its
      * slack (16): no second fill, and it meets b's key 1030 (b's 1,040
      * rows are sampled too). */
