@@ -126,7 +126,8 @@ enum ql_join_type {
 enum ql_node_flags {
   QL_NODE_UNION_DISTINCT = 1,     /* UNION (not UNION ALL) */
   QL_NODE_PRODUCE_ONE_ROW = 2,    /* EMPTY_RELATION */
-  QL_NODE_NULL_EQUALS_NULL = 4    /* JOIN: keys compare with IS NOT DISTINCT FROM */
+  QL_NODE_NULL_EQUALS_NULL = 4,   /* JOIN: keys compare with IS NOT DISTINCT FROM */
+  QL_NODE_UNEXPANDED = 8          /* lazy view: only the skeleton is set; see ql_plan_view.expand */
 };
 
 /* A table as a plan refers to it: by reference, never by its bytes (G1).
@@ -169,7 +170,18 @@ struct ql_plan_node {
 
 /* A plan: nodes and expressions, with a root. `nodes[i].inputs` and expression
  * arguments only point at other entries of the same view, and the graph is a
- * tree (no node or expression is reachable twice from the root). */
+ * tree (no node or expression is reachable twice from the root).
+ *
+ * Lazy views. Building every node's expressions and schema costs tens of
+ * microseconds per query, mostly for nodes a planner never looks at. A host
+ * may therefore hand a planner that asked for it (QL_PLANNER_LAZY_VIEW in
+ * qlink/planner.h) a view whose nodes start as a skeleton: such a node has
+ * QL_NODE_UNEXPANDED in `flags`, and only kind, flags, n_inputs, inputs,
+ * join_type, skip, fetch, n_rows and name are set; schema, field_qualifiers,
+ * the expressions (exprs, exprs2, condition), projection and table are
+ * zero / NULL / -1 until `expand` fills them. Every other view (filter lists,
+ * builder output, views for planners that did not ask) is complete and has
+ * expand == NULL. libqlink's ql_plan_expand() wraps the call. */
 struct ql_plan_view {
   uint32_t struct_size;
   int32_t n_nodes;
@@ -180,6 +192,16 @@ struct ql_plan_view {
   /* NULL for a borrowed view; otherwise frees the arena and sets release to NULL. */
   void (*release)(struct ql_plan_view *self);
   void *private_data;
+  /* Appended in 0.1 (test with QL_HAS_MEMBER). NULL: every node is complete.
+   * Otherwise completes node `node` (clears QL_NODE_UNEXPANDED and fills the
+   * members listed above); QL_OK at once for a complete node. Expanding
+   * appends expressions: `exprs` may move and `n_exprs` grow, so re-read
+   * them through the view after the call; ids, `nodes` and everything a node
+   * points at stay valid. QL_EINVAL for an id out of range; the host's
+   * message otherwise (the node is then left unexpanded). Not thread-safe:
+   * call it from the thread the view was handed to, before reading the node
+   * from other threads. Valid as long as the view is. */
+  int (*expand)(const struct ql_plan_view *self, ql_node_id node, struct ql_error *error);
 };
 
 /* A list of expressions (a scan's pushed filters, a pushdown question,

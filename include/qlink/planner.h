@@ -42,7 +42,9 @@ struct ql_planner_context {
   uint32_t struct_size;
   int32_t reserved_;
   const struct ql_session *session;
-  const struct ql_plan_view *plan; /* the optimized logical plan; root = plan->root */
+  /* The optimized logical plan; root = plan->root. Lazy (nodes expanded on
+   * demand, qlink/plan.h) when the planner set QL_PLANNER_LAZY_VIEW. */
+  const struct ql_plan_view *plan;
   /* Plan the subtree of `plan` rooted at `node` with the host's own physical
    * planner (including installed planners) and return it as an execution
    * plan owned by the caller. Thread-safe; only valid during the call. */
@@ -61,6 +63,14 @@ struct ql_planner_result {
   struct ql_execution_plan physical;  /* PHYSICAL: owned by the host after return */
 };
 
+enum ql_planner_flags {
+  /* The planner calls ql_plan_expand() (qlink/lib/ir.h) on a node before it
+   * reads the node's schema, expressions, projection or table, so the host
+   * may hand it a lazy plan view (qlink/plan.h): a planner that declines
+   * after a glance at the skeleton then costs almost nothing per query. */
+  QL_PLANNER_LAZY_VIEW = 1
+};
+
 struct ql_planner {
   uint32_t struct_size;
   uint32_t interest; /* OR of QL_NODE_BIT(kind); 0: every plan */
@@ -70,6 +80,10 @@ struct ql_planner {
               struct ql_error *error);
   void (*release)(struct ql_planner *self);
   void *private_data;
+  /* Appended in 0.1 (hosts test it with QL_HAS_MEMBER; absent means 0):
+   * OR of enum ql_planner_flags. */
+  uint32_t flags;
+  int32_t reserved_;
 };
 
 #ifdef __cplusplus

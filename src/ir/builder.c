@@ -810,6 +810,37 @@ static const char *const *arena_qualifiers(struct ql_ir_builder *b, const struct
   return dst;
 }
 
+/* Copy into `copy` the members of `n` a lazy view fills at expansion
+ * (qlink/plan.h): expressions, projection, schema, qualifiers, table.
+ * 0 after a failure (the builder's status says which). */
+static int node_payload(struct ql_ir_builder *b, const struct ql_plan_node *n, struct ql_plan_node *copy) {
+  copy->n_exprs = n->n_exprs;
+  copy->n_exprs2 = n->n_exprs2;
+  copy->condition = n->condition;
+  copy->n_projection = n->n_projection;
+  copy->exprs = arena_ids(b, n->exprs, n->n_exprs, b->n_exprs, "node exprs");
+  copy->exprs2 = arena_ids(b, n->exprs2, n->n_exprs2, b->n_exprs, "node exprs2");
+  if (n->kind == QL_NODE_JOIN && n->condition != -1 && !expr_exists(b, n->condition, "join condition")) {
+    return 0;
+  }
+  if (n->n_projection < -1) {
+    builder_fail(b, QL_EINVAL, "IR builder: n_projection %d (use -1 for all columns)", (int)n->n_projection);
+    return 0;
+  }
+  copy->projection = NULL;
+  if (n->n_projection > 0) {
+    if (n->projection == NULL) {
+      builder_fail(b, QL_EINVAL, "IR builder: %d projected columns but projection is NULL", (int)n->n_projection);
+      return 0;
+    }
+    copy->projection = arena_dup(b, n->projection, (size_t)n->n_projection * sizeof(*n->projection));
+  }
+  copy->schema = n->schema ? arena_schema(b, n->schema, 0) : NULL;
+  copy->field_qualifiers = arena_qualifiers(b, n);
+  copy->table = n->table ? arena_table(b, n->table) : NULL;
+  return builder_ok(b);
+}
+
 ql_node_id ql_ir_node(struct ql_ir_builder *b, const struct ql_plan_node *n) {
   if (!builder_ok(b)) {
     return -1;
@@ -820,27 +851,10 @@ ql_node_id ql_ir_node(struct ql_ir_builder *b, const struct ql_plan_node *n) {
   }
   struct ql_plan_node copy = *n;
   copy.inputs = arena_ids(b, n->inputs, n->n_inputs, b->n_nodes, "node inputs");
-  copy.exprs = arena_ids(b, n->exprs, n->n_exprs, b->n_exprs, "node exprs");
-  copy.exprs2 = arena_ids(b, n->exprs2, n->n_exprs2, b->n_exprs, "node exprs2");
-  if (n->kind == QL_NODE_JOIN && n->condition != -1 && !expr_exists(b, n->condition, "join condition")) {
+  if (!node_payload(b, n, &copy)) {
     return -1;
   }
-  if (n->n_projection < -1) {
-    builder_fail(b, QL_EINVAL, "IR builder: n_projection %d (use -1 for all columns)", (int)n->n_projection);
-    return -1;
-  }
-  copy.projection = NULL;
-  if (n->n_projection > 0) {
-    if (n->projection == NULL) {
-      builder_fail(b, QL_EINVAL, "IR builder: %d projected columns but projection is NULL", (int)n->n_projection);
-      return -1;
-    }
-    copy.projection = arena_dup(b, n->projection, (size_t)n->n_projection * sizeof(*n->projection));
-  }
-  copy.schema = n->schema ? arena_schema(b, n->schema, 0) : NULL;
-  copy.field_qualifiers = arena_qualifiers(b, n);
   copy.name = arena_str(b, n->name);
-  copy.table = n->table ? arena_table(b, n->table) : NULL;
   void *items = b->nodes;
   if (!builder_ok(b) || !grow(b, &items, b->n_nodes, &b->cap_nodes, sizeof(copy), "plan nodes")) {
     return -1;
@@ -848,6 +862,46 @@ ql_node_id ql_ir_node(struct ql_ir_builder *b, const struct ql_plan_node *n) {
   b->nodes = items;
   b->nodes[b->n_nodes] = copy;
   return b->n_nodes++;
+}
+
+int ql_ir_node_expand(struct ql_ir_builder *b, ql_node_id id, const struct ql_plan_node *n) {
+  if (!builder_ok(b)) {
+    return b == NULL ? QL_EINVAL : b->status;
+  }
+  if (n == NULL || id < 0 || id >= b->n_nodes) {
+    builder_fail(b, QL_EINVAL, "IR builder: cannot expand node %d (have %d nodes)", (int)id, (int)b->n_nodes);
+    return b->status;
+  }
+  struct ql_plan_node copy = b->nodes[id];
+  if (!(copy.flags & QL_NODE_UNEXPANDED)) {
+    return QL_OK;
+  }
+  if (!node_payload(b, n, &copy)) {
+    return b->status;
+  }
+  copy.flags &= ~QL_NODE_UNEXPANDED;
+  b->nodes[id] = copy;
+  return QL_OK;
+}
+
+int ql_ir_builder_peek(const struct ql_ir_builder *b, ql_node_id root, struct ql_plan_view *out,
+                       struct ql_error *error) {
+  if (b == NULL || out == NULL) {
+    return ql_error_set(error, QL_EINVAL, "ql_ir_builder_peek: builder or out is NULL");
+  }
+  if (b->status != QL_OK) {
+    return ql_error_set(error, b->status, "%s", ql_error_message(&b->error));
+  }
+  if (root != -1 && (root < 0 || root >= b->n_nodes)) {
+    return ql_error_set(error, QL_EINVAL, "ql_ir_builder_peek: root node %d does not exist (have %d nodes)",
+                        (int)root, (int)b->n_nodes);
+  }
+  out->n_nodes = b->n_nodes;
+  out->n_exprs = b->n_exprs;
+  out->root = root;
+  out->nodes = b->nodes;
+  out->exprs = b->exprs;
+  return QL_OK;
 }
 
 /* ---- hand-over */

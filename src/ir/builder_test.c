@@ -448,6 +448,120 @@ static void test_shared_memory(void) {
   ql_ir_builder_free(b);
 }
 
+/* A lazy view as a host builds one: skeleton nodes, filled by expand. */
+struct lazy_host {
+  struct ql_ir_builder *b;
+  const struct ql_plan_node *full; /* the complete node for each id */
+  struct ql_plan_view view;
+  int expands;
+};
+
+static int lazy_expand(const struct ql_plan_view *self, ql_node_id node, struct ql_error *error) {
+  struct lazy_host *h = self->private_data;
+  if (node < 0 || node >= self->n_nodes) return ql_error_set(error, QL_EINVAL, "no node %d", (int)node);
+  h->expands++;
+  /* The host lowers the node's expressions only now. */
+  struct ql_plan_node n = h->full[node];
+  ql_expr_id pred = -1;
+  if (n.kind == QL_NODE_FILTER) {
+    pred = ql_ir_binary(h->b, QL_OP_GT, ql_ir_column(h->b, "key", "tbl", 0), ql_ir_literal_i64(h->b, 1));
+    n.n_exprs = 1;
+    n.exprs = &pred;
+  }
+  QL_RETURN_NOT_OK(ql_ir_node_expand(h->b, node, &n));
+  return ql_ir_builder_peek(h->b, self->root, &h->view, error);
+}
+
+static void test_lazy_view(void) {
+  struct ql_error err = {0};
+  struct lazy_host h = {0};
+  QL_CHECK_OK(ql_ir_builder_new(&h.b, &err), err);
+  const char *formats[1] = {"l"};
+  const char *names[1] = {"key"};
+  const size_t lengths[1] = {3};
+  const int64_t flags[1] = {2};
+  const struct ArrowSchema *schema = ql_ir_struct_schema(h.b, 1, formats, names, lengths, flags);
+  struct ql_table_ref table = {"tbl", schema, NULL, NULL};
+  struct ql_plan_node full[2];
+  full[0] = qt_node(QL_NODE_TABLE_SCAN);
+  full[0].schema = schema;
+  full[0].name = "tbl";
+  full[0].table = &table;
+  full[0].fetch = 7;
+  ql_node_id inputs[1] = {0};
+  full[1] = qt_node(QL_NODE_FILTER);
+  full[1].n_inputs = 1;
+  full[1].inputs = inputs;
+  full[1].schema = schema;
+  h.full = full;
+  /* Skeletons: kind, inputs, name, fetch; the rest waits for expand. */
+  for (int i = 0; i < 2; i++) {
+    struct ql_plan_node sk = qt_node(full[i].kind);
+    sk.flags = QL_NODE_UNEXPANDED;
+    sk.n_inputs = full[i].n_inputs;
+    sk.inputs = full[i].inputs;
+    sk.name = full[i].name;
+    sk.fetch = full[i].fetch;
+    QL_CHECK_INT(ql_ir_node(h.b, &sk), i);
+  }
+  h.view.struct_size = sizeof(h.view);
+  h.view.private_data = &h;
+  h.view.expand = lazy_expand;
+  QL_CHECK_OK(ql_ir_builder_peek(h.b, 1, &h.view, &err), err);
+  QL_CHECK_INT(h.view.n_exprs, 0);
+  QL_CHECK(h.view.nodes[1].schema == NULL);
+  QL_CHECK_INT(h.view.nodes[0].fetch, 7);
+  QL_CHECK_STR(h.view.nodes[0].name, "tbl");
+  QL_CHECK_INT(ql_ir_validate(&h.view, &err), QL_EINVAL);
+  QL_CHECK(strstr(ql_error_message(&err), "not expanded") != NULL);
+  ql_error_release(&err);
+  char *text = NULL;
+  QL_CHECK_INT(ql_ir_plan_to_string(&h.view, 1, &text, &err), QL_EINVAL);
+  ql_error_release(&err);
+
+  /* Expanding the filter fills it alone; a second call does nothing. */
+  QL_CHECK_OK(ql_plan_expand(&h.view, 1, &err), err);
+  QL_CHECK_OK(ql_plan_expand(&h.view, 1, &err), err);
+  QL_CHECK_INT(h.expands, 1);
+  QL_CHECK_INT(h.view.nodes[1].flags, 0);
+  QL_CHECK_INT(h.view.nodes[1].n_exprs, 1);
+  QL_CHECK_INT(h.view.n_exprs, 3);
+  QL_CHECK_INT(h.view.exprs[h.view.nodes[1].exprs[0]].op, QL_OP_GT);
+  QL_CHECK(h.view.nodes[1].schema == schema);
+  QL_CHECK_INT(h.view.nodes[0].flags, QL_NODE_UNEXPANDED);
+  QL_CHECK(h.view.nodes[0].table == NULL);
+
+  QL_CHECK_INT(ql_plan_expand(&h.view, 2, &err), QL_EINVAL);
+  QL_CHECK(strstr(ql_error_message(&err), "no node 2") != NULL);
+  ql_error_release(&err);
+
+  QL_CHECK_OK(ql_plan_expand_all(&h.view, &err), err);
+  QL_CHECK_INT(h.expands, 2);
+  QL_CHECK_STR(h.view.nodes[0].table->name, "tbl");
+  QL_CHECK_OK(ql_ir_validate(&h.view, &err), err);
+  QL_CHECK_OK(ql_ir_plan_to_string(&h.view, 1, &text, &err), err);
+  QL_CHECK(strstr(text, "Filter") != NULL && strstr(text, "> 1") != NULL);
+  free(text);
+
+  /* A node marked unexpanded in a view without expand is an error, not a crash. */
+  struct ql_plan_view plain = h.view;
+  plain.expand = NULL;
+  struct ql_plan_node marked[1];
+  marked[0] = h.view.nodes[0];
+  marked[0].flags = QL_NODE_UNEXPANDED;
+  plain.nodes = marked;
+  plain.n_nodes = 1;
+  QL_CHECK_INT(ql_plan_expand(&plain, 0, &err), QL_EINVAL);
+  QL_CHECK(strstr(ql_error_message(&err), "no expand") != NULL);
+  ql_error_release(&err);
+  /* A view from before `expand` was appended: struct_size says it has none. */
+  plain.struct_size = (uint32_t)offsetof(struct ql_plan_view, expand);
+  plain.expand = lazy_expand;
+  QL_CHECK_INT(ql_plan_expand(&plain, 0, &err), QL_EINVAL);
+  ql_error_release(&err);
+  ql_ir_builder_free(h.b);
+}
+
 int main(void) {
   test_matmul_round_trip();
   test_expr_every_field();
@@ -455,5 +569,6 @@ int main(void) {
   test_sticky_errors();
   test_growth();
   test_shared_memory();
+  test_lazy_view();
   QL_TEST_END();
 }

@@ -653,6 +653,10 @@ static void print_node(struct ql_ir_text *t, ql_node_id id, int depth) {
     return;
   }
   const struct ql_plan_node *n = &t->view->nodes[id];
+  if (n->flags & QL_NODE_UNEXPANDED) {
+    text_fail(t, QL_EINVAL, "printing: node %d is not expanded (a lazy view: ql_plan_expand_all first)", (int)id);
+    return;
+  }
   for (int i = 0; i < depth; i++) {
     text_puts(t, "  ");
   }

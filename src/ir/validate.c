@@ -392,6 +392,9 @@ static int node_common_check(const struct ql_ir_checker *c, ql_node_id id) {
   if (n->kind < QL_NODE_TABLE_SCAN || n->kind > QL_NODE_OTHER) {
     return ql_error_set(c->error, QL_EINVAL, "node %d: unknown kind %d", (int)id, (int)n->kind);
   }
+  if (n->flags & QL_NODE_UNEXPANDED) {
+    return node_fail(c, id, "not expanded (a lazy view: ql_plan_expand_all first)");
+  }
   QL_RETURN_NOT_OK(id_list_check(c, id, n->n_inputs, n->inputs, c->view->n_nodes, "inputs"));
   QL_RETURN_NOT_OK(id_list_check(c, id, n->n_exprs, n->exprs, c->view->n_exprs, "exprs"));
   QL_RETURN_NOT_OK(id_list_check(c, id, n->n_exprs2, n->exprs2, c->view->n_exprs, "exprs2"));

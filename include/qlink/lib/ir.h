@@ -83,6 +83,33 @@ ql_node_id ql_ir_node(struct ql_ir_builder *b, const struct ql_plan_node *n);
 int ql_ir_builder_finish(struct ql_ir_builder *b, ql_node_id root, struct ql_plan_view *out,
                          struct ql_error *error);
 
+/* ---- lazy views (qlink/plan.h, ql_plan_view.expand): for hosts */
+
+/* Complete node `id`, built earlier with QL_NODE_UNEXPANDED as a skeleton:
+ * schema, field_qualifiers, n_exprs/exprs, n_exprs2/exprs2, condition,
+ * n_projection/projection and table are taken from `n` (copied as
+ * ql_ir_node copies them); the skeleton's other members are kept and the
+ * flag is cleared. Expressions `n` names must already be in the builder.
+ * QL_OK, or the builder's status (sticky, as for every builder call). */
+int ql_ir_node_expand(struct ql_ir_builder *b, ql_node_id id, const struct ql_plan_node *n);
+
+/* Point `out` at what the builder holds now, without handing it over:
+ * n_nodes, n_exprs, root, nodes and exprs are set; struct_size, release,
+ * private_data and expand are left as they are (a host keeps its own there).
+ * Borrowed: valid until the builder changes or is freed. */
+int ql_ir_builder_peek(const struct ql_ir_builder *b, ql_node_id root, struct ql_plan_view *out,
+                       struct ql_error *error);
+
+/* ---- lazy views: for planners */
+
+/* Make node `node` of `view` complete: calls view->expand when the view has
+ * one and the node carries QL_NODE_UNEXPANDED; QL_OK at once otherwise.
+ * Afterwards re-read view->exprs (it may have moved). Not thread-safe. */
+int ql_plan_expand(const struct ql_plan_view *view, ql_node_id node, struct ql_error *error);
+/* Every node of `view` complete (for code that walks everything, e.g.
+ * printing). */
+int ql_plan_expand_all(const struct ql_plan_view *view, struct ql_error *error);
+
 /* ---- checking and printing */
 
 /* QL_OK if `view` follows every rule of qlink/plan.h: ids in range, a tree
