@@ -81,6 +81,28 @@ impl IrBuilder {
         unsafe { ql_ir_struct_schema(self.b, formats.len() as i64, formats.as_ptr(), ptrs.as_ptr(), lens.as_ptr(), flags.as_ptr()) }
     }
 
+    /// Fill skeleton node `id` with the payload members of `n` (lazy views).
+    pub fn node_expand(&mut self, id: ql_node_id, n: &ql_plan_node) -> Result<()> {
+        // SAFETY: the builder copies everything `n` points to.
+        let st = unsafe { ql_ir_node_expand(self.b, id, n) };
+        if st == QL_OK {
+            return Ok(());
+        }
+        let mut err = ErrorSlot::new();
+        // SAFETY: out pointer valid.
+        let st = unsafe { ql_ir_builder_status(self.b, err.ptr()) };
+        err.check(st, "expanding a plan node")
+    }
+
+    /// Point `view` at the builder's current nodes and expressions (a
+    /// borrowed view: valid until the builder changes or is dropped).
+    pub fn peek(&self, root: ql_node_id, view: &mut ql_plan_view) -> Result<()> {
+        let mut err = ErrorSlot::new();
+        // SAFETY: out pointers valid.
+        let st = unsafe { ql_ir_builder_peek(self.b, root, view, err.ptr()) };
+        err.check(st, "building a plan view")
+    }
+
     pub fn finish(&mut self, root: ql_node_id) -> Result<OwnedView> {
         let mut view: ql_plan_view = zeroed();
         let mut err = ErrorSlot::new();

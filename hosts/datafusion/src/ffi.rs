@@ -383,6 +383,7 @@ pub const QL_JOIN_OTHER: i32 = 10;
 pub const QL_NODE_FLAG_DISTINCT: i32 = 1;
 pub const QL_NODE_PRODUCE_ONE_ROW: i32 = 2;
 pub const QL_NODE_NULL_EQUALS_NULL: i32 = 4;
+pub const QL_NODE_UNEXPANDED: i32 = 8;
 
 #[repr(C)]
 pub struct ql_table_ref {
@@ -425,6 +426,7 @@ pub struct ql_plan_view {
     pub exprs: *const ql_expr,
     pub release: Option<unsafe extern "C" fn(*mut ql_plan_view)>,
     pub private_data: *mut c_void,
+    pub expand: Option<unsafe extern "C" fn(*const ql_plan_view, ql_node_id, *mut ql_error) -> c_int>,
 }
 
 #[repr(C)]
@@ -711,7 +713,11 @@ pub struct ql_planner {
     >,
     pub release: Option<unsafe extern "C" fn(*mut ql_planner)>,
     pub private_data: *mut c_void,
+    pub flags: u32,
+    pub reserved_: i32,
 }
+
+pub const QL_PLANNER_LAZY_VIEW: u32 = 1;
 
 // --------------------------------------------------------------- plugin.h
 pub const QL_PLUGIN_MAGIC: u32 = 0x4B4E_4C51;
@@ -846,6 +852,10 @@ extern "C" {
     pub fn ql_ir_builder_status(builder: *const ql_ir_builder, error: *mut ql_error) -> c_int;
     pub fn ql_ir_expr(b: *mut ql_ir_builder, e: *const ql_expr) -> ql_expr_id;
     pub fn ql_ir_node(b: *mut ql_ir_builder, n: *const ql_plan_node) -> ql_node_id;
+    pub fn ql_ir_node_expand(b: *mut ql_ir_builder, id: ql_node_id, n: *const ql_plan_node) -> c_int;
+    pub fn ql_ir_builder_peek(b: *const ql_ir_builder, root: ql_node_id, out: *mut ql_plan_view, error: *mut ql_error) -> c_int;
+    pub fn ql_plan_expand(view: *const ql_plan_view, node: ql_node_id, error: *mut ql_error) -> c_int;
+    pub fn ql_plan_expand_all(view: *const ql_plan_view, error: *mut ql_error) -> c_int;
     pub fn ql_ir_string(b: *mut ql_ir_builder, s: *const c_char, length: usize) -> *const c_char;
     pub fn ql_ir_string_array(b: *mut ql_ir_builder, n: i64) -> *mut *const c_char;
     pub fn ql_ir_struct_schema(

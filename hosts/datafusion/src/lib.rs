@@ -17,6 +17,7 @@ pub mod expr;
 pub mod ffi;
 pub mod functions;
 pub mod identity;
+pub mod plan_view;
 pub mod planner;
 pub mod plugin;
 pub mod services;

@@ -3,9 +3,11 @@
 //! - decline fast path: a planner is called only when the optimized logical
 //!   plan contains a node kind in its `interest` mask (0: every plan); a
 //!   declining planner costs one call with a plan view, no encoding;
-//! - the plan view is an arena built with libqlink's IR builder; table scans
-//!   carry the `TableProvider` by reference (an in-memory table needs no
-//!   codec, G1) and function calls carry their identity (G2);
+//! - the plan view (plan_view.rs) is an arena built with libqlink's IR
+//!   builder, lazy for planners that set QL_PLANNER_LAZY_VIEW (a node's
+//!   expressions and schema are lowered when the planner expands it); table
+//!   scans carry the `TableProvider` by reference (an in-memory table needs
+//!   no codec, G1) and function calls carry their identity (G2);
 //! - PHYSICAL answers: the plugin asks the host to plan subtrees
 //!   (`plan_physical`, which runs this same planner recursively) and gets
 //!   execution-plan handles; the returned plan's host children unwrap back to
@@ -19,11 +21,11 @@ use std::hash::{Hash, Hasher};
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
 
-use arrow::datatypes::{DataType, SchemaRef};
+use arrow::datatypes::DataType;
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
-use datafusion::common::{Column, DFSchemaRef, JoinType, ScalarValue, TableReference};
-use datafusion::datasource::{provider_as_source, source_as_provider};
+use datafusion::common::{Column, DFSchemaRef, JoinType, TableReference};
+use datafusion::datasource::provider_as_source;
 use datafusion::error::DataFusionError;
 use datafusion::execution::context::QueryPlanner;
 use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction};
@@ -35,68 +37,18 @@ use datafusion::physical_planner::{DefaultPhysicalPlanner, ExtensionPlanner, Phy
 
 use crate::error::{cstr, guard_status, set_df_error, set_error, ErrorSlot, Result};
 use crate::exec::{export_host_plan, import_owned, PlanHandle};
-use crate::expr::{CStrings, Lowering, OwnedView, Resolve};
+use crate::expr::OwnedView;
 use crate::ffi::*;
+pub use crate::plan_view::{kind_mask, plan_view, plan_view_lazy, subtree, table_handle, PlanViewBuild};
 use crate::plugin::Plugin;
 use crate::services::{SessionSource, SessionView};
 
-/// The handle a plan view carries for a host table: the address of an
-/// `Arc<dyn TableProvider>` that outlives the view (by reference, gap G1).
-pub fn table_handle(p: &Arc<dyn TableProvider>) -> *const c_void {
-    p as *const Arc<dyn TableProvider> as *const c_void
-}
-
-/// The table behind a handle made by `table_handle`.
+/// The table behind a handle made by `table_handle` (plan_view.rs).
 ///
 /// # Safety
 /// `h` must come from `table_handle` on an Arc that is still alive.
 pub unsafe fn table_from_handle(h: *const c_void) -> Arc<dyn TableProvider> {
     Arc::clone(&*(h as *const Arc<dyn TableProvider>))
-}
-
-// ------------------------------------------------------------ plan view
-
-fn node_kind(p: &LogicalPlan) -> i32 {
-    match p {
-        LogicalPlan::TableScan(_) => QL_NODE_TABLE_SCAN,
-        LogicalPlan::Projection(_) => QL_NODE_PROJECTION,
-        LogicalPlan::Filter(_) => QL_NODE_FILTER,
-        LogicalPlan::Aggregate(_) => QL_NODE_AGGREGATE,
-        LogicalPlan::Join(_) => QL_NODE_JOIN,
-        LogicalPlan::Sort(_) => QL_NODE_SORT,
-        LogicalPlan::Limit(_) => QL_NODE_LIMIT,
-        LogicalPlan::Union(_) => QL_NODE_UNION,
-        LogicalPlan::SubqueryAlias(_) => QL_NODE_SUBQUERY_ALIAS,
-        LogicalPlan::Values(_) => QL_NODE_VALUES,
-        LogicalPlan::EmptyRelation(_) => QL_NODE_EMPTY_RELATION,
-        LogicalPlan::Window(_) => QL_NODE_WINDOW,
-        LogicalPlan::Distinct(_) => QL_NODE_DISTINCT,
-        _ => QL_NODE_OTHER,
-    }
-}
-
-/// OR of QL_NODE_BIT(kind) over the plan (the decline fast path).
-pub fn kind_mask(p: &LogicalPlan) -> u32 {
-    let mut m = 1u32 << node_kind(p);
-    for i in p.inputs() {
-        m |= kind_mask(i);
-    }
-    m
-}
-
-fn join_type(t: &JoinType) -> i32 {
-    match t {
-        JoinType::Inner => QL_JOIN_INNER,
-        JoinType::Left => QL_JOIN_LEFT,
-        JoinType::Right => QL_JOIN_RIGHT,
-        JoinType::Full => QL_JOIN_FULL,
-        JoinType::LeftSemi => QL_JOIN_LEFT_SEMI,
-        JoinType::RightSemi => QL_JOIN_RIGHT_SEMI,
-        JoinType::LeftAnti => QL_JOIN_LEFT_ANTI,
-        JoinType::RightAnti => QL_JOIN_RIGHT_ANTI,
-        JoinType::LeftMark => QL_JOIN_LEFT_MARK,
-        _ => QL_JOIN_OTHER,
-    }
 }
 
 /// The DataFusion join type of a `ql_join_type`.
@@ -113,267 +65,6 @@ fn join_type_of(t: i32) -> Result<JoinType> {
         QL_JOIN_LEFT_MARK => JoinType::LeftMark,
         t => return Err(DataFusionError::Plan(format!("planner rewrite: join type {t} cannot be rebuilt"))),
     })
-}
-
-/// A plan view plus what it borrows and the map from node ids back to the
-/// logical subtrees (for plan_physical and for splicing answers in).
-pub struct PlanViewBuild {
-    pub view: OwnedView,
-    /// Node id → (parent id or -1, index among the parent's inputs): the
-    /// subtree of a node is found by walking, so building a view clones no
-    /// plan node and stores no path per node.
-    parents: Vec<(ql_node_id, u32)>,
-    _tables: Vec<Box<Arc<dyn TableProvider>>>,
-}
-
-impl PlanViewBuild {
-    /// Child indices from the root to node `id`; None for an unknown id.
-    pub fn path(&self, id: ql_node_id) -> Option<Vec<usize>> {
-        let mut out = Vec::new();
-        let mut at = id;
-        loop {
-            let &(parent, index) = self.parents.get(usize::try_from(at).ok()?)?;
-            if parent < 0 {
-                break;
-            }
-            out.push(index as usize);
-            at = parent;
-        }
-        out.reverse();
-        Some(out)
-    }
-}
-
-struct ViewBuilder {
-    low: Lowering,
-    parents: Vec<(ql_node_id, u32)>,
-    tables: Vec<Box<Arc<dyn TableProvider>>>,
-    /// Schemas already in the builder, by the Arrow schema's address (a
-    /// filter, sort or limit shares its input's schema; scans of one table
-    /// share the table's): each is written once and shared by the builder.
-    /// Linear search: a plan has few.
-    schemas: Vec<(usize, SchemaRef, *const ArrowSchema)>,
-    /// Schemas with nested types, exported by Arrow for the builder to copy.
-    exported: Vec<Box<ArrowSchema>>,
-    /// Field qualifiers already written, by the DFSchema's address.
-    qualifiers: Vec<(usize, *const *const std::os::raw::c_char)>,
-    /// Decimal formats ("d:15,2") already written, by (precision, scale).
-    decimals: Vec<((u8, i8), *const std::os::raw::c_char)>,
-    /// Scratch for struct_schema's formats and flags (reused; the names
-    /// and their lengths are still collected per schema).
-    formats: Vec<*const std::os::raw::c_char>,
-    flags: Vec<i64>,
-}
-
-impl ViewBuilder {
-    fn lower_all(&mut self, es: &[Expr]) -> Vec<ql_expr_id> {
-        es.iter().map(|e| self.low.lower(e)).collect()
-    }
-
-    /// The Arrow C format of a flat column type, written to the builder
-    /// once; None for nested types (Arrow exports those).
-    fn flat_format(&mut self, dt: &DataType) -> Option<*const std::os::raw::c_char> {
-        if let DataType::Decimal128(p, sc) = dt {
-            let key = (*p, *sc);
-            if let Some((_, f)) = self.decimals.iter().find(|(k, _)| *k == key) {
-                return Some(*f);
-            }
-            let f = self.low.b.add(&format!("d:{p},{sc}"));
-            self.decimals.push((key, f));
-            return Some(f);
-        }
-        crate::expr::static_format(dt).map(|f| f.as_ptr())
-    }
-
-    /// The builder's schema for `schema` (made once per schema).
-    fn schema_ptr(&mut self, schema: &SchemaRef) -> Result<*const ArrowSchema> {
-        let key = Arc::as_ptr(schema) as usize;
-        if let Some((_, _, s)) = self.schemas.iter().find(|(k, _, _)| *k == key) {
-            return Ok(*s);
-        }
-        self.formats.clear();
-        self.flags.clear();
-        let mut flat = true;
-        for f in schema.fields() {
-            match self.flat_format(f.data_type()) {
-                Some(fmt) => {
-                    self.formats.push(fmt);
-                    self.flags.push(if f.is_nullable() { 2 } else { 0 });
-                }
-                None => {
-                    flat = false;
-                    break;
-                }
-            }
-        }
-        let p = if flat {
-            let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-            self.low.b.struct_schema(&self.formats, &names, &self.flags)
-        } else {
-            let exported = Box::new(
-                ArrowSchema::try_from(schema.as_ref()).map_err(|e| DataFusionError::Internal(e.to_string()))?,
-            );
-            let p: *const ArrowSchema = &*exported;
-            self.exported.push(exported);
-            p
-        };
-        self.schemas.push((key, Arc::clone(schema), p));
-        Ok(p)
-    }
-
-    /// Per-field qualifiers of a node's output (made once per schema).
-    fn qualifiers_ptr(&mut self, schema: &DFSchemaRef) -> *const *const std::os::raw::c_char {
-        let key = Arc::as_ptr(schema) as usize;
-        if let Some((_, q)) = self.qualifiers.iter().find(|(k, _)| *k == key) {
-            return *q;
-        }
-        let width = schema.fields().len();
-        let q = if width == 0 { std::ptr::null_mut() } else { self.low.b.string_array(width) };
-        if !q.is_null() {
-            for (i, (qual, _)) in schema.iter().enumerate() {
-                let p = qual.map(|r| self.low.qualifier(r)).unwrap_or(std::ptr::null());
-                // SAFETY: `q` has `width` slots.
-                unsafe { *q.add(i) = p };
-            }
-        }
-        self.qualifiers.push((key, q));
-        q
-    }
-
-    fn node(&mut self, p: &LogicalPlan) -> Result<ql_node_id> {
-        let children = p.inputs();
-        let mut inputs = Vec::with_capacity(children.len());
-        for child in &children {
-            inputs.push(self.node(child)?);
-        }
-        self.low.resolve = Resolve::Inputs(children.iter().map(|i| Arc::clone(i.schema())).collect());
-        let mut n = ql_plan_node::empty(node_kind(p));
-        n.n_inputs = inputs.len() as i32;
-        n.inputs = if inputs.is_empty() { std::ptr::null() } else { inputs.as_ptr() };
-        let schema = p.schema();
-        n.schema = self.schema_ptr(schema.inner())?;
-        n.field_qualifiers = self.qualifiers_ptr(schema);
-        let mut exprs: Vec<ql_expr_id> = Vec::new();
-        let mut exprs2: Vec<ql_expr_id> = Vec::new();
-        #[allow(unused_assignments)]
-        let mut projection: Vec<i32> = Vec::new();
-        let mut table_ref: ql_table_ref = zeroed();
-        match p {
-            LogicalPlan::TableScan(ts) => {
-                n.name = self.low.qualifier(&ts.table_name);
-                let full = ts.source.schema();
-                self.low.resolve = Resolve::Table(Arc::clone(&full));
-                exprs = self.lower_all(&ts.filters);
-                if let Some(pr) = &ts.projection {
-                    projection = pr.iter().map(|&i| i as i32).collect();
-                    n.n_projection = projection.len() as i32;
-                    n.projection = projection.as_ptr();
-                }
-                n.fetch = ts.fetch.map(|f| f as i64).unwrap_or(-1);
-                table_ref.name = n.name;
-                table_ref.schema = self.schema_ptr(&full)?;
-                if let Ok(provider) = source_as_provider(&ts.source) {
-                    let boxed = Box::new(provider);
-                    table_ref.host_handle = table_handle(&boxed);
-                    table_ref.provider = crate::table::qlink_provider_of(&boxed);
-                    self.tables.push(boxed);
-                }
-                n.table = &table_ref;
-            }
-            LogicalPlan::Projection(pr) => exprs = self.lower_all(&pr.expr),
-            LogicalPlan::Filter(f) => exprs = vec![self.low.lower(&f.predicate)],
-            LogicalPlan::Aggregate(a) => {
-                exprs = self.lower_all(&a.group_expr);
-                exprs2 = self.lower_all(&a.aggr_expr);
-            }
-            LogicalPlan::Join(j) => {
-                n.join_type = join_type(&j.join_type);
-                let (l, r): (Vec<Expr>, Vec<Expr>) = j.on.iter().cloned().unzip();
-                exprs = self.lower_all(&l);
-                exprs2 = self.lower_all(&r);
-                n.condition = j.filter.as_ref().map(|f| self.low.lower(f)).unwrap_or(-1);
-                if j.null_equality == datafusion::common::NullEquality::NullEqualsNull {
-                    n.flags |= QL_NODE_NULL_EQUALS_NULL;
-                }
-            }
-            LogicalPlan::Sort(s) => {
-                exprs = s.expr.iter().map(|se| self.low.sort(&se.expr, se.asc, se.nulls_first)).collect();
-                n.fetch = s.fetch.map(|f| f as i64).unwrap_or(-1);
-            }
-            LogicalPlan::Limit(l) => {
-                let lit = |e: &Option<Box<Expr>>| match e.as_deref() {
-                    Some(Expr::Literal(ScalarValue::Int64(Some(v)), _)) => Some(*v),
-                    _ => None,
-                };
-                n.skip = lit(&l.skip).unwrap_or(0);
-                n.fetch = lit(&l.fetch).unwrap_or(-1);
-            }
-            LogicalPlan::Union(_) => {}
-            LogicalPlan::SubqueryAlias(sa) => n.name = self.low.b.add(&sa.alias.to_string()),
-            LogicalPlan::EmptyRelation(er) => {
-                if er.produce_one_row {
-                    n.flags |= QL_NODE_PRODUCE_ONE_ROW;
-                }
-            }
-            LogicalPlan::Window(w) => exprs = self.lower_all(&w.window_expr),
-            LogicalPlan::Values(v) => {
-                n.n_rows = v.values.len() as i64;
-                for row in &v.values {
-                    exprs.extend(self.lower_all(row));
-                }
-            }
-            LogicalPlan::Distinct(_) => {}
-            other => {
-                n.kind = QL_NODE_OTHER;
-                n.name = self.low.b.add(&other.display().to_string());
-            }
-        }
-        n.n_exprs = exprs.len() as i32;
-        n.exprs = if exprs.is_empty() { std::ptr::null() } else { exprs.as_ptr() };
-        n.n_exprs2 = exprs2.len() as i32;
-        n.exprs2 = if exprs2.is_empty() { std::ptr::null() } else { exprs2.as_ptr() };
-        let id = self.low.b.node(&n);
-        if id < 0 {
-            // The builder's sticky error; finish() reports its message.
-            return Ok(id);
-        }
-        let needed = id as usize + 1;
-        if self.parents.len() < needed {
-            self.parents.resize(needed, (-1, 0));
-        }
-        for (i, &c) in inputs.iter().enumerate() {
-            self.parents[c as usize] = (id, i as u32);
-        }
-        Ok(id)
-    }
-}
-
-/// Build the plan view of a logical plan.
-pub fn plan_view(plan: &LogicalPlan) -> Result<PlanViewBuild> {
-    let low = Lowering::new(Resolve::Inputs(Vec::new()))?;
-    let mut vb = ViewBuilder {
-        low,
-        parents: Vec::new(),
-        tables: Vec::new(),
-        schemas: Vec::new(),
-        exported: Vec::new(),
-        qualifiers: Vec::new(),
-        decimals: Vec::new(),
-        formats: Vec::new(),
-        flags: Vec::new(),
-    };
-    let root = vb.node(plan)?;
-    let view = vb.low.b.finish(root)?;
-    Ok(PlanViewBuild { view, parents: vb.parents, _tables: vb.tables })
-}
-
-/// The subtree of `plan` at `path`.
-fn subtree<'p>(plan: &'p LogicalPlan, path: &[usize]) -> Option<&'p LogicalPlan> {
-    let mut p = plan;
-    for &i in path {
-        p = *p.inputs().get(i)?;
-    }
-    Some(p)
 }
 
 // ---------------------------------------------------- view → logical plan
@@ -654,6 +345,13 @@ impl Drop for InstalledPlanner {
 }
 
 impl InstalledPlanner {
+    /// Whether the planner reads a lazy plan view (QL_PLANNER_LAZY_VIEW,
+    /// from a planner whose struct has the flags member).
+    pub fn lazy_view(&self) -> bool {
+        let has_flags = self.raw.struct_size as usize >= std::mem::offset_of!(ql_planner, flags) + std::mem::size_of::<u32>();
+        has_flags && self.raw.flags & QL_PLANNER_LAZY_VIEW != 0
+    }
+
     /// Take ownership of a planner (e.g. from a plugin's planner_open).
     pub fn new(raw: ql_planner, plugin: Option<Arc<Plugin>>, name: &str) -> Arc<InstalledPlanner> {
         Arc::new(InstalledPlanner { raw, plugin, name: name.to_string() })
@@ -760,7 +458,7 @@ impl QlinkQueryPlanner {
     fn ask(&self, p: &InstalledPlanner, plan: &LogicalPlan, session: &dyn Session) -> Result<Option<LogicalPlan>> {
         let Some(plan_fn) = p.raw.plan else { return Ok(None) };
         let t0 = std::time::Instant::now();
-        let built = plan_view(plan)?;
+        let built = if p.lazy_view() { plan_view_lazy(plan)? } else { plan_view(plan)? };
         VIEW_NANOS.fetch_add(t0.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
         let view = SessionView::new(SessionSource::Session(session));
         let call = PlannerCall { qp: self, session, built: &built, asking: p, plan };
@@ -768,7 +466,7 @@ impl QlinkQueryPlanner {
             struct_size: std::mem::size_of::<ql_planner_context>() as u32,
             reserved_: 0,
             session: &view.raw,
-            plan: &built.view.0,
+            plan: built.view(),
             plan_physical: Some(plan_physical),
             private_data: &call as *const PlannerCall as *mut c_void,
         };
@@ -811,7 +509,7 @@ struct PlannerCall<'a> {
     qp: &'a QlinkQueryPlanner,
     asking: &'a InstalledPlanner,
     session: &'a dyn Session,
-    built: &'a PlanViewBuild,
+    built: &'a PlanViewBuild<'a>,
 }
 
 /// Run a future to completion from inside a synchronous callback that a
@@ -836,7 +534,7 @@ unsafe extern "C" fn plan_physical(
         let Some(sub) = call.built.path(node).and_then(|path| subtree(call.plan, &path)) else {
             return set_error(error, QL_EINVAL, &format!("plan_physical: no node {node} in the plan view"));
         };
-        let skip = if node == call.built.view.0.root { Some(call.asking) } else { None };
+        let skip = if node == (*call.built.view()).root { Some(call.asking) } else { None };
         match block_in_callback(call.qp.plan(sub, call.session, skip)) {
             Ok(plan) => {
                 std::ptr::write(out, export_host_plan(plan, None));

@@ -34,7 +34,7 @@ fn planner_ctx(planners: Vec<Arc<InstalledPlanner>>) -> SessionContext {
 }
 
 fn rust_planner(interest: u32, plan: unsafe extern "C" fn(*const ql_planner, *const ql_planner_context, *mut ql_planner_result, *mut ql_error) -> c_int, private: *mut c_void) -> Arc<InstalledPlanner> {
-    let raw = ql_planner { struct_size: std::mem::size_of::<ql_planner>() as u32, interest, plan: Some(plan), release: None, private_data: private };
+    let raw = ql_planner { struct_size: std::mem::size_of::<ql_planner>() as u32, interest, plan: Some(plan), release: None, private_data: private, flags: 0, reserved_: 0 };
     InstalledPlanner::new(raw, None, "test")
 }
 
