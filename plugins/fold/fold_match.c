@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "qlink/lib/ir.h"
 #include "qlink/lib/status.h"
 
 static int ql_fold_decline(struct ql_fold_spec *s, const char *fmt, ...) QL_PRINTF_FORMAT(2, 3);
@@ -14,6 +15,18 @@ static int ql_fold_decline(struct ql_fold_spec *s, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(s->why, sizeof(s->why), fmt, ap);
   va_end(ap);
+  return 0;
+}
+
+/* Complete node `id` of a lazy view (qlink/plan.h) before its schema or
+ * expressions are read. Matching expands every node it will read before it
+ * holds any expression pointer, so `v->exprs` moving on expansion is moot.
+ * A host that cannot expand means a decline: the query runs as planned. */
+static int ql_fold_expand(const struct ql_plan_view *v, ql_node_id id, struct ql_fold_spec *s) {
+  struct ql_error err = {0};
+  if (ql_plan_expand(v, id, &err) == QL_OK) return 1;
+  ql_fold_decline(s, "plan view: %s", ql_error_message(&err));
+  ql_error_release(&err);
   return 0;
 }
 
@@ -219,7 +232,9 @@ static int ql_fold_operand(const struct ql_plan_view *v, const struct ql_fold_sp
   return 1;
 }
 
-/* Down from the aggregate through projections and aliases to the join. */
+/* Down from the aggregate through projections and aliases to the join.
+ * Expands what matching reads below the aggregate: the nodes on the way,
+ * the join and the join's two inputs (their schemas only). */
 static int ql_fold_find_join(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_spec *s) {
   ql_node_id id = v->nodes[agg].inputs[0];
   for (;;) {
@@ -228,6 +243,7 @@ static int ql_fold_find_join(const struct ql_plan_view *v, ql_node_id agg, struc
     if (n->kind == QL_NODE_JOIN) break;
     if ((n->kind != QL_NODE_PROJECTION && n->kind != QL_NODE_SUBQUERY_ALIAS) || n->n_inputs != 1)
       return ql_fold_decline(s, "aggregate input is a %d node, not a join", n->kind);
+    if (!ql_fold_expand(v, id, s)) return 0;
     id = n->inputs[0];
   }
   const struct ql_plan_node *j = &v->nodes[id];
@@ -235,6 +251,7 @@ static int ql_fold_find_join(const struct ql_plan_view *v, ql_node_id agg, struc
   for (int k = 0; k < 2; k++)
     if (j->inputs[k] < 0 || j->inputs[k] >= v->n_nodes) return ql_fold_decline(s, "join input out of range");
   if (j->join_type != QL_JOIN_INNER) return ql_fold_decline(s, "not an inner join");
+  if (!ql_fold_expand(v, id, s)) return 0;
   if (j->condition >= 0) return ql_fold_decline(s, "join has a non-equi condition");
   if (j->flags & QL_NODE_NULL_EQUALS_NULL) return ql_fold_decline(s, "join treats NULL keys as equal");
   if (j->n_exprs < 1 || j->n_exprs != j->n_exprs2) return ql_fold_decline(s, "join has no equi-keys");
@@ -242,8 +259,10 @@ static int ql_fold_find_join(const struct ql_plan_view *v, ql_node_id agg, struc
   s->join = id;
   s->inputs[0] = j->inputs[0];
   s->inputs[1] = j->inputs[1];
-  for (int k = 0; k < 2; k++)
+  for (int k = 0; k < 2; k++) {
+    if (!ql_fold_expand(v, s->inputs[k], s)) return 0;
     if (!v->nodes[s->inputs[k]].schema) return ql_fold_decline(s, "join input without a schema");
+  }
   return 1;
 }
 
@@ -374,7 +393,9 @@ int ql_fold_match(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_s
   /* Cheap checks first, writing only s->why: declining costs little. */
   const struct ql_plan_node *n = &v->nodes[agg];
   if (n->kind != QL_NODE_AGGREGATE) return ql_fold_decline(s, "not an aggregate");
-  if (n->n_inputs != 1 || !n->schema) return ql_fold_decline(s, "aggregate without one input and a schema");
+  if (n->n_inputs != 1) return ql_fold_decline(s, "aggregate without one input");
+  if (!ql_fold_expand(v, agg, s)) return 0;
+  if (!n->schema) return ql_fold_decline(s, "aggregate without a schema");
   if (n->schema->n_children != (int64_t)n->n_exprs + n->n_exprs2)
     return ql_fold_decline(s, "aggregate schema width differs from its expressions");
   if (!ql_fold_builtin_sum(v, n, s)) return 0;

@@ -77,6 +77,7 @@ int ql_fold_planner_new(const struct ql_options *options, struct ql_planner *out
   memset(out, 0, sizeof(*out));
   out->struct_size = sizeof(*out);
   out->interest = QL_NODE_BIT(QL_NODE_AGGREGATE);
+  out->flags = QL_PLANNER_LAZY_VIEW; /* fold_match.c expands what it reads */
   out->plan = ql_fold_plan;
   out->release = ql_fold_planner_release;
   return QL_OK;

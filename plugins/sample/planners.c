@@ -11,6 +11,10 @@
  *
  * The rewrite is built with libqlink's IR builder: the input subtree is
  * copied node by node (table refs are kept by reference, gap G1).
+ *
+ * Both read the plan view lazily (QL_PLANNER_LAZY_VIEW, qlink/plan.h):
+ * decline_all reads nothing; drop_true_filters expands only Filter nodes
+ * while it searches, and the whole view once it has decided to rewrite.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +33,13 @@ static int is_true_literal(const struct ql_plan_view *v, ql_expr_id id) {
 
 static int is_true_filter(const struct ql_plan_view *v, ql_node_id id) {
   const struct ql_plan_node *n = &v->nodes[id];
-  return n->kind == QL_NODE_FILTER && n->n_exprs == 1 && n->n_inputs == 1 && is_true_literal(v, n->exprs[0]);
+  if (n->kind != QL_NODE_FILTER || n->n_inputs != 1) return 0;
+  struct ql_error err = {0};
+  if (ql_plan_expand(v, id, &err) != QL_OK) {
+    ql_error_release(&err); /* a filter the host cannot show is left alone */
+    return 0;
+  }
+  return n->n_exprs == 1 && is_true_literal(v, n->exprs[0]);
 }
 
 /* The first Filter(TRUE) in pre-order, or -1. Depth is bounded by the view's
@@ -118,6 +128,7 @@ static int drop_true_filters_plan(const struct ql_planner *self, const struct ql
   out->action = QL_PLANNER_DECLINE;
   ql_node_id target = find_true_filter(v, v->root);
   if (target < 0) return QL_OK;
+  if (ql_plan_expand_all(v, error) != QL_OK) return ql_error_prefix(error, "drop_true_filters");
   struct ql_ir_builder *b;
   QL_RETURN_NOT_OK(ql_ir_builder_new(&b, error));
   ql_node_id root = copy_without_true_filters(b, v, v->nodes[target].inputs[0]);
@@ -159,6 +170,7 @@ int ql_sample_planner_open(const char *name, const struct ql_options *options, s
   memset(out, 0, sizeof *out);
   out->struct_size = sizeof *out;
   out->interest = interest;
+  out->flags = QL_PLANNER_LAZY_VIEW;
   out->plan = plan;
   out->release = planner_release;
   return QL_OK;

@@ -13,7 +13,10 @@
  *    on the host's executor, a temp file from the host's disk manager, and
  *    whether the call was bracketed by the executor hooks. `fail=1` makes the
  *    stream fail after its first batch.
- *  - planner "decline": interested in every plan, always declines.
+ *  - planner "decline": interested in every plan, always declines, reads
+ *    nothing (so it takes the lazy plan view: QL_PLANNER_LAZY_VIEW);
+ *    "decline_eager" is the same without the flag (the host builds the
+ *    complete view for it).
  *
  * Only the ABI headers are used, so the plugin also documents the ABI by
  * example. Thread-safe: the provider's data is immutable after open; the
@@ -764,7 +767,8 @@ static const struct ql_option_info probe_options[] = {
 static const struct ql_item_info items[] = {
     {QL_ITEM_TABLE_PROVIDER, 3, "grid", "float64 grid held in memory, streamed without copying", grid_options},
     {QL_ITEM_TABLE_PROVIDER, 5, "probe", "one row reporting what the host's services did", probe_options},
-    {QL_ITEM_PLANNER, 0, "decline", "interested in every plan; always declines", NULL},
+    {QL_ITEM_PLANNER, 0, "decline", "interested in every plan; always declines (lazy plan view)", NULL},
+    {QL_ITEM_PLANNER, 0, "decline_eager", "interested in every plan; always declines (complete plan view)", NULL},
 };
 
 static int table_open(const struct ql_plugin *self, const char *name, const struct ql_options *options,
@@ -780,10 +784,12 @@ static int planner_open(const struct ql_plugin *self, const char *name, const st
                         struct ql_planner *out, struct ql_error *error) {
   (void)self;
   if (options && options->count > 0) return set_err(error, QL_EINVAL, "planner qlink_dftest/decline takes no options");
-  if (strcmp(name, "decline") != 0) return set_err(error, QL_ENOTFOUND, "qlink_dftest: no such planner");
+  int lazy = strcmp(name, "decline") == 0;
+  if (!lazy && strcmp(name, "decline_eager") != 0) return set_err(error, QL_ENOTFOUND, "qlink_dftest: no such planner");
   memset(out, 0, sizeof *out);
   out->struct_size = sizeof *out;
   out->interest = 0;
+  out->flags = lazy ? QL_PLANNER_LAZY_VIEW : 0;
   out->plan = decline_plan;
   out->release = planner_release;
   return QL_OK;
