@@ -52,8 +52,7 @@ static inline double ql_fold_a_value(const double *ai, int64_t k) {
   return ql_fold_cell_value(cell);
 }
 
-/* Do the n (<= 64) cells from `cells` all hold a value (encoded cell >
- * 1)? The fill's workers are done (joined) when this runs, so plain loads.
+/* Do the n cells from `cells` all hold a value (encoded cell > 1)? The fill's workers are done (joined) when this runs, so plain loads.
  * SSE2: a cell is 0 or 1 iff cell >> 1 is zero, tested 32 bits at a time
  * and the two halves combined; OR-ed over the cells. */
 static inline int ql_fold_all_values(const uint64_t *cells, int64_t n) {
@@ -112,21 +111,34 @@ static int64_t ql_fold_seal_rows(struct ql_fold_matrix *m, int64_t from, int64_t
 int64_t ql_fold_matrix_seal_f(struct ql_fold_matrix *m, int64_t from, int64_t to) {
   if (!m->transposed) return ql_fold_seal_rows(m, from, to, 0, m->cols);
   int64_t cols = m->cols, words = m->words, count = 0;
-  for (int64_t r = from; r < to; r++) {
-    double *row = m->f + r * cols;
-    /* Bitsets per column over rows: bit r of column c's set; the words
-     * of rows [from, to) belong to this call alone (64-row ranges). */
-    int64_t w = r / 64;
-    uint64_t bit = UINT64_C(1) << (r % 64);
-    for (int64_t c = 0; c < cols; c++) {
-      uint64_t cell;
-      memcpy(&cell, row + c, 8);
-      if (cell != 0) m->exist[c * words + w] |= bit;
-      if (cell > 1) {
-        m->has[c * words + w] |= bit;
-        count++;
+  /* 64-row groups (from is a multiple of 64): the bitset words of rows
+   * [from, to) belong to this call alone. */
+  for (int64_t g0 = from; g0 < to; g0 += 64) {
+    int64_t n = to - g0 < 64 ? to - g0 : 64, w = g0 / 64;
+    uint64_t *cells = (uint64_t *)(void *)(m->f + g0 * cols);
+    if (ql_fold_all_values(cells, n * cols)) {
+      /* Every cell holds a value (a dense input): every column's word of
+       * the group full, the cells decoded in one loop. */
+      uint64_t full = n == 64 ? ~UINT64_C(0) : (UINT64_C(1) << n) - 1;
+      for (int64_t c = 0; c < cols; c++) m->exist[c * words + w] = m->has[c * words + w] = full;
+      for (int64_t i = 0; i < n * cols; i++) cells[i] ^= QL_FOLD_CELL_KEY;
+      count += n * cols;
+      continue;
+    }
+    for (int64_t r = g0; r < g0 + n; r++) {
+      /* Bit r of column c's set. */
+      double *row = m->f + r * cols;
+      uint64_t bit = UINT64_C(1) << (r % 64);
+      for (int64_t c = 0; c < cols; c++) {
+        uint64_t cell;
+        memcpy(&cell, row + c, 8);
+        if (cell != 0) m->exist[c * words + w] |= bit;
+        if (cell > 1) {
+          m->has[c * words + w] |= bit;
+          count++;
+        }
+        row[c] = ql_fold_cell_value(cell);
       }
-      row[c] = ql_fold_cell_value(cell);
     }
   }
   return count;
