@@ -1,6 +1,7 @@
 /* qlink_fold: the dense kernel (see fold_dense.h). */
 #include "fold_dense.h"
 
+#include <stdatomic.h>
 #include <string.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -289,8 +290,89 @@ static inline __attribute__((always_inline)) int64_t ql_fold_narrow_n(struct ql_
   return values;
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(QL_FOLD_NO_AVX)
+/* N = 8 and N = 16 (the common feature widths) with 256-bit AVX vectors
+ * where the CPU has them, chosen at run time: the same operations lane by
+ * lane (a multiply, then an add, each rounded: AVX has no fused
+ * multiply-add, and FMA is not enabled), so the same bits as the SSE2 path. */
+#define QL_FOLD_AVX 1
+typedef double ql_fold_v4d __attribute__((vector_size(32)));
+
+/* R (1 or 2) rows of C from row i over keys [kb, ke), N = 4 * NV. */
+static inline __attribute__((always_inline, target("avx"))) void ql_fold_avx_rows(const double *af, const double *bf,
+                                                                                  double *c, int64_t K,
+                                                                                  const int64_t NV, const int64_t R,
+                                                                                  int64_t i, int64_t kb, int64_t ke) {
+  const int64_t N = 4 * NV;
+  ql_fold_v4d acc[2][4];
+#pragma GCC unroll 2
+  for (int64_t r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int64_t v = 0; v < NV; v++) memcpy(&acc[r][v], c + (i + r) * N + 4 * v, sizeof(ql_fold_v4d));
+  for (int64_t k = kb; k < ke; k++) {
+    double x[2] = {0.0, 0.0};
+    int any = 0;
+#pragma GCC unroll 2
+    for (int64_t r = 0; r < R; r++) {
+      x[r] = ql_fold_a_value(af + (i + r) * K, k);
+      any |= x[r] != 0.0;
+    }
+    if (!any) continue; /* adds only +-0.0: no partial sum changes (see ql_fold_narrow_pair) */
+    const double *bk = bf + k * N;
+#pragma GCC unroll 4
+    for (int64_t v = 0; v < NV; v++) {
+      ql_fold_v4d bv;
+      memcpy(&bv, bk + 4 * v, sizeof(bv));
+#pragma GCC unroll 2
+      for (int64_t r = 0; r < R; r++) {
+        const ql_fold_v4d av = {x[r], x[r], x[r], x[r]};
+        acc[r][v] += av * bv;
+      }
+    }
+  }
+#pragma GCC unroll 2
+  for (int64_t r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int64_t v = 0; v < NV; v++) memcpy(c + (i + r) * N + 4 * v, &acc[r][v], sizeof(ql_fold_v4d));
+}
+
+static __attribute__((target("avx"))) int64_t ql_fold_narrow_avx(struct ql_fold_matrix *a, const double *bf,
+                                                                 double *c, int64_t N, int64_t from, int64_t to) {
+  const double *af = a->f;
+  int64_t K = a->cols, values = 0;
+  for (int64_t kb = 0; kb < K; kb += QL_FOLD_NKB) {
+    int64_t ke = kb + QL_FOLD_NKB < K ? kb + QL_FOLD_NKB : K;
+    values += ql_fold_seal_rows(a, from, to, kb, ke);
+    int64_t i = from;
+    if (N == 8) {
+      for (; i + 2 <= to; i += 2) ql_fold_avx_rows(af, bf, c, K, 2, 2, i, kb, ke);
+      for (; i < to; i++) ql_fold_avx_rows(af, bf, c, K, 2, 1, i, kb, ke);
+    } else {
+      for (; i + 2 <= to; i += 2) ql_fold_avx_rows(af, bf, c, K, 4, 2, i, kb, ke);
+      for (; i < to; i++) ql_fold_avx_rows(af, bf, c, K, 4, 1, i, kb, ke);
+    }
+  }
+  return values;
+}
+
+/* Does the CPU (and OS) offer AVX? Asked once. */
+static int ql_fold_has_avx(void) {
+  static atomic_int known = -1;
+  int v = atomic_load_explicit(&known, memory_order_relaxed);
+  if (v < 0) {
+    __builtin_cpu_init();
+    v = __builtin_cpu_supports("avx") ? 1 : 0;
+    atomic_store_explicit(&known, v, memory_order_relaxed);
+  }
+  return v;
+}
+#endif
+
 static int64_t ql_fold_gemm_f64_narrow(struct ql_fold_matrix *a, const struct ql_fold_matrix *b, double *c,
                                        int64_t from, int64_t to) {
+#ifdef QL_FOLD_AVX
+  if ((b->cols == 8 || b->cols == 16) && ql_fold_has_avx()) return ql_fold_narrow_avx(a, b->f, c, b->cols, from, to);
+#endif
   switch (b->cols) {
 #define QL_FOLD_NARROW_CASE(n) \
   case n: return ql_fold_narrow_n(a, b->f, c, n, from, to);

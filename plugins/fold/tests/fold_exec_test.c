@@ -565,12 +565,20 @@ static void test_dense_choice(void) {
      * full word and a short one), C's bits from A's rows when B is full,
      * and the sum column copied from C. */
     for (int64_t keys = 8; keys <= 100; keys += 92) {
-      na = dc_grid(ra, 0, 20, 0, keys, 1), nb = dc_grid(rb, 0, 6, 0, keys, 1);
-      dc_table(a, "a", ra, na, is_float, &rng);
-      dc_table(b, "b", rb, nb, is_float, &rng);
-      for (int64_t r = 0; r < na; r++) a->cols[4].valid[r] = 1;
-      for (int64_t r = 0; r < nb; r++) b->cols[4].valid[r] = 1;
-      dc_check("dense without NULL values", a, b, is_float, 1, 0, &rng);
+      /* 6, 8 and 16 columns of C (8 and 16: the AVX kernel where the CPU
+       * has it), 21 rows (a last row without a pair). */
+      for (int64_t n = 6; n <= 16; n += n == 6 ? 2 : 8) {
+        na = dc_grid(ra, 0, 21, 0, keys, 1), nb = dc_grid(rb, 0, n, 0, keys, 1);
+        dc_table(a, "a", ra, na, is_float, &rng);
+        dc_table(b, "b", rb, nb, is_float, &rng);
+        for (int64_t r = 0; r < na; r++) a->cols[4].valid[r] = 1;
+        for (int64_t r = 0; r < nb; r++) b->cols[4].valid[r] = 1;
+        dc_check("dense without NULL values", a, b, is_float, 1, 0, &rng);
+        /* And with NULL values (1 in 8), so some A cells are 0.0. */
+        dc_table(a, "a", ra, na, is_float, &rng);
+        dc_table(b, "b", rb, nb, is_float, &rng);
+        dc_check("dense, 8 or 16 columns", a, b, is_float, 1, 0, &rng);
+      }
     }
 
     /* Negative keys and groups; NULL join keys (dropped) and NULL groups
