@@ -389,11 +389,31 @@ static int ql_fold_match_sum(const struct ql_plan_view *v, ql_node_id agg, struc
   return 1;
 }
 
+/* Whether the aggregate's input reaches an inner join through projections
+ * and aliases: read from the skeleton alone, so an aggregate that is not
+ * over a join is declined before anything is expanded. */
+static int ql_fold_over_inner_join(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_spec *s) {
+  ql_node_id id = v->nodes[agg].inputs[0];
+  for (int32_t steps = 0; steps < v->n_nodes; steps++) {
+    if (id < 0 || id >= v->n_nodes) return ql_fold_decline(s, "node id %d out of range", id);
+    const struct ql_plan_node *n = &v->nodes[id];
+    if (n->kind == QL_NODE_JOIN) {
+      if (n->join_type != QL_JOIN_INNER) return ql_fold_decline(s, "not an inner join");
+      return 1;
+    }
+    if ((n->kind != QL_NODE_PROJECTION && n->kind != QL_NODE_SUBQUERY_ALIAS) || n->n_inputs != 1)
+      return ql_fold_decline(s, "aggregate input is a %d node, not a join", n->kind);
+    id = n->inputs[0];
+  }
+  return ql_fold_decline(s, "aggregate input chain does not end");
+}
+
 int ql_fold_match(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_spec *s) {
   /* Cheap checks first, writing only s->why: declining costs little. */
   const struct ql_plan_node *n = &v->nodes[agg];
   if (n->kind != QL_NODE_AGGREGATE) return ql_fold_decline(s, "not an aggregate");
   if (n->n_inputs != 1) return ql_fold_decline(s, "aggregate without one input");
+  if (!ql_fold_over_inner_join(v, agg, s)) return 0;
   if (!ql_fold_expand(v, agg, s)) return 0;
   if (!n->schema) return ql_fold_decline(s, "aggregate without a schema");
   if (n->schema->n_children != (int64_t)n->n_exprs + n->n_exprs2)
