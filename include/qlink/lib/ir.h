@@ -11,7 +11,8 @@
  * one check at the end.
  *
  * Thread-safety: a builder has one owner. Views are immutable and may be
- * read from any thread.
+ * read from any thread, except that expanding a node of a lazy view
+ * (ql_plan_expand) writes to it: expand from one thread, then share.
  */
 #ifndef QLINK_LIB_IR_H
 #define QLINK_LIB_IR_H
