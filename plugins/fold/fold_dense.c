@@ -355,9 +355,12 @@ static __attribute__((target("avx"))) int64_t ql_fold_narrow_avx(struct ql_fold_
   return values;
 }
 
+static atomic_int ql_fold_avx_off; /* ql_fold_dense_avx(0) */
+
 /* Does the CPU (and OS) offer AVX? Asked once. */
 static int ql_fold_has_avx(void) {
   static atomic_int known = -1;
+  if (atomic_load_explicit(&ql_fold_avx_off, memory_order_relaxed)) return 0;
   int v = atomic_load_explicit(&known, memory_order_relaxed);
   if (v < 0) {
     __builtin_cpu_init();
@@ -367,6 +370,16 @@ static int ql_fold_has_avx(void) {
   return v;
 }
 #endif
+
+int ql_fold_dense_avx(int allow) {
+#ifdef QL_FOLD_AVX
+  atomic_store(&ql_fold_avx_off, !allow);
+  return ql_fold_has_avx();
+#else
+  (void)allow;
+  return 0;
+#endif
+}
 
 static int64_t ql_fold_gemm_f64_narrow(struct ql_fold_matrix *a, const struct ql_fold_matrix *b, double *c,
                                        int64_t from, int64_t to) {

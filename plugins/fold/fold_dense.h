@@ -127,4 +127,8 @@ int64_t ql_fold_matrix_seal_f(struct ql_fold_matrix *m, int64_t from, int64_t to
 void ql_fold_gemm_rows(struct ql_fold_matrix *a, const struct ql_fold_matrix *b, void *c_values, uint8_t *c_exist,
                        uint8_t *c_has, int64_t row_from, int64_t row_to, int64_t counts[3]);
 
+/* For tests: allow (1, the default) or forbid (0) the AVX kernel; returns
+ * whether it will be used (1 only on x86-64 CPUs with AVX). Process-wide. */
+int ql_fold_dense_avx(int allow);
+
 #endif /* QL_FOLD_DENSE_H */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fold_dense.h"
 #include "fold_mem.h"
 #include "fold_planner.h"
 #include "fold_test_util.h"
@@ -960,8 +961,69 @@ static void test_buffer_reuse(void) {
   ql_error_release(&err);
 }
 
+/* The AVX kernel (N = 8, 16) gives the SSE2 kernel's bits: random float
+ * products with empty, NULL, +-0.0 and overflowing cells, 1 to 33 rows and
+ * 8 to 5,000 keys, computed both ways. */
+static void test_avx_same_bits(void) {
+  uint64_t rng = 2026;
+  int64_t ns[2] = {8, 16}, ks[4] = {8, 16, 700, 5000}, ms[3] = {1, 7, 33};
+  int64_t differ = 0, cases = 0;
+  for (int ni = 0; ni < 2; ni++)
+    for (int ki = 0; ki < 4; ki++)
+      for (int mi = 0; mi < 3; mi++)
+        for (int full = 0; full < 2; full++) {
+          int64_t N = ns[ni], K = ks[ki], M = ms[mi];
+          struct ql_fold_mem mem;
+          struct ql_error err;
+          memset(&err, 0, sizeof(err));
+          QL_CHECK_OK(ql_fold_mem_init(&mem, NULL, "test", &err), err);
+          struct ql_fold_matrix a[2], b[2];
+          double *c[2];
+          uint8_t *e[2], *h[2];
+          int64_t counts[2][3] = {{0, 0, 0}, {0, 0, 0}};
+          for (int v = 0; v < 2; v++) {
+            QL_CHECK_OK(ql_fold_matrix_init(&a[v], M, K, 1, 0, &mem, &err), err);
+            QL_CHECK_OK(ql_fold_matrix_init(&b[v], K, N, 1, 1, &mem, &err), err);
+            memset(a[v].f, 0, (size_t)(M * K * 8)); /* the caller zeroes dirty (cached) values */
+            memset(b[v].f, 0, (size_t)(K * N * 8));
+            c[v] = calloc((size_t)(M * N), 8);
+            e[v] = malloc((size_t)(M * N));
+            h[v] = malloc((size_t)(M * N));
+          }
+          for (int64_t i = 0; i < M * K + K * N; i++) {
+            uint64_t r = ft_rand(&rng);
+            if (!full && r % 7 == 0) continue;
+            double x = (double)ft_rand_range(&rng, -1000000, 1000000) / 1024.0 * (r % 11 == 0 ? 1e300 : 1.0);
+            if (r % 13 == 0) x = (r & 1) ? 0.0 : -0.0;
+            for (int v = 0; v < 2; v++)
+              ql_fold_matrix_put_f(i < M * K ? a[v].f : b[v].f, i < M * K ? i : i - M * K, full || r % 5, x);
+          }
+          for (int v = 0; v < 2; v++) {
+            ql_fold_matrix_seal_f(&b[v], 0, K);
+            ql_fold_dense_avx(v == 0);
+            ql_fold_gemm_rows(&a[v], &b[v], c[v], e[v], h[v], 0, M, counts[v]);
+          }
+          differ += memcmp(c[0], c[1], (size_t)(M * N * 8)) != 0 || memcmp(e[0], e[1], (size_t)(M * N)) != 0 ||
+                    memcmp(h[0], h[1], (size_t)(M * N)) != 0 || memcmp(counts[0], counts[1], sizeof(counts[0])) != 0;
+          cases++;
+          for (int v = 0; v < 2; v++) {
+            free(c[v]);
+            free(e[v]);
+            free(h[v]);
+            ql_fold_matrix_destroy(&a[v], &mem);
+            ql_fold_matrix_destroy(&b[v], &mem);
+          }
+          QL_CHECK_INT(mem.bytes, 0);
+          ql_fold_mem_destroy(&mem);
+        }
+  ql_fold_dense_avx(1);
+  QL_CHECK_INT(cases, 48);
+  QL_CHECK_INT(differ, 0);
+}
+
 int main(void) {
   test_buffer_reuse();
+  test_avx_same_bits();
   test_cancel_and_exact_values();
   test_random(20261129, 400);
   test_dense_choice();
