@@ -261,6 +261,39 @@ static int no_physical(const struct ql_planner_context *self, ql_node_id node, s
   return ql_error_set(error, QL_ENOTSUP, "qlink-check plans no subtree physically (node %d)", (int)node);
 }
 
+/* The lazy twin of a complete one-node view (qlink/plan.h): its node starts
+ * as a skeleton, and expand copies the complete node in. */
+struct lazy_tiny {
+  struct ql_plan_view view;
+  struct ql_plan_node node;
+  const struct ql_plan_view *full;
+};
+
+static int lazy_tiny_expand(const struct ql_plan_view *self, ql_node_id node, struct ql_error *error) {
+  struct lazy_tiny *t = self->private_data;
+  if (node != 0) return ql_error_set(error, QL_EINVAL, "qlink-check: no node %d in a one-node plan", (int)node);
+  t->node = t->full->nodes[0];
+  return QL_OK;
+}
+
+static void lazy_tiny_init(struct lazy_tiny *t, const struct ql_plan_view *full) {
+  memset(t, 0, sizeof *t);
+  t->full = full;
+  t->node = full->nodes[0];
+  t->node.flags |= QL_NODE_UNEXPANDED;
+  t->node.schema = NULL;
+  t->view = *full;
+  t->view.struct_size = sizeof t->view;
+  t->view.nodes = &t->node;
+  t->view.release = NULL;
+  t->view.private_data = t;
+  t->view.expand = lazy_tiny_expand;
+}
+
+/* One call of the planner on `view`; `what` names the view in reports. */
+static void check_planner_on(struct ql_checker *ck, const struct ql_item_info *item, const struct ql_planner *pl,
+                             const struct ql_plan_view *view, const char *what);
+
 static void check_planner_call(struct ql_checker *ck, const struct ql_item_info *item, const struct ql_planner *pl) {
   struct ql_plan_view view = {0};
   struct ql_error err = {0};
@@ -269,7 +302,20 @@ static void check_planner_call(struct ql_checker *ck, const struct ql_item_info 
     ql_error_release(&err);
     return;
   }
-  struct ql_planner_context ctx = {sizeof ctx, 0, ql_ref_host_session(ck->host), &view, no_physical, NULL};
+  check_planner_on(ck, item, pl, &view, "a one-node plan");
+  /* A planner that reads lazily must also answer a skeleton it expands. */
+  if (QL_HAS_MEMBER(pl, struct ql_planner, flags) && (pl->flags & QL_PLANNER_LAZY_VIEW)) {
+    struct lazy_tiny lazy;
+    lazy_tiny_init(&lazy, &view);
+    check_planner_on(ck, item, pl, &lazy.view, "a one-node lazy plan view");
+  }
+  view.release(&view);
+}
+
+static void check_planner_on(struct ql_checker *ck, const struct ql_item_info *item, const struct ql_planner *pl,
+                             const struct ql_plan_view *view, const char *what) {
+  struct ql_error err = {0};
+  struct ql_planner_context ctx = {sizeof ctx, 0, ql_ref_host_session(ck->host), view, no_physical, NULL};
   struct ql_planner_result result;
   memset(&result, 0, sizeof result);
   result.struct_size = sizeof result;
@@ -279,7 +325,7 @@ static void check_planner_call(struct ql_checker *ck, const struct ql_item_info 
     report(ck, "planner.call", item->name, rc, &err);
   } else if (result.action == QL_PLANNER_REWRITE) {
     if (result.rewrite.release == NULL || ql_ir_validate(&result.rewrite, NULL) != QL_OK) {
-      ql_check_violation(ck, "planner.rewrite", "'%s' rewrote a one-node plan into an invalid plan", item->name);
+      ql_check_violation(ck, "planner.rewrite", "'%s' rewrote %s into an invalid plan", item->name, what);
     }
     if (result.rewrite.release) QLC_DO(ck, result.rewrite.release(&result.rewrite));
   } else if (result.action == QL_PLANNER_PHYSICAL) {
@@ -288,7 +334,6 @@ static void check_planner_call(struct ql_checker *ck, const struct ql_item_info 
     ql_check_violation(ck, "planner.action", "'%s' answered unknown action %d", item->name, result.action);
   }
   ql_check_error(ck, &err, rc, "plan");
-  view.release(&view);
 }
 
 /* An unknown option is the caller's mistake: QL_EINVAL naming it. */
