@@ -261,35 +261,6 @@ static int no_physical(const struct ql_planner_context *self, ql_node_id node, s
   return ql_error_set(error, QL_ENOTSUP, "qlink-check plans no subtree physically (node %d)", (int)node);
 }
 
-/* The lazy twin of a complete one-node view (qlink/plan.h): its node starts
- * as a skeleton, and expand copies the complete node in. */
-struct lazy_tiny {
-  struct ql_plan_view view;
-  struct ql_plan_node node;
-  const struct ql_plan_view *full;
-};
-
-static int lazy_tiny_expand(const struct ql_plan_view *self, ql_node_id node, struct ql_error *error) {
-  struct lazy_tiny *t = self->private_data;
-  if (node != 0) return ql_error_set(error, QL_EINVAL, "qlink-check: no node %d in a one-node plan", (int)node);
-  t->node = t->full->nodes[0];
-  return QL_OK;
-}
-
-static void lazy_tiny_init(struct lazy_tiny *t, const struct ql_plan_view *full) {
-  memset(t, 0, sizeof *t);
-  t->full = full;
-  t->node = full->nodes[0];
-  t->node.flags |= QL_NODE_UNEXPANDED;
-  t->node.schema = NULL;
-  t->view = *full;
-  t->view.struct_size = sizeof t->view;
-  t->view.nodes = &t->node;
-  t->view.release = NULL;
-  t->view.private_data = t;
-  t->view.expand = lazy_tiny_expand;
-}
-
 /* One call of the planner on `view`; `what` names the view in reports. */
 static void check_planner_on(struct ql_checker *ck, const struct ql_item_info *item, const struct ql_planner *pl,
                              const struct ql_plan_view *view, const char *what);
@@ -304,10 +275,15 @@ static void check_planner_call(struct ql_checker *ck, const struct ql_item_info 
   }
   check_planner_on(ck, item, pl, &view, "a one-node plan");
   /* A planner that reads lazily must also answer a skeleton it expands. */
+  struct ql_plan_view lazy;
   if (QL_HAS_MEMBER(pl, struct ql_planner, flags) && (pl->flags & QL_PLANNER_LAZY_VIEW)) {
-    struct lazy_tiny lazy;
-    lazy_tiny_init(&lazy, &view);
-    check_planner_on(ck, item, pl, &lazy.view, "a one-node lazy plan view");
+    if (ql_ir_lazy_twin(&view, &lazy, &err) == QL_OK) {
+      check_planner_on(ck, item, pl, &lazy, "a one-node lazy plan view");
+      lazy.release(&lazy);
+    } else {
+      ql_check_violation(ck, "check.internal", "cannot build a lazy view: %s", ql_error_message(&err));
+      ql_error_release(&err);
+    }
   }
   view.release(&view);
 }

@@ -111,6 +111,15 @@ int ql_plan_expand(const struct ql_plan_view *view, ql_node_id node, struct ql_e
  * printing). */
 int ql_plan_expand_all(const struct ql_plan_view *view, struct ql_error *error);
 
+/* A lazy twin of the complete view `full`, for testing a planner that sets
+ * QL_PLANNER_LAZY_VIEW the way a host will call it: the same nodes as
+ * skeletons (QL_NODE_UNEXPANDED; schema, qualifiers, expressions,
+ * projection and table cleared), no expressions until the first expand,
+ * and an expand that copies a node back from `full`. `out` is owned by the
+ * caller (release it); `full` must outlive it. Count the nodes without
+ * QL_NODE_UNEXPANDED afterwards to see what the planner expanded. */
+int ql_ir_lazy_twin(const struct ql_plan_view *full, struct ql_plan_view *out, struct ql_error *error);
+
 /* ---- checking and printing */
 
 /* QL_OK if `view` follows every rule of qlink/plan.h: ids in range, a tree
