@@ -649,7 +649,13 @@ static int ql_fold_zero(struct ql_fold_run *run, struct ql_fold_matrix *a, struc
 /* One attempt at the dense path with the chunks' ranges as they are. */
 static int ql_fold_gemm_try(struct ql_fold_run *run, struct ql_error *error) {
   struct ql_fold_gemm_shape g;
-  if (!ql_fold_gemm_shape(run, &g)) return QL_FOLD_FALLBACK;
+  if (!ql_fold_gemm_shape(run, &g)) {
+    /* Sampled ranges (widened keys) may fail where exact ones pass: the
+     * choice must be the exact ranges' (the same data, the same path). */
+    const int all = QL_FOLD_KEYS | QL_FOLD_GROUPS;
+    return ql_fold_input_sampled(&run->in[0], all) || ql_fold_input_sampled(&run->in[1], all) ? QL_FOLD_SHAPE_UNSURE
+                                                                                              : QL_FOLD_FALLBACK;
+  }
   int is_float = run->plan->spec.value_type == QL_FOLD_FLOAT64;
   int64_t rows = g.dim[0], cols = g.dim[1], cells = rows * cols;
   struct ql_fold_matrix a, b;
@@ -738,9 +744,10 @@ int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
   }
   if (sides) QL_RETURN_NOT_OK(ql_fold_inputs_exact(run, QL_FOLD_GROUPS, sides, error));
   int rc = ql_fold_gemm_try(run, error);
-  if (rc != QL_FOLD_GUESS_MISS) return rc;
-  atomic_fetch_add(&run->plan->range_misses, 1);
+  if (rc != QL_FOLD_GUESS_MISS && rc != QL_FOLD_SHAPE_UNSURE) return rc;
+  if (rc == QL_FOLD_GUESS_MISS) atomic_fetch_add(&run->plan->range_misses, 1);
   QL_RETURN_NOT_OK(ql_fold_inputs_exact(run, all, 3, error));
   rc = ql_fold_gemm_try(run, error);
-  return rc == QL_FOLD_GUESS_MISS ? QL_FOLD_FALLBACK : rc; /* exact ranges cannot miss */
+  /* Exact ranges neither miss nor leave the shape unsure. */
+  return rc == QL_FOLD_GUESS_MISS || rc == QL_FOLD_SHAPE_UNSURE ? QL_FOLD_FALLBACK : rc;
 }

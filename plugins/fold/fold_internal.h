@@ -219,6 +219,9 @@ struct ql_fold_run {
 /* Not a qlink status: a row lies outside the sampled ranges the dense
  * fill was sized by; make the ranges exact and try again. */
 #define QL_FOLD_GUESS_MISS 1001
+/* Not a qlink status: the matrices sized by sampled ranges would not be
+ * dense enough; decide again from exact ranges. */
+#define QL_FOLD_SHAPE_UNSURE 1002
 
 
 /* A column of a batch may hold NULLs (a validity bitmap and nulls, or an

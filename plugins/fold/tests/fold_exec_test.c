@@ -695,6 +695,19 @@ static void test_dense_choice(void) {
     dc_check("key within the slack", a, b, is_float, 1, 0, &rng);
     QL_CHECK_INT(dc_last_misses, 0);
 
+    /* Exactly at the density limit (20 x 1,024 cells for 4,096 rows): the
+     * sampled keys, widened, would not pass, the exact ones do; the choice
+     * is the exact ranges' (dense), whatever the layout. */
+    for (int64_t r = 0; r < 4096; r++) ra[r] = (struct dc_row){(r * 7) % 1024, 1, r % 20, 1};
+    na = 4096;
+    nb = dc_grid(rb, 0, 1, 0, 1024, 1);
+    dc_table(a, "a", ra, na, is_float, &rng);
+    dc_table(b, "b", rb, nb, is_float, &rng);
+    ft_table_reset_layout(a);
+    ft_table_reset_layout(b);
+    a->batch_rows = b->batch_rows = 4096;
+    dc_check("at the density limit", a, b, is_float, 1, 0, &rng);
+
     /* An empty side: no rows, no kernel. */
     dc_table(b, "b", rb, 0, is_float, &rng);
     dc_check("empty", a, b, is_float, 0, 0, &rng);
