@@ -105,7 +105,7 @@ impl QlinkSession {
             let _g = plugin.enter();
             unsafe { open(plugin.descriptor(), cname.as_ptr(), &raw_opts, &view.raw, &mut sp, err.ptr()) }
         };
-        err.check(st, &format!("opening schema {}/{}", plugin.name(), s.provider))?;
+        err.check_with(st, || format!("opening schema {}/{}", plugin.name(), s.provider))?;
         let result = (|| {
             let schema = Arc::new(MemorySchemaProvider::new());
             let mut names = Vec::new();
@@ -120,7 +120,7 @@ impl QlinkSession {
                     let _g = plugin.enter();
                     unsafe { table_fn(&sp, ctname.as_ptr(), &mut tp, err.ptr()) }
                 };
-                err.check(st, &format!("opening table {tname} of schema {name}"))?;
+                err.check_with(st, || format!("opening table {tname} of schema {name}"))?;
                 let t = QlinkTableProvider::from_raw(tp, Arc::clone(&plugin), &tname)?;
                 schema.register_table(tname.clone(), Arc::new(t))?;
                 names.push(format!("{name}.{tname}"));

@@ -36,6 +36,15 @@ impl ErrorSlot {
         }
         Err(status_error(status, &self.message(), what))
     }
+
+    /// `check` whose context is built only on failure (per-query paths:
+    /// a `format!` on every success is an allocation and a format per call).
+    pub fn check_with(&mut self, status: c_int, what: impl FnOnce() -> String) -> Result<()> {
+        if status == QL_OK {
+            return Ok(());
+        }
+        Err(status_error(status, &self.message(), &what()))
+    }
 }
 
 impl Default for ErrorSlot {

@@ -138,7 +138,7 @@ impl QlinkExec {
         let mut err = ErrorSlot::new();
         let get_props = p.get_properties.ok_or_else(|| DataFusionError::Execution(format!("{name}: get_properties is NULL")))?;
         let st = unsafe { get_props(pp, &mut props, err.ptr()) };
-        err.check(st, &format!("{name}: get_properties"))?;
+        err.check_with(st, || format!("{name}: get_properties"))?;
         let mut ordering = Vec::new();
         for i in 0..props.n_ordering.max(0) as usize {
             // SAFETY: n_ordering keys owned by the plan.
@@ -297,7 +297,7 @@ impl ExecutionPlan for QlinkExec {
             unsafe { wnc(self.handle.ptr(), exported.as_mut_ptr(), exported.len() as i64, &mut out, err.ptr()) }
         };
         std::mem::forget(exported);
-        err.check(st, &format!("{}: with_new_children", self.name))?;
+        err.check_with(st, || format!("{}: with_new_children", self.name))?;
         Ok(Arc::new(QlinkExec::new(PlanHandle::owned(out, self.handle.plugin.clone()))?))
     }
 
@@ -314,7 +314,7 @@ impl ExecutionPlan for QlinkExec {
             // SAFETY: the task context lives in `task`, which the stream keeps alive below.
             unsafe { exec(self.handle.ptr(), partition as i64, &task.raw, &mut stream, err.ptr()) }
         };
-        err.check(st, &format!("{}: execute partition {partition}", self.name))?;
+        err.check_with(st, || format!("{}: execute partition {partition}", self.name))?;
         let baseline = BaselineMetrics::new(&self.metrics, partition);
         let pump = Pump {
             stream,

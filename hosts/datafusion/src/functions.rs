@@ -117,7 +117,7 @@ fn return_type_via(
         let _g = plugin.enter();
         f(&args, &mut out, err.ptr())
     };
-    err.check(st, &format!("{name}: return_type"))?;
+    err.check_with(st, || format!("{name}: return_type"))?;
     DataType::try_from(&out).map_err(arrow_err)
 }
 
@@ -175,7 +175,7 @@ impl QlinkScalarUdf {
             let _g = plugin.enter();
             unsafe { open(plugin.descriptor(), c.as_ptr(), &mut raw, err.ptr()) }
         };
-        err.check(st, &format!("opening function {}/{name}", plugin.name()))?;
+        err.check_with(st, || format!("opening function {}/{name}", plugin.name()))?;
         let signature = signature_of(&raw.signature);
         let uid = raw.id.uid;
         Ok(ScalarUDF::new_from_impl(QlinkScalarUdf {
@@ -228,7 +228,7 @@ impl ScalarUDFImpl for QlinkScalarUdf {
             let _g = self.plugin.enter();
             unsafe { invoke(&*self.raw, &schema, &array, n as i64, &mut out, err.ptr()) }
         };
-        err.check(st, &format!("{}: invoke", self.name))?;
+        err.check_with(st, || format!("{}: invoke", self.name))?;
         Ok(ColumnarValue::Array(import_array(out, args.return_field.data_type(), &self.plugin)?))
     }
 }
@@ -286,7 +286,7 @@ impl QlinkAggregateUdf {
             let _g = plugin.enter();
             unsafe { open(plugin.descriptor(), c.as_ptr(), &mut raw, err.ptr()) }
         };
-        err.check(st, &format!("opening aggregate {}/{name}", plugin.name()))?;
+        err.check_with(st, || format!("opening aggregate {}/{name}", plugin.name()))?;
         let signature = signature_of(&raw.signature);
         Ok(AggregateUDF::new_from_impl(QlinkAggregateUdf {
             raw: Arc::new(RawAggregate { raw: Box::new(raw), plugin: Arc::clone(plugin) }),
@@ -349,7 +349,7 @@ impl AggregateUDFImpl for QlinkAggregateUdf {
             let _g = self.raw.plugin.enter();
             unsafe { new(&*self.raw.raw, &schema, &mut acc, err.ptr()) }
         };
-        err.check(st, &format!("{}: accumulator_new", self.name))?;
+        err.check_with(st, || format!("{}: accumulator_new", self.name))?;
         let types: Vec<DataType> = fields.iter().map(|f| f.data_type().clone()).collect();
         let state = match self.state_type(&types)? {
             DataType::Struct(f) => f,
@@ -409,7 +409,7 @@ impl QlinkAccumulator {
             unsafe { f(&mut self.acc, &array, err.ptr()) }
         };
         drop(array);
-        err.check(st, &format!("{}: {what}", self.name))
+        err.check_with(st, || format!("{}: {what}", self.name))
     }
 
     fn call_out(
@@ -425,7 +425,7 @@ impl QlinkAccumulator {
             let _g = self.owner.plugin.enter();
             unsafe { f(&mut self.acc, &mut out, err.ptr()) }
         };
-        err.check(st, &format!("{}: {what}", self.name))?;
+        err.check_with(st, || format!("{}: {what}", self.name))?;
         import_array(out, dt, &self.owner.plugin)
     }
 }
@@ -511,7 +511,7 @@ impl QlinkWindowUdf {
             let _g = plugin.enter();
             unsafe { open(plugin.descriptor(), c.as_ptr(), &mut raw, err.ptr()) }
         };
-        err.check(st, &format!("opening window function {}/{name}", plugin.name()))?;
+        err.check_with(st, || format!("opening window function {}/{name}", plugin.name()))?;
         let signature = signature_of(&raw.signature);
         Ok(WindowUDF::new_from_impl(QlinkWindowUdf {
             raw: Arc::new(RawWindow { raw: Box::new(raw), plugin: Arc::clone(plugin) }),
@@ -555,7 +555,7 @@ impl WindowUDFImpl for QlinkWindowUdf {
             let _g = self.raw.plugin.enter();
             unsafe { new(&*self.raw.raw, &schema, &mut ev, err.ptr()) }
         };
-        err.check(st, &format!("{}: evaluator_new", self.name))?;
+        err.check_with(st, || format!("{}: evaluator_new", self.name))?;
         Ok(Box::new(QlinkEvaluator { ev, owner: Arc::clone(&self.raw), fields, ret, name: self.name.clone() }))
     }
     fn field(&self, field_args: WindowUDFFieldArgs) -> Result<FieldRef> {
@@ -606,7 +606,7 @@ impl PartitionEvaluator for QlinkEvaluator {
             unsafe { f(&mut self.ev, &array, num_rows as i64, &mut out, err.ptr()) }
         };
         drop(array);
-        err.check(st, &format!("{}: evaluate_all", self.name))?;
+        err.check_with(st, || format!("{}: evaluate_all", self.name))?;
         import_array(out, &self.ret, &self.owner.plugin)
     }
 }
@@ -647,7 +647,7 @@ impl QlinkTableFunction {
             let _g = plugin.enter();
             unsafe { open(plugin.descriptor(), c.as_ptr(), &mut raw, err.ptr()) }
         };
-        err.check(st, &format!("opening table function {}/{name}", plugin.name()))?;
+        err.check_with(st, || format!("opening table function {}/{name}", plugin.name()))?;
         Ok(QlinkTableFunction { raw: Box::new(raw), plugin: Arc::clone(plugin), name: name.to_string() })
     }
 }
@@ -666,7 +666,7 @@ impl TableFunctionImpl for QlinkTableFunction {
             let _g = self.plugin.enter();
             unsafe { call(&*self.raw, &view.raw, &raw, &mut out, err.ptr()) }
         };
-        err.check(st, &format!("table function {}", self.name))?;
+        err.check_with(st, || format!("table function {}", self.name))?;
         Ok(Arc::new(crate::table::QlinkTableProvider::from_raw(out, Arc::clone(&self.plugin), &self.name)?))
     }
 }

@@ -372,7 +372,7 @@ impl InstalledPlanner {
             let _g = plugin.enter();
             unsafe { open(plugin.descriptor(), c.as_ptr(), &raw_opts, &mut raw, err.ptr()) }
         };
-        err.check(st, &format!("opening planner {}/{name}", plugin.name()))?;
+        err.check_with(st, || format!("opening planner {}/{name}", plugin.name()))?;
         Ok(Self::new(raw, Some(Arc::clone(plugin)), name))
     }
 }
@@ -478,7 +478,7 @@ impl QlinkQueryPlanner {
             let _g = p.plugin.as_ref().map(|pl| pl.enter());
             unsafe { plan_fn(&p.raw, &ctx, &mut out, err.ptr()) }
         };
-        err.check(st, &format!("planner {}", p.name))?;
+        err.check_with(st, || format!("planner {}", p.name))?;
         match out.action {
             QL_PLANNER_DECLINE => Ok(None),
             QL_PLANNER_PHYSICAL => {

@@ -60,7 +60,7 @@ impl Plugin {
         let mut err = ErrorSlot::new();
         // SAFETY: valid C string and out pointers.
         let status = unsafe { ql_plugin_load(cpath.as_ptr(), &mut raw, err.ptr()) };
-        err.check(status, &format!("loading plugin {path}"))?;
+        err.check_with(status, || format!("loading plugin {path}"))?;
         // SAFETY: on QL_OK `raw` is a loaded plugin with a checked descriptor.
         let name = cstr(unsafe { (*raw).plugin.name });
         Ok(Arc::new(Plugin { raw, name, path: path.to_string() }))
@@ -208,7 +208,7 @@ impl TableSpec {
         let mut err = ErrorSlot::new();
         // SAFETY: valid input and out pointers; freed below.
         let status = unsafe { ql_table_spec_parse(c.as_ptr(), &mut out, err.ptr()) };
-        err.check(status, &format!("parsing table spec {spec:?}"))?;
+        err.check_with(status, || format!("parsing table spec {spec:?}"))?;
         let mut options = Vec::new();
         for i in 0..out.options.count.max(0) as usize {
             // SAFETY: count entries in keys and values.

@@ -73,7 +73,7 @@ impl QlinkTableProvider {
             // SAFETY: all inputs live for the call.
             unsafe { open(d, cname.as_ptr(), &raw_opts, &view.raw, &mut out, err.ptr()) }
         };
-        err.check(st, &format!("opening table {}/{provider}", plugin.name()))?;
+        err.check_with(st, || format!("opening table {}/{provider}", plugin.name()))?;
         Self::from_raw(out, Arc::clone(plugin), provider)
     }
 
@@ -163,7 +163,7 @@ impl TableProvider for QlinkTableProvider {
             // SAFETY: everything borrowed lives for the call.
             unsafe { scan(self.raw(), &view.raw, &args, &mut out, err.ptr()) }
         };
-        err.check(st, &format!("scanning table {}", self.name))?;
+        err.check_with(st, || format!("scanning table {}", self.name))?;
         Ok(Arc::new(QlinkExec::new(PlanHandle::owned(out, Some(Arc::clone(&self.plugin))))?))
     }
 
@@ -183,7 +183,7 @@ impl TableProvider for QlinkTableProvider {
             // SAFETY: answers has one slot per filter.
             unsafe { sf(self.raw(), &raw, answers.as_mut_ptr(), err.ptr()) }
         };
-        err.check(st, &format!("table {}: supports_filters", self.name))?;
+        err.check_with(st, || format!("table {}: supports_filters", self.name))?;
         Ok(answers
             .into_iter()
             .map(|a| match a {
