@@ -75,6 +75,34 @@ static int64_t ql_pread_full(int fd, uint8_t *buf, int64_t n, int64_t offset) {
   return done;
 }
 
+/* Open `path` for a read of `length` bytes (-1: to the end) at `offset`:
+ * the object-store range rules shared by get_range and read_into (`what`
+ * names the call in errors). On QL_OK *fd is open (the caller closes it)
+ * and *want is the byte count to read, clipped to the object's end. */
+static int ql_file_open_range(const char *path, int64_t offset, int64_t length, const char *what, int *fd,
+                              int64_t *want, struct ql_error *error) {
+  char *abs = ql_file_absolute(path);
+  if (!abs) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  int f = open(abs, O_RDONLY | O_CLOEXEC);
+  int err = errno;
+  free(abs);
+  if (f < 0) return ql_file_errno_error(error, err, "open", path);
+  struct stat st;
+  if (fstat(f, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(f);
+    return ql_error_set(error, QL_ENOTFOUND, "object not found: file:///%s is not a file", path);
+  }
+  int64_t size = (int64_t)st.st_size;
+  if (offset > size) {
+    close(f);
+    return ql_error_set(error, QL_EINVAL, "%s file:///%s: offset %lld is past the end (size %lld bytes)", what, path,
+                        (long long)offset, (long long)size);
+  }
+  *want = length >= 0 && length < size - offset ? length : size - offset;
+  *fd = f;
+  return QL_OK;
+}
+
 static int ql_file_get_range(const struct ql_object_store *self, const char *path, int64_t offset, int64_t length,
                              struct ql_bytes *out, struct ql_error *error) {
   (void)self;
@@ -84,32 +112,16 @@ static int ql_file_get_range(const struct ql_object_store *self, const char *pat
     return ql_error_set(error, QL_EINVAL, "get_range file:///%s: bad range offset %lld length %lld", path,
                         (long long)offset, (long long)length);
   }
-  char *abs = ql_file_absolute(path);
-  if (!abs) return ql_error_set(error, QL_ENOMEM, "out of memory");
-  int fd = open(abs, O_RDONLY | O_CLOEXEC);
-  int err = errno;
-  free(abs);
-  if (fd < 0) return ql_file_errno_error(error, err, "open", path);
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return ql_error_set(error, QL_ENOTFOUND, "object not found: file:///%s is not a file", path);
-  }
-  int64_t size = (int64_t)st.st_size;
-  if (offset > size) {
-    close(fd);
-    return ql_error_set(error, QL_EINVAL, "get_range file:///%s: offset %lld is past the end (size %lld bytes)", path,
-                        (long long)offset, (long long)size);
-  }
-  int64_t want = size - offset;
-  if (length >= 0 && length < want) want = length;
+  int fd;
+  int64_t want;
+  QL_RETURN_NOT_OK(ql_file_open_range(path, offset, length, "get_range", &fd, &want, error));
   uint8_t *buf = malloc(want > 0 ? (size_t)want : 1);
   if (!buf) {
     close(fd);
     return ql_error_set(error, QL_ENOMEM, "out of memory reading %lld bytes of file:///%s", (long long)want, path);
   }
   int64_t got = ql_pread_full(fd, buf, want, offset);
-  err = errno;
+  int err = errno;
   close(fd);
   if (got < 0) {
     free(buf);
@@ -133,26 +145,11 @@ static int ql_file_read_into(const struct ql_object_store *self, const char *pat
     return ql_error_set(error, QL_EINVAL, "read_into file:///%s: bad arguments offset %lld length %lld", path,
                         (long long)offset, (long long)length);
   }
-  char *abs = ql_file_absolute(path);
-  if (!abs) return ql_error_set(error, QL_ENOMEM, "out of memory");
-  int fd = open(abs, O_RDONLY | O_CLOEXEC);
-  int err = errno;
-  free(abs);
-  if (fd < 0) return ql_file_errno_error(error, err, "open", path);
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return ql_error_set(error, QL_ENOTFOUND, "object not found: file:///%s is not a file", path);
-  }
-  int64_t size = (int64_t)st.st_size;
-  if (offset > size) {
-    close(fd);
-    return ql_error_set(error, QL_EINVAL, "read_into file:///%s: offset %lld is past the end (size %lld bytes)", path,
-                        (long long)offset, (long long)size);
-  }
-  int64_t want = size - offset < length ? size - offset : length;
+  int fd;
+  int64_t want;
+  QL_RETURN_NOT_OK(ql_file_open_range(path, offset, length, "read_into", &fd, &want, error));
   int64_t got = ql_pread_full(fd, dst, want, offset);
-  err = errno;
+  int err = errno;
   close(fd);
   if (got < 0) return ql_error_set(error, QL_EIO, "read file:///%s at %lld: %s", path, (long long)offset, strerror(err));
   *out_len = got; /* shorter only if the file shrank meanwhile */
