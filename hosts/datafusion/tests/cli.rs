@@ -189,3 +189,28 @@ fn closed_stdout_stops_quietly() {
     assert_eq!(stderr(&o), "");
     assert_eq!(o.status.code(), Some(141));
 }
+
+/// `qlink check` exits as qlink-check does: 3 for a plugin that cannot be
+/// loaded, 2 for bad usage; `--threads` is checked like qlink-check's.
+#[test]
+fn check_exit_statuses_follow_qlink_check() {
+    let o = qlink(&["check", "/no/such/plugin.so"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let o = qlink(&["check", "--threads", "0", "/no/such/plugin.so"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(stderr(&o), "qlink: error: --threads wants a whole number from 1 to 1024, got '0'\n");
+}
+
+/// A memory limit below one byte, infinite or not a number is a usage error,
+/// not a silent zero-byte pool.
+#[test]
+fn memory_limit_must_be_a_real_size() {
+    for bad in ["0.5", "0", "inf", "-1G", "1e30T", "lots"] {
+        let o = qlink(&["sql", "--memory-limit", bad, "SELECT 1"]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+        assert!(stderr(&o).starts_with("qlink: error: --memory-limit: ") && stderr(&o).contains(bad), "{bad}: {}", stderr(&o));
+    }
+    let o = qlink(&["sql", "--memory-limit", "64M", "--format", "csv", "SELECT 1 AS one"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o), "one\n1\n");
+}

@@ -38,7 +38,8 @@ use qlink_datafusion::{Plugin, QlinkSession};
 const USAGE: &str = "usage:
   qlink sql [OPTIONS] \"SQL\"
   qlink explain [OPTIONS] [--analyze] \"SQL\"
-  qlink check [--spec PROVIDER?key=value]... [--verbose] PLUGIN.so
+  qlink check [--spec PROVIDER?key=value]... [--threads N] [--verbose] PLUGIN.so
+                                     (exit 0 conforming, 1 violations, 3 not loadable)
 OPTIONS:
   --plugin PATH                      load a plugin (its functions are registered)
   --table NAME=PLUGIN/PROVIDER?k=v   register a plugin table (PLUGIN: path or loaded plugin name)
@@ -62,6 +63,7 @@ struct Args {
     schemas: Vec<(String, String)>,
     planners: Vec<String>,
     specs: Vec<String>,
+    threads: i32,
     format: String,
     memory_limit: Option<usize>,
     analyze: bool,
@@ -86,10 +88,11 @@ fn parse_size(s: &str) -> Result<usize, String> {
         _ => (t, 1),
     };
     let v: f64 = num.trim().parse().map_err(|_| format!("--memory-limit: cannot read '{s}' as a size (e.g. 512M, 2G)"))?;
-    if !(v > 0.0) {
-        return Err(format!("--memory-limit: '{s}' must be positive"));
+    let bytes = v * mult as f64;
+    if !(bytes >= 1.0 && bytes.is_finite() && bytes <= usize::MAX as f64) {
+        return Err(format!("--memory-limit: '{s}' must be at least one byte and finite (e.g. 512M, 2G)"));
     }
-    Ok((v * mult as f64) as usize)
+    Ok(bytes as usize)
 }
 
 fn name_spec(opt: &str, v: &str) -> Result<(String, String), String> {
@@ -120,6 +123,7 @@ fn parse_args() -> Result<Args, String> {
         schemas: vec![],
         planners: vec![],
         specs: vec![],
+        threads: 0,
         format: "table".into(),
         memory_limit: None,
         analyze: false,
@@ -141,6 +145,13 @@ fn parse_args() -> Result<Args, String> {
             "--schema" => a.schemas.push(name_spec("--schema", &value("--schema")?)?),
             "--planner" => a.planners.push(value("--planner")?),
             "--spec" => a.specs.push(value("--spec")?),
+            "--threads" => {
+                let v = value("--threads")?;
+                a.threads = match v.parse::<i32>() {
+                    Ok(n) if (1..=1024).contains(&n) => n,
+                    _ => return Err(format!("--threads wants a whole number from 1 to 1024, got '{v}'")),
+                };
+            }
             "--format" => {
                 a.format = value("--format")?;
                 if !["table", "csv", "json"].contains(&a.format.as_str()) {
@@ -235,7 +246,7 @@ fn check(a: &Args) -> i32 {
     let opts = ql_check_options {
         n_specs: ptrs.len() as i32,
         specs: if ptrs.is_empty() { std::ptr::null() } else { ptrs.as_ptr() },
-        threads: 0,
+        threads: a.threads,
         verbose: a.verbose as i32,
         out: std::ptr::null_mut(),
         isolate: 1,
@@ -243,10 +254,11 @@ fn check(a: &Args) -> i32 {
     std::io::stdout().flush().ok();
     // SAFETY: valid strings and options for the call.
     let violations = unsafe { ql_check_plugin(path.as_ptr(), &opts) };
-    if violations == 0 {
-        0
-    } else {
-        1
+    // As qlink-check: 3 when the plugin could not be loaded at all.
+    match violations {
+        0 => 0,
+        v if v < 0 => 3,
+        _ => 1,
     }
 }
 
