@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build the qlink Python package and install it into the repository's venv.
 #
-#   python/build.sh            release build (what `make test-python` uses)
-#   QLINK_PY_PROFILE=dev python/build.sh   unoptimised, faster to build
+#   python/build.sh            release build (the one to use the package with)
+#   QLINK_PY_PROFILE=dev python/build.sh   unoptimised, faster to build (what `make test-python` uses)
 #
 # Steps, each idempotent:
 #  1. the plugins the package ships (qlink_sample, qlink_zarr, qlink_fold) with CMake in
