@@ -299,11 +299,20 @@ static int decode_dim_values(struct zr_dim *d) {
   return QL_OK;
 }
 
+/* A dimension's values are held in memory (for statistics and filter
+ * pruning): one that does not fit is named with its size. */
+static int dim_too_large(const struct zr_dataset *ds, const struct zr_dim *d, struct ql_error *error) {
+  return ql_error_set(error, QL_ENOMEM,
+                      "zarr store %s: dimension '%s' has %lld positions; its coordinate values do not fit in memory",
+                      ds->store.url, d->name, (long long)d->size);
+}
+
 static int load_dim_values(struct zr_dataset *ds, struct zr_dim *d, struct ql_error *error) {
   int64_t n = d->size;
+  if (n > INT64_MAX / (int64_t)sizeof(struct zr_value)) return dim_too_large(ds, d, error);
   if (d->coord < 0) {
     d->raw = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
-    if (!d->raw) return ql_error_set(error, QL_ENOMEM, "out of memory");
+    if (!d->raw) return dim_too_large(ds, d, error);
     for (int64_t i = 0; i < n; i++) memcpy(d->raw + 8 * i, &i, 8);
     memset(&d->dec, 0, sizeof(d->dec));
     d->dec.in.type = ZR_INT;
@@ -313,6 +322,7 @@ static int load_dim_values(struct zr_dataset *ds, struct zr_dim *d, struct ql_er
     snprintf(d->dec.format, sizeof(d->dec.format), "l");
   } else {
     const struct zr_array *a = &ds->group.arrays[d->coord];
+    if (a->dtype.size > 0 && n > (INT64_MAX - 1) / a->dtype.size) return dim_too_large(ds, d, error);
     d->raw = malloc((size_t)(n * a->dtype.size) + 1);
     if (!d->raw) return ql_error_set(error, QL_ENOMEM, "out of memory reading coordinate '%s'", a->name);
     int64_t chunks = 0, bytes = 0, lo = 0;
@@ -321,7 +331,7 @@ static int load_dim_values(struct zr_dataset *ds, struct zr_dim *d, struct ql_er
     if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: array '%s'", ds->store.url, a->name);
   }
   d->values = calloc((size_t)(n ? n : 1), sizeof(struct zr_value));
-  if (!d->values) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  if (!d->values) return dim_too_large(ds, d, error);
   d->comparable = d->dec.out != ZR_OUT_UTF8 && d->dec.out != ZR_OUT_BINARY;
   if (!d->comparable) return QL_OK;
   int rc = decode_dim_values(d);
