@@ -88,10 +88,6 @@ pub fn subtree<'p>(plan: &'p LogicalPlan, path: &[usize]) -> Option<&'p LogicalP
 /// back to the logical subtrees (for plan_physical, for splicing answers in,
 /// and for expanding a lazy view's nodes).
 pub struct PlanViewBuild<'p> {
-    /// Node id → (parent id or -1, index among the parent's inputs): the
-    /// subtree of a node is found by walking, so building a view clones no
-    /// plan node and stores no path per node.
-    parents: Vec<(ql_node_id, u32)>,
     /// The view handed out and what fills it. Boxed: the view's address is
     /// what planners hold and `expand` receives; in a cell: `expand` writes
     /// through it while the planner reads the view.
@@ -104,8 +100,6 @@ struct ViewState {
     vb: ViewBuilder,
     /// The plan the view describes (borrowed for 'p by PlanViewBuild).
     plan: *const LogicalPlan,
-    /// A copy of PlanViewBuild::parents for `expand` (which sees only the view).
-    parents: Vec<(ql_node_id, u32)>,
 }
 
 /// Child indices from the root to node `id`; None for an unknown id.
@@ -133,7 +127,8 @@ impl<'p> PlanViewBuild<'p> {
 
     /// Child indices from the root to node `id`; None for an unknown id.
     pub fn path(&self, id: ql_node_id) -> Option<Vec<usize>> {
-        path_of(&self.parents, id)
+        // SAFETY: `expand` never changes the parent map once built.
+        path_of(unsafe { &(*self.state.get()).vb.parents }, id)
     }
 
     /// Nodes in the view.
@@ -173,11 +168,10 @@ fn build(plan: &LogicalPlan, lazy: bool) -> Result<PlanViewBuild<'_>> {
     if lazy {
         raw.expand = Some(expand_node);
     }
-    let parents = std::mem::take(&mut vb.parents);
-    let state = Box::new(UnsafeCell::new(ViewState { raw, vb, plan, parents: parents.clone() }));
+    let state = Box::new(UnsafeCell::new(ViewState { raw, vb, plan }));
     // SAFETY: the state is boxed; its address is stable for the view's life.
     unsafe { (*state.get()).raw.private_data = state.get() as *mut std::os::raw::c_void };
-    Ok(PlanViewBuild { parents, state, _plan: PhantomData })
+    Ok(PlanViewBuild { state, _plan: PhantomData })
 }
 
 /// `ql_plan_view.expand` of a lazy view.
@@ -191,7 +185,7 @@ unsafe extern "C" fn expand_node(view: *const ql_plan_view, node: ql_node_id, er
             return QL_OK;
         }
         let st = &mut *state;
-        let Some(p) = path_of(&st.parents, node).and_then(|path| subtree(&*st.plan, &path)) else {
+        let Some(p) = path_of(&st.vb.parents, node).and_then(|path| subtree(&*st.plan, &path)) else {
             return set_error(error, QL_EINVAL, &format!("expand: node {node} is not in the plan"));
         };
         let root = st.raw.root;
@@ -205,6 +199,9 @@ unsafe extern "C" fn expand_node(view: *const ql_plan_view, node: ql_node_id, er
 
 struct ViewBuilder {
     low: Lowering,
+    /// Node id → (parent id or -1, index among the parent's inputs): the
+    /// subtree of a node is found by walking, so building a view clones no
+    /// plan node and stores no path per node.
     parents: Vec<(ql_node_id, u32)>,
     tables: Vec<Box<Arc<dyn TableProvider>>>,
     /// Schemas already in the builder, by the Arrow schema's address (a
@@ -319,12 +316,14 @@ impl ViewBuilder {
         n.n_inputs = inputs.len() as i32;
         n.inputs = if inputs.is_empty() { std::ptr::null() } else { inputs.as_ptr() };
         self.skeleton(p, &mut n);
-        let _held;
-        if lazy {
+        // A lazy node's payload waits for expand; `_held` keeps what `n`
+        // points at alive until the builder has copied it.
+        let _held = if lazy {
             n.flags |= QL_NODE_UNEXPANDED;
+            None
         } else {
-            _held = self.payload(p, &mut n)?;
-        }
+            Some(self.payload(p, &mut n)?)
+        };
         let id = self.low.b.node(&n);
         if id < 0 {
             // The builder's sticky error; peek() reports its message.
