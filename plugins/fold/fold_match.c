@@ -232,25 +232,37 @@ static int ql_fold_operand(const struct ql_plan_view *v, const struct ql_fold_sp
   return 1;
 }
 
-/* Down from the aggregate through projections and aliases to the join.
- * Expands what matching reads below the aggregate: the nodes on the way,
- * the join and the join's two inputs (their schemas only). */
-static int ql_fold_find_join(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_spec *s) {
+/* The inner join the aggregate's input reaches through projections and
+ * aliases, or -1 (s->why says why). Reads the skeleton alone, so an
+ * aggregate that is not over a join is declined before anything is
+ * expanded. */
+static ql_node_id ql_fold_join_below(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_spec *s) {
   ql_node_id id = v->nodes[agg].inputs[0];
-  for (;;) {
-    if (id < 0 || id >= v->n_nodes) return ql_fold_decline(s, "node id %d out of range", id);
+  for (int32_t steps = 0; steps < v->n_nodes; steps++) {
+    if (id < 0 || id >= v->n_nodes) return ql_fold_decline(s, "node id %d out of range", id), -1;
     const struct ql_plan_node *n = &v->nodes[id];
-    if (n->kind == QL_NODE_JOIN) break;
+    if (n->kind == QL_NODE_JOIN) {
+      if (n->join_type != QL_JOIN_INNER) return ql_fold_decline(s, "not an inner join"), -1;
+      return id;
+    }
     if ((n->kind != QL_NODE_PROJECTION && n->kind != QL_NODE_SUBQUERY_ALIAS) || n->n_inputs != 1)
-      return ql_fold_decline(s, "aggregate input is a %d node, not a join", n->kind);
-    if (!ql_fold_expand(v, id, s)) return 0;
+      return ql_fold_decline(s, "aggregate input is a %d node, not a join", n->kind), -1;
     id = n->inputs[0];
   }
+  return ql_fold_decline(s, "aggregate input chain does not end"), -1;
+}
+
+/* The join found by ql_fold_join_below, checked and recorded in s.
+ * Expands what matching reads below the aggregate: the nodes on the way,
+ * the join and the join's two inputs (their schemas only). */
+static int ql_fold_take_join(const struct ql_plan_view *v, ql_node_id agg, ql_node_id join, struct ql_fold_spec *s) {
+  for (ql_node_id id = v->nodes[agg].inputs[0]; id != join; id = v->nodes[id].inputs[0])
+    if (!ql_fold_expand(v, id, s)) return 0;
+  ql_node_id id = join;
   const struct ql_plan_node *j = &v->nodes[id];
   if (j->n_inputs != 2) return ql_fold_decline(s, "join without two inputs");
   for (int k = 0; k < 2; k++)
     if (j->inputs[k] < 0 || j->inputs[k] >= v->n_nodes) return ql_fold_decline(s, "join input out of range");
-  if (j->join_type != QL_JOIN_INNER) return ql_fold_decline(s, "not an inner join");
   if (!ql_fold_expand(v, id, s)) return 0;
   if (j->condition >= 0) return ql_fold_decline(s, "join has a non-equi condition");
   if (j->flags & QL_NODE_NULL_EQUALS_NULL) return ql_fold_decline(s, "join treats NULL keys as equal");
@@ -389,31 +401,13 @@ static int ql_fold_match_sum(const struct ql_plan_view *v, ql_node_id agg, struc
   return 1;
 }
 
-/* Whether the aggregate's input reaches an inner join through projections
- * and aliases: read from the skeleton alone, so an aggregate that is not
- * over a join is declined before anything is expanded. */
-static int ql_fold_over_inner_join(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_spec *s) {
-  ql_node_id id = v->nodes[agg].inputs[0];
-  for (int32_t steps = 0; steps < v->n_nodes; steps++) {
-    if (id < 0 || id >= v->n_nodes) return ql_fold_decline(s, "node id %d out of range", id);
-    const struct ql_plan_node *n = &v->nodes[id];
-    if (n->kind == QL_NODE_JOIN) {
-      if (n->join_type != QL_JOIN_INNER) return ql_fold_decline(s, "not an inner join");
-      return 1;
-    }
-    if ((n->kind != QL_NODE_PROJECTION && n->kind != QL_NODE_SUBQUERY_ALIAS) || n->n_inputs != 1)
-      return ql_fold_decline(s, "aggregate input is a %d node, not a join", n->kind);
-    id = n->inputs[0];
-  }
-  return ql_fold_decline(s, "aggregate input chain does not end");
-}
-
 int ql_fold_match(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_spec *s) {
   /* Cheap checks first, writing only s->why: declining costs little. */
   const struct ql_plan_node *n = &v->nodes[agg];
   if (n->kind != QL_NODE_AGGREGATE) return ql_fold_decline(s, "not an aggregate");
   if (n->n_inputs != 1) return ql_fold_decline(s, "aggregate without one input");
-  if (!ql_fold_over_inner_join(v, agg, s)) return 0;
+  ql_node_id join = ql_fold_join_below(v, agg, s);
+  if (join < 0) return 0;
   if (!ql_fold_expand(v, agg, s)) return 0;
   if (!n->schema) return ql_fold_decline(s, "aggregate without a schema");
   if (n->schema->n_children != (int64_t)n->n_exprs + n->n_exprs2)
@@ -424,7 +418,7 @@ int ql_fold_match(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_s
   s->want_why = want_why;
   s->aggregate = agg;
   s->join = -1;
-  if (!ql_fold_find_join(v, agg, s)) return 0;
+  if (!ql_fold_take_join(v, agg, join, s)) return 0;
   if (!ql_fold_match_sum(v, agg, s)) return 0;
   if (!ql_fold_match_keys(v, s)) return 0;
   if (!ql_fold_match_groups(v, agg, s)) return 0;
