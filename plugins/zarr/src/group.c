@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "array.h"
+#include "json_text.h"
 #include "qlink/lib/status.h"
 
 void zr_group_free(struct zr_group *g) {
@@ -142,7 +143,7 @@ static int load_json(const struct zr_store *store, const char *key, json_t **out
   *out = NULL;
   QL_RETURN_NOT_OK(zr_store_get(store, key, &bytes, error));
   json_error_t jerr;
-  *out = json_loadb((const char *)bytes.data, (size_t)bytes.size, JSON_DECODE_ANY, &jerr);
+  *out = zr_json_parse((const char *)bytes.data, (size_t)bytes.size, &jerr);
   if (bytes.release) bytes.release(&bytes);
   if (!*out) {
     return ql_error_set(error, QL_EDATA, "zarr store %s: malformed JSON in '%s' at line %d: %s", store->url, key,

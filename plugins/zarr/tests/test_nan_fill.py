@@ -77,3 +77,23 @@ def test_nan_missing_value_masks_nan(tmp_path):
                        attributes={"missing_value": "NaN"})
     a[:] = np.array([NAN, 2.0, 0.0], dtype="f4")
     assert run_scan(tmp_path / "mv.zarr").column("v") == [None, 2.0, 0.0]
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+@pytest.mark.parametrize("consolidated", [True, False])
+def test_non_finite_attributes_as_python_writes_them(tmp_path, fmt, consolidated):
+    # zarr-python writes float attributes NaN / inf as the bare JSON tokens
+    # NaN / Infinity / -Infinity (Python's json default); the store opens, and
+    # missing_value NaN masks the NaN cells as xarray does
+    ds = xr.Dataset({"v": (("x",), np.array([1.0, NAN, 3.0, 4.0]),
+                           {"missing_value": NAN, "valid_max": float("inf"), "valid_min": float("-inf")})},
+                    coords={"x": np.arange(4)})
+    path = tmp_path / "attrs.zarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds.to_zarr(path, zarr_format=fmt, mode="w", consolidated=consolidated, encoding={"v": {"chunks": (2,)}})
+    docs = "".join(p.read_text() for p in path.rglob("*") if p.name in (".zattrs", ".zmetadata", "zarr.json"))
+    assert "NaN" in docs and "-Infinity" in docs  # the bare tokens really are in the store
+    scan = run_scan(path)
+    assert scan.column("v") == [1.0, None, 3.0, 4.0]
+    assert_same_rows(scan.rows, expected_rows(path, scan), 1)
