@@ -6,20 +6,37 @@
 #include "array.h"
 #include "qlink/lib/status.h"
 
-/* Shape and chunks: lists of `ndim` non-negative (chunks: positive) ints. */
+/* The largest extent along one dimension, and the largest element count of
+ * an array or a chunk (2^48, some 2.8e14): row counts, chunk counts and
+ * byte offsets computed from shapes then fit in int64 with room to spare. */
+#define ZR_MAX_EXTENT ((int64_t)1 << 48)
+
+/* Shape and chunks: lists of `ndim` non-negative (chunks: positive) ints,
+ * each at most ZR_MAX_EXTENT and their product (the element count) too, so
+ * row counts, chunk counts and offsets computed from them fit in int64. */
 int zr_parse_extents(const json_t *list, const char *what, int32_t ndim, int positive, int64_t *out,
                      struct ql_error *error) {
   if (!json_is_array(list) || (int32_t)json_array_size(list) != ndim) {
     return ql_error_set(error, QL_EDATA, "%s must be a list of %d integers", what, (int)ndim);
   }
+  int64_t elements = 1;
   for (int32_t i = 0; i < ndim; i++) {
     json_t *v = json_array_get(list, (size_t)i);
-    if (!json_is_integer(v) || json_integer_value(v) < (positive ? 1 : 0) ||
-        json_integer_value(v) > ((json_int_t)1 << 48)) {
+    if (!json_is_integer(v) || json_integer_value(v) < (positive ? 1 : 0)) {
       return ql_error_set(error, QL_EDATA, "%s[%d] is not a%s integer", what, (int)i,
                           positive ? " positive" : " non-negative");
     }
     out[i] = json_integer_value(v);
+    if (out[i] > ZR_MAX_EXTENT) {
+      return ql_error_set(error, QL_EDATA, "%s[%d] = %lld is too large (at most 2^48 = %lld)", what, (int)i,
+                          (long long)out[i], (long long)ZR_MAX_EXTENT);
+    }
+    /* a zero extent makes the product 0: later extents cannot overflow it */
+    if (out[i] > 0 && elements > ZR_MAX_EXTENT / out[i]) {
+      return ql_error_set(error, QL_EDATA, "%s is too large: its %d extents multiply to more than 2^48 = %lld elements",
+                          what, (int)ndim, (long long)ZR_MAX_EXTENT);
+    }
+    elements *= out[i];
   }
   return QL_OK;
 }

@@ -434,7 +434,16 @@ static int build_table(struct zr_dataset *ds, const struct zr_array *proto, uint
   for (int32_t i = 0; i < t->ndim; i++) {
     t->dims[i] = find_dim(ds, proto->dims[i]);
     name_len += strlen(proto->dims[i]) + 1;
-    t->n_rows *= ds->dims[t->dims[i]].size;
+    int64_t size = ds->dims[t->dims[i]].size;
+    /* An array's own shape is capped when parsed; a coordinates-only table
+     * spans every dimension of the store, whose sizes can multiply past it. */
+    if (size > 0 && t->n_rows > INT64_MAX / size) {
+      return ql_error_set(error, QL_EDATA,
+                          "zarr store %s: the table of its coordinates is too large: with dimension '%s' (size %lld) "
+                          "its row count passes 2^63",
+                          ds->store.url, proto->dims[i], (long long)size);
+    }
+    t->n_rows *= size;
   }
   t->default_name = malloc(name_len);
   if (!t->default_name) return ql_error_set(error, QL_ENOMEM, "out of memory");
@@ -565,7 +574,9 @@ static int build(struct zr_dataset *ds, const char *renames, struct ql_error *er
       ds->dims[find_dim(ds, a->dims[0])].coord = (int32_t)k;
       used[k] = 1;
     } else if (is_coordinate(ds, a)) {
-      used[k] = 2;
+      used[k] = 2; /* a scalar one (no dimensions, a subset of any) joins every table */
+    } else if (a->ndim == 0) {
+      used[k] = 3; /* a scalar data variable makes no rows: no table */
     }
   }
   int rc = QL_OK;

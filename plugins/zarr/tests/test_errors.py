@@ -224,7 +224,8 @@ def test_path_at_an_array(tmp_path, fmt):
 
 
 @pytest.mark.parametrize("fmt", [2, 3])
-@pytest.mark.parametrize("chunks,words", [([2**40, 2**40], "overflows 64 bits"),
+@pytest.mark.parametrize("chunks,words", [([2**40, 2**40], "chunks is too large: its 2 extents multiply to more than "
+                                                             "2^48 = 281474976710656 elements"),
                                           ([2**20, 2**20], "chunk of 1099511627776 elements (8796093022208 bytes)")])
 def test_chunk_too_large(tmp_path, fmt, chunks, words):
     path = make(tmp_path, fmt, consolidated=False)
@@ -233,6 +234,8 @@ def test_chunk_too_large(tmp_path, fmt, chunks, words):
     else:
         edit_json(meta_file(path, 3, "a"), lambda d: d["chunk_grid"]["configuration"].update(chunk_shape=chunks))
     err = fails(path, "--table", "x_y")
+    if fmt == 3:
+        words = words.replace("chunks is", "chunk_shape is")
     assert "array 'a'" in err and words in err and "too large" in err and "of -1 " not in err
 
 
@@ -256,3 +259,32 @@ def test_v3_fill_value_not_base64(tmp_path, key, value):
     edit_json(meta_file(path, 3, "a"), lambda d: d["attributes"].update({key: value}))
     err = fails(path, "--table", "x_y")
     assert str(path) in err and "array 'a'" in err and key in err and "base64" in err
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+@pytest.mark.parametrize("shape,words", [
+    ([2**62, 6], "shape[0] = 4611686018427387904 is too large (at most 2^48 = 281474976710656)"),
+    ([4, 2**63 - 1], "shape[1] = 9223372036854775807 is too large (at most 2^48 = 281474976710656)"),
+    ([2**30, 2**30], "shape is too large: its 2 extents multiply to more than 2^48 = 281474976710656 elements"),
+])
+def test_shape_too_large(tmp_path, fmt, shape, words):
+    # 2^62 used to say "shape[0] is not a non-negative integer"; a product
+    # past int64 was accepted and overflowed the row count.
+    path = make(tmp_path, fmt, consolidated=False)
+    edit_json(meta_file(path, fmt, "a"), lambda d: d.update(shape=shape))
+    err = fails(path)
+    assert err.strip() == f"zarr-scan: open: zarr store {path}: array 'a': {words}"
+
+
+def test_coordinates_table_too_large(tmp_path):
+    # Only coordinates, three of 2^21 positions: the one table spans all
+    # three, 2^63 rows. Its row count used to overflow (undefined behaviour).
+    import zarr
+
+    path = tmp_path / "coords.zarr"
+    g = zarr.open_group(path, mode="w", zarr_format=3)
+    for d in "xyz":
+        g.create_array(d, shape=(2**21,), chunks=(2**21,), dtype="i8", fill_value=0, dimension_names=[d])
+    err = fails(path)
+    assert err.strip() == (f"zarr-scan: open: zarr store {path}: the table of its coordinates is too large: "
+                           "with dimension 'z' (size 2097152) its row count passes 2^63")
