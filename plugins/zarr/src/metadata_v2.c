@@ -60,6 +60,17 @@ int zr_parse_dim_names(const json_t *list, int32_t ndim, char **out, struct ql_e
                  ? QL_OK
                  : ql_error_set(error, QL_EDATA, "dimension name %d is not a non-empty string", (int)i);
     }
+    for (int32_t k = 0; k < i; k++) {
+      /* One name for two axes would make the table's two dimension columns
+       * the same column, read along one axis only (wrong values). */
+      if (strcmp(out[k], s) == 0) {
+        return ql_error_set(error, QL_EDATA,
+                            "dimension name '%s' is given twice (axes %d and %d); each axis needs its own name "
+                            "(xarray does not support repeated dimension names either: it warns on open and cannot "
+                            "make a dataframe of the array)",
+                            s, (int)k, (int)i);
+      }
+    }
     out[i] = strdup(s);
     if (!out[i]) return ql_error_set(error, QL_ENOMEM, "out of memory");
   }

@@ -288,3 +288,45 @@ def test_coordinates_table_too_large(tmp_path):
     err = fails(path)
     assert err.strip() == (f"zarr-scan: open: zarr store {path}: the table of its coordinates is too large: "
                            "with dimension 'z' (size 2097152) its row count passes 2^63")
+
+
+DUP = ("dimension name 'x' is given twice (axes 0 and 1); each axis needs its own name (xarray does not support "
+       "repeated dimension names either: it warns on open and cannot make a dataframe of the array)")
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+@pytest.mark.parametrize("consolidated", [True, False])
+def test_repeated_dimension_name(tmp_path, fmt, consolidated):
+    # Accepted before: the table had two columns named 'x' and read the
+    # array along one axis only (wrong values), and a DataFusion host failed
+    # every query with a schema error that did not name the store.
+    import zarr
+
+    path = tmp_path / f"dup{fmt}.zarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = zarr.open_group(path, mode="w", zarr_format=fmt)
+        kw = {"dimension_names": ["x", "x"]} if fmt == 3 else {}
+        a = g.create_array("a", shape=(3, 3), dtype="f8", **kw)
+        if fmt == 2:
+            a.attrs["_ARRAY_DIMENSIONS"] = ["x", "x"]
+        a[:] = np.arange(9.0).reshape(3, 3)
+        if consolidated:
+            zarr.consolidate_metadata(path, zarr_format=fmt)
+        # xarray opens it with a warning, then cannot build the dataframe
+        with pytest.raises(ValueError):
+            xr.open_zarr(path, consolidated=consolidated).to_dataframe()
+    err = fails(path)
+    assert err.strip() == f"zarr-scan: open: zarr store {path}: array 'a': {DUP}"
+
+
+def test_repeated_dimension_name_v3_attribute_fallback(tmp_path):
+    # A v3 array without dimension_names falls back to _ARRAY_DIMENSIONS:
+    # the same rule applies there.
+    path = make(tmp_path, 3, consolidated=False)
+    def dup(d):
+        d["dimension_names"] = None
+        d["attributes"]["_ARRAY_DIMENSIONS"] = ["x", "x"]
+    edit_json(meta_file(path, 3, "a"), dup)
+    err = fails(path)
+    assert err.strip() == f"zarr-scan: open: zarr store {path}: array 'a': {DUP}"
