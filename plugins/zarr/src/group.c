@@ -1,11 +1,14 @@
 /* qlink_zarr: reading the arrays of a group, consolidated or by listing.
  * See array.h. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "array.h"
 #include "json_text.h"
+#include "qlink/lib/object_store.h"
 #include "qlink/lib/status.h"
 
 void zr_group_free(struct zr_group *g) {
@@ -18,13 +21,10 @@ void zr_group_free(struct zr_group *g) {
 
 static int has_dims(const struct zr_array *a) { return a->ndim > 0 && a->dims[0] != NULL; }
 
-/* Append a parsed array, or drop it when it has no dimensions (a 0-d
- * scalar makes no rows). */
+/* Append a parsed array. 0-d (scalar) arrays are kept: a scalar coordinate
+ * (CMIP's `height`, cfgrib's `step`) is a column of every table (model.c);
+ * other scalars make no rows and are left out there. */
 static int keep_array(struct zr_group *g, struct zr_array *a, struct ql_error *error) {
-  if (!has_dims(a)) {
-    zr_array_free(a);
-    return QL_OK;
-  }
   struct zr_array *grown = realloc(g->arrays, sizeof(*grown) * (size_t)(g->n_arrays + 1));
   if (!grown) {
     zr_array_free(a);
@@ -196,6 +196,47 @@ static int list_arrays(const struct zr_store *store, int32_t format, struct zr_g
   return rc;
 }
 
+/* No group document at the root: say whether the path is missing, a file,
+ * or a directory without Zarr metadata. Object stores have no directories
+ * and listing a whole tree to see whether anything lies under the path
+ * could take minutes (a path at a parent folder of many stores), so only a
+ * local path (file://, the local file system for every host) is looked at,
+ * with one stat; it reads nothing. */
+static int not_a_group(const struct zr_store *store, struct ql_error *error) {
+  char *store_url = NULL, *path = NULL;
+  struct ql_error quiet;
+  memset(&quiet, 0, sizeof(quiet));
+  int local = ql_url_split(store->url, &store_url, &path, &quiet) == QL_OK && strcmp(store_url, "file://") == 0;
+  ql_error_release(&quiet);
+  free(store_url);
+  struct stat st;
+  int missing = 0, file = 0;
+  if (local) {
+    size_t n = strlen(path) + 2;
+    char *abs = malloc(n);
+    if (abs) {
+      snprintf(abs, n, "/%s", path);
+      if (stat(abs, &st) != 0) {
+        missing = errno == ENOENT || errno == ENOTDIR;
+      } else {
+        file = !S_ISDIR(st.st_mode);
+      }
+      free(abs);
+    }
+  }
+  free(path);
+  if (missing) {
+    return ql_error_set(error, QL_ENOTFOUND, "zarr store %s: the path does not exist", store->url);
+  }
+  if (file) {
+    return ql_error_set(error, QL_EINVAL,
+                        "zarr store %s: a file, not a Zarr store (a directory holding zarr.json, .zmetadata or .zgroup)",
+                        store->url);
+  }
+  return ql_error_set(error, QL_ENOTFOUND, "zarr store %s: not a Zarr group (no zarr.json, .zmetadata or .zgroup)",
+                      store->url);
+}
+
 int zr_group_load(const struct zr_store *store, struct zr_group *out, struct ql_error *error) {
   memset(out, 0, sizeof(*out));
   json_t *root = NULL;
@@ -250,8 +291,7 @@ int zr_group_load(const struct zr_store *store, struct zr_group *out, struct ql_
                           store->url);
     }
     ql_error_release(error);
-    return ql_error_set(error, QL_ENOTFOUND, "zarr store %s: not a Zarr group (no zarr.json, .zmetadata or .zgroup)",
-                        store->url);
+    return not_a_group(store, error);
   }
   if (rc != QL_OK) return rc;
   json_decref(root);

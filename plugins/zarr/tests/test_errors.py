@@ -330,3 +330,27 @@ def test_repeated_dimension_name_v3_attribute_fallback(tmp_path):
     edit_json(meta_file(path, 3, "a"), dup)
     err = fails(path)
     assert err.strip() == f"zarr-scan: open: zarr store {path}: array 'a': {DUP}"
+
+
+@pytest.mark.parametrize("prefix", ["", "file://"])
+def test_missing_path(tmp_path, prefix):
+    # Used to say "not a Zarr group", as for an existing directory.
+    for missing in (tmp_path / "nope.zarr", tmp_path / "no" / "such" / "dir.zarr"):
+        err = fails(f"{prefix}{missing}")
+        assert err.strip() == f"zarr-scan: open: zarr store {prefix}{missing}: the path does not exist"
+
+
+def test_path_at_a_file(tmp_path):
+    f = tmp_path / "data.nc"
+    f.write_bytes(b"CDF\x01")
+    err = fails(f)
+    assert err.strip() == (f"zarr-scan: open: zarr store {f}: a file, not a Zarr store "
+                           "(a directory holding zarr.json, .zmetadata or .zgroup)")
+
+
+def test_directory_without_zarr_metadata(tmp_path):
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "readme.txt").write_text("not zarr")
+    for d in (tmp_path / "plain", tmp_path):
+        err = fails(d)
+        assert err.strip() == f"zarr-scan: open: zarr store {d}: not a Zarr group (no zarr.json, .zmetadata or .zgroup)"
