@@ -392,3 +392,30 @@ def test_variable_length_strings(tmp_path, fmt, chunks):
     check_table(path, "station")
     got = run_scan(path, "--table", "station_t", "--where", "t >= 2", "--columns", "label")
     assert sorted(r[0] for r in got.rows) == sorted(f"{n}:{i}" for n in names for i in (2, 3))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("chunks", [None, {"latitude": 2, "longitude": 3}])
+def test_scalar_coordinates_are_columns_of_every_table(tmp_path, fmt, chunks):
+    # as cfgrib and CMIP write them: 0-d coordinates (a subset of any
+    # table's dimensions) repeat on every row, as in to_dataframe(); a 0-d
+    # data variable (a grid mapping) makes no table; a scalar whose chunk
+    # was never written reads as its fill value (NULL)
+    rng = np.random.default_rng(3)
+    ds = xr.Dataset(
+        {"t2m": (("latitude", "longitude"), rng.random((3, 4)).astype("f4")),
+         "lat_bnds": (("latitude", "bnds"), rng.random((3, 2))),
+         "crs": ((), np.int32(0), {"grid_mapping_name": "latitude_longitude"})},
+        coords={"latitude": [10.0, 20.0, 30.0], "longitude": [0.0, 1.0, 2.0, 3.0], "number": np.int64(7),
+                "step": np.timedelta64(6, "h").astype("m8[ns]"), "valid_time": np.datetime64("2024-01-01T06:00", "ns"),
+                "label": "analysis", "unwritten": np.nan})
+    path = write(ds, tmp_path / "s.zarr", fmt, chunk_encoding(ds, chunks) if chunks else None)
+    for f in (path / "unwritten").iterdir():
+        if f.name not in (".zarray", ".zattrs", "zarr.json"):
+            f.unlink()
+    assert run_scan(path, "--list").tables == ["latitude_bnds", "latitude_longitude"]
+    for table in ("latitude_longitude", "latitude_bnds"):
+        scan = check_table(path, table)
+        assert scan.columns[-6:-1] == ["label", "number", "step", "unwritten", "valid_time"]
+        row = scan.rows[-1]
+        assert row[-6:-1] == ["analysis", 7, 21600000000000, None, 1704088800000000000]
