@@ -228,10 +228,17 @@ static void test_metadata_errors(void) {
                QL_EDATA);
   zr_array_free(&a);
   QL_CHECK_INT(array_v2("{\"zarr_format\":2,\"shape\":[4],\"chunks\":[2],\"dtype\":\"<f8\",\"fill_value\":null,"
-                        "\"filters\":[{\"id\":\"delta\"}]}",
+                        "\"filters\":[{\"id\":\"categorize\"}]}",
                         NULL, &a, &err),
                QL_ENOTSUP);
-  QL_CHECK(strstr(ql_error_message(&err), "delta") != NULL);
+  QL_CHECK(strstr(ql_error_message(&err), "unsupported v2 filter 'categorize'") != NULL);
+  zr_array_free(&a);
+  /* a supported filter without its parameters */
+  QL_CHECK_INT(array_v2("{\"zarr_format\":2,\"shape\":[4],\"chunks\":[2],\"dtype\":\"<f8\",\"fill_value\":null,"
+                        "\"filters\":[{\"id\":\"delta\"}]}",
+                        NULL, &a, &err),
+               QL_EDATA);
+  QL_CHECK(strstr(ql_error_message(&err), "filter 'delta': 'dtype' is missing") != NULL);
   zr_array_free(&a);
   QL_CHECK_INT(array_v2("{\"zarr_format\":2,\"shape\":[4],\"chunks\":[2],\"dtype\":\"<f8\",\"fill_value\":\"oops\"}",
                         NULL, &a, &err),

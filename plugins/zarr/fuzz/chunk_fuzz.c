@@ -1,6 +1,7 @@
 /* libFuzzer target: the chunk decoders. Byte 0 picks a codec pipeline
  * (every compressor, checksum, transpose and sharding layout qlink_zarr
- * reads), byte 1 the element type, bytes 2-3 the chunk shape; the rest is
+ * reads, then v2 pipelines with numcodecs filters), byte 1 the element
+ * type, bytes 2-3 the chunk shape; the rest is
  * the stored chunk. Must never crash, leak, hang or write out of bounds;
  * corrupt input is an error. */
 #include <stdint.h>
@@ -32,13 +33,29 @@ static const char *const PIPELINES[] = {
     "[{\"name\":\"vlen-utf8\"},{\"name\":\"zstd\"}]",
 };
 
+/* v2 pipelines with numcodecs filters: {compressor, filters}, selected by
+ * byte 0 values past PIPELINES (the filters' dtypes are fixed by the
+ * filters, not by byte 1: a mismatch with the chunk is an error too). */
+static const char *const V2_PIPELINES[][2] = {
+    {"null", "[{\"id\":\"delta\",\"dtype\":\"<i4\"},{\"id\":\"shuffle\",\"elementsize\":4}]"},
+    {"{\"id\":\"zstd\"}", "[{\"id\":\"fixedscaleoffset\",\"dtype\":\"<f8\",\"astype\":\"<u2\","
+                         "\"scale\":10,\"offset\":1000}]"},
+    {"null", "[{\"id\":\"quantize\",\"digits\":2,\"dtype\":\"<f8\",\"astype\":\"<f4\"}]"},
+    {"null", "[{\"id\":\"bitround\",\"keepbits\":5},{\"id\":\"astype\",\"encode_dtype\":\">f4\","
+             "\"decode_dtype\":\"<f8\"}]"},
+    {"null", "[{\"id\":\"delta\",\"dtype\":\"<f4\",\"astype\":\"<f8\"},{\"id\":\"fixedscaleoffset\","
+             "\"dtype\":\"<f8\",\"astype\":\"|i1\",\"scale\":0.5,\"offset\":-1}]"},
+};
+
 static const char *const DTYPES[] = {"<f8", "<f4", ">i2", "|u1", "<f2", "<M8[ns]", "<U3", "|S5", "|b1", ">u8"};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 4) return 0;
   size_t np = sizeof(PIPELINES) / sizeof(PIPELINES[0]);
   size_t nd = sizeof(DTYPES) / sizeof(DTYPES[0]);
-  const char *pipeline = PIPELINES[data[0] % np];
+  size_t nv2 = sizeof(V2_PIPELINES) / sizeof(V2_PIPELINES[0]);
+  size_t pick = data[0] % (np + nv2);
+  const char *pipeline = pick < np ? PIPELINES[pick] : V2_PIPELINES[pick - np][1];
   struct ql_error err = {0};
   struct zr_dtype dtype;
   int vlen = strstr(pipeline, "vlen-utf8") != NULL;
@@ -47,7 +64,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int64_t shape[2] = {2 * (1 + data[2] % 8), 2 * (1 + data[3] % 8)};
   json_t *codecs = json_loads(pipeline, 0, NULL);
   struct zr_pipeline p;
-  if (zr_pipeline_parse_v3(codecs, 2, &p, &err) != QL_OK) abort();
+  if (pick < np) {
+    if (zr_pipeline_parse_v3(codecs, 2, &p, &err) != QL_OK) abort();
+  } else {
+    json_t *compressor = json_loads(V2_PIPELINES[pick - np][0], JSON_DECODE_ANY, NULL);
+    int rc = zr_pipeline_from_v2(compressor, codecs, 2, 0, dtype.big_endian, &p, &err);
+    json_decref(compressor);
+    if (rc != QL_OK) abort();
+  }
   uint8_t *out = malloc((size_t)(shape[0] * shape[1] * dtype.size));
   uint8_t fill[32] = {0};
   struct zr_heap heap = {0};

@@ -92,6 +92,25 @@ def chunk_seeds(out, tmp):
     items = [b"oslo", b"", "kyiv\u20ac".encode(), b"x"]
     chunk = struct.pack("<I", len(items)) + b"".join(struct.pack("<I", len(i)) + i for i in items)
     save(out, "p11-vlen", bytes([11, 0, 0, 0]) + chunk)
+    # v2 pipelines with numcodecs filters (chunk_fuzz.c's V2_PIPELINES, after
+    # its 13 v3 ones), encoded by numcodecs for the 2 x 2 shape of bytes 2-3 = 0
+    f = numcodecs
+    v2 = [
+        (13, 1, "<f4", None, [f.Delta(dtype="<i4"), f.Shuffle(elementsize=4)], "<i4"),
+        (14, 0, "<f8", f.Zstd(), [f.FixedScaleOffset(offset=1000, scale=10, dtype="<f8", astype="<u2")], "<f8"),
+        (15, 0, "<f8", None, [f.Quantize(digits=2, dtype="<f8", astype="<f4")], "<f8"),
+        (16, 0, "<f8", None, [f.BitRound(keepbits=5), f.AsType(encode_dtype=">f4", decode_dtype="<f8")], "<f8"),
+        (17, 0, "<f8", None, [f.Delta(dtype="<f4", astype="<f8"),
+                              f.FixedScaleOffset(offset=-1, scale=0.5, dtype="<f8", astype="|i1")], "<f4"),
+    ]
+    for sel, dtype_index, _, compressor, filters, values_dtype in v2:
+        buf = np.array([1000.5, 1002.25, 999.0, 1001.0]).astype(values_dtype)
+        for flt in filters:
+            buf = flt.encode(buf)
+        buf = bytes(np.asarray(buf).tobytes()) if not isinstance(buf, bytes) else buf
+        if compressor:
+            buf = compressor.encode(buf)
+        save(out, f"p{sel}-filters", bytes([sel, dtype_index, 0, 0]) + bytes(buf))
 
 
 def main(argv):

@@ -11,6 +11,7 @@
 #include <zstd.h>
 
 #include "ndcopy.h"
+#include "numcodecs_filters.h"
 #include "qlink/lib/status.h"
 
 /* No stage may produce more than this many bytes: a guard against
@@ -175,12 +176,21 @@ int zr_pipeline_from_v2(const json_t *compressor, const json_t *filters, int32_t
                         int32_t big_endian, struct zr_pipeline *out, struct ql_error *error) {
   memset(out, 0, sizeof(*out));
   int vlen = 0;
-  if (filters && !json_is_null(filters) && !(json_is_array(filters) && json_array_size(filters) == 0)) {
-    const char *id = json_is_array(filters) ? json_string_value(json_object_get(json_array_get(filters, 0), "id")) : NULL;
-    vlen = id && strcmp(id, "vlen-utf8") == 0 && json_array_size(filters) == 1;
-    if (!vlen) return ql_error_set(error, QL_ENOTSUP, "unsupported v2 filter '%s'", id ? id : "(malformed)");
+  size_t n_filters = 0;
+  if (filters && !json_is_null(filters)) {
+    if (!json_is_array(filters)) return ql_error_set(error, QL_EDATA, "'filters' is not a list");
+    n_filters = json_array_size(filters);
+    for (size_t i = 0; i < n_filters; i++) {
+      const char *id = json_string_value(json_object_get(json_array_get(filters, i), "id"));
+      if (id && strcmp(id, "vlen-utf8") == 0 && n_filters == 1) {
+        vlen = 1;
+        n_filters = 0; /* the object array's array->bytes codec, not a filter stage */
+      } else if (!zr_filter_known(id)) {
+        return ql_error_set(error, QL_ENOTSUP, "unsupported v2 filter '%s'", id ? id : "(malformed)");
+      }
+    }
   }
-  out->codecs = calloc(3, sizeof(struct zr_codec));
+  out->codecs = calloc(3 + n_filters, sizeof(struct zr_codec));
   if (!out->codecs) return ql_error_set(error, QL_ENOMEM, "out of memory building the v2 pipeline");
   if (order_f && ndim > 1) {
     struct zr_codec *t = &out->codecs[out->n++];
@@ -191,6 +201,10 @@ int zr_pipeline_from_v2(const json_t *compressor, const json_t *filters, int32_t
   struct zr_codec *b = &out->codecs[out->n++];
   b->id = vlen ? ZR_CODEC_VLEN_UTF8 : ZR_CODEC_BYTES;
   b->big_endian = big_endian;
+  /* filters encode after the elements are laid out, before compression */
+  for (size_t i = 0; i < n_filters; i++) {
+    QL_RETURN_NOT_OK(zr_filter_parse(json_array_get(filters, i), &out->codecs[out->n++], error));
+  }
   if (compressor && !json_is_null(compressor)) {
     const char *id = json_string_value(json_object_get(compressor, "id"));
     if (!id) return ql_error_set(error, QL_EDATA, "compressor without an id");
@@ -307,6 +321,12 @@ static const char *codec_name(int32_t id) {
     case ZR_CODEC_LZ4: return "lz4";
     case ZR_CODEC_CRC32C: return "crc32c";
     case ZR_CODEC_VLEN_UTF8: return "vlen-utf8";
+    case ZR_CODEC_F_QUANTIZE: return "quantize";
+    case ZR_CODEC_F_BITROUND: return "bitround";
+    case ZR_CODEC_F_DELTA: return "delta";
+    case ZR_CODEC_F_FIXEDSCALEOFFSET: return "fixedscaleoffset";
+    case ZR_CODEC_F_SHUFFLE: return "shuffle";
+    case ZR_CODEC_F_ASTYPE: return "astype";
     default: return "?";
   }
 }
@@ -611,6 +631,18 @@ static int decode_bytes_stage(const struct zr_codec *c, struct zr_buf *b, int64_
     case ZR_CODEC_CRC32C: {
       QL_RETURN_NOT_OK(decode_crc32c(b, error));
       return check_expected("crc32c", b->size, expected, error);
+    }
+    case ZR_CODEC_F_QUANTIZE:
+    case ZR_CODEC_F_BITROUND:
+    case ZR_CODEC_F_DELTA:
+    case ZR_CODEC_F_FIXEDSCALEOFFSET:
+    case ZR_CODEC_F_SHUFFLE:
+    case ZR_CODEC_F_ASTYPE: {
+      uint8_t *out = NULL;
+      int64_t n = 0;
+      QL_RETURN_NOT_OK(zr_filter_decode(c, b->data, b->size, &out, &n, error));
+      if (out) buf_replace(b, out, n);
+      return check_expected(codec_name(c->id), b->size, expected, error);
     }
     default: return ql_error_set(error, QL_EINTERNAL, "codec %s is not bytes->bytes", codec_name(c->id));
   }

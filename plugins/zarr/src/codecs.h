@@ -30,7 +30,15 @@ enum zr_codec_id {
   ZR_CODEC_GZIP = 7,
   ZR_CODEC_LZ4 = 8,
   ZR_CODEC_CRC32C = 9,
-  ZR_CODEC_VLEN_UTF8 = 10 /* array -> bytes: numcodecs' VLenUTF8 (count, then length-prefixed items) */
+  ZR_CODEC_VLEN_UTF8 = 10, /* array -> bytes: numcodecs' VLenUTF8 (count, then length-prefixed items) */
+  /* v2 numcodecs filters, bytes -> bytes stages between the bytes codec
+   * and the compressor (numcodecs_filters.h) */
+  ZR_CODEC_F_QUANTIZE = 11,
+  ZR_CODEC_F_BITROUND = 12,
+  ZR_CODEC_F_DELTA = 13,
+  ZR_CODEC_F_FIXEDSCALEOFFSET = 14,
+  ZR_CODEC_F_SHUFFLE = 15,
+  ZR_CODEC_F_ASTYPE = 16
 };
 
 /* Bytes of variable-length strings a decoded chunk or block refers to
@@ -54,6 +62,11 @@ struct zr_codec {
   int64_t inner_chunks[ZR_MAX_DIMS];
   struct zr_pipeline *inner; /* codecs of each inner chunk */
   struct zr_pipeline *index; /* codecs of the shard index */
+  /* ZR_CODEC_F_*: decoded (dtype) and encoded (astype) element types,
+   * fixedscaleoffset's scale and offset, shuffle's element size */
+  struct zr_dtype f_dtype, f_astype;
+  double f_scale, f_offset;
+  int64_t f_elementsize;
 };
 
 /* Codecs in encoding order, as metadata lists them. */
@@ -65,7 +78,9 @@ struct zr_pipeline {
 /* Parse a v3 `codecs` list for an array of rank `ndim`. */
 int zr_pipeline_parse_v3(const json_t *codecs, int32_t ndim, struct zr_pipeline *out, struct ql_error *error);
 /* Build the pipeline of a v2 array: [transpose if order F] bytes(endian)
- * [compressor]. `filters` must be null or empty (QL_ENOTSUP otherwise). */
+ * [filters, in list order] [compressor]. `filters` is null, empty, the
+ * vlen-utf8 filter of object arrays, or numcodecs filters that
+ * numcodecs_filters.h decodes (QL_ENOTSUP naming any other). */
 int zr_pipeline_from_v2(const json_t *compressor, const json_t *filters, int32_t ndim, int32_t order_f,
                         int32_t big_endian, struct zr_pipeline *out, struct ql_error *error);
 /* QL_OK when the pipeline and the element type agree on variable-length

@@ -419,3 +419,63 @@ def test_scalar_coordinates_are_columns_of_every_table(tmp_path, fmt, chunks):
         assert scan.columns[-6:-1] == ["label", "number", "step", "unwritten", "valid_time"]
         row = scan.rows[-1]
         assert row[-6:-1] == ["analysis", 7, 21600000000000, None, 1704088800000000000]
+
+
+def filters_v2():
+    """numcodecs filters as xarray users set them (encoding 'filters'), per
+    variable of filter_dataset(): lossy ones too (quantize, bitround),
+    whose stored values xarray then reads."""
+    F = numcodecs
+    return {
+        "quantize": {"f": [F.Quantize(digits=2, dtype="f8", astype="f4")], "g": [F.Quantize(digits=1, dtype="f4")]},
+        "bitround": {"g": [F.BitRound(keepbits=5)]},
+        "delta": {"i": [F.Delta(dtype="i4")], "f": [F.Delta(dtype="f8")], "u": [F.Delta(dtype="u1")]},
+        "fixedscaleoffset": {"f": [F.FixedScaleOffset(offset=1000, scale=10, dtype="f8", astype="u2")],
+                             "g": [F.FixedScaleOffset(offset=-2.5, scale=100, dtype="f4", astype="i2")]},
+        "shuffle": {"f": [F.Shuffle(elementsize=8)], "i": [F.Shuffle(elementsize=4)]},
+        "astype": {"f": [F.AsType(encode_dtype="f4", decode_dtype="f8")]},
+        "chain": {"i": [F.Delta(dtype="i4"), F.Shuffle(elementsize=4)],
+                  "f": [F.Quantize(digits=3, dtype="f8"), F.Shuffle(elementsize=8)]},
+    }
+
+
+def filter_dataset():
+    rng = np.random.default_rng(5)
+    f = rng.uniform(990, 1010, size=(9, 7))
+    f[2, 3] = np.nan
+    return xr.Dataset(
+        {"f": (("x", "y"), f), "g": (("x", "y"), rng.uniform(-3, 3, size=(9, 7)).astype("f4")),
+         "i": (("x", "y"), rng.integers(-10**6, 10**6, size=(9, 7)).astype("i4")),
+         "u": (("x", "y"), rng.integers(0, 255, size=(9, 7)).astype("u1"))},
+        coords={"x": np.arange(9), "y": np.arange(7) * 2.0})
+
+
+@pytest.mark.parametrize("name", sorted(filters_v2()))
+@pytest.mark.parametrize("compressor", [None, "zstd"])
+def test_numcodecs_filters_v2(tmp_path, name, compressor):
+    ds = filter_dataset()
+    filters = filters_v2()[name]
+    ds = ds[sorted(filters)]
+    enc = {v: {"filters": filters[v], "chunks": (4, 3),
+               "compressors": [numcodecs.Zstd(level=3)] if compressor else None} for v in filters}
+    path = write(ds, tmp_path / f"{name}.zarr", 2, enc)
+    check_table(path)
+
+
+def test_numcodecs_filter_errors(tmp_path):
+    # an unknown filter, and a known one missing a parameter: errors naming
+    # the array and the filter (not consolidated: .zarray is what is read)
+    import json
+
+    ds = filter_dataset()[["f"]]
+    path = write(ds, tmp_path / "bad.zarr", 2, {"f": {"filters": [numcodecs.Delta(dtype="f8")]}}, consolidated=False)
+    zarray = path / "f" / ".zarray"
+    meta = json.loads(zarray.read_text())
+    meta["filters"] = [{"id": "categorize", "labels": ["a"], "dtype": "<U1"}]
+    zarray.write_text(json.dumps(meta))
+    p = run_scan(path, "--columns", "f", check=False)
+    assert p.returncode != 0 and "unsupported v2 filter 'categorize'" in p.stderr and "array 'f'" in p.stderr
+    meta["filters"] = [{"id": "fixedscaleoffset", "dtype": "<f8", "astype": "<u2", "offset": 0}]
+    zarray.write_text(json.dumps(meta))
+    p = run_scan(path, "--columns", "f", check=False)
+    assert p.returncode != 0 and "'scale' is missing or not a number" in p.stderr

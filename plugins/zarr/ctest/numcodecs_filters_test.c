@@ -1,0 +1,146 @@
+/* qlink_zarr: v2 numcodecs filters, decoded with exact values (the
+ * xarray-written stores of tests/test_tables.py check them against
+ * numcodecs itself; these pin the edges numcodecs leaves to NumPy). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "numcodecs_filters.h"
+#include "ql_test.h"
+#include "qlink/lib/status.h"
+
+static int parse(const char *text, struct zr_codec *c, struct ql_error *err) {
+  json_t *j = json_loads(text, 0, NULL);
+  memset(c, 0, sizeof(*c));
+  int rc = zr_filter_parse(j, c, err);
+  json_decref(j);
+  return rc;
+}
+
+static void test_delta_wraps_integers(void) {
+  struct ql_error err = {0};
+  struct zr_codec c;
+  QL_CHECK_OK(parse("{\"id\": \"delta\", \"dtype\": \"|u1\"}", &c, &err), err);
+  /* 250, +10 (wraps to 4), -5 as 251, +0 */
+  const uint8_t in[] = {250, 10, 251, 0};
+  uint8_t *out = NULL;
+  int64_t n = 0;
+  QL_CHECK_OK(zr_filter_decode(&c, in, 4, &out, &n, &err), err);
+  QL_CHECK_INT(n, 4);
+  if (out) {
+    QL_CHECK_INT(out[0], 250);
+    QL_CHECK_INT(out[1], 4);
+    QL_CHECK_INT(out[2], 255);
+    QL_CHECK_INT(out[3], 255);
+  }
+  free(out);
+  /* big-endian int16 deltas into little-endian int32 */
+  QL_CHECK_OK(parse("{\"id\": \"delta\", \"dtype\": \"<i4\", \"astype\": \">i2\"}", &c, &err), err);
+  const uint8_t be[] = {0xff, 0xfe, 0x00, 0x05}; /* -2, 5 */
+  QL_CHECK_OK(zr_filter_decode(&c, be, 4, &out, &n, &err), err);
+  QL_CHECK_INT(n, 8);
+  int32_t v[2] = {0, 0};
+  if (out) memcpy(v, out, 8);
+  QL_CHECK_INT(v[0], -2);
+  QL_CHECK_INT(v[1], 3);
+  free(out);
+}
+
+static void test_fixedscaleoffset_casts(void) {
+  struct ql_error err = {0};
+  struct zr_codec c;
+  QL_CHECK_OK(parse("{\"id\": \"fixedscaleoffset\", \"dtype\": \"<f8\", \"astype\": \"<u2\", \"scale\": 10, "
+                    "\"offset\": 1000}",
+                    &c, &err),
+              err);
+  const uint16_t in[] = {0, 5, 65535};
+  uint8_t *out = NULL;
+  int64_t n = 0;
+  QL_CHECK_OK(zr_filter_decode(&c, (const uint8_t *)in, 6, &out, &n, &err), err);
+  QL_CHECK_INT(n, 24);
+  double d[3] = {0, 0, 0};
+  if (out) memcpy(d, out, 24);
+  QL_CHECK(d[0] == 1000.0 && d[1] == 1000.5 && d[2] == 7553.5);
+  free(out);
+  /* to an integer type: truncated toward zero; out of range is an error */
+  QL_CHECK_OK(parse("{\"id\": \"fixedscaleoffset\", \"dtype\": \"|i1\", \"astype\": \"<i2\", \"scale\": 2, "
+                    "\"offset\": 0}",
+                    &c, &err),
+              err);
+  const int16_t small[] = {-7, 7, 300}; /* 300 / 2 = 150 > 127 */
+  QL_CHECK_OK(zr_filter_decode(&c, (const uint8_t *)small, 4, &out, &n, &err), err);
+  QL_CHECK_INT(n, 2);
+  if (out) {
+    QL_CHECK_INT((int8_t)out[0], -3);
+    QL_CHECK_INT((int8_t)out[1], 3);
+  }
+  free(out);
+  QL_CHECK_INT(zr_filter_decode(&c, (const uint8_t *)small, 6, &out, &n, &err), QL_EDATA);
+  QL_CHECK(out == NULL);
+  QL_CHECK(strstr(ql_error_message(&err), "element 2 does not fit") != NULL);
+  ql_error_release(&err);
+}
+
+static void test_shuffle_keeps_leftover_bytes(void) {
+  struct ql_error err = {0};
+  struct zr_codec c;
+  QL_CHECK_OK(parse("{\"id\": \"shuffle\", \"elementsize\": 2}", &c, &err), err);
+  /* elements ab, cd shuffled to a c b d, then a leftover byte e */
+  const uint8_t in[] = {'a', 'c', 'b', 'd', 'e'};
+  uint8_t *out = NULL;
+  int64_t n = 0;
+  QL_CHECK_OK(zr_filter_decode(&c, in, 5, &out, &n, &err), err);
+  QL_CHECK_INT(n, 5);
+  QL_CHECK(out && memcmp(out, "abcde", 5) == 0);
+  free(out);
+}
+
+static void test_identity_and_casts(void) {
+  struct ql_error err = {0};
+  struct zr_codec c;
+  uint8_t *out = NULL;
+  int64_t n = 0;
+  const float f[] = {1.5f, -0.25f};
+  QL_CHECK_OK(parse("{\"id\": \"bitround\", \"keepbits\": 3}", &c, &err), err);
+  QL_CHECK_OK(zr_filter_decode(&c, (const uint8_t *)f, 8, &out, &n, &err), err);
+  QL_CHECK(out == NULL && n == 8); /* the input as it is */
+  QL_CHECK_OK(parse("{\"id\": \"quantize\", \"digits\": 2, \"dtype\": \"<f4\"}", &c, &err), err);
+  QL_CHECK_OK(zr_filter_decode(&c, (const uint8_t *)f, 8, &out, &n, &err), err);
+  QL_CHECK(out == NULL && n == 8);
+  QL_CHECK_OK(parse("{\"id\": \"astype\", \"encode_dtype\": \"<f4\", \"decode_dtype\": \"<f8\"}", &c, &err), err);
+  QL_CHECK_OK(zr_filter_decode(&c, (const uint8_t *)f, 8, &out, &n, &err), err);
+  QL_CHECK_INT(n, 16);
+  double d[2] = {0, 0};
+  if (out) memcpy(d, out, 16);
+  QL_CHECK(d[0] == 1.5 && d[1] == -0.25);
+  free(out);
+  QL_CHECK_INT(zr_filter_decode(&c, (const uint8_t *)f, 7, &out, &n, &err), QL_EDATA);
+  QL_CHECK(strstr(ql_error_message(&err), "7 bytes is not a whole number of 4-byte elements") != NULL);
+  ql_error_release(&err);
+}
+
+static void test_parse_errors(void) {
+  struct ql_error err = {0};
+  struct zr_codec c;
+  QL_CHECK_INT(parse("{\"id\": \"categorize\", \"labels\": [\"a\"]}", &c, &err), QL_ENOTSUP);
+  QL_CHECK_STR(ql_error_message(&err), "unsupported v2 filter 'categorize'");
+  ql_error_release(&err);
+  QL_CHECK_INT(parse("{\"id\": \"delta\"}", &c, &err), QL_EDATA);
+  QL_CHECK_STR(ql_error_message(&err), "filter 'delta': 'dtype' is missing or not a dtype string");
+  ql_error_release(&err);
+  QL_CHECK_INT(parse("{\"id\": \"quantize\", \"digits\": 1, \"dtype\": \"<f2\"}", &c, &err), QL_ENOTSUP);
+  QL_CHECK_STR(ql_error_message(&err), "filter 'quantize': dtype '<f2' is not an integer, float32 or float64");
+  ql_error_release(&err);
+  QL_CHECK_INT(parse("{\"id\": \"shuffle\", \"elementsize\": 0}", &c, &err), QL_EDATA);
+  ql_error_release(&err);
+  QL_CHECK(zr_filter_known("fixedscaleoffset") && !zr_filter_known("packbits") && !zr_filter_known(NULL));
+}
+
+int main(void) {
+  test_delta_wraps_integers();
+  test_fixedscaleoffset_casts();
+  test_shuffle_keeps_leftover_bytes();
+  test_identity_and_casts();
+  test_parse_errors();
+  QL_TEST_END();
+}

@@ -1,0 +1,258 @@
+/* qlink_zarr: numcodecs filters of Zarr v2 arrays. See numcodecs_filters.h. */
+#include "numcodecs_filters.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qlink/lib/status.h"
+
+static const struct {
+  const char *id;
+  int32_t codec;
+} FILTERS[] = {{"quantize", ZR_CODEC_F_QUANTIZE},
+               {"bitround", ZR_CODEC_F_BITROUND},
+               {"delta", ZR_CODEC_F_DELTA},
+               {"fixedscaleoffset", ZR_CODEC_F_FIXEDSCALEOFFSET},
+               {"shuffle", ZR_CODEC_F_SHUFFLE},
+               {"astype", ZR_CODEC_F_ASTYPE}};
+
+static const char *filter_id(int32_t codec) {
+  for (size_t i = 0; i < sizeof(FILTERS) / sizeof(FILTERS[0]); i++) {
+    if (FILTERS[i].codec == codec) return FILTERS[i].id;
+  }
+  return "?";
+}
+
+int zr_filter_known(const char *id) {
+  for (size_t i = 0; id && i < sizeof(FILTERS) / sizeof(FILTERS[0]); i++) {
+    if (strcmp(id, FILTERS[i].id) == 0) return 1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------- parsing */
+
+/* A numeric filter dtype: integers, float32, float64. */
+static int parse_dtype(const json_t *filter, const char *key, const char *fallback_key, struct zr_dtype *out,
+                       struct ql_error *error) {
+  const char *id = json_string_value(json_object_get(filter, "id"));
+  const json_t *v = json_object_get(filter, key);
+  if ((!v || json_is_null(v)) && fallback_key) v = json_object_get(filter, fallback_key);
+  const char *s = json_string_value(v);
+  if (!s) return ql_error_set(error, QL_EDATA, "filter '%s': '%s' is missing or not a dtype string", id, key);
+  QL_RETURN_NOT_OK(zr_dtype_parse_v2(s, out, error));
+  int ok = out->type == ZR_INT || out->type == ZR_UINT || (out->type == ZR_FLOAT && out->size != 2);
+  if (!ok) return ql_error_set(error, QL_ENOTSUP, "filter '%s': %s '%s' is not an integer, float32 or float64", id, key, s);
+  return QL_OK;
+}
+
+static int parse_number(const json_t *filter, const char *key, double *out, struct ql_error *error) {
+  const json_t *v = json_object_get(filter, key);
+  if (!json_is_number(v)) {
+    return ql_error_set(error, QL_EDATA, "filter '%s': '%s' is missing or not a number",
+                        json_string_value(json_object_get(filter, "id")), key);
+  }
+  *out = json_number_value(v);
+  return QL_OK;
+}
+
+int zr_filter_parse(const json_t *filter, struct zr_codec *c, struct ql_error *error) {
+  const char *id = json_string_value(json_object_get(filter, "id"));
+  if (!json_is_object(filter) || !id) return ql_error_set(error, QL_EDATA, "v2 filter without an id");
+  c->id = 0;
+  for (size_t i = 0; i < sizeof(FILTERS) / sizeof(FILTERS[0]); i++) {
+    if (strcmp(id, FILTERS[i].id) == 0) c->id = FILTERS[i].codec;
+  }
+  switch (c->id) {
+    case ZR_CODEC_F_BITROUND: return QL_OK;
+    case ZR_CODEC_F_QUANTIZE:
+    case ZR_CODEC_F_DELTA:
+      /* astype defaults to dtype (numcodecs: astype=None) */
+      QL_RETURN_NOT_OK(parse_dtype(filter, "dtype", NULL, &c->f_dtype, error));
+      return parse_dtype(filter, "astype", "dtype", &c->f_astype, error);
+    case ZR_CODEC_F_FIXEDSCALEOFFSET:
+      QL_RETURN_NOT_OK(parse_dtype(filter, "dtype", NULL, &c->f_dtype, error));
+      QL_RETURN_NOT_OK(parse_dtype(filter, "astype", "dtype", &c->f_astype, error));
+      QL_RETURN_NOT_OK(parse_number(filter, "scale", &c->f_scale, error));
+      return parse_number(filter, "offset", &c->f_offset, error);
+    case ZR_CODEC_F_ASTYPE:
+      QL_RETURN_NOT_OK(parse_dtype(filter, "decode_dtype", NULL, &c->f_dtype, error));
+      return parse_dtype(filter, "encode_dtype", NULL, &c->f_astype, error);
+    case ZR_CODEC_F_SHUFFLE: {
+      const json_t *e = json_object_get(filter, "elementsize");
+      if (!json_is_integer(e) || json_integer_value(e) < 1 || json_integer_value(e) > (1 << 20)) {
+        return ql_error_set(error, QL_EDATA, "filter 'shuffle': 'elementsize' is missing or not from 1 to 2^20");
+      }
+      c->f_elementsize = json_integer_value(e);
+      return QL_OK;
+    }
+    default: return ql_error_set(error, QL_ENOTSUP, "unsupported v2 filter '%s'", id);
+  }
+}
+
+/* ------------------------------------------------------------- elements */
+
+/* The element at p as stored (either byte order), widened to 64 bits. */
+static uint64_t load_bits(const struct zr_dtype *t, const uint8_t *p) {
+  uint64_t v = 0;
+  for (int32_t i = 0; i < t->size; i++) {
+    int32_t b = t->big_endian ? i : t->size - 1 - i;
+    v = v << 8 | p[b];
+  }
+  return v;
+}
+
+static void store_bits(const struct zr_dtype *t, uint8_t *p, uint64_t v) {
+  for (int32_t i = 0; i < t->size; i++) {
+    int32_t b = t->big_endian ? t->size - 1 - i : i;
+    p[b] = (uint8_t)(v >> (8 * i));
+  }
+}
+
+/* A value in the widest form of its kind. */
+struct num {
+  int is_float;
+  double f;
+  int64_t i; /* integers: two's complement bits (unsigned ones too) */
+};
+
+static struct num load(const struct zr_dtype *t, const uint8_t *p) {
+  struct num n = {0, 0.0, 0};
+  uint64_t bits = load_bits(t, p);
+  if (t->type == ZR_FLOAT) {
+    n.is_float = 1;
+    if (t->size == 4) {
+      uint32_t b32 = (uint32_t)bits;
+      float f;
+      memcpy(&f, &b32, 4);
+      n.f = f;
+    } else {
+      memcpy(&n.f, &bits, 8);
+    }
+    return n;
+  }
+  if (t->type == ZR_INT && t->size < 8 && (bits >> (8 * t->size - 1)) & 1) bits |= ~(uint64_t)0 << (8 * t->size);
+  n.i = (int64_t)bits;
+  return n;
+}
+
+static double as_double(const struct zr_dtype *t, struct num n) {
+  if (n.is_float) return n.f;
+  return t->type == ZR_UINT ? (double)(uint64_t)n.i : (double)n.i;
+}
+
+/* Store `n` (of source type `from`) as an element of `t`, cast as NumPy's
+ * astype does. QL_EDATA when a float does not fit the integer type. */
+static int store(const struct zr_dtype *t, uint8_t *p, const struct zr_dtype *from, struct num n) {
+  if (t->type == ZR_FLOAT) {
+    double d = as_double(from, n);
+    if (t->size == 4) {
+      float f = (float)d;
+      uint32_t b32;
+      memcpy(&b32, &f, 4);
+      store_bits(t, p, b32);
+    } else {
+      uint64_t b64;
+      memcpy(&b64, &d, 8);
+      store_bits(t, p, b64);
+    }
+    return QL_OK;
+  }
+  if (n.is_float) {
+    double d = trunc(n.f);
+    /* the type's range, as doubles (exact powers of two) */
+    double lo = t->type == ZR_UINT ? 0.0 : -ldexp(1.0, 8 * t->size - 1);
+    double hi = t->type == ZR_UINT ? ldexp(1.0, 8 * t->size) : ldexp(1.0, 8 * t->size - 1);
+    if (!(d >= lo && d < hi)) return QL_EDATA;
+    n.i = t->type == ZR_UINT ? (int64_t)(uint64_t)d : (int64_t)d;
+  }
+  store_bits(t, p, (uint64_t)n.i); /* integer to integer: the low bits, i.e. wrapping */
+  return QL_OK;
+}
+
+static int same_type(const struct zr_dtype *a, const struct zr_dtype *b) {
+  return a->type == b->type && a->size == b->size && (a->big_endian == b->big_endian || a->size == 1);
+}
+
+/* ------------------------------------------------------------- decoding */
+
+static int whole_elements(const struct zr_codec *c, int64_t n, int32_t size, struct ql_error *error) {
+  if (n % size != 0) {
+    return ql_error_set(error, QL_EDATA, "filter '%s': %lld bytes is not a whole number of %d-byte elements",
+                        filter_id(c->id), (long long)n, (int)size);
+  }
+  return QL_OK;
+}
+
+static int cast_error(const struct zr_codec *c, int64_t i, struct ql_error *error) {
+  char buf[32];
+  return ql_error_set(error, QL_EDATA, "filter '%s': element %lld does not fit %s (NaN or out of range)",
+                      filter_id(c->id), (long long)i, zr_dtype_name(&c->f_dtype, buf, sizeof(buf)));
+}
+
+static void unshuffle(const uint8_t *in, int64_t n, int64_t elementsize, uint8_t *out) {
+  int64_t count = n / elementsize;
+  for (int64_t b = 0; b < elementsize; b++) {
+    const uint8_t *src = in + b * count;
+    for (int64_t i = 0; i < count; i++) out[i * elementsize + b] = src[i];
+  }
+  /* numcodecs leaves the bytes after the last whole element as they are */
+  memcpy(out + count * elementsize, in + count * elementsize, (size_t)(n - count * elementsize));
+}
+
+int zr_filter_decode(const struct zr_codec *c, const uint8_t *in, int64_t n, uint8_t **out, int64_t *out_n,
+                     struct ql_error *error) {
+  *out = NULL;
+  *out_n = n;
+  if (c->id == ZR_CODEC_F_BITROUND) return QL_OK;
+  if (c->id == ZR_CODEC_F_SHUFFLE) {
+    if (c->f_elementsize <= 1 || n < c->f_elementsize) return QL_OK;
+    *out = malloc((size_t)n);
+    if (!*out) return ql_error_set(error, QL_ENOMEM, "filter 'shuffle': out of memory");
+    unshuffle(in, n, c->f_elementsize, *out);
+    return QL_OK;
+  }
+  const struct zr_dtype *enc = &c->f_astype, *dec = &c->f_dtype;
+  QL_RETURN_NOT_OK(whole_elements(c, n, enc->size, error));
+  int64_t count = n / enc->size;
+  if ((c->id == ZR_CODEC_F_QUANTIZE || c->id == ZR_CODEC_F_ASTYPE) && same_type(enc, dec)) return QL_OK;
+  *out_n = count * dec->size;
+  *out = malloc((size_t)(*out_n ? *out_n : 1));
+  if (!*out) return ql_error_set(error, QL_ENOMEM, "filter '%s': out of memory", filter_id(c->id));
+  int rc = QL_OK;
+  if (c->id == ZR_CODEC_F_DELTA) {
+    /* numpy.cumsum(enc, out=dec): a running sum in the decoded type */
+    struct num acc = {dec->type == ZR_FLOAT, 0.0, 0};
+    for (int64_t i = 0; i < count && rc == QL_OK; i++) {
+      struct num v = load(enc, in + i * enc->size);
+      if (acc.is_float) {
+        double d = as_double(enc, v);
+        acc.f = dec->size == 4 ? (double)(float)((float)acc.f + (float)d) : acc.f + d;
+      } else {
+        if (v.is_float) {
+          uint8_t tmp[8];
+          if (store(dec, tmp, enc, v) != QL_OK) rc = cast_error(c, i, error);
+          v = load(dec, tmp);
+        }
+        acc.i = (int64_t)((uint64_t)acc.i + (uint64_t)v.i);
+      }
+      if (rc == QL_OK && store(dec, *out + i * dec->size, dec, acc) != QL_OK) rc = cast_error(c, i, error);
+    }
+  } else if (c->id == ZR_CODEC_F_FIXEDSCALEOFFSET) {
+    const struct zr_dtype f64 = {ZR_FLOAT, 8, 0, 8, 0, ""};
+    for (int64_t i = 0; i < count && rc == QL_OK; i++) {
+      struct num v = {1, as_double(enc, load(enc, in + i * enc->size)) / c->f_scale + c->f_offset, 0};
+      if (store(dec, *out + i * dec->size, &f64, v) != QL_OK) rc = cast_error(c, i, error);
+    }
+  } else { /* quantize, astype: a cast */
+    for (int64_t i = 0; i < count && rc == QL_OK; i++) {
+      if (store(dec, *out + i * dec->size, enc, load(enc, in + i * enc->size)) != QL_OK) rc = cast_error(c, i, error);
+    }
+  }
+  if (rc != QL_OK) {
+    free(*out);
+    *out = NULL;
+  }
+  return rc;
+}

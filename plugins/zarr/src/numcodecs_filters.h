@@ -1,0 +1,54 @@
+/* qlink_zarr: the numcodecs filters of Zarr v2 arrays (`.zarray` "filters").
+ *
+ * A v2 chunk is encoded as: the array's elements (in their dtype and
+ * order), each filter's encode in list order, then the compressor; decoding
+ * runs the compressor, then each filter's decode in reverse list order,
+ * and the result is the chunk's elements. Supported, with numcodecs 0.16's
+ * decode semantics (numcodecs/quantize.py, bitround.py, delta.py,
+ * fixedscaleoffset.py, shuffle.py, astype.py):
+ *
+ *   quantize {digits, dtype, astype}   elements of astype cast to dtype
+ *                                      (lossy on encode, a cast on decode)
+ *   bitround {keepbits}                identity (lossy on encode only)
+ *   delta {dtype, astype}              cumulative sum of astype elements,
+ *                                      accumulated in dtype (integers wrap)
+ *   fixedscaleoffset {offset, scale, dtype, astype}
+ *                                      astype elements / scale + offset in
+ *                                      float64, cast to dtype
+ *   shuffle {elementsize}              byte un-transposition by elementsize
+ *   astype {encode_dtype, decode_dtype} elements cast from encode_dtype
+ *
+ * Filter dtypes are integer (1-8 bytes) or float32/float64, either byte
+ * order. Casts follow NumPy's astype: float to float rounds to nearest,
+ * integer to float rounds to nearest, float to integer truncates toward
+ * zero (a NaN or out-of-range value is a QL_EDATA error rather than
+ * NumPy's unspecified result), integer to integer wraps.
+ *
+ * Thread-safety: parsing and decoding touch only their arguments.
+ */
+#ifndef QLINK_ZARR_NUMCODECS_FILTERS_H
+#define QLINK_ZARR_NUMCODECS_FILTERS_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "codecs.h"
+
+/* 1 when `id` (a v2 filter's "id") is one of the filters above. */
+int zr_filter_known(const char *id);
+
+/* Parse one v2 filter object ({"id": ..., parameters}) into `c` (its id
+ * becomes one of the ZR_CODEC_F_* bytes->bytes stages). QL_ENOTSUP naming
+ * the filter for an unknown id or an unsupported dtype; QL_EDATA naming the
+ * parameter when one is missing or malformed. */
+int zr_filter_parse(const json_t *filter, struct zr_codec *c, struct ql_error *error);
+
+/* Decode `n` bytes `in` through filter `c` into a new buffer (*out, *out_n;
+ * the caller frees it), or set *out = NULL when the output is `in` itself
+ * (bitround, a cast to the same type). QL_EDATA when `n` is not a whole
+ * number of elements or a value cannot be cast; QL_ENOMEM. The message names
+ * the filter; the caller prefixes store, array and chunk. */
+int zr_filter_decode(const struct zr_codec *c, const uint8_t *in, int64_t n, uint8_t **out, int64_t *out_n,
+                     struct ql_error *error);
+
+#endif /* QLINK_ZARR_NUMCODECS_FILTERS_H */
