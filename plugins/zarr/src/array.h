@@ -73,6 +73,7 @@ struct zr_group {
   int64_t n_arrays;
   struct zr_array *arrays;
   json_t *attrs; /* the group's attributes (a reference; never NULL) */
+  char *subgroups; /* child groups' names, ", "-joined (a DataTree's nodes; the first few, then "..."), or NULL */
 };
 
 /* Read the group metadata: consolidated metadata where present, otherwise

@@ -15,6 +15,7 @@ void zr_group_free(struct zr_group *g) {
   if (!g) return;
   for (int64_t i = 0; i < g->n_arrays; i++) zr_array_free(&g->arrays[i]);
   free(g->arrays);
+  free(g->subgroups);
   if (g->attrs) json_decref(g->attrs);
   memset(g, 0, sizeof(*g));
 }
@@ -52,6 +53,31 @@ static int parse_one(const char *what, const char *name, int32_t format, const j
                         name);
   }
   return keep_array(g, &a, error);
+}
+
+/* Note a child group's name (for the error of a store whose data lies in
+ * its groups only, as a DataTree's root). Best effort: a name that does not
+ * fit is left out. */
+#define ZR_SUBGROUPS_SHOWN 8
+static void note_subgroup(struct zr_group *g, const char *name) {
+  size_t have = g->subgroups ? strlen(g->subgroups) : 0;
+  int shown = 0;
+  for (size_t i = 0; g->subgroups && i < have; i++) shown += g->subgroups[i] == ',';
+  if (g->subgroups && (shown + 1 >= ZR_SUBGROUPS_SHOWN || strstr(g->subgroups, "..."))) {
+    if (!strstr(g->subgroups, "...")) {
+      char *grown = realloc(g->subgroups, have + 6);
+      if (!grown) return;
+      memcpy(grown + have, ", ...", 6);
+      g->subgroups = grown;
+    }
+    return;
+  }
+  size_t len = strlen(name);
+  char *grown = realloc(g->subgroups, have + (have ? 2 : 0) + len + 1);
+  if (!grown) return;
+  if (have) memcpy(grown + have, ", ", 2), have += 2;
+  memcpy(grown + have, name, len + 1);
+  g->subgroups = grown;
 }
 
 static int by_name(const void *x, const void *y) {
@@ -108,6 +134,7 @@ int zr_group_from_consolidated(const char *what, const json_t *root, struct zr_g
       QL_RETURN_NOT_OK(check_key(what, key, error));
       if (!valid_name(key)) continue; /* sub-group members are not in this Dataset */
       const char *nt = json_string_value(json_object_get(value, "node_type"));
+      if (nt && strcmp(nt, "group") == 0) note_subgroup(out, key);
       if (!nt || strcmp(nt, "array") != 0) continue;
       QL_RETURN_NOT_OK(parse_one(what, key, 3, value, NULL, out, error));
     }
@@ -121,6 +148,12 @@ int zr_group_from_consolidated(const char *what, const json_t *root, struct zr_g
     json_object_foreach(meta, key, value) {
       QL_RETURN_NOT_OK(check_key(what, key, error));
       size_t kl = strlen(key);
+      if (kl > 8 && strcmp(key + kl - 8, "/.zgroup") == 0 && kl - 8 < 1024) {
+        char group[1024];
+        memcpy(group, key, kl - 8);
+        group[kl - 8] = '\0';
+        if (valid_name(group)) note_subgroup(out, group);
+      }
       if (kl <= 8 || strcmp(key + kl - 8, "/.zarray") != 0) continue;
       char name[1024];
       if (kl - 8 >= sizeof(name)) continue;
@@ -161,6 +194,11 @@ static int list_arrays(const struct zr_store *store, int32_t format, struct zr_g
   int rc = QL_OK;
   for (int64_t i = 0; i < n && rc == QL_OK; i++) {
     size_t kl = strlen(keys[i]);
+    if (format == 2 && kl > 8 && strcmp(keys[i] + kl - 8, "/.zgroup") == 0) {
+      keys[i][kl - 8] = '\0';
+      if (valid_name(keys[i])) note_subgroup(out, keys[i]);
+      continue;
+    }
     if (kl <= dl || strcmp(keys[i] + kl - dl, doc) != 0) continue;
     keys[i][kl - dl] = '\0';
     const char *name = keys[i];
@@ -171,6 +209,7 @@ static int list_arrays(const struct zr_store *store, int32_t format, struct zr_g
     rc = load_json(store, key, &meta, error);
     if (rc == QL_OK && format == 3) {
       const char *nt = json_string_value(json_object_get(meta, "node_type"));
+      if (nt && strcmp(nt, "group") == 0) note_subgroup(out, name);
       if (!nt || strcmp(nt, "array") != 0) {
         json_decref(meta);
         continue;

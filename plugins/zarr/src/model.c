@@ -601,7 +601,15 @@ int zr_dataset_open(const struct ql_object_store_registry *registry, const char 
   if (rc == QL_OK) rc = zr_group_load(&ds->store, &ds->group, error);
   if (rc == QL_OK) rc = build(ds, renames, error);
   if (rc == QL_OK) rc = caches_init(ds, error);
-  if (rc == QL_OK && ds->n_tables == 0) {
+  if (rc == QL_OK && ds->n_tables == 0 && ds->group.subgroups) {
+    /* a DataTree's root: its datasets are the groups below */
+    const char *first = ds->group.subgroups;
+    size_t first_len = strcspn(first, ",");
+    rc = ql_error_set(error, QL_ENOTFOUND,
+                      "zarr store %s has no arrays of its own; it holds the groups %s (a DataTree?): point path at "
+                      "one of them, e.g. %s/%.*s",
+                      url, ds->group.subgroups, url, (int)first_len, first);
+  } else if (rc == QL_OK && ds->n_tables == 0) {
     rc = ql_error_set(error, QL_ENOTFOUND,
                       "zarr store %s has no arrays with dimensions (xarray's _ARRAY_DIMENSIONS or v3 dimension_names)",
                       url);

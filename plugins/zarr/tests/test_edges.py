@@ -215,3 +215,22 @@ def test_dimension_with_a_masked_coordinate_across_blocks(tmp_path, fmt, target)
     path = write(ds, tmp_path / "nx.zarr", fmt, {"v": {"chunks": (3, 4)}, "x": {"_FillValue": -1}})
     scan = check(path, "--partitions", target, "--batch", 5)
     assert [r[1] for r in scan.rows[:8]] == [0.0, None, 2.0, 3.0] * 2
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("consolidated", [True, False])
+def test_datatree_root_names_its_groups_and_each_group_opens(tmp_path, fmt, consolidated):
+    # xarray's DataTree writes one group per node; the root holds no arrays
+    ds = xr.Dataset({"v": (("t",), np.arange(6.0))}, coords={"t": np.arange(6)})
+    tree = xr.DataTree.from_dict({"/": xr.Dataset(attrs={"title": "tree"}), "/era": ds,
+                                  "/obs/station": ds.rename(v="w")})
+    path = tmp_path / "tree.zarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree.to_zarr(path, zarr_format=fmt, mode="w", consolidated=consolidated)
+    p = run_scan(path, check=False)
+    assert p.returncode == 1
+    assert p.stderr.strip().endswith(f"zarr store {path} has no arrays of its own; it holds the groups era, obs "
+                                     f"(a DataTree?): point path at one of them, e.g. {path}/era")
+    check(path / "era")
+    assert check(path / "obs" / "station").columns == ["t", "w"]
