@@ -32,6 +32,16 @@ static void test_time_units(void) {
   QL_CHECK_INT(zr_cf_parse_time_units("hour since 0000-01-01 00:00:00", &ns, &ref, &y, &m, &d), QL_EOVERFLOW);
   QL_CHECK_INT(y, 0);
   QL_CHECK_INT(zr_cf_parse_time_units("days since 1500-01-01", &ns, &ref, &y, &m, &d), QL_EOVERFLOW);
+  /* cftime's abbreviations, which xarray decodes through cftime */
+  QL_CHECK_INT(zr_cf_parse_time_units("msec since 1970-01-01", &ns, &ref, &y, &m, &d), QL_OK);
+  QL_CHECK_INT(ns, 1000000);
+  QL_CHECK_INT(zr_cf_parse_time_units("hrs since 1970-01-01", &ns, &ref, &y, &m, &d), QL_OK);
+  QL_CHECK_INT(ns, 3600000000000LL);
+  QL_CHECK_INT(zr_cf_parse_time_units("D since 1970-01-01", &ns, &ref, &y, &m, &d), QL_OK);
+  QL_CHECK_INT(ns, 86400000000000LL);
+  QL_CHECK_INT(zr_cf_parse_time_units("s since 1970-01-01", &ns, &ref, &y, &m, &d), QL_OK);
+  QL_CHECK_INT(ns, 1000000000LL);
+  QL_CHECK_INT(zr_cf_parse_time_units("us since 1970-01-01", &ns, &ref, &y, &m, &d), QL_EINVAL); /* xarray refuses it */
   QL_CHECK_INT(zr_cf_parse_time_units("fortnights since 2000-01-01", &ns, &ref, &y, &m, &d), QL_EINVAL);
   QL_CHECK_INT(zr_cf_parse_time_units("days since yesterday", &ns, &ref, &y, &m, &d), QL_EINVAL);
   QL_CHECK_INT(zr_cf_parse_time_units("meters", &ns, &ref, &y, &m, &d), QL_EINVAL);

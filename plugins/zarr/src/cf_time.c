@@ -28,6 +28,18 @@ static int64_t unit_ns(const char *u, size_t n) {
   if (n == 0 || n > sizeof(buf) - 2) return 0;
   for (size_t i = 0; i < n; i++) buf[i] = (char)tolower((unsigned char)u[i]);
   buf[n] = '\0';
+  /* Abbreviations xarray decodes through cftime when pandas refuses them
+   * (cftime 1.6's unit lists; "us" and "ns" are not among them). */
+  static const struct {
+    const char *name;
+    int64_t ns;
+  } aliases[] = {{"d", 86400000000000LL}, {"hr", 3600000000000LL},   {"hrs", 3600000000000LL}, {"h", 3600000000000LL},
+                 {"min", 60000000000LL},  {"mins", 60000000000LL},   {"sec", 1000000000LL},    {"secs", 1000000000LL},
+                 {"s", 1000000000LL},     {"msec", 1000000LL},       {"msecs", 1000000LL},     {"ms", 1000000LL},
+                 {"millisec", 1000000LL}, {"millisecs", 1000000LL},  {"microsec", 1000LL},     {"microsecs", 1000LL}};
+  for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++) {
+    if (strcmp(aliases[i].name, buf) == 0) return aliases[i].ns;
+  }
   /* xarray lower-cases and appends a missing plural "s" */
   if (buf[n - 1] != 's') {
     buf[n] = 's';

@@ -267,6 +267,17 @@ def test_cf_times(tmp_path, fmt):
         assert scan.formats["time"] == "tsn:", name
 
 
+@pytest.mark.parametrize("units", ["msec since 2001-02-03", "hrs since 1900-01-01 00:00:00 UTC", "d since 2000-1-1",
+                                   "mins since 1999-12-31T23:00:00Z", "secs since 1970-01-01", "h since 2020-06-01"])
+def test_cftime_unit_abbreviations(tmp_path, units):
+    # xarray decodes these through cftime (pandas refuses them): timestamps
+    ds = xr.Dataset({"v": (("t",), np.arange(4.0))},
+                    coords={"t": ("t", np.array([0, 7, 1000, 12345], dtype="i8"), {"units": units})})
+    path = write(ds, tmp_path / "a.zarr", 3)
+    scan = check_table(path)
+    assert scan.formats["t"] == "tsn:"
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_fractional_float_hours(tmp_path, fmt):
     # float hours that do not land on whole nanoseconds after scaling
