@@ -214,3 +214,88 @@ fn memory_limit_must_be_a_real_size() {
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(stdout(&o), "one\n1\n");
 }
+
+const SAMPLE: &str = env!("QLINK_SAMPLE_PLUGIN");
+
+/// An option of another command did nothing (`sql --analyze` printed the
+/// plain result); now it is a usage error naming the option and where it
+/// belongs.
+#[test]
+fn options_of_another_command_are_usage_errors() {
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["sql", "--analyze", "SELECT 1"],
+            "--analyze is not an option of 'qlink sql': it applies to explain only (qlink explain --analyze \"SQL\" \
+             runs the query and shows each operator's metrics)",
+        ),
+        (&["explain", "--spec", "series?stop=1", "SELECT 1"], "--spec is not an option of 'qlink explain': it applies to check only"),
+        (&["sql", "--verbose", "SELECT 1"], "--verbose is not an option of 'qlink sql': it applies to check only"),
+        (&["check", "--timing", "x.so"], "--timing is not an option of 'qlink check': it applies to sql and explain only"),
+        (&["check", "--format=csv", "x.so"], "--format is not an option of 'qlink check': it applies to sql and explain only"),
+    ];
+    for (args, msg) in cases {
+        let o = qlink(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert_eq!(stderr(&o), format!("qlink: error: {msg}\n"), "{args:?}");
+        assert_eq!(stdout(&o), "", "{args:?}");
+    }
+    let o = qlink(&["explain", "--analyze", "SELECT 1 AS a"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("output_rows=1"), "{}", stdout(&o));
+    // --format applies to explain too (it was ignored: always a table).
+    let o = qlink(&["explain", "--format", "csv", "SELECT 1 AS a"]);
+    assert!(stdout(&o).starts_with("plan_type,plan\nlogical_plan,\"Projection: Int64(1) AS a\n"), "{}", stdout(&o));
+}
+
+/// `-x` said "sql wants exactly one SQL statement"; a flag with one dash is
+/// now an unknown option like one with two. A statement starting with a
+/// "-- comment" line is still the SQL, and `--` ends the options.
+#[test]
+fn unknown_short_flags_are_named() {
+    for flag in ["-x", "-analyze", "--bogus"] {
+        let o = qlink(&["sql", flag, "SELECT 1"]);
+        assert_eq!(o.status.code(), Some(2), "{flag}");
+        assert!(stderr(&o).starts_with(&format!("qlink: error: unknown option '{flag}'\nusage:\n")), "{}", stderr(&o));
+    }
+    let o = qlink(&["sql", "--format", "csv", "-- the answer\nSELECT 42 AS a"]);
+    assert_eq!(stdout(&o), "a\n42\n", "{}", stderr(&o));
+    let o = qlink(&["sql", "--format", "csv", "--", "-1 AS a"]);
+    assert_eq!(o.status.code(), Some(1), "'-1 AS a' is SQL (not valid SQL), not a flag: {}", stderr(&o));
+    let o = qlink(&["sql", "--format", "csv", "--", "SELECT -1 AS a"]);
+    assert_eq!(stdout(&o), "a\n-1\n", "{}", stderr(&o));
+}
+
+/// `--schema m=PLUGIN.so` (no provider) was split at its last '/' and
+/// reported the plugin's folder as "not a qlink plugin".
+#[test]
+fn a_spec_without_a_provider_is_a_usage_error() {
+    let o = qlink(&["sql", "--table", &format!("t={SAMPLE}"), "SELECT 1"]);
+    assert_eq!(o.status.code(), Some(2));
+    // The sample's providers, in catalogue order (series first; more may be added).
+    let e = stderr(&o);
+    let head = format!(
+        "qlink: error: --table t={SAMPLE}: no provider after the plugin (write t=PLUGIN/PROVIDER?key=value); \
+         qlink_sample's table providers: series"
+    );
+    assert!(e.starts_with(&head) && e.ends_with('\n') && e.lines().count() == 1, "{e}");
+    let o = qlink(&["sql", "--schema", &format!("m={SAMPLE}?stop=3"), "SELECT 1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "qlink: error: --schema m={SAMPLE}?stop=3: no provider after the plugin (write m=PLUGIN/PROVIDER?key=value); \
+             qlink_sample has no schema providers\n"
+        )
+    );
+    for spec in ["m=qlink_zarr", "m=/no/such/plugin.so"] {
+        let o = qlink(&["sql", "--schema", spec, "SELECT 1"]);
+        assert_eq!(o.status.code(), Some(2));
+        assert_eq!(
+            stderr(&o),
+            format!("qlink: error: --schema {spec}: no provider after the plugin (write m=PLUGIN/PROVIDER?key=value)\n")
+        );
+    }
+    // With a provider it still runs.
+    let o = qlink(&["sql", "--format", "csv", "--table", &format!("t={SAMPLE}/series?stop=3"), "SELECT count(*) AS n FROM t"]);
+    assert_eq!(stdout(&o), "n\n3\n", "{}", stderr(&o));
+}

@@ -1,7 +1,7 @@
 //! `qlink`: run SQL over qlink plugins with DataFusion.
 //!
 //!   qlink sql [OPTIONS] "SQL"       run a query and print its result
-//!   qlink explain [OPTIONS] "SQL"   print the plan (--analyze: run it and show metrics)
+//!   qlink explain [OPTIONS] [--analyze] "SQL"   print the plan (--analyze: run it and show metrics)
 //!   qlink check [--spec P?k=v]... [--verbose] PLUGIN.so   the conformance kit
 //!
 //! OPTIONS: --plugin PATH (repeatable; registers the plugin's functions),
@@ -9,7 +9,9 @@
 //! a plugin loaded with --plugin), --schema NAME=PLUGIN/PROVIDER?... (every
 //! table of a schema provider as NAME.table), --planner PLUGIN/NAME?...,
 //! --format table|csv|json, --memory-limit 2G, --timing (the query's own
-//! elapsed time on stderr).
+//! elapsed time on stderr). An option of another command (`--analyze` on
+//! `sql`, `--spec` on `explain`...), an unknown flag (`-x`) or a --table /
+//! --schema spec naming a plugin but no provider is a usage error (exit 2).
 //!
 //! Errors print one line and exit non-zero; never a panic trace.
 
@@ -31,16 +33,16 @@ use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
-use qlink_datafusion::ffi::{ql_check_options, ql_check_plugin};
+use qlink_datafusion::ffi::{ql_check_options, ql_check_plugin, QL_ITEM_SCHEMA_PROVIDER, QL_ITEM_TABLE_PROVIDER};
 use qlink_datafusion::planner::{InstalledPlanner, QlinkQueryPlanner};
 use qlink_datafusion::{Plugin, QlinkSession};
 
 const USAGE: &str = "usage:
   qlink sql [OPTIONS] \"SQL\"
-  qlink explain [OPTIONS] [--analyze] \"SQL\"
+  qlink explain [OPTIONS] [--analyze] \"SQL\"   (--analyze: run the query, show each operator's metrics)
   qlink check [--spec PROVIDER?key=value]... [--threads N] [--verbose] PLUGIN.so
                                      (exit 0 conforming, 1 violations, 3 not loadable)
-OPTIONS:
+OPTIONS (sql and explain):
   --plugin PATH                      load a plugin (its functions are registered)
   --table NAME=PLUGIN/PROVIDER?k=v   register a plugin table (PLUGIN: path or loaded plugin name)
   --schema NAME=PLUGIN/PROVIDER?k=v  register every table of a schema provider as NAME.<table>
@@ -54,7 +56,10 @@ OPTIONS:
                                      submission until its last batch is printed (start-up,
                                      plugin loading and table registration excluded):
                                      \"qlink: query elapsed 0.123456 s, cpu 0.234567 s\"
-                                     (cpu: the process's, all threads, same interval)";
+                                     (cpu: the process's, all threads, same interval)
+  --                                 end of options: the next argument is the SQL
+An option of another command (--analyze on sql, --spec on explain...) or an
+unknown flag is a usage error (exit 2).";
 
 struct Args {
     command: String,
@@ -95,6 +100,77 @@ fn parse_size(s: &str) -> Result<usize, String> {
     Ok(bytes as usize)
 }
 
+/// The commands an option applies to: given to another command it would
+/// do nothing, so it is a usage error naming the option.
+fn option_commands(key: &str) -> Option<&'static [&'static str]> {
+    Some(match key {
+        "--plugin" | "--table" | "--schema" | "--planner" | "--format" | "--memory-limit" | "--timing" => {
+            &["sql", "explain"]
+        }
+        "--analyze" => &["explain"],
+        "--spec" | "--threads" | "--verbose" | "-v" => &["check"],
+        _ => return None,
+    })
+}
+
+/// Refuses an option the command has no use for, saying where it belongs.
+fn check_applies(command: &str, key: &str) -> Result<(), String> {
+    let Some(commands) = option_commands(key) else { return Ok(()) };
+    if commands.contains(&command) {
+        return Ok(());
+    }
+    let hint = match key {
+        "--analyze" => " (qlink explain --analyze \"SQL\" runs the query and shows each operator's metrics)",
+        _ => "",
+    };
+    Err(format!("{key} is not an option of 'qlink {command}': it applies to {} only{hint}", commands.join(" and ")))
+}
+
+/// An argument that is a flag rather than the SQL: a dash first and no
+/// whitespace (a statement may start with a "-- comment" line).
+fn looks_like_flag(arg: &str) -> bool {
+    arg.len() > 1 && arg.starts_with('-') && !arg.contains(char::is_whitespace)
+}
+
+/// A --table/--schema spec that names a plugin but no provider
+/// ("m=path/qlink_zarr.so" or "m=qlink_zarr"): the host would split it at
+/// its last '/' and try to load the plugin's folder. The message lists the
+/// plugin's providers of the wanted kind when it can be loaded.
+fn missing_provider(opt: &str, name: &str, spec: &str, kind: i32) -> Option<String> {
+    let head = &spec[..spec.find('?').unwrap_or(spec.len())];
+    let is_plugin_file = head.ends_with(".so") || std::path::Path::new(head).is_file();
+    if head.contains('/') && !is_plugin_file {
+        return None;
+    }
+    let mut msg = format!("{opt} {name}={spec}: no provider after the plugin (write {name}=PLUGIN/PROVIDER?key=value)");
+    if is_plugin_file {
+        if let Ok(p) = Plugin::load(head) {
+            let names: Vec<String> = p.items().into_iter().filter(|i| i.kind == kind).map(|i| i.name).collect();
+            let what = if kind == QL_ITEM_SCHEMA_PROVIDER { "schema" } else { "table" };
+            if names.is_empty() {
+                msg.push_str(&format!("; {} has no {what} providers", p.name()));
+            } else {
+                msg.push_str(&format!("; {}'s {what} providers: {}", p.name(), names.join(", ")));
+            }
+        }
+    }
+    Some(msg)
+}
+
+fn check_provider_specs(a: &Args) -> Result<(), String> {
+    for (name, spec) in &a.tables {
+        if let Some(m) = missing_provider("--table", name, spec, QL_ITEM_TABLE_PROVIDER) {
+            return Err(m);
+        }
+    }
+    for (name, spec) in &a.schemas {
+        if let Some(m) = missing_provider("--schema", name, spec, QL_ITEM_SCHEMA_PROVIDER) {
+            return Err(m);
+        }
+    }
+    Ok(())
+}
+
 fn name_spec(opt: &str, v: &str) -> Result<(String, String), String> {
     match v.split_once('=') {
         Some((n, s)) if !n.is_empty() && !s.is_empty() => Ok((n.to_string(), s.to_string())),
@@ -132,10 +208,19 @@ fn parse_args() -> Result<Args, String> {
         positional: vec![],
     };
     while let Some(arg) = it.next() {
+        if arg == "--" {
+            a.positional.extend(it.by_ref());
+            break;
+        }
+        if !looks_like_flag(&arg) {
+            a.positional.push(arg);
+            continue;
+        }
         let (key, inline) = match arg.split_once('=') {
             Some((k, v)) if k.starts_with("--") => (k.to_string(), Some(v.to_string())),
             _ => (arg.clone(), None),
         };
+        check_applies(&a.command, &key)?;
         let mut value = |name: &str| -> Result<String, String> {
             inline.clone().or_else(|| it.next()).ok_or_else(|| format!("{name} needs a value"))
         };
@@ -166,8 +251,7 @@ fn parse_args() -> Result<Args, String> {
                 println!("{USAGE}");
                 std::process::exit(0);
             }
-            k if k.starts_with("--") => return Err(format!("unknown option '{k}'\n{USAGE}")),
-            _ => a.positional.push(arg),
+            k => return Err(format!("unknown option '{k}'\n{USAGE}")),
         }
     }
     if a.positional.len() != 1 {
@@ -176,6 +260,7 @@ fn parse_args() -> Result<Args, String> {
             _ => format!("{} wants exactly one SQL statement (quote it)", a.command),
         });
     }
+    check_provider_specs(&a)?;
     Ok(a)
 }
 
@@ -519,8 +604,7 @@ async fn run(a: &Args) -> Result<(), DataFusionError> {
     let df = s.ctx.sql(&sql).await?;
     let progress = Progress::start();
     let stream = df.execute_stream().await?;
-    let format = if a.command == "explain" { "table" } else { a.format.as_str() };
-    print_stream(stream, format, &progress).await?;
+    print_stream(stream, &a.format, &progress).await?;
     if a.timing {
         let wall = t0.elapsed().as_secs_f64();
         eprintln!("qlink: query elapsed {wall:.6} s, cpu {:.6} s", process_cpu_s() - cpu0);
