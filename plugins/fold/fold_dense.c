@@ -14,8 +14,9 @@
 #define QL_FOLD_KB 64
 #define QL_FOLD_JB 128
 
-int ql_fold_matrix_init(struct ql_fold_matrix *m, int64_t rows, int64_t cols, int is_float, int transposed,
-                        struct ql_fold_mem *mem, struct ql_error *error) {
+/* The matrix and its bitsets; its values too when with_values. */
+static int ql_fold_matrix_make(struct ql_fold_matrix *m, int64_t rows, int64_t cols, int is_float, int transposed,
+                               int with_values, struct ql_fold_mem *mem, struct ql_error *error) {
   memset(m, 0, sizeof(*m));
   m->rows = rows;
   m->cols = cols;
@@ -26,16 +27,37 @@ int ql_fold_matrix_init(struct ql_fold_matrix *m, int64_t rows, int64_t cols, in
   int64_t cells = rows * cols;
   void *p = NULL;
   int zeroed = 1;
-  QL_RETURN_NOT_OK(ql_fold_mem_alloc_cached(mem, &p, cells * 8, &zeroed, error));
-  m->dirty = !zeroed;
-  if (is_float) m->f = p;
-  else m->i = p;
+  if (with_values) {
+    QL_RETURN_NOT_OK(ql_fold_mem_alloc_cached(mem, &p, cells * 8, &zeroed, error));
+    m->dirty = !zeroed;
+    if (is_float) m->f = p;
+    else m->i = p;
+  }
   int rc = ql_fold_mem_calloc(mem, &p, n_sets * m->words * 8, error);
   m->exist = p;
   if (rc == QL_OK) rc = ql_fold_mem_calloc(mem, &p, n_sets * m->words * 8, error);
   m->has = p;
   if (rc != QL_OK) ql_fold_matrix_destroy(m, mem);
   return rc;
+}
+
+int ql_fold_matrix_init(struct ql_fold_matrix *m, int64_t rows, int64_t cols, int is_float, int transposed,
+                        struct ql_fold_mem *mem, struct ql_error *error) {
+  return ql_fold_matrix_make(m, rows, cols, is_float, transposed, 1, mem, error);
+}
+
+int ql_fold_matrix_init_bits(struct ql_fold_matrix *m, int64_t rows, int64_t cols, struct ql_fold_mem *mem,
+                             struct ql_error *error) {
+  return ql_fold_matrix_make(m, rows, cols, 1, 1, 0, mem, error);
+}
+
+int ql_fold_matrix_add_values(struct ql_fold_matrix *m, struct ql_fold_mem *mem, struct ql_error *error) {
+  void *p = NULL;
+  int zeroed = 1;
+  QL_RETURN_NOT_OK(ql_fold_mem_alloc_cached(mem, &p, m->rows * m->cols * 8, &zeroed, error));
+  m->f = p;
+  m->dirty = !zeroed;
+  return QL_OK;
 }
 
 /* A filled cell's value: 0.0 unless it holds one (see fold_dense.h). */
@@ -51,6 +73,14 @@ static inline double ql_fold_a_value(const double *ai, int64_t k) {
   uint64_t cell;
   memcpy(&cell, ai + k, 8);
   return ql_fold_cell_value(cell);
+}
+
+/* A[i][k]: a row-major A's cell decoded (af: its cells, K keys per row),
+ * or a key-major A's value read through its row of key k (km set: rowp,
+ * already sealed and decoded). km is a constant where this is inlined. */
+static inline __attribute__((always_inline)) double ql_fold_a_at(const double *af, const double *const *rowp,
+                                                                 int64_t K, const int km, int64_t i, int64_t k) {
+  return km ? rowp[k][i] : ql_fold_a_value(af + i * K, k);
 }
 
 /* Do the n cells from `cells` all hold a value (encoded cell > 1)? The fill's workers are done (joined) when this runs, so plain loads.
@@ -191,7 +221,8 @@ static inline void ql_fold_axpy(double *c, double a, const double *b, int64_t fr
  * kernel: C[i][j] adds its products in ascending k. Instantiated per N
  * (always inlined with a constant N) so the accumulators live in
  * registers. */
-static inline __attribute__((always_inline)) void ql_fold_narrow_row(const double *af, const double *bf, double *c,
+static inline __attribute__((always_inline)) void ql_fold_narrow_row(const double *af, const double *const *rowp,
+                                                                     const int km, const double *bf, double *c,
                                                                      int64_t K, const int64_t N, int64_t i,
                                                                      int64_t kb, int64_t ke) {
   const int64_t nv = N / 2, tail = N % 2;
@@ -201,9 +232,8 @@ static inline __attribute__((always_inline)) void ql_fold_narrow_row(const doubl
 #pragma GCC unroll 8
   for (int64_t v = 0; v < nv; v++) memcpy(&acc[v], ci + 2 * v, sizeof(ql_fold_v2d));
   if (tail) tacc = ci[N - 1];
-  const double *ai = af + i * K;
   for (int64_t k = kb; k < ke; k++) {
-    double aik = ql_fold_a_value(ai, k);
+    double aik = ql_fold_a_at(af, rowp, K, km, i, k);
     if (aik == 0.0) continue; /* adds only +0.0: no partial sum changes */
     const ql_fold_v2d av = {aik, aik};
     const double *bk = bf + k * N;
@@ -227,7 +257,8 @@ static inline __attribute__((always_inline)) void ql_fold_narrow_row(const doubl
  * a product of +-0.0, which changes no partial sum (a sum started at +0.0
  * never becomes -0.0 in round-to-nearest), so every cell gets the same
  * bits as from ql_fold_narrow_row. */
-static inline __attribute__((always_inline)) void ql_fold_narrow_pair(const double *af, const double *bf, double *c,
+static inline __attribute__((always_inline)) void ql_fold_narrow_pair(const double *af, const double *const *rowp,
+                                                                      const int km, const double *bf, double *c,
                                                                       int64_t K, const int64_t N, int64_t i,
                                                                       int64_t kb, int64_t ke) {
   const int64_t nv = N / 2, tail = N % 2;
@@ -243,9 +274,8 @@ static inline __attribute__((always_inline)) void ql_fold_narrow_pair(const doub
     t0 = c0[N - 1];
     t1 = c1[N - 1];
   }
-  const double *a0 = af + i * K, *a1 = a0 + K;
   for (int64_t k = kb; k < ke; k++) {
-    double x0 = ql_fold_a_value(a0, k), x1 = ql_fold_a_value(a1, k);
+    double x0 = ql_fold_a_at(af, rowp, K, km, i, k), x1 = ql_fold_a_at(af, rowp, K, km, i + 1, k);
     if (x0 == 0.0 && x1 == 0.0) continue;
     const ql_fold_v2d av0 = {x0, x0}, av1 = {x1, x1};
     const double *bk = bf + k * N;
@@ -272,22 +302,30 @@ static inline __attribute__((always_inline)) void ql_fold_narrow_pair(const doub
   }
 }
 
-static inline __attribute__((always_inline)) int64_t ql_fold_narrow_n(struct ql_fold_matrix *a, const double *bf,
-                                                                      double *c, const int64_t N, int64_t from,
-                                                                      int64_t to) {
+static inline __attribute__((always_inline)) int64_t ql_fold_narrow_km(struct ql_fold_matrix *a, const int km,
+                                                                       const double *bf, double *c, const int64_t N,
+                                                                       int64_t from, int64_t to) {
   const double *af = a->f;
-  int64_t K = a->cols, values = 0;
+  const double *const *rowp = a->rowp;
+  int64_t K = km ? a->rows : a->cols, values = 0;
   for (int64_t kb = 0; kb < K; kb += QL_FOLD_NKB) {
     int64_t ke = kb + QL_FOLD_NKB < K ? kb + QL_FOLD_NKB : K;
     /* A's bitsets for this block of the rows, read just before the
-     * kernel reads the same cells (in cache). */
-    values += ql_fold_seal_rows(a, from, to, kb, ke);
+     * kernel reads the same cells (in cache); a key-major A is sealed
+     * before the product. */
+    if (!km) values += ql_fold_seal_rows(a, from, to, kb, ke);
     int64_t i = from;
     if (N <= 9)
-      for (; i + 2 <= to; i += 2) ql_fold_narrow_pair(af, bf, c, K, N, i, kb, ke);
-    for (; i < to; i++) ql_fold_narrow_row(af, bf, c, K, N, i, kb, ke);
+      for (; i + 2 <= to; i += 2) ql_fold_narrow_pair(af, rowp, km, bf, c, K, N, i, kb, ke);
+    for (; i < to; i++) ql_fold_narrow_row(af, rowp, km, bf, c, K, N, i, kb, ke);
   }
   return values;
+}
+
+static inline __attribute__((always_inline)) int64_t ql_fold_narrow_n(struct ql_fold_matrix *a, const double *bf,
+                                                                      double *c, const int64_t N, int64_t from,
+                                                                      int64_t to) {
+  return a->transposed ? ql_fold_narrow_km(a, 1, bf, c, N, from, to) : ql_fold_narrow_km(a, 0, bf, c, N, from, to);
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(QL_FOLD_NO_AVX)
@@ -298,23 +336,49 @@ static inline __attribute__((always_inline)) int64_t ql_fold_narrow_n(struct ql_
 #define QL_FOLD_AVX 1
 typedef double ql_fold_v4d __attribute__((vector_size(32)));
 
-/* R (1 or 2) rows of C from row i over keys [kb, ke), N = 4 * NV. */
-static inline __attribute__((always_inline, target("avx"))) void ql_fold_avx_rows(const double *af, const double *bf,
+/* How many keys ahead a key-major A's rows are prefetched. */
+#define QL_FOLD_AHEAD 16
+
+/* R (1, 2 or 4, R * NV <= 8) rows of C from row i over keys [kb, ke),
+ * N = 4 * NV. */
+static inline __attribute__((always_inline, target("avx"))) void ql_fold_avx_rows(const double *af,
+                                                                                  const double *const *rowp,
+                                                                                  const int km, const double *bf,
                                                                                   double *c, int64_t K,
                                                                                   const int64_t NV, const int64_t R,
                                                                                   int64_t i, int64_t kb, int64_t ke) {
   const int64_t N = 4 * NV;
-  ql_fold_v4d acc[2][4];
-#pragma GCC unroll 2
+  ql_fold_v4d acc[4][4];
+#pragma GCC unroll 4
   for (int64_t r = 0; r < R; r++)
 #pragma GCC unroll 4
     for (int64_t v = 0; v < NV; v++) memcpy(&acc[r][v], c + (i + r) * N + 4 * v, sizeof(ql_fold_v4d));
   for (int64_t k = kb; k < ke; k++) {
-    double x[2] = {0.0, 0.0};
+    if (km) {
+      /* A key-major A's rows may be the input's own memory, not in cache
+       * (no fill passed over them): ask for a row QL_FOLD_AHEAD keys on.
+       * Its R values sit side by side, each broadcast straight from
+       * memory; no test for zeros (a dense input has none, and the
+       * products of zeros change no sum, see ql_fold_narrow_pair). */
+      if (k + QL_FOLD_AHEAD < ke) __builtin_prefetch(rowp[k + QL_FOLD_AHEAD] + i);
+      const double *p = rowp[k] + i, *bk = bf + k * N;
+#pragma GCC unroll 4
+      for (int64_t v = 0; v < NV; v++) {
+        ql_fold_v4d bv;
+        memcpy(&bv, bk + 4 * v, sizeof(bv));
+#pragma GCC unroll 4
+        for (int64_t r = 0; r < R; r++) {
+          const ql_fold_v4d av = {p[r], p[r], p[r], p[r]};
+          acc[r][v] += av * bv;
+        }
+      }
+      continue;
+    }
+    double x[4] = {0.0, 0.0, 0.0, 0.0};
     int any = 0;
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int64_t r = 0; r < R; r++) {
-      x[r] = ql_fold_a_value(af + (i + r) * K, k);
+      x[r] = ql_fold_a_at(af, rowp, K, km, i + r, k);
       any |= x[r] != 0.0;
     }
     if (!any) continue; /* adds only +-0.0: no partial sum changes (see ql_fold_narrow_pair) */
@@ -323,36 +387,49 @@ static inline __attribute__((always_inline, target("avx"))) void ql_fold_avx_row
     for (int64_t v = 0; v < NV; v++) {
       ql_fold_v4d bv;
       memcpy(&bv, bk + 4 * v, sizeof(bv));
-#pragma GCC unroll 2
+#pragma GCC unroll 4
       for (int64_t r = 0; r < R; r++) {
         const ql_fold_v4d av = {x[r], x[r], x[r], x[r]};
         acc[r][v] += av * bv;
       }
     }
   }
-#pragma GCC unroll 2
+#pragma GCC unroll 4
   for (int64_t r = 0; r < R; r++)
 #pragma GCC unroll 4
     for (int64_t v = 0; v < NV; v++) memcpy(c + (i + r) * N + 4 * v, &acc[r][v], sizeof(ql_fold_v4d));
 }
 
-static __attribute__((target("avx"))) int64_t ql_fold_narrow_avx(struct ql_fold_matrix *a, const double *bf,
-                                                                 double *c, int64_t N, int64_t from, int64_t to) {
+/* A row-major A (sealed here, block by block) takes rows in pairs; a
+ * key-major one (sealed before) four rows at a time when N = 8: each
+ * B[k] loaded then serves four rows, whose A values sit side by side in
+ * the key's row. */
+static inline __attribute__((always_inline, target("avx"))) int64_t ql_fold_narrow_avx_km(
+    struct ql_fold_matrix *a, const int km, const double *bf, double *c, int64_t N, int64_t from, int64_t to) {
   const double *af = a->f;
-  int64_t K = a->cols, values = 0;
+  const double *const *rowp = a->rowp;
+  int64_t K = km ? a->rows : a->cols, values = 0;
   for (int64_t kb = 0; kb < K; kb += QL_FOLD_NKB) {
     int64_t ke = kb + QL_FOLD_NKB < K ? kb + QL_FOLD_NKB : K;
-    values += ql_fold_seal_rows(a, from, to, kb, ke);
+    if (!km) values += ql_fold_seal_rows(a, from, to, kb, ke);
     int64_t i = from;
     if (N == 8) {
-      for (; i + 2 <= to; i += 2) ql_fold_avx_rows(af, bf, c, K, 2, 2, i, kb, ke);
-      for (; i < to; i++) ql_fold_avx_rows(af, bf, c, K, 2, 1, i, kb, ke);
+      if (km)
+        for (; i + 4 <= to; i += 4) ql_fold_avx_rows(af, rowp, km, bf, c, K, 2, 4, i, kb, ke);
+      for (; i + 2 <= to; i += 2) ql_fold_avx_rows(af, rowp, km, bf, c, K, 2, 2, i, kb, ke);
+      for (; i < to; i++) ql_fold_avx_rows(af, rowp, km, bf, c, K, 2, 1, i, kb, ke);
     } else {
-      for (; i + 2 <= to; i += 2) ql_fold_avx_rows(af, bf, c, K, 4, 2, i, kb, ke);
-      for (; i < to; i++) ql_fold_avx_rows(af, bf, c, K, 4, 1, i, kb, ke);
+      for (; i + 2 <= to; i += 2) ql_fold_avx_rows(af, rowp, km, bf, c, K, 4, 2, i, kb, ke);
+      for (; i < to; i++) ql_fold_avx_rows(af, rowp, km, bf, c, K, 4, 1, i, kb, ke);
     }
   }
   return values;
+}
+
+static __attribute__((target("avx"))) int64_t ql_fold_narrow_avx(struct ql_fold_matrix *a, const double *bf,
+                                                                 double *c, int64_t N, int64_t from, int64_t to) {
+  return a->transposed ? ql_fold_narrow_avx_km(a, 1, bf, c, N, from, to)
+                       : ql_fold_narrow_avx_km(a, 0, bf, c, N, from, to);
 }
 
 static atomic_int ql_fold_avx_off; /* ql_fold_dense_avx(0) */
@@ -394,7 +471,7 @@ static int64_t ql_fold_gemm_f64_narrow(struct ql_fold_matrix *a, const struct ql
     QL_FOLD_NARROW_CASE(9) QL_FOLD_NARROW_CASE(10) QL_FOLD_NARROW_CASE(11) QL_FOLD_NARROW_CASE(12)
     QL_FOLD_NARROW_CASE(13) QL_FOLD_NARROW_CASE(14) QL_FOLD_NARROW_CASE(15) QL_FOLD_NARROW_CASE(16)
 #undef QL_FOLD_NARROW_CASE
-    default: return ql_fold_seal_rows(a, from, to, 0, a->cols); /* N == 0: no cell */
+    default: return a->transposed ? 0 : ql_fold_seal_rows(a, from, to, 0, a->cols); /* N == 0: no cell */
   }
 }
 
@@ -402,18 +479,18 @@ static int64_t ql_fold_gemm_f64_narrow(struct ql_fold_matrix *a, const struct ql
  * returns their cells holding a value. */
 static int64_t ql_fold_gemm_f64(struct ql_fold_matrix *a, const struct ql_fold_matrix *b, double *c, int64_t from,
                                 int64_t to) {
-  int64_t K = a->cols, N = b->cols, values = 0;
+  const int km = a->transposed;
+  int64_t K = km ? a->rows : a->cols, N = b->cols, values = 0;
   if (N <= 16) return ql_fold_gemm_f64_narrow(a, b, c, from, to);
   for (int64_t jb = 0; jb < N; jb += QL_FOLD_JB) {
     int64_t je = jb + QL_FOLD_JB < N ? jb + QL_FOLD_JB : N;
     for (int64_t kb = 0; kb < K; kb += QL_FOLD_KB) { /* ascending k: the summation order */
       int64_t ke = kb + QL_FOLD_KB < K ? kb + QL_FOLD_KB : K;
-      if (jb == 0) values += ql_fold_seal_rows(a, from, to, kb, ke);
+      if (jb == 0 && !km) values += ql_fold_seal_rows(a, from, to, kb, ke);
       for (int64_t i = from; i < to; i++) {
         double *ci = c + i * N;
-        const double *ai = a->f + i * K;
         for (int64_t k = kb; k < ke; k++) {
-          double aik = ql_fold_a_value(ai, k);
+          double aik = km ? a->rowp[k][i] : ql_fold_a_value(a->f + i * K, k);
           if (aik == 0.0) continue; /* adds only +0.0: no partial sum changes */
           ql_fold_axpy(ci, aik, b->f + k * N, jb, je);
         }
@@ -453,7 +530,7 @@ void ql_fold_gemm_rows(struct ql_fold_matrix *a, const struct ql_fold_matrix *b,
     /* Short contractions (K <= 64): one word per bitset. When every cell
      * of B holds a value (a dense input), a row of C exists (has a sum)
      * wherever A's row has a row (a value) at all: whole rows at once. */
-    int64_t K = a->cols;
+    int64_t K = a->transposed ? a->rows : a->cols;
     uint64_t kmask = K == 64 ? ~UINT64_C(0) : (UINT64_C(1) << K) - 1;
     int b_full = 1;
     for (int64_t j = 0; j < N; j++) b_full &= b->exist[j] == kmask && b->has[j] == kmask;

@@ -18,6 +18,14 @@
  * or a non-finite one makes the caller fall back to the hash path); int64
  * cells add with wrapping, as DataFusion's sum does.
  *
+ * A float A may instead be stored key-major (`transposed` set: rows are
+ * the keys, columns the groups, bitsets per group over the keys, as B's),
+ * which makes its fill a sequential write when the left input comes
+ * ordered by (key, group), as aᵀ in W̄ = aᵀ·z̄ does; each key's row of A
+ * is then read through rowp, which may point into the input's own value
+ * buffers (fold_gemm.c: no copy). The product adds in the same order
+ * either way, so both layouts give the same bits.
+ *
  * Memory: through the fold accounting. Single owner, except that
  * ql_fold_gemm_rows may run on disjoint row ranges of one output at once.
  */
@@ -38,6 +46,9 @@ struct ql_fold_matrix {
   double *f;
   int64_t *i;
   uint64_t *exist, *has;
+  /* A key-major A only (set by its owner before the product): per key
+   * (row), its `cols` decoded values; not owned by the matrix. */
+  const double *const *rowp;
 };
 
 /* An empty matrix: zeroed bitsets, and values that are zero unless
@@ -45,6 +56,13 @@ struct ql_fold_matrix {
  * from the buffer cache; zeroed in parallel by fold_gemm.c). */
 int ql_fold_matrix_init(struct ql_fold_matrix *m, int64_t rows, int64_t cols, int is_float, int transposed,
                         struct ql_fold_mem *mem, struct ql_error *error);
+/* A float key-major A (rows = keys, transposed) with zeroed bitsets and no
+ * values: its rows are read through rowp, borrowed from elsewhere, unless
+ * ql_fold_matrix_add_values gives it values (dirty unless they came
+ * zeroed) after all. */
+int ql_fold_matrix_init_bits(struct ql_fold_matrix *m, int64_t rows, int64_t cols, struct ql_fold_mem *mem,
+                             struct ql_error *error);
+int ql_fold_matrix_add_values(struct ql_fold_matrix *m, struct ql_fold_mem *mem, struct ql_error *error);
 void ql_fold_matrix_destroy(struct ql_fold_matrix *m, struct ql_fold_mem *mem);
 /* Record a row at (r, c) with its value (has_value: not NULL). Returns 0, or
  * 1 when a float cell would get a second value or a non-finite one. Inline:
@@ -117,15 +135,20 @@ static inline int ql_fold_matrix_put_f(double *f, int64_t cell, int has_value, d
  * returns the number of cells in those rows holding a value. */
 int64_t ql_fold_matrix_seal_f(struct ql_fold_matrix *m, int64_t from, int64_t to);
 
-/* The product for result rows [row_from, row_to): c_values (a->rows x
- * b->cols, row-major, double or int64 as a's type), c_exist and c_has
- * (one byte per cell); counts[0] += the cells of those rows with exist
- * set, counts[1] += those with has set. A float A is sealed here, rows
- * [row_from, row_to) as the product first reads them (its bitsets; a
- * float B must be sealed before), and counts[2] += its cells in those
+/* The product for result rows [row_from, row_to): c_values (M x
+ * b->cols, row-major, double or int64 as a's type; M is a->rows, or
+ * a->cols for a key-major A), c_exist and c_has (one byte per cell);
+ * counts[0] += the cells of those rows with exist set, counts[1] += those
+ * with has set. A row-major float A is sealed here, rows [row_from,
+ * row_to) as the product first reads them (its bitsets; a float B, and a
+ * key-major A, must be sealed before), and counts[2] += its cells in those
  * rows holding a value. Calls on disjoint row ranges may run at once. */
 void ql_fold_gemm_rows(struct ql_fold_matrix *a, const struct ql_fold_matrix *b, void *c_values, uint8_t *c_exist,
                        uint8_t *c_has, int64_t row_from, int64_t row_to, int64_t counts[3]);
+
+/* For tests: how many dense products so far (process-wide) read side 0's
+ * chunks in place as the rows of a key-major A (fold_gemm.c). */
+int64_t ql_fold_dense_borrowed_runs(void);
 
 /* For tests: allow (1, the default) or forbid (0) the AVX kernel; returns
  * whether it will be used (1 only on x86-64 CPUs with AVX). Process-wide. */

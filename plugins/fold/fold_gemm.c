@@ -9,6 +9,11 @@
 #include "qlink/lib/arrow.h"
 #include "qlink/lib/status.h"
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(QL_FOLD_NO_AVX)
+#include <immintrin.h>
+#define QL_FOLD_SPAN_AVX2 1 /* the span check in AVX2 where the CPU has it */
+#endif
+
 /* Longest sampled group range trusted without an exact pass. */
 #define QL_FOLD_SAMPLE_MAX_GROUPS 256
 
@@ -132,6 +137,13 @@ static int ql_fold_fill_worker(void *arg, struct ql_error *error) {
   return QL_OK;
 }
 
+/* A chunk of side 0 whose rows are consecutive cells of a key-major A:
+ * cells [c0, c0 + n) hold values[0..n). */
+struct ql_fold_span {
+  int64_t c0, n; /* n < 0: the chunk is not one */
+  const double *values;
+};
+
 /* Float matrices: every chunk of both sides is one task, so both workers
  * share the larger side too (see fold_dense.h for why that is safe). */
 struct ql_fold_fill_f_task {
@@ -139,6 +151,8 @@ struct ql_fold_fill_f_task {
   const struct ql_fold_gemm_shape *shape;
   struct ql_fold_matrix *m[2];
   int64_t n_chunks[2]; /* over all partitions of each side */
+  int skip[2];         /* side k's chunks are not filled (done already) */
+  struct ql_fold_span *spans; /* not NULL: side 0's chunks are only checked, into spans[chunk] */
   atomic_llong next;
   atomic_llong values;   /* values put */
   atomic_llong values_b; /* of which into b */
@@ -227,8 +241,8 @@ static int64_t ql_fold_fill_direct_f(const struct ql_fold_input *in, const struc
   int64_t off = batch->offset, n = batch->length, values = 0, misses = 0;
   int64_t kmin = g->kmin, klen = g->klen, gmin = g->gmin[k], glen = g->glen[k];
   int64_t skmin = g->skmin[k], sklen = g->sklen[k];
-  /* A[group][key] for side 0, B[key][group] for side 1. */
-  int64_t gstride = k == 0 ? m->cols : 1, kstride = k == 0 ? 1 : m->cols;
+  /* A[group][key] for side 0 (A[key][group] when key-major), B[key][group] for side 1. */
+  int64_t gstride = m->transposed ? 1 : m->cols, kstride = m->transposed ? m->cols : 1;
   int vnull = ql_fold_has_nulls(val);
   double *mf = m->f;
   const double *vp = (const double *)val->buffers[1] + val->offset + off;
@@ -239,6 +253,111 @@ static int64_t ql_fold_fill_direct_f(const struct ql_fold_input *in, const struc
   else if (gs == QL_FOLD_S64) QL_FOLD_SCATTER(int32_t, int64_t, 1);
   else QL_FOLD_SCATTER(int32_t, int32_t, 1);
   return misses ? -3 : values;
+}
+
+/* The check of a chunk's rows for ql_fold_span_of: key type TK, group
+ * type TG. Branch-free: every row is looked at. */
+#define QL_FOLD_SPAN_LOOP(TK, TG)                                                                 \
+  do {                                                                                            \
+    const TK *kp = (const TK *)key->buffers[1] + key->offset + off;                               \
+    const TG *gp = (const TG *)grp->buffers[1] + grp->offset + off;                               \
+    c0 = ((uint64_t)(int64_t)kp[0] - (uint64_t)kmin) * (uint64_t)M + ((uint64_t)(int64_t)gp[0] - (uint64_t)gmin); \
+    for (int64_t r = 0; r < n; r++) {                                                             \
+      uint64_t kk = (uint64_t)(int64_t)kp[r] - (uint64_t)kmin, gi = (uint64_t)(int64_t)gp[r] - (uint64_t)gmin; \
+      bad |= (uint64_t)(kk >= klen) | (uint64_t)(gi >= glen) | ((kk * (uint64_t)M + gi) ^ (c0 + (uint64_t)r)); \
+    }                                                                                             \
+  } while (0)
+
+#ifdef QL_FOLD_SPAN_AVX2
+
+/* The span check of int64 keys and groups, four rows at a time (AVX2,
+ * chosen at run time): nonzero when a row is not the cell c0 + r. Keys
+ * and groups are compared unsigned against their lengths (sign bits
+ * flipped for the signed compare); a key inside its length (< 2^24) and
+ * M (< 2^25) multiply exactly in 32 x 32 -> 64 bits. */
+static __attribute__((target("avx2"))) uint64_t ql_fold_span_bad_avx2(const int64_t *kp, const int64_t *gp, int64_t n,
+                                                                      uint64_t kmin, uint64_t klen, uint64_t gmin,
+                                                                      uint64_t glen, uint64_t M, uint64_t c0) {
+  const __m256i flip = _mm256_set1_epi64x(INT64_MIN), four = _mm256_set1_epi64x(4);
+  const __m256i vkmin = _mm256_set1_epi64x((int64_t)kmin), vgmin = _mm256_set1_epi64x((int64_t)gmin);
+  const __m256i vklen = _mm256_set1_epi64x((int64_t)(klen ^ (UINT64_C(1) << 63)));
+  const __m256i vglen = _mm256_set1_epi64x((int64_t)(glen ^ (UINT64_C(1) << 63)));
+  const __m256i vm = _mm256_set1_epi64x((int64_t)M);
+  __m256i expect = _mm256_add_epi64(_mm256_set1_epi64x((int64_t)c0), _mm256_setr_epi64x(0, 1, 2, 3));
+  __m256i diff = _mm256_setzero_si256(), inside = _mm256_set1_epi64x(-1);
+  int64_t r = 0;
+  for (; r + 4 <= n; r += 4) {
+    __m256i kk = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(kp + r)), vkmin);
+    __m256i gi = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(gp + r)), vgmin);
+    inside = _mm256_and_si256(inside, _mm256_cmpgt_epi64(vklen, _mm256_xor_si256(kk, flip)));
+    inside = _mm256_and_si256(inside, _mm256_cmpgt_epi64(vglen, _mm256_xor_si256(gi, flip)));
+    diff = _mm256_or_si256(diff, _mm256_xor_si256(_mm256_add_epi64(_mm256_mul_epu32(kk, vm), gi), expect));
+    expect = _mm256_add_epi64(expect, four);
+  }
+  uint64_t bad = !_mm256_testz_si256(diff, diff) || _mm256_movemask_epi8(inside) != -1;
+  for (; r < n; r++) {
+    uint64_t kk = (uint64_t)kp[r] - kmin, gi = (uint64_t)gp[r] - gmin;
+    bad |= (uint64_t)(kk >= klen) | (uint64_t)(gi >= glen) | ((kk * M + gi) ^ (c0 + (uint64_t)r));
+  }
+  return bad;
+}
+
+static int ql_fold_has_avx2(void) {
+  static atomic_int known = -1;
+  int v = atomic_load_explicit(&known, memory_order_relaxed);
+  if (v < 0) {
+    __builtin_cpu_init();
+    v = __builtin_cpu_supports("avx2") ? 1 : 0;
+    atomic_store_explicit(&known, v, memory_order_relaxed);
+  }
+  return v;
+}
+#endif
+
+/* Is chunk c of side 0 a span of a key-major A (M groups per key): its
+ * rows, in order, the consecutive cells from some c0 on, each row's key
+ * and group inside the matrices, keys and groups int32/int64 and values
+ * float64, none NULL? Then its values need no copy: the product reads
+ * them where they are. Every row is checked (as the fill would). */
+static struct ql_fold_span ql_fold_span_of(const struct ql_fold_input *in, const struct ql_fold_chunk *c,
+                                           const struct ql_fold_gemm_shape *g, int64_t M) {
+  struct ql_fold_span span = {0, -1, NULL};
+  const struct ql_fold_side *s = &in->side;
+  const struct ArrowArray *batch = &c->batch;
+  if (s->n_groups != 1 || s->value->storage != QL_FOLD_F64) return span;
+  const struct ArrowArray *key = batch->children[s->keys[0]->column];
+  const struct ArrowArray *grp = batch->children[s->groups[0]->column];
+  const struct ArrowArray *val = batch->children[s->value->column];
+  int32_t ks = s->keys[0]->storage, gs = s->groups[0]->storage;
+  if ((ks != QL_FOLD_S64 && ks != QL_FOLD_S32) || (gs != QL_FOLD_S64 && gs != QL_FOLD_S32) ||
+      ql_fold_has_nulls(key) || ql_fold_has_nulls(grp) || ql_fold_has_nulls(val))
+    return span;
+  int64_t off = batch->offset, n = batch->length;
+  const double *vp = (const double *)val->buffers[1] + val->offset + off;
+  if (n == 0) {
+    span.n = 0;
+    return span;
+  }
+  if ((uintptr_t)(const void *)vp % _Alignof(double) != 0) return span;
+  uint64_t kmin = (uint64_t)g->kmin, klen = (uint64_t)g->klen, gmin = (uint64_t)g->gmin[0];
+  uint64_t glen = (uint64_t)g->glen[0], c0 = 0, bad = 0;
+#ifdef QL_FOLD_SPAN_AVX2
+  if (ks == QL_FOLD_S64 && gs == QL_FOLD_S64 && ql_fold_has_avx2()) {
+    const int64_t *kp = (const int64_t *)key->buffers[1] + key->offset + off;
+    const int64_t *gp = (const int64_t *)grp->buffers[1] + grp->offset + off;
+    c0 = ((uint64_t)kp[0] - kmin) * (uint64_t)M + ((uint64_t)gp[0] - gmin);
+    bad = ql_fold_span_bad_avx2(kp, gp, n, kmin, klen, gmin, glen, (uint64_t)M, c0);
+  } else
+#endif
+  if (ks == QL_FOLD_S64 && gs == QL_FOLD_S64) QL_FOLD_SPAN_LOOP(int64_t, int64_t);
+  else if (ks == QL_FOLD_S64) QL_FOLD_SPAN_LOOP(int64_t, int32_t);
+  else if (gs == QL_FOLD_S64) QL_FOLD_SPAN_LOOP(int32_t, int64_t);
+  else QL_FOLD_SPAN_LOOP(int32_t, int32_t);
+  if (bad) return span;
+  span.c0 = (int64_t)c0;
+  span.n = n;
+  span.values = vp;
+  return span;
 }
 
 /* The rows of chunk c of side k into its matrix; the number of values put,
@@ -268,7 +387,7 @@ static int64_t ql_fold_fill_chunk_f(const struct ql_fold_input *in, const struct
         gi = blk->groups[r] - gmin;
         if ((uint64_t)gi >= (uint64_t)gnull) return -3;
       }
-      int64_t cell = k == 0 ? gi * cols + (int64_t)key : (int64_t)key * cols + gi;
+      int64_t cell = m->transposed ? (int64_t)key * cols + gi : gi * cols + (int64_t)key;
       if (ql_fold_matrix_put_f(m->f, cell, blk->has[r], blk->fvalue[r])) return -1;
       values += blk->has[r];
     }
@@ -285,7 +404,12 @@ static int ql_fold_fill_f_worker(void *arg, struct ql_error *error) {
     int64_t i = atomic_fetch_add(&t->next, 1);
     if (i >= total) break;
     int k = i < t->n_chunks[0] ? 0 : 1;
+    if (t->skip[k]) continue;
     const struct ql_fold_chunk *c = ql_fold_nth_chunk(&t->run->in[k], k ? i - t->n_chunks[0] : i);
+    if (k == 0 && t->spans) {
+      t->spans[i] = ql_fold_span_of(&t->run->in[0], c, t->shape, t->m[0]->cols);
+      continue;
+    }
     int64_t v = ql_fold_fill_chunk_f(&t->run->in[k], c, t->shape, k, t->m[k], blk);
     if (v == -3) atomic_store(&t->miss, 1);
     if (v < 0) atomic_store(&t->fallback, 1);
@@ -305,32 +429,219 @@ struct ql_fold_seal_task {
   struct ql_fold_matrix *m[2];
   int64_t step[2], n_tasks[2];
   atomic_llong next;
-  atomic_llong values; /* cells holding a value */
+  atomic_llong values[2]; /* cells holding a value, per matrix */
 };
 
 static int ql_fold_seal_worker(void *arg, struct ql_error *error) {
   (void)error;
   struct ql_fold_seal_task *t = arg;
-  int64_t values = 0;
+  int64_t values[2] = {0, 0};
   for (;;) {
     int64_t i = atomic_fetch_add(&t->next, 1);
     if (i >= t->n_tasks[0] + t->n_tasks[1]) break;
     int k = i < t->n_tasks[0] ? 0 : 1;
     int64_t from = (k ? i - t->n_tasks[0] : i) * t->step[k];
     int64_t to = from + t->step[k] < t->m[k]->rows ? from + t->step[k] : t->m[k]->rows;
-    values += ql_fold_matrix_seal_f(t->m[k], from, to);
+    values[k] += ql_fold_matrix_seal_f(t->m[k], from, to);
   }
-  atomic_fetch_add(&t->values, values);
+  atomic_fetch_add(&t->values[0], values[0]);
+  atomic_fetch_add(&t->values[1], values[1]);
   return QL_OK;
 }
 
-/* Fill the float matrices a and b and seal b (a is sealed by the product);
- * *a_values: the number of values a must hold (values put minus those b
- * holds). QL_FOLD_FALLBACK when a value was not finite, or b holds fewer
- * values than were put into it (a cell got two, or a NULL after a value);
- * the product's count of a's values must equal *a_values likewise. */
+static int ql_fold_zero(struct ql_fold_run *run, struct ql_fold_matrix *a, struct ql_fold_matrix *b, void *c,
+                        int64_t c_bytes, struct ql_error *error);
+
+/* Value r of an int32/int64 column without NULLs (offset included by the
+ * caller) into *out; 0 for any other column. */
+static int ql_fold_int_at(const struct ArrowArray *col, int32_t storage, int64_t r, int64_t *out) {
+  if (ql_fold_has_nulls(col)) return 0;
+  if (storage == QL_FOLD_S64) *out = ((const int64_t *)col->buffers[1])[col->offset + r];
+  else if (storage == QL_FOLD_S32) *out = ((const int32_t *)col->buffers[1])[col->offset + r];
+  else return 0;
+  return 1;
+}
+
+/* Store a float A key-major? When the left input comes ordered by (key,
+ * group), as its first chunk's first two rows tell (one key, consecutive
+ * groups): the fill then writes A in order, and may not need to copy it at
+ * all (ql_fold_borrow_rows). Either layout gives the same bits, so this
+ * guess from one chunk cannot change a result. */
+static int ql_fold_gemm_key_major(const struct ql_fold_run *run) {
+  const struct ql_fold_input *in = &run->in[0];
+  if (in->side.n_groups != 1) return 0;
+  const struct ql_fold_chunk *c = NULL;
+  for (int64_t p = 0; p < in->n_parts && !c; p++)
+    for (int64_t i = 0; i < in->parts[p].n_chunks && !c; i++)
+      if (in->parts[p].chunks[i]->batch.length >= 2) c = in->parts[p].chunks[i];
+  if (!c) return 0;
+  const struct ArrowArray *key = c->batch.children[in->side.keys[0]->column];
+  const struct ArrowArray *grp = c->batch.children[in->side.groups[0]->column];
+  int64_t k0, k1, g0, g1, off = c->batch.offset;
+  int32_t ks = in->side.keys[0]->storage, gs = in->side.groups[0]->storage;
+  if (!ql_fold_int_at(key, ks, off, &k0) || !ql_fold_int_at(key, ks, off + 1, &k1) ||
+      !ql_fold_int_at(grp, gs, off, &g0) || !ql_fold_int_at(grp, gs, off + 1, &g1))
+    return 0;
+  return k0 == k1 && (uint64_t)g1 - (uint64_t)g0 == 1;
+}
+
+/* Does one of the n doubles fail to be finite? */
+static int ql_fold_any_nonfinite(const void *values, int64_t n) {
+  const double *v = values;
+  for (int64_t i = 0; i < n; i++)
+    if (!__builtin_isfinite(v[i])) return 1;
+  return 0;
+}
+
+/* How the product reads a key-major A's rows (ql_fold_matrix.rowp): into
+ * its own values, or borrowed from side 0's chunks (extra: the rows no
+ * chunk holds whole, copied; row 0 of it is all zeros). */
+struct ql_fold_arows {
+  const double **rowp;
+  double *extra;
+  int64_t rowp_bytes, extra_bytes;
+  int borrowed;
+};
+
+static int ql_fold_span_cmp(const void *x, const void *y) {
+  const struct ql_fold_span *p = x, *q = y;
+  return (p->c0 > q->c0) - (p->c0 < q->c0);
+}
+
+/* Where row k of a key-major A (cells [k * M, k * M + M)) lies among the
+ * sorted spans from *j on (advanced past those ending before it): 0 no
+ * span touches it, 1 span *j holds it whole, 2 in part or several. */
+static int ql_fold_row_spans(const struct ql_fold_span *spans, int64_t n, int64_t *j, int64_t k, int64_t M) {
+  int64_t lo = k * M, hi = lo + M;
+  while (*j < n && spans[*j].c0 + spans[*j].n <= lo) (*j)++;
+  if (*j == n || spans[*j].c0 >= hi) return 0;
+  return spans[*j].c0 <= lo && spans[*j].c0 + spans[*j].n >= hi ? 1 : 2;
+}
+
+/* Row k of a key-major A assembled from the spans (from j on) into row,
+ * zeroed before; the bits of the cells held set in a's bitsets. */
+static void ql_fold_row_copy(struct ql_fold_matrix *a, const struct ql_fold_span *spans, int64_t n, int64_t j,
+                             int64_t k, double *row) {
+  int64_t M = a->cols, lo = k * M, hi = lo + M;
+  for (; j < n && spans[j].c0 < hi; j++) {
+    int64_t from = spans[j].c0 > lo ? spans[j].c0 : lo;
+    int64_t to = spans[j].c0 + spans[j].n < hi ? spans[j].c0 + spans[j].n : hi;
+    for (int64_t cell = from; cell < to; cell++) {
+      int64_t i = cell - lo;
+      row[i] = spans[j].values[cell - spans[j].c0];
+      uint64_t bit = UINT64_C(1) << (k % 64);
+      a->exist[i * a->words + k / 64] |= bit;
+      a->has[i * a->words + k / 64] |= bit;
+    }
+  }
+}
+
+/* Side 0's chunks as the rows of the key-major A (K keys of M groups,
+ * bitsets zeroed, no values) when every chunk is a span (spans[0..n)) and
+ * no two overlap: each row then points into the one chunk holding it
+ * whole, or at a row of zeros when no chunk touches it, or is copied (the
+ * few rows a chunk boundary cuts); every cell a span holds has a value.
+ * No two spans overlap, so no cell gets two values. *borrowed 0: the
+ * spans do not qualify (A must be filled). */
+static int ql_fold_borrow_rows(struct ql_fold_run *run, struct ql_fold_matrix *a, struct ql_fold_span *spans,
+                               int64_t n, struct ql_fold_arows *ar, struct ql_error *error) {
+  int64_t K = a->rows, M = a->cols, m = 0, cut = 0, j = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (spans[i].n < 0) return QL_OK;
+    if (spans[i].n > 0) spans[m++] = spans[i];
+  }
+  qsort(spans, (size_t)m, sizeof(*spans), ql_fold_span_cmp);
+  for (int64_t i = 1; i < m; i++)
+    if (spans[i].c0 < spans[i - 1].c0 + spans[i - 1].n) return QL_OK;
+  for (int64_t k = 0; k < K; k++) cut += ql_fold_row_spans(spans, m, &j, k, M) == 2;
+  if (cut * 8 > K) return QL_OK; /* mostly cut rows: filling A costs less */
+  ar->rowp_bytes = K * (int64_t)sizeof(double *);
+  ar->extra_bytes = (cut + 1) * M * 8;
+  void *p = NULL, *q = NULL, *full = NULL;
+  int64_t full_bytes = a->words * 8;
+  QL_RETURN_NOT_OK(ql_fold_mem_alloc(&run->mem, &p, ar->rowp_bytes, error));
+  ar->rowp = p;
+  QL_RETURN_NOT_OK(ql_fold_mem_calloc(&run->mem, &q, ar->extra_bytes, error));
+  ar->extra = q;
+  QL_RETURN_NOT_OK(ql_fold_mem_calloc(&run->mem, &full, full_bytes, error));
+  uint64_t *whole = full; /* bit k: row k held whole by a span */
+  double *next = ar->extra + M;
+  j = 0;
+  for (int64_t k = 0; k < K; k++) {
+    int where = ql_fold_row_spans(spans, m, &j, k, M);
+    if (where == 1) {
+      ar->rowp[k] = spans[j].values + (k * M - spans[j].c0);
+      whole[k / 64] |= UINT64_C(1) << (k % 64);
+    } else if (where == 0) {
+      ar->rowp[k] = ar->extra;
+    } else {
+      ql_fold_row_copy(a, spans, m, j, k, next);
+      ar->rowp[k] = next;
+      next += M;
+    }
+  }
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t w = 0; w < a->words; w++) {
+      a->exist[i * a->words + w] |= whole[w];
+      a->has[i * a->words + w] |= whole[w];
+    }
+  ql_fold_mem_cfree(&run->mem, full, full_bytes);
+  ar->borrowed = 1;
+  return QL_OK;
+}
+
+static atomic_llong ql_fold_borrowed_count;
+
+int64_t ql_fold_dense_borrowed_runs(void) {
+  return atomic_load(&ql_fold_borrowed_count);
+}
+
+/* Is some value of a borrowed A not finite? (Only asked when C holds a
+ * non-finite sum, which finite values can also give by overflowing.) */
+static int ql_fold_borrowed_nonfinite(const struct ql_fold_matrix *a) {
+  for (int64_t k = 0; k < a->rows; k++)
+    for (int64_t i = 0; i < a->cols; i++)
+      if (!__builtin_isfinite(a->rowp[k][i])) return 1;
+  return 0;
+}
+
+/* Seal b, and a when it is key-major with values of its own (a row-major
+ * A is sealed by the product); *a_values: the number of values the
+ * product must find in a (values put minus those sealed).
+ * QL_FOLD_FALLBACK when b, or a sealed here, holds fewer values than were
+ * put into it (a cell got two, or a NULL after a value). */
+static int ql_fold_gemm_seal(struct ql_fold_run *run, struct ql_fold_matrix *a, struct ql_fold_matrix *b,
+                             const struct ql_fold_fill_f_task *fill, int64_t *a_values, struct ql_error *error) {
+  struct ql_fold_seal_task seal;
+  memset(&seal, 0, sizeof(seal));
+  seal.m[0] = a;
+  seal.m[1] = b;
+  for (int k = 0; k < 2; k++) {
+    int64_t rows = QL_FOLD_SEAL_CELLS / (seal.m[k]->cols ? seal.m[k]->cols : 1);
+    seal.step[k] = rows < 64 ? 64 : rows / 64 * 64;
+  }
+  seal.n_tasks[0] = a->transposed && a->f ? (a->rows + seal.step[0] - 1) / seal.step[0] : 0;
+  seal.n_tasks[1] = (b->rows + seal.step[1] - 1) / seal.step[1];
+  QL_RETURN_NOT_OK(
+      ql_fold_parallel(&run->ctx, seal.n_tasks[0] + seal.n_tasks[1], ql_fold_seal_worker, &seal, error));
+  int64_t put_b = atomic_load(&fill->values_b), put_a = atomic_load(&fill->values) - put_b;
+  *a_values = put_a;
+  if (seal.n_tasks[0]) {
+    if (atomic_load(&seal.values[0]) != put_a) return QL_FOLD_FALLBACK;
+    *a_values = 0;
+  }
+  return atomic_load(&seal.values[1]) == put_b ? QL_OK : QL_FOLD_FALLBACK;
+}
+
+/* Fill the float matrices a and b and seal b (and a key-major a); *a_values:
+ * the number of values the product must find in a row-major a.
+ * QL_FOLD_FALLBACK when a value was not finite or a cell got two;
+ * QL_FOLD_GUESS_MISS when a row lies outside the sampled ranges. A
+ * key-major a without values first tries to borrow side 0's chunks as its
+ * rows (ar); when they do not qualify, it gets values and is filled. */
 static int ql_fold_gemm_fill_f(struct ql_fold_run *run, const struct ql_fold_gemm_shape *g, struct ql_fold_matrix *a,
-                               struct ql_fold_matrix *b, int64_t *a_values, struct ql_error *error) {
+                               struct ql_fold_matrix *b, struct ql_fold_arows *ar, int64_t *a_values,
+                               struct ql_error *error) {
   struct ql_fold_fill_f_task fill;
   memset(&fill, 0, sizeof(fill));
   fill.run = run;
@@ -339,24 +650,38 @@ static int ql_fold_gemm_fill_f(struct ql_fold_run *run, const struct ql_fold_gem
   fill.m[1] = b;
   for (int k = 0; k < 2; k++)
     for (int64_t p = 0; p < run->in[k].n_parts; p++) fill.n_chunks[k] += run->in[k].parts[p].n_chunks;
-  QL_RETURN_NOT_OK(ql_fold_parallel(&run->ctx, fill.n_chunks[0] + fill.n_chunks[1], ql_fold_fill_f_worker, &fill, error));
+  int64_t spans_bytes = (fill.n_chunks[0] ? fill.n_chunks[0] : 1) * (int64_t)sizeof(struct ql_fold_span);
+  void *p = NULL;
+  if (a->transposed && !a->f) {
+    QL_RETURN_NOT_OK(ql_fold_mem_alloc(&run->mem, &p, spans_bytes, error));
+    fill.spans = p;
+  }
+  int rc = ql_fold_parallel(&run->ctx, fill.n_chunks[0] + fill.n_chunks[1], ql_fold_fill_f_worker, &fill, error);
+  if (rc == QL_OK && fill.spans) rc = ql_fold_borrow_rows(run, a, fill.spans, fill.n_chunks[0], ar, error);
+  ql_fold_mem_free(&run->mem, p, spans_bytes);
+  if (rc == QL_OK && a->transposed && !ar->borrowed && atomic_load(&fill.fallback) == 0 &&
+      atomic_load(&fill.miss) == 0) {
+    /* Side 0 is not made of spans: A gets values and is filled. */
+    fill.spans = NULL;
+    fill.skip[1] = 1;
+    atomic_store(&fill.next, 0);
+    rc = ql_fold_matrix_add_values(a, &run->mem, error);
+    struct ql_fold_matrix zeroed_b = *b;
+    zeroed_b.dirty = 0;
+    if (rc == QL_OK) rc = ql_fold_zero(run, a, &zeroed_b, NULL, 0, error);
+    if (rc == QL_OK) rc = ql_fold_parallel(&run->ctx, fill.n_chunks[0], ql_fold_fill_f_worker, &fill, error);
+  }
+  QL_RETURN_NOT_OK(rc);
   if (atomic_load(&fill.miss)) return QL_FOLD_GUESS_MISS;
   if (atomic_load(&fill.fallback)) return QL_FOLD_FALLBACK;
-  struct ql_fold_seal_task seal;
-  memset(&seal, 0, sizeof(seal));
-  seal.m[0] = a;
-  seal.m[1] = b;
-  int64_t rows_b = QL_FOLD_SEAL_CELLS / (b->cols ? b->cols : 1);
-  seal.step[0] = 1;
-  seal.step[1] = rows_b < 64 ? 64 : rows_b / 64 * 64;
-  seal.n_tasks[0] = 0; /* a: in the product */
-  seal.n_tasks[1] = (b->rows + seal.step[1] - 1) / seal.step[1];
-  QL_RETURN_NOT_OK(ql_fold_parallel(&run->ctx, seal.n_tasks[1], ql_fold_seal_worker, &seal, error));
-  /* Values put into b but not held: a cell got two. Those put into a are
-   * counted by the product. */
-  int64_t put_b = atomic_load(&fill.values_b), held_b = atomic_load(&seal.values);
-  *a_values = atomic_load(&fill.values) - put_b;
-  return held_b == put_b ? QL_OK : QL_FOLD_FALLBACK;
+  if (a->transposed && !ar->borrowed) {
+    ar->rowp_bytes = a->rows * (int64_t)sizeof(double *);
+    QL_RETURN_NOT_OK(ql_fold_mem_alloc(&run->mem, &p, ar->rowp_bytes, error));
+    ar->rowp = p;
+    for (int64_t k = 0; k < a->rows; k++) ar->rowp[k] = a->f + k * a->cols;
+  }
+  a->rowp = ar->rowp;
+  return ql_fold_gemm_seal(run, a, b, &fill, a_values, error);
 }
 
 struct ql_fold_gemm_task {
@@ -664,7 +989,10 @@ static int ql_fold_gemm_try(struct ql_fold_run *run, struct ql_error *error) {
   struct ql_fold_gemm_task task;
   memset(&task, 0, sizeof(task));
   void *c = NULL, *exist = NULL, *has = NULL;
-  int rc = ql_fold_matrix_init(&a, rows, g.klen, is_float, 0, &run->mem, error);
+  struct ql_fold_arows ar;
+  memset(&ar, 0, sizeof(ar));
+  int rc = is_float && ql_fold_gemm_key_major(run) ? ql_fold_matrix_init_bits(&a, g.klen, rows, &run->mem, error)
+                                                   : ql_fold_matrix_init(&a, rows, g.klen, is_float, 0, &run->mem, error);
   if (rc == QL_OK) rc = ql_fold_matrix_init(&b, g.klen, cols, is_float, 1, &run->mem, error);
   int c_zeroed = 1;
   if (rc == QL_OK) rc = ql_fold_mem_alloc_cached(&run->mem, &c, cells * 8, &c_zeroed, error);
@@ -674,7 +1002,7 @@ static int ql_fold_gemm_try(struct ql_fold_run *run, struct ql_error *error) {
   if (rc == QL_OK) rc = ql_fold_mem_alloc_cached(&run->mem, &has, cells, NULL, error);
   int64_t a_values = 0;
   if (rc == QL_OK && is_float) {
-    rc = ql_fold_gemm_fill_f(run, &g, &a, &b, &a_values, error);
+    rc = ql_fold_gemm_fill_f(run, &g, &a, &b, &ar, &a_values, error);
   } else if (rc == QL_OK) {
     struct ql_fold_fill_task fill = {run, &g, {&a, &b}, {QL_OK, QL_OK}, 0};
     rc = ql_fold_parallel(&run->ctx, 2, ql_fold_fill_worker, &fill, error);
@@ -694,15 +1022,24 @@ static int ql_fold_gemm_try(struct ql_fold_run *run, struct ql_error *error) {
     rc = ql_fold_parallel(&run->ctx, (rows + task.block - 1) / task.block, ql_fold_gemm_worker, &task, error);
     /* A float A holding fewer values than were put: a cell got two. */
     if (rc == QL_OK && is_float && atomic_load(&task.a_values) != a_values) rc = QL_FOLD_FALLBACK;
+    /* A borrowed A's values were not looked at before: a non-finite one
+     * makes its row of C non-finite (no finite sum comes back from an
+     * infinity or a NaN), and sends the run to the hash path as the fill
+     * would have. */
+    if (rc == QL_OK && ar.borrowed && ql_fold_any_nonfinite(c, cells) && ql_fold_borrowed_nonfinite(&a))
+      rc = QL_FOLD_FALLBACK;
   }
   ql_fold_matrix_destroy(&a, &run->mem);
   ql_fold_matrix_destroy(&b, &run->mem);
+  ql_fold_mem_free(&run->mem, ar.rowp, ar.rowp_bytes);
+  ql_fold_mem_cfree(&run->mem, ar.extra, ar.extra_bytes);
   if (rc != QL_OK) {
     ql_fold_mem_cfree(&run->mem, c, cells * 8);
     ql_fold_mem_cfree(&run->mem, exist, cells);
     ql_fold_mem_cfree(&run->mem, has, cells);
     return rc;
   }
+  if (ar.borrowed) atomic_fetch_add(&ql_fold_borrowed_count, 1);
   /* C is the result: emitted from it directly, batch by batch. */
   struct ql_fold_dense_out *d = &run->dense;
   d->rows = rows;

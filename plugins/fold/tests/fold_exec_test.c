@@ -546,6 +546,64 @@ static void dc_check(const char *what, struct ft_table *a, struct ft_table *b, i
   view.release(&view);
 }
 
+/* a as K keys x M groups ordered by (key, group), as aᵀ in W̄ = aᵀ·z̄,
+ * every value present, in batches of `batch` rows in one partition (and
+ * `again` rows repeating its first ones at the end); b a K x 8 grid
+ * without key `no_key`, in any layout. */
+static void km_tables(struct ft_table *a, struct ft_table *b, int64_t K, int64_t M, int64_t batch, int64_t again,
+                      int64_t no_key, uint64_t *rng) {
+  static struct dc_row ra[FT_MAX_ROWS], rb[FT_MAX_ROWS];
+  int64_t na = 0, nb = 0;
+  for (int64_t k = 0; k < K; k++)
+    for (int64_t g = 0; g < M; g++) ra[na++] = (struct dc_row){k, 1, g, 1};
+  for (int64_t r = 0; r < again; r++) ra[na++] = ra[r];
+  for (int64_t k = 0; k < K; k++)
+    for (int64_t g = 0; g < 8 && k != no_key; g++) rb[nb++] = (struct dc_row){k, 1, g, 1};
+  dc_table(a, "a", ra, na, 1, rng);
+  dc_table(b, "b", rb, nb, 1, rng);
+  ft_table_reset_layout(a);
+  a->batch_rows = batch;
+  for (int64_t r = 0; r < na; r++) a->cols[4].valid[r] = 1;
+}
+
+/* A float left input ordered by (key, group) makes A key-major, its
+ * chunks read in place when they tile it (no NULL values, no overlap);
+ * whatever the layout the bits are the same (dc_check runs each case
+ * again reshuffled, where A is row-major or filled). */
+static void test_key_major(struct ft_table *a, struct ft_table *b, uint64_t *rng) {
+  int64_t before = ql_fold_dense_borrowed_runs();
+  /* 100 keys x 16 groups (the AVX kernel four rows at a time), in
+   * batches of 256 rows (whole key rows) and of 301 (five rows cut by
+   * batch boundaries, copied). */
+  for (int64_t batch = 256; batch <= 301; batch += 45) {
+    km_tables(a, b, 100, 16, batch, 0, -1, rng);
+    dc_check("key-major, read in place", a, b, 1, 1, 0, rng);
+    QL_CHECK_INT(ql_fold_dense_borrowed_runs(), before + 1);
+    before = ql_fold_dense_borrowed_runs();
+  }
+  /* 6 groups (the SSE2 kernel), one batch. */
+  km_tables(a, b, 100, 6, 4096, 0, -1, rng);
+  dc_check("key-major, 6 groups", a, b, 1, 1, 0, rng);
+  QL_CHECK_INT(ql_fold_dense_borrowed_runs(), before + 1);
+  before = ql_fold_dense_borrowed_runs();
+  /* NULL values: A key-major, filled (and sealed before the product). */
+  km_tables(a, b, 100, 16, 256, 0, -1, rng);
+  for (int64_t r = 0; r < a->n_rows; r += 9) a->cols[4].valid[r] = 0;
+  dc_check("key-major with NULL values", a, b, 1, 1, 0, rng);
+  /* A last batch repeating cells 0..47 (spans overlap): not read in
+   * place; filled, and the duplicates send it to the hash path. */
+  km_tables(a, b, 100, 16, 48, 48, -1, rng);
+  dc_check("key-major, a batch again", a, b, 1, 0, 1, rng);
+  QL_CHECK_INT(ql_fold_dense_borrowed_runs(), before);
+  /* An infinite value on a key b lacks: it joins nothing, but read in
+   * place it makes its row of C NaN, so the run looks at A's values and
+   * goes to the hash path, as the fill would. */
+  km_tables(a, b, 100, 16, 256, 0, 5, rng);
+  a->cols[4].f[5 * 16 + 3] = INFINITY;
+  dc_check("key-major, an infinity", a, b, 1, 0, 1, rng);
+  QL_CHECK_INT(ql_fold_dense_borrowed_runs(), before);
+}
+
 /* The kernel is chosen from the data read, never from statistics (the
  * tables here offer none): dense ranges take the dense kernel; sparse,
  * huge or duplicate-float data take the hash path, with the dense key index
@@ -707,6 +765,8 @@ static void test_dense_choice(void) {
     ft_table_reset_layout(b);
     a->batch_rows = b->batch_rows = 4096;
     dc_check("at the density limit", a, b, is_float, 1, 0, &rng);
+
+    if (is_float) test_key_major(a, b, &rng);
 
     /* An empty side: no rows, no kernel. */
     dc_table(b, "b", rb, 0, is_float, &rng);
@@ -974,9 +1034,10 @@ static void test_buffer_reuse(void) {
   ql_error_release(&err);
 }
 
-/* The AVX kernel (N = 8, 16) gives the SSE2 kernel's bits: random float
- * products with empty, NULL, +-0.0 and overflowing cells, 1 to 33 rows and
- * 8 to 5,000 keys, computed both ways. */
+/* The AVX kernel (N = 8, 16) gives the SSE2 kernel's bits, and so does a
+ * key-major A under either: random float products with empty, NULL,
+ * +-0.0 and overflowing cells, 1 to 33 rows and 8 to 5,000 keys, computed
+ * four ways (row-major with and without AVX, key-major with and without). */
 static void test_avx_same_bits(void) {
   uint64_t rng = 2026;
   int64_t ns[2] = {8, 16}, ks[4] = {8, 16, 700, 5000}, ms[3] = {1, 7, 33};
@@ -990,12 +1051,15 @@ static void test_avx_same_bits(void) {
           struct ql_error err;
           memset(&err, 0, sizeof(err));
           QL_CHECK_OK(ql_fold_mem_init(&mem, NULL, "test", &err), err);
-          struct ql_fold_matrix a[2], b[2];
-          double *c[2];
-          uint8_t *e[2], *h[2];
-          int64_t counts[2][3] = {{0, 0, 0}, {0, 0, 0}};
-          for (int v = 0; v < 2; v++) {
-            QL_CHECK_OK(ql_fold_matrix_init(&a[v], M, K, 1, 0, &mem, &err), err);
+          struct ql_fold_matrix a[4], b[4];
+          double *c[4];
+          const double **rowp = malloc((size_t)K * sizeof(*rowp));
+          uint8_t *e[4], *h[4];
+          int64_t counts[4][3], a_held[4] = {0, 0, 0, 0};
+          memset(counts, 0, sizeof(counts));
+          for (int v = 0; v < 4; v++) {
+            if (v < 2) QL_CHECK_OK(ql_fold_matrix_init(&a[v], M, K, 1, 0, &mem, &err), err);
+            else QL_CHECK_OK(ql_fold_matrix_init(&a[v], K, M, 1, 1, &mem, &err), err); /* key-major */
             QL_CHECK_OK(ql_fold_matrix_init(&b[v], K, N, 1, 1, &mem, &err), err);
             memset(a[v].f, 0, (size_t)(M * K * 8)); /* the caller zeroes dirty (cached) values */
             memset(b[v].f, 0, (size_t)(K * N * 8));
@@ -1008,24 +1072,36 @@ static void test_avx_same_bits(void) {
             if (!full && r % 7 == 0) continue;
             double x = (double)ft_rand_range(&rng, -1000000, 1000000) / 1024.0 * (r % 11 == 0 ? 1e300 : 1.0);
             if (r % 13 == 0) x = (r & 1) ? 0.0 : -0.0;
-            for (int v = 0; v < 2; v++)
-              ql_fold_matrix_put_f(i < M * K ? a[v].f : b[v].f, i < M * K ? i : i - M * K, full || r % 5, x);
+            for (int v = 0; v < 4; v++) {
+              /* Cell i of A is (row i / K, key i % K). */
+              int64_t cell = i >= M * K ? i - M * K : v < 2 ? i : (i % K) * M + i / K;
+              ql_fold_matrix_put_f(i < M * K ? a[v].f : b[v].f, cell, full || r % 5, x);
+            }
           }
-          for (int v = 0; v < 2; v++) {
+          for (int v = 0; v < 4; v++) {
             ql_fold_matrix_seal_f(&b[v], 0, K);
-            ql_fold_dense_avx(v == 0);
+            if (v >= 2) {
+              a_held[v] = ql_fold_matrix_seal_f(&a[v], 0, K);
+              for (int64_t k = 0; k < K; k++) rowp[k] = a[v].f + k * M;
+              a[v].rowp = rowp;
+            }
+            ql_fold_dense_avx(v % 2 == 0);
             ql_fold_gemm_rows(&a[v], &b[v], c[v], e[v], h[v], 0, M, counts[v]);
+            a_held[v] += counts[v][2];
           }
-          differ += memcmp(c[0], c[1], (size_t)(M * N * 8)) != 0 || memcmp(e[0], e[1], (size_t)(M * N)) != 0 ||
-                    memcmp(h[0], h[1], (size_t)(M * N)) != 0 || memcmp(counts[0], counts[1], sizeof(counts[0])) != 0;
+          for (int v = 1; v < 4; v++)
+            differ += memcmp(c[0], c[v], (size_t)(M * N * 8)) != 0 || memcmp(e[0], e[v], (size_t)(M * N)) != 0 ||
+                      memcmp(h[0], h[v], (size_t)(M * N)) != 0 || counts[0][0] != counts[v][0] ||
+                      counts[0][1] != counts[v][1] || a_held[0] != a_held[v];
           cases++;
-          for (int v = 0; v < 2; v++) {
+          for (int v = 0; v < 4; v++) {
             free(c[v]);
             free(e[v]);
             free(h[v]);
             ql_fold_matrix_destroy(&a[v], &mem);
             ql_fold_matrix_destroy(&b[v], &mem);
           }
+          free(rowp);
           QL_CHECK_INT(mem.bytes, 0);
           ql_fold_mem_destroy(&mem);
         }
