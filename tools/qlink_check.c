@@ -1,8 +1,10 @@
 /* qlink-check PLUGIN.so [--spec 'provider?k=v&...']... [--threads N] [--verbose] [--no-isolate]
  *
  * Runs the conformance kit (qlink/lib/check.h) on a plugin. Prints one line
- * per violation, "VIOLATION <rule>: <what>", and exits 0 only when there is
- * none: 1 with violations, 2 for bad usage, 3 when the plugin could not be
+ * per violation, "VIOLATION <rule>: <what>", one per error the plugin
+ * reported correctly (a stream failing on bad data), "PLUGIN ERROR <what>",
+ * and exits 0 only when there is neither: 1 with violations or plugin
+ * errors, 2 for bad usage, 3 when the plugin could not be
  * loaded at all (no catalogue item was checked). Each catalogue item is checked
  * in a child process, so a plugin that crashes is reported as
  * "VIOLATION crash: ..."; --no-isolate checks everything in this process.

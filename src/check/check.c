@@ -26,6 +26,19 @@ void ql_check_violation(struct ql_checker *ck, const char *rule, const char *fmt
   fputc('\n', ck->out);
 }
 
+void ql_check_plugin_error(struct ql_checker *ck, const char *message, const char *fmt, ...) {
+  if (ck->last_plugin_error && strcmp(ck->last_plugin_error, message) == 0) return;
+  free(ck->last_plugin_error);
+  ck->last_plugin_error = strdup(message);
+  ck->plugin_errors++;
+  fputs("PLUGIN ERROR ", ck->out);
+  va_list args;
+  va_start(args, fmt);
+  vfprintf(ck->out, fmt, args);
+  va_end(args);
+  fputc('\n', ck->out);
+}
+
 void ql_check_error(struct ql_checker *ck, struct ql_error *err, int rc, const char *call) {
   if (err->release == NULL) {
     memset(err, 0, sizeof *err);
@@ -143,6 +156,7 @@ static int check_loadable(struct ql_checker *ck, int32_t *n_items) {
 struct child_result {
   int finished; /* the child reached its end (else it crashed) */
   int violations;
+  int plugin_errors;
   int loadable;
   int32_t n_items;
 };
@@ -154,6 +168,7 @@ static void child_main(struct ql_checker *ck, int fd, int32_t item) {
   if (out == NULL) _exit(111);
   ck->out = out;
   ck->violations = 0;
+  ck->plugin_errors = 0;
   int loadable = 0;
   int32_t n_items = 0;
   if (item < 0) {
@@ -161,7 +176,7 @@ static void child_main(struct ql_checker *ck, int fd, int32_t item) {
   } else {
     check_items_in_host(ck, item, item + 1);
   }
-  fprintf(out, QLC_SENTINEL "%d %d %d\n", ck->violations, loadable, (int)n_items);
+  fprintf(out, QLC_SENTINEL "%d %d %d %d\n", ck->violations, loadable, (int)n_items, ck->plugin_errors);
   fclose(out);
   _exit(0);
 }
@@ -172,8 +187,8 @@ static void relay(struct ql_checker *ck, char *text, size_t n, struct child_resu
   char *sentinel = strstr(text, QLC_SENTINEL);
   if (sentinel) {
     *sentinel = '\0';
-    res->finished = sscanf(sentinel + strlen(QLC_SENTINEL), "%d %d %d", &res->violations, &res->loadable,
-                           &res->n_items) == 3;
+    res->finished = sscanf(sentinel + strlen(QLC_SENTINEL), "%d %d %d %d", &res->violations, &res->loadable,
+                           &res->n_items, &res->plugin_errors) == 4;
   }
   fputs(text, ck->out);
 }
@@ -222,6 +237,7 @@ static void run_child(struct ql_checker *ck, int32_t item, const char *what, str
   if (text) relay(ck, text, n, res);
   free(text);
   ck->violations += res->violations;
+  ck->plugin_errors += res->plugin_errors;
   if (!res->finished) {
     if (WIFSIGNALED(status)) {
       ql_check_violation(ck, "crash", "%s: the plugin crashed the host with signal %d (%s)", what, WTERMSIG(status),
@@ -267,9 +283,16 @@ int ql_check_plugin(const char *path, const struct ql_check_options *options) {
     int32_t n_items;
     rc = check_loadable(&ck, &n_items) ? check_items_in_host(&ck, 0, n_items) : -1;
   }
+  free(ck.last_plugin_error);
   if (rc != 0) {
     fprintf(ck.out, "qlink-check: %s: %d violation(s); the plugin could not be loaded\n", path, ck.violations);
     return -1;
+  }
+  if (ck.plugin_errors > 0) {
+    /* Not conforming-as-checked either: the skipped checks did not run. */
+    fprintf(ck.out, "qlink-check: %s: %d violation(s), %d plugin error(s) (the checks that needed the failed rows were "
+            "skipped)\n", path, ck.violations, ck.plugin_errors);
+    return ck.violations + ck.plugin_errors;
   }
   fprintf(ck.out, "qlink-check: %s: %d violation(s)\n", path, ck.violations);
   return ck.violations;

@@ -14,6 +14,8 @@ struct ql_checker {
   int verbose;
   int threads;
   int violations;
+  int plugin_errors;        /* failures the plugin reported correctly (see ql_check_plugin_error) */
+  char *last_plugin_error;  /* the last one's message (malloc'd), printed once */
   const char *path;
   const struct ql_check_options *options;
   const struct ql_plugin *plugin; /* the loaded descriptor (after ql_plugin_load) */
@@ -23,6 +25,12 @@ struct ql_checker {
 
 /* Report one violation: "VIOLATION <rule>: <what>". */
 void ql_check_violation(struct ql_checker *ck, const char *rule, const char *fmt, ...) QL_PRINTF_FORMAT(3, 4);
+/* A call that failed as the ABI allows, with the plugin's own message (a
+ * stream's get_next on a corrupt chunk): not a violation, but the checks
+ * needing its result are skipped. Printed as "PLUGIN ERROR <what>" and
+ * counted, unless `message` equals the previous plugin error's (the same
+ * failure met again by another scan of the same data). */
+void ql_check_plugin_error(struct ql_checker *ck, const char *message, const char *fmt, ...) QL_PRINTF_FORMAT(3, 4);
 /* An error a plugin call (named `call`) filled, if any, with the status it
  * returned: its message must be set, its status field equal `rc` when the
  * call failed, and its release must clear release (R5, R1). Reports each

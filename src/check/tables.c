@@ -131,6 +131,23 @@ static void check_statistics_shape(struct ql_checker *ck, struct ql_statistics *
 
 /* ------------------------------------------------------------ streams */
 
+/* A stream may fail (R6): an errno code with get_last_error's message is
+ * the plugin reporting its own error (a corrupt chunk, a lost connection),
+ * not a broken rule. A failure without a message, or a code that is no
+ * errno value, is a violation. */
+static void report_stream_failure(struct ql_checker *ck, int64_t partition, int code, const char *msg) {
+  if (code < 0) {
+    ql_check_violation(ck, "stream.get_next", "partition %" PRId64 ": get_next returned %d, not an errno value",
+                       partition, code);
+  } else if (msg == NULL || msg[0] == '\0') {
+    ql_check_violation(ck, "stream.last_error", "partition %" PRId64 ": get_next failed (%s) but get_last_error gave "
+                       "no message", partition, strerror(code));
+  } else {
+    ql_check_plugin_error(ck, msg, "%s, partition %" PRId64 ": get_next failed (%s): %s", ck->scan_label, partition,
+                          strerror(code), msg);
+  }
+}
+
 /* Execute one partition, move the stream (bitwise copy, source marked
  * released) and read the moved copy to its end, checking the end rules. */
 static int run_partition(struct ql_checker *ck, const struct ql_execution_plan *plan, int64_t partition,
@@ -178,8 +195,7 @@ static int run_partition(struct ql_checker *ck, const struct ql_execution_plan *
     if (code != 0) {
       const char *msg;
       QLC_CALL(ck, msg, stream.get_last_error ? stream.get_last_error(&stream) : NULL);
-      ql_check_violation(ck, "stream.get_next", "partition %" PRId64 ": get_next failed with %d: %s", partition, code,
-                         msg ? msg : "(no message)");
+      report_stream_failure(ck, partition, code, msg);
       break;
     }
     if (batch.release == NULL) {

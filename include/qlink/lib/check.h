@@ -33,10 +33,14 @@ struct ql_check_options {
   int32_t isolate;
 };
 
-/* Run every check. Returns the number of violations (0: conforming), or -1
- * when the plugin could not be loaded at all (reported as a violation too;
- * qlink-check exits 3 for it, 1 for violations).
- * The report ends with "qlink-check: PATH: N violation(s)". */
+/* Run every check. Returns the number of violations plus plugin errors (0:
+ * conforming, every check ran), or -1 when the plugin could not be loaded at
+ * all (reported as a violation too; qlink-check exits 3 for it, 1 for
+ * violations or plugin errors). A plugin error is a call failing as the ABI
+ * allows, with the plugin's message (a stream on a corrupt file), printed
+ * "PLUGIN ERROR <what>": not a broken rule, but the checks needing its
+ * result are skipped. The report ends with "qlink-check: PATH: N
+ * violation(s)" (", M plugin error(s) ..." appended when M > 0). */
 int ql_check_plugin(const char *path, const struct ql_check_options *options);
 
 /* ---- Driving helpers the kit is built on, for tools and tests that run a

@@ -38,3 +38,28 @@ def test_qlink_check_passes(tmp_path, fmt):
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "0 violation(s)" in p.stdout
+
+
+@pytest.mark.parametrize("isolate", [True, False])
+def test_a_corrupt_chunk_is_the_plugins_error_not_a_violation(tmp_path, isolate):
+    # The stream fails with EBADMSG and get_last_error's message, as the ABI
+    # asks: one PLUGIN ERROR line (the scan of the last column meets the same
+    # chunk: not repeated), strerror's text rather than the number, and no
+    # violation. It used to be two "VIOLATION stream.get_next ... failed
+    # with 74" lines. Exit 1: the checks that needed those rows did not run.
+    check, plugin = tools()
+    ds = xr.Dataset({"a": (("x", "y"), np.arange(24, dtype="f8").reshape(4, 6))},
+                    coords={"x": [1, 2, 3, 4], "y": np.arange(6) * 0.5})
+    path = tmp_path / "bad.zarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds.to_zarr(path, zarr_format=3, mode="w", encoding={"a": {"chunks": (2, 3)}})
+    (path / "a" / "c" / "0" / "0").write_bytes(b"not a zstd frame")
+    args = [check, plugin, "--spec", f"table?path={path}", "--spec", f"store?path={path}"]
+    p = subprocess.run(args + ([] if isolate else ["--no-isolate"]), capture_output=True, text=True, timeout=600)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert p.stdout == (
+        f"PLUGIN ERROR scan of every column, partition 0: get_next failed (Bad message): zarr store {path}: "
+        f"array 'a' chunk 'a/c/0/0': zstd: not a zstd frame\n"
+        f"qlink-check: {plugin}: 0 violation(s), 1 plugin error(s) (the checks that needed the failed rows were "
+        f"skipped)\n")
