@@ -72,6 +72,32 @@ static void test_mask_and_scale(void) {
   zr_decode_value(&d, (const uint8_t *)&raw, &v);
   QL_CHECK(v.is_null);
   zr_array_free(&a);
+  /* one-element lists, as netCDF conversions keep attributes; a longer one is refused */
+  QL_CHECK_OK(array_v2(ZARRAY_I2, "{\"scale_factor\":[0.25],\"add_offset\":[1],\"_ARRAY_DIMENSIONS\":[\"x\"]}", &a,
+                       &err),
+              err);
+  QL_CHECK_OK(zr_decoder_init(&a, 1, &d, &err), err);
+  raw = 4;
+  zr_decode_value(&d, (const uint8_t *)&raw, &v);
+  QL_CHECK(!v.is_null && v.f == 2.0);
+  zr_array_free(&a);
+  QL_CHECK_OK(array_v2(ZARRAY_I2, "{\"scale_factor\":[0.25, 2],\"_ARRAY_DIMENSIONS\":[\"x\"]}", &a, &err), err);
+  QL_CHECK_INT(zr_decoder_init(&a, 1, &d, &err), QL_ENOTSUP);
+  QL_CHECK_STR(ql_error_message(&err), "scale_factor is not a number");
+  ql_error_release(&err);
+  zr_array_free(&a);
+  /* bytes with _Encoding are text; an encoding other than utf-8 / ascii is refused by name */
+  const char *zarray_s = "{\"zarr_format\":2,\"shape\":[4],\"chunks\":[2],\"dtype\":\"|S3\",\"fill_value\":null}";
+  QL_CHECK_OK(array_v2(zarray_s, "{\"_Encoding\":\"UTF-8\",\"_ARRAY_DIMENSIONS\":[\"x\"]}", &a, &err), err);
+  QL_CHECK_OK(zr_decoder_init(&a, 1, &d, &err), err);
+  QL_CHECK_STR(d.format, "u");
+  QL_CHECK_INT(d.bytes_encoding, 1);
+  zr_array_free(&a);
+  QL_CHECK_OK(array_v2(zarray_s, "{\"_Encoding\":\"cp1252\",\"_ARRAY_DIMENSIONS\":[\"x\"]}", &a, &err), err);
+  QL_CHECK_INT(zr_decoder_init(&a, 1, &d, &err), QL_ENOTSUP);
+  QL_CHECK_STR(ql_error_message(&err), "_Encoding 'cp1252' is not supported (utf-8, ascii)");
+  ql_error_release(&err);
+  zr_array_free(&a);
   /* int16 with a fill value only -> float32 */
   QL_CHECK_OK(array_v2(ZARRAY_I2, "{\"_ARRAY_DIMENSIONS\":[\"x\"]}", &a, &err), err);
   QL_CHECK_OK(zr_decoder_init(&a, 1, &d, &err), err);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "qlink/lib/arrow.h"
 #include "qlink/lib/status.h"
@@ -146,6 +147,12 @@ static void add_mask(struct zr_decoder *d, const json_t *v) {
 
 static int is_number(const json_t *v) { return json_is_number(v); }
 
+/* A one-element list stands for its element, as xarray reads scale_factor
+ * and add_offset (netCDF attributes are arrays; converters keep them so). */
+static const json_t *scalar_of(const json_t *v) {
+  return json_is_array(v) && json_array_size(v) == 1 ? json_array_get(v, 0) : v;
+}
+
 static int is_standard_calendar(const char *cal) {
   return !cal || strcasecmp(cal, "standard") == 0 || strcasecmp(cal, "gregorian") == 0 ||
          strcasecmp(cal, "proleptic_gregorian") == 0;
@@ -194,6 +201,27 @@ static void init_duration(struct zr_decoder *d, const json_t *attrs) {
   d->out_unit_ns = arrow_unit_ns(target.unit_ns);
 }
 
+/* Fixed-width bytes: binary, or text when `_Encoding` names one (xarray's
+ * EncodedStringCoder decodes such bytes to str, as netCDF char arrays
+ * converted by xarray carry _Encoding: utf-8). */
+static int init_bytes(struct zr_decoder *d, const json_t *attrs, struct ql_error *error) {
+  const json_t *enc = json_object_get(attrs, "_Encoding");
+  if (!enc) {
+    set_out(d, ZR_OUT_BINARY);
+    return QL_OK;
+  }
+  const char *name = json_string_value(enc);
+  if (name && (strcasecmp(name, "utf-8") == 0 || strcasecmp(name, "utf8") == 0)) {
+    d->bytes_encoding = 1;
+  } else if (name && (strcasecmp(name, "ascii") == 0 || strcasecmp(name, "us-ascii") == 0)) {
+    d->bytes_encoding = 2;
+  } else {
+    return ql_error_set(error, QL_ENOTSUP, "_Encoding '%.32s' is not supported (utf-8, ascii)", name ? name : "(not a string)");
+  }
+  set_out(d, ZR_OUT_UTF8);
+  return QL_OK;
+}
+
 int zr_decoder_init(const struct zr_array *a, int32_t decode_times, struct zr_decoder *d, struct ql_error *error) {
   memset(d, 0, sizeof(*d));
   d->in = a->dtype;
@@ -205,7 +233,7 @@ int zr_decoder_init(const struct zr_array *a, int32_t decode_times, struct zr_de
   switch (d->in.type) {
     case ZR_UNICODE:
     case ZR_VLEN: set_out(d, ZR_OUT_UTF8); return QL_OK;
-    case ZR_BYTES: set_out(d, ZR_OUT_BINARY); return QL_OK;
+    case ZR_BYTES: return init_bytes(d, attrs, error);
     case ZR_BOOL: set_out(d, ZR_OUT_BOOL); return QL_OK;
     case ZR_DATETIME:
     case ZR_TIMEDELTA:
@@ -236,8 +264,8 @@ int zr_decoder_init(const struct zr_array *a, int32_t decode_times, struct zr_de
       if (d->mask_f[k] < 0) d->mask_f[k] += ldexp(1.0, 8 * d->in.size);
     }
   }
-  const json_t *scale = json_object_get(attrs, "scale_factor");
-  const json_t *offset = json_object_get(attrs, "add_offset");
+  const json_t *scale = scalar_of(json_object_get(attrs, "scale_factor"));
+  const json_t *offset = scalar_of(json_object_get(attrs, "add_offset"));
   if (scale && !is_number(scale)) return ql_error_set(error, QL_ENOTSUP, "scale_factor is not a number");
   if (offset && !is_number(offset)) return ql_error_set(error, QL_ENOTSUP, "add_offset is not a number");
   d->has_scale = scale != NULL;
@@ -505,6 +533,8 @@ static int mark_null(struct zr_colbuf *b) {
   return QL_OK;
 }
 
+static int valid_utf8(const uint8_t *p, int64_t n);
+
 static int reserve_bytes(struct zr_colbuf *b, int64_t more) {
   if (b->data_len + more > INT32_MAX) return QL_EOVERFLOW;
   if (b->data_len + more <= b->data_cap) return QL_OK;
@@ -518,9 +548,13 @@ static int reserve_bytes(struct zr_colbuf *b, int64_t more) {
 }
 
 static int append_string(struct zr_colbuf *b, const struct zr_decoder *d, const uint8_t *elem) {
-  if (d->out == ZR_OUT_BINARY) {
+  if (d->in.type == ZR_BYTES) {
     int64_t n = d->in.size;
     while (n > 0 && elem[n - 1] == 0) n--;
+    if (d->bytes_encoding == 1 && !valid_utf8(elem, n)) return QL_EDATA;
+    for (int64_t k = 0; d->bytes_encoding == 2 && k < n; k++) {
+      if (elem[k] >= 0x80) return QL_EDATA;
+    }
     QL_RETURN_NOT_OK(reserve_bytes(b, n));
     memcpy(b->data + b->data_len, elem, (size_t)n);
     b->data_len += n;

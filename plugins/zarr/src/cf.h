@@ -73,6 +73,8 @@ struct zr_decoder {
   int32_t time_kept_numeric; /* units looked like time but xarray would not decode to datetime64 */
   int32_t mask_nan;          /* 1: a float variable whose fill value is NaN; NaN cells are null
                                 (one of the n_mask slots holds that NaN) */
+  int32_t bytes_encoding;    /* fixed-width bytes with _Encoding (xarray decodes them to str):
+                                0 none (binary), 1 UTF-8, 2 ASCII; output UTF8, validated */
 };
 
 /* One decoded value, for statistics and filters. */

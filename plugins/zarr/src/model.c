@@ -648,6 +648,7 @@ static int consumed_attr(const char *key, const struct zr_decoder *d) {
     if (strcmp(key, always[i]) == 0) return 1;
   }
   if (strcmp(key, "dtype") == 0) return d->bool_from_int || d->cf_duration;
+  if (strcmp(key, "_Encoding") == 0) return d->bytes_encoding != 0;
   if (strcmp(key, "units") == 0 || strcmp(key, "calendar") == 0) return d->cf_time || d->cf_duration;
   return 0;
 }

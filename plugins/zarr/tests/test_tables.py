@@ -490,3 +490,34 @@ def test_numcodecs_filter_errors(tmp_path):
     zarray.write_text(json.dumps(meta))
     p = run_scan(path, "--columns", "f", check=False)
     assert p.returncode != 0 and "'scale' is missing or not a number" in p.stderr
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_netcdf_style_attributes(tmp_path, fmt):
+    # as netCDF conversions leave them: one-element lists for scale_factor and
+    # add_offset (xarray takes the element), fixed-width bytes with _Encoding
+    # (xarray decodes them to str), a bytes dimension coordinate among them
+    import zarr
+
+    path = tmp_path / "nc.zarr"
+    g = zarr.open_group(str(path), mode="w", zarr_format=fmt)
+
+    def array(name, dtype, data, attrs, fill=None):
+        kw = {"dimension_names": ["station"]} if fmt == 3 else {}
+        at = dict(attrs) if fmt == 3 else dict(attrs, _ARRAY_DIMENSIONS=["station"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            a = g.create_array(name, shape=(4,), chunks=(3,), dtype=dtype, fill_value=fill, attributes=at, **kw)
+        a[:] = np.array(data, dtype=dtype)
+
+    array("station", "S4", [b"OSL", b"BGO", b"TR\xc3\xb8", b"X"], {"_Encoding": "utf-8"})
+    packed = {"scale_factor": [0.5], "add_offset": [10.0]}
+    if fmt == 3:
+        packed["_FillValue"] = -32767
+    array("t", "i2", [1, 2, -32767, 4], packed, fill=-32767)
+    array("code", "S2", [b"ab", b"", b"c", b"de"], {"_Encoding": "ascii"})
+    scan = check_table(path)
+    assert scan.formats["station"] == "u" and scan.formats["code"] == "u"
+    assert scan.column("station") == ["OSL", "BGO", "TRø", "X"]
+    assert scan.column("t") == [10.5, 11.0, None, 12.0]
+    assert "_Encoding" not in scan.metadata["code"]
