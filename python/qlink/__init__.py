@@ -22,7 +22,9 @@ message: :class:`PlanError` (bad SQL, unknown table or option),
 :class:`ExecutionError` (a failure while running, including a plugin's),
 :class:`ResourcesExhaustedError` (the memory limit refused a reservation),
 :class:`NotSupportedError`, :class:`PluginError` (loading or opening a
-plugin) and :class:`VersionMismatchError`. Nothing a plugin does aborts the
+plugin), :class:`VersionMismatchError` and :class:`TableExistsError` (a
+:class:`PlanError`: a Zarr store's tables or schema would take a name
+already in use). Nothing a plugin does aborts the
 interpreter: the host turns panics and plugin failures into these errors.
 
 The plugins built with this package (``qlink_sample``, ``qlink_zarr``) ship
@@ -69,6 +71,7 @@ __all__ = [
     "QlinkError",
     "ResourcesExhaustedError",
     "Session",
+    "TableExistsError",
     "VersionMismatchError",
     "__version__",
     "ZarrStore",
@@ -100,6 +103,13 @@ def plugin_path(name: str) -> str:
     )
 
 
+class TableExistsError(PlanError):
+    """A Zarr store's table (or schema) would be registered under a name
+    that is already taken. The message names both: the table already there
+    and the store's table that would replace it. Nothing was registered.
+    A :class:`PlanError`, so ``except qlink.PlanError`` catches it too."""
+
+
 def _store_name(path: str) -> str:
     """A SQL-friendly schema name from a store path: its stem, [a-z0-9_]."""
     stem = Path(str(path).rstrip("/")).name
@@ -114,15 +124,42 @@ def register_zarr(session: Session, path: str, name: str | None = None) -> list[
 
     Each table (a group of variables sharing dimensions: one row per
     coordinate tuple, dimensions as key columns) becomes ``NAME.<table>``;
-    ``name`` defaults to the store's file name without ``.zarr``. ``path``
-    is a local path or a URL served by an object store registered on the
-    session. Returns the qualified table names. Same as
-    :meth:`Session.register_zarr`.
+    ``name`` defaults to the store's file name without ``.zarr``, lower-cased
+    with every character outside ``[a-z0-9_]`` replaced by ``_``
+    (``Mine.v3.zarr`` -> ``mine_v3``). ``path`` is a local path or a URL
+    served by an object store registered on the session. Returns the
+    qualified table names. Same as :meth:`Session.register_zarr`.
+
+    Registering another store under a ``name`` this function already used on
+    ``session`` raises :class:`TableExistsError` naming both stores (it
+    would otherwise replace the first store's tables); pass another
+    ``name``. Registering the same store again is allowed.
     """
     schema = name or _store_name(path)
     if not isinstance(path, str) or "://" not in path:
         path = str(Path(path).resolve())
-    return session.register_schema(schema, plugin_path("qlink_zarr"), "store", path=path)
+    registered = _zarr_schemas(session)
+    previous = registered.get(schema)
+    if previous is not None and previous != path:
+        raise TableExistsError(
+            f"schema {schema!r} already holds the tables of Zarr store {previous}: registering store {path} "
+            f"under it would replace them; pass another name (register_zarr(..., name=...))"
+        )
+    names = session.register_schema(schema, plugin_path("qlink_zarr"), "store", path=path)
+    registered[schema] = path
+    return names
+
+
+def _zarr_schemas(session) -> dict:
+    """The Zarr stores register_zarr put on `session`, by schema name."""
+    found = getattr(session, "_qlink_zarr_schemas", None)
+    if found is None:
+        found = {}
+        try:
+            session._qlink_zarr_schemas = found
+        except AttributeError:  # a native Session without attributes: no memory of earlier stores
+            pass
+    return found
 
 
 class Session(_NativeSession):
@@ -221,8 +258,20 @@ class ZarrStore:
 
     def register(self, ctx, prefix: str = "", copy: bool = False) -> list[str]:
         """Register every table in datafusion-python's ``ctx`` as
-        ``prefix + table``; returns the names registered. ``copy=True``
-        registers in-memory copies instead of plugin tables."""
+        ``prefix + table``; returns the names registered.
+
+        ``prefix`` keeps two stores apart: stores written alike have the
+        same table names (``time_lat``...), so the second one needs
+        ``register(ctx, prefix="b_")``. A name already in ``ctx`` raises
+        :class:`TableExistsError` naming it and the store's table, before
+        anything is registered. ``copy=True`` registers in-memory copies
+        instead of plugin tables."""
+        for t in self.tables:
+            if ctx.table_exist(prefix + t):
+                raise TableExistsError(
+                    f"the context already has a table {prefix + t!r}: table {t!r} of Zarr store {self.path} "
+                    f"cannot be registered under that name; pass a prefix (register(ctx, prefix=...))"
+                )
         names = []
         for t in self.tables:
             if copy:

@@ -82,3 +82,47 @@ def test_store_path_with_unusual_characters(store, tmp_path, dirname):
     s.register_zarr(str(target), name="w")
     got = s.sql("SELECT count(*) AS n, sum(count) AS c FROM w.time_lat").to_pydict()
     assert got == {"n": [20], "c": [int(ds["count"].sum())]}
+
+
+def test_second_store_with_the_same_table_names(store, tmp_path):
+    # A second store written alike: datafusion-python raised a plain
+    # Exception ("The table lat already exists") after registering nothing
+    # or part of it; qlink.Session silently replaced the first store's schema.
+    import shutil
+
+    import datafusion
+
+    _, path = store
+    other = tmp_path / "again" / "weather.zarr"
+    shutil.copytree(path, other)
+    ctx = datafusion.SessionContext()
+    first = qlink.zarr(str(path))
+    assert first.register(ctx) == ["lat", "time_lat"]
+    second = qlink.zarr(str(other))
+    with pytest.raises(qlink.TableExistsError) as e:
+        second.register(ctx)
+    assert str(e.value) == (f"the context already has a table 'lat': table 'lat' of Zarr store {other} cannot be "
+                            "registered under that name; pass a prefix (register(ctx, prefix=...))")
+    assert isinstance(e.value, qlink.PlanError)
+    assert second.register(ctx, prefix="b_") == ["b_lat", "b_time_lat"]
+    assert ctx.sql("SELECT count(*) AS n FROM b_time_lat").to_pydict() == {"n": [20]}
+
+    s = qlink.Session()
+    assert sorted(qlink.register_zarr(s, str(path))) == ["weather.lat", "weather.time_lat"]
+    assert sorted(qlink.register_zarr(s, str(path))) == ["weather.lat", "weather.time_lat"]  # the same store again
+    with pytest.raises(qlink.TableExistsError) as e:
+        s.register_zarr(str(other))
+    assert str(e.value) == (f"schema 'weather' already holds the tables of Zarr store {path.resolve()}: registering "
+                            f"store {other.resolve()} under it would replace them; pass another name "
+                            "(register_zarr(..., name=...))")
+    assert sorted(s.register_zarr(str(other), name="weather_b")) == ["weather_b.lat", "weather_b.time_lat"]
+
+
+def test_store_name_from_the_file_name(store, tmp_path):
+    import shutil
+
+    _, path = store
+    odd = tmp_path / "Mine.v3.zarr"
+    shutil.copytree(path, odd)
+    s = qlink.Session()
+    assert sorted(s.register_zarr(str(odd))) == ["mine_v3.lat", "mine_v3.time_lat"]
