@@ -299,3 +299,28 @@ fn a_spec_without_a_provider_is_a_usage_error() {
     let o = qlink(&["sql", "--format", "csv", "--table", &format!("t={SAMPLE}/series?stop=3"), "SELECT count(*) AS n FROM t"]);
     assert_eq!(stdout(&o), "n\n3\n", "{}", stderr(&o));
 }
+
+/// CSV has no nested values and arrow's CSV writer refused them after the
+/// header was printed; a list, struct or map is now its JSON text (as
+/// --format json writes it), and a type JSON cannot show fails before any
+/// output, naming the column and its type.
+#[test]
+fn csv_writes_nested_values_as_json_text() {
+    let o = qlink(&[
+        "sql",
+        "--format",
+        "csv",
+        "SELECT [1, 2] AS l, named_struct('a', 1, 'b', 'x,y') AS s, 3 AS n, CAST(NULL AS INT[]) AS nl, \
+         [CAST('nan' AS DOUBLE), NULL] AS f, map(['k'], [1]) AS m",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "l,s,n,nl,f,m\n\"[1,2]\",\"{\"\"a\"\":1,\"\"b\"\":\"\"x,y\"\"}\",3,,\"[\"\"NaN\"\",null]\",\"{\"\"k\"\":1}\"\n");
+    let o = qlink(&["sql", "--format", "csv", "SELECT [1] AS l LIMIT 0"]);
+    assert_eq!(stdout(&o), "l\n");
+    let o = qlink(&["sql", "--format", "csv", "SELECT 1 AS a, map([1], [2]) AS m"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o), "", "nothing printed before the error");
+    let e = stderr(&o);
+    assert!(e.starts_with("qlink: error: --format csv: column 'm' of type Map("), "{e}");
+    assert!(e.contains(") cannot be written as CSV: ") && e.contains("Only UTF8 keys"), "{e}");
+}

@@ -21,8 +21,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use datafusion::arrow::array::{Array, AsArray, PrimitiveArray, RecordBatch};
-use datafusion::arrow::datatypes::{ArrowPrimitiveType, DataType, FieldRef, Float32Type, Float64Type};
+use datafusion::arrow::array::{new_empty_array, Array, ArrayRef, AsArray, PrimitiveArray, RecordBatch, StringBuilder};
+use datafusion::arrow::datatypes::{
+    ArrowPrimitiveType, DataType, Field, FieldRef, Float32Type, Float64Type, Schema, SchemaRef,
+};
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::json::writer::{make_encoder, JsonArray, NullableEncoder};
 use datafusion::arrow::json::{Encoder, EncoderFactory, EncoderOptions, WriterBuilder};
@@ -51,6 +53,7 @@ OPTIONS (sql and explain):
                                      they are computed (table: aligned pages of 4096 rows)
                                      json: one array of objects, NULL as null (key kept),
                                      NaN/+Inf/-Inf as the strings \"NaN\"/\"Infinity\"/\"-Infinity\"
+                                     csv: a list, struct or map value as its json text
   --memory-limit SIZE                memory pool limit, e.g. 512M, 2G
   --timing                           print to stderr the query's own elapsed time, from SQL
                                      submission until its last batch is printed (start-up,
@@ -522,6 +525,71 @@ impl EncoderFactory for NonFiniteAsString {
     }
 }
 
+/// JSON encoding options of --format json, also used for nested values in
+/// csv so both show a value alike.
+fn json_options() -> EncoderOptions {
+    EncoderOptions::default().with_explicit_nulls(true).with_encoder_factory(Arc::new(NonFiniteAsString))
+}
+
+/// The schema csv writes: CSV has no nested values (arrow's CSV writer
+/// refuses lists, structs and maps), so such a column becomes text, each
+/// value its JSON (as --format json writes it; NULL stays an empty field).
+/// A nested type JSON cannot show either (a union, a map with non-string
+/// keys) is an error naming the column and its type.
+fn csv_schema(schema: &SchemaRef) -> Result<SchemaRef, DataFusionError> {
+    if !schema.fields().iter().any(|f| f.data_type().is_nested()) {
+        return Ok(Arc::clone(schema));
+    }
+    let options = json_options();
+    let mut fields = Vec::with_capacity(schema.fields().len());
+    for f in schema.fields() {
+        if !f.data_type().is_nested() {
+            fields.push(Arc::clone(f));
+            continue;
+        }
+        let empty = new_empty_array(f.data_type());
+        if let Err(e) = make_encoder(f, empty.as_ref(), &options) {
+            return Err(DataFusionError::Plan(format!(
+                "--format csv: column '{}' of type {} cannot be written as CSV: {e}",
+                f.name(),
+                f.data_type()
+            )));
+        }
+        fields.push(Arc::new(Field::new(f.name(), DataType::Utf8, true)));
+    }
+    Ok(Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone())))
+}
+
+/// `batch` with its nested columns replaced by their JSON text (see csv_schema).
+fn nested_as_json(batch: &RecordBatch, csv_schema: &SchemaRef) -> Result<RecordBatch, ArrowError> {
+    if Arc::ptr_eq(&batch.schema(), csv_schema) || !batch.schema().fields().iter().any(|f| f.data_type().is_nested()) {
+        return Ok(batch.clone());
+    }
+    let options = json_options();
+    let schema = batch.schema();
+    let mut columns = Vec::with_capacity(batch.num_columns());
+    for (f, col) in schema.fields().iter().zip(batch.columns()) {
+        if !f.data_type().is_nested() {
+            columns.push(Arc::clone(col));
+            continue;
+        }
+        let mut enc = make_encoder(f, col.as_ref(), &options)?;
+        let mut text = StringBuilder::with_capacity(col.len(), col.len() * 16);
+        let mut buf = Vec::new();
+        for i in 0..col.len() {
+            if enc.is_null(i) {
+                text.append_null();
+            } else {
+                buf.clear();
+                enc.encode(i, &mut buf);
+                text.append_value(String::from_utf8_lossy(&buf));
+            }
+        }
+        columns.push(Arc::new(text.finish()) as ArrayRef);
+    }
+    RecordBatch::try_new(Arc::clone(csv_schema), columns)
+}
+
 /// Prints a result as the stream yields it: csv and json batch by batch,
 /// table in aligned pages of at most TABLE_PAGE_ROWS rows. The header comes
 /// from the schema, so an empty result still shows its columns.
@@ -534,13 +602,16 @@ async fn print_stream(
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     match format {
         "csv" => {
+            // Checked before the header is written: a column that cannot be
+            // rendered fails the query with nothing printed.
+            let csv_schema = csv_schema(&schema)?;
             let mut w = datafusion::arrow::csv::Writer::new(&mut out);
             // An empty batch writes just the header (LIMIT 0 still names its columns).
-            w.write(&RecordBatch::new_empty(Arc::clone(&schema)))?;
+            w.write(&RecordBatch::new_empty(Arc::clone(&csv_schema)))?;
             while let Some(b) = stream.next().await {
                 let b = b?;
                 progress.add(&b);
-                w.write(&b)?;
+                w.write(&nested_as_json(&b, &csv_schema)?)?;
             }
         }
         "json" => {
