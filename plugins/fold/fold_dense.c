@@ -304,12 +304,13 @@ static inline __attribute__((always_inline)) void ql_fold_narrow_pair(const doub
 
 static inline __attribute__((always_inline)) int64_t ql_fold_narrow_km(struct ql_fold_matrix *a, const int km,
                                                                        const double *bf, double *c, const int64_t N,
-                                                                       int64_t from, int64_t to) {
+                                                                       int64_t from, int64_t to, int64_t k0,
+                                                                       int64_t k1) {
   const double *af = a->f;
   const double *const *rowp = a->rowp;
   int64_t K = km ? a->rows : a->cols, values = 0;
-  for (int64_t kb = 0; kb < K; kb += QL_FOLD_NKB) {
-    int64_t ke = kb + QL_FOLD_NKB < K ? kb + QL_FOLD_NKB : K;
+  for (int64_t kb = k0; kb < k1; kb += QL_FOLD_NKB) {
+    int64_t ke = kb + QL_FOLD_NKB < k1 ? kb + QL_FOLD_NKB : k1;
     /* A's bitsets for this block of the rows, read just before the
      * kernel reads the same cells (in cache); a key-major A is sealed
      * before the product. */
@@ -324,8 +325,9 @@ static inline __attribute__((always_inline)) int64_t ql_fold_narrow_km(struct ql
 
 static inline __attribute__((always_inline)) int64_t ql_fold_narrow_n(struct ql_fold_matrix *a, const double *bf,
                                                                       double *c, const int64_t N, int64_t from,
-                                                                      int64_t to) {
-  return a->transposed ? ql_fold_narrow_km(a, 1, bf, c, N, from, to) : ql_fold_narrow_km(a, 0, bf, c, N, from, to);
+                                                                      int64_t to, int64_t k0, int64_t k1) {
+  return a->transposed ? ql_fold_narrow_km(a, 1, bf, c, N, from, to, k0, k1)
+                       : ql_fold_narrow_km(a, 0, bf, c, N, from, to, k0, k1);
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(QL_FOLD_NO_AVX)
@@ -405,12 +407,13 @@ static inline __attribute__((always_inline, target("avx"))) void ql_fold_avx_row
  * B[k] loaded then serves four rows, whose A values sit side by side in
  * the key's row. */
 static inline __attribute__((always_inline, target("avx"))) int64_t ql_fold_narrow_avx_km(
-    struct ql_fold_matrix *a, const int km, const double *bf, double *c, int64_t N, int64_t from, int64_t to) {
+    struct ql_fold_matrix *a, const int km, const double *bf, double *c, int64_t N, int64_t from, int64_t to,
+    int64_t k0, int64_t k1) {
   const double *af = a->f;
   const double *const *rowp = a->rowp;
   int64_t K = km ? a->rows : a->cols, values = 0;
-  for (int64_t kb = 0; kb < K; kb += QL_FOLD_NKB) {
-    int64_t ke = kb + QL_FOLD_NKB < K ? kb + QL_FOLD_NKB : K;
+  for (int64_t kb = k0; kb < k1; kb += QL_FOLD_NKB) {
+    int64_t ke = kb + QL_FOLD_NKB < k1 ? kb + QL_FOLD_NKB : k1;
     if (!km) values += ql_fold_seal_rows(a, from, to, kb, ke);
     int64_t i = from;
     if (N == 8) {
@@ -427,9 +430,10 @@ static inline __attribute__((always_inline, target("avx"))) int64_t ql_fold_narr
 }
 
 static __attribute__((target("avx"))) int64_t ql_fold_narrow_avx(struct ql_fold_matrix *a, const double *bf,
-                                                                 double *c, int64_t N, int64_t from, int64_t to) {
-  return a->transposed ? ql_fold_narrow_avx_km(a, 1, bf, c, N, from, to)
-                       : ql_fold_narrow_avx_km(a, 0, bf, c, N, from, to);
+                                                                 double *c, int64_t N, int64_t from, int64_t to,
+                                                                 int64_t k0, int64_t k1) {
+  return a->transposed ? ql_fold_narrow_avx_km(a, 1, bf, c, N, from, to, k0, k1)
+                       : ql_fold_narrow_avx_km(a, 0, bf, c, N, from, to, k0, k1);
 }
 
 static atomic_int ql_fold_avx_off; /* ql_fold_dense_avx(0) */
@@ -459,13 +463,14 @@ int ql_fold_dense_avx(int allow) {
 }
 
 static int64_t ql_fold_gemm_f64_narrow(struct ql_fold_matrix *a, const struct ql_fold_matrix *b, double *c,
-                                       int64_t from, int64_t to) {
+                                       int64_t from, int64_t to, int64_t k0, int64_t k1) {
 #ifdef QL_FOLD_AVX
-  if ((b->cols == 8 || b->cols == 16) && ql_fold_has_avx()) return ql_fold_narrow_avx(a, b->f, c, b->cols, from, to);
+  if ((b->cols == 8 || b->cols == 16) && ql_fold_has_avx())
+    return ql_fold_narrow_avx(a, b->f, c, b->cols, from, to, k0, k1);
 #endif
   switch (b->cols) {
 #define QL_FOLD_NARROW_CASE(n) \
-  case n: return ql_fold_narrow_n(a, b->f, c, n, from, to);
+  case n: return ql_fold_narrow_n(a, b->f, c, n, from, to, k0, k1);
     QL_FOLD_NARROW_CASE(1) QL_FOLD_NARROW_CASE(2) QL_FOLD_NARROW_CASE(3) QL_FOLD_NARROW_CASE(4)
     QL_FOLD_NARROW_CASE(5) QL_FOLD_NARROW_CASE(6) QL_FOLD_NARROW_CASE(7) QL_FOLD_NARROW_CASE(8)
     QL_FOLD_NARROW_CASE(9) QL_FOLD_NARROW_CASE(10) QL_FOLD_NARROW_CASE(11) QL_FOLD_NARROW_CASE(12)
@@ -475,17 +480,19 @@ static int64_t ql_fold_gemm_f64_narrow(struct ql_fold_matrix *a, const struct ql
   }
 }
 
-/* Also seals rows [from, to) of A (its bitsets) as it first reads them;
- * returns their cells holding a value. */
+/* The products of keys [k0, k1) for rows [from, to) (k0 a multiple of
+ * 64 for a row-major A, which is also sealed here, rows [from, to) over
+ * those keys, as it first reads them); returns A's cells holding a value
+ * that it sealed. */
 static int64_t ql_fold_gemm_f64(struct ql_fold_matrix *a, const struct ql_fold_matrix *b, double *c, int64_t from,
-                                int64_t to) {
+                                int64_t to, int64_t k0, int64_t k1) {
   const int km = a->transposed;
   int64_t K = km ? a->rows : a->cols, N = b->cols, values = 0;
-  if (N <= 16) return ql_fold_gemm_f64_narrow(a, b, c, from, to);
+  if (N <= 16) return ql_fold_gemm_f64_narrow(a, b, c, from, to, k0, k1);
   for (int64_t jb = 0; jb < N; jb += QL_FOLD_JB) {
     int64_t je = jb + QL_FOLD_JB < N ? jb + QL_FOLD_JB : N;
-    for (int64_t kb = 0; kb < K; kb += QL_FOLD_KB) { /* ascending k: the summation order */
-      int64_t ke = kb + QL_FOLD_KB < K ? kb + QL_FOLD_KB : K;
+    for (int64_t kb = k0; kb < k1; kb += QL_FOLD_KB) { /* ascending k: the summation order */
+      int64_t ke = kb + QL_FOLD_KB < k1 ? kb + QL_FOLD_KB : k1;
       if (jb == 0 && !km) values += ql_fold_seal_rows(a, from, to, kb, ke);
       for (int64_t i = from; i < to; i++) {
         double *ci = c + i * N;
@@ -521,10 +528,20 @@ static void ql_fold_gemm_i64(const struct ql_fold_matrix *a, const struct ql_fol
   }
 }
 
+void ql_fold_gemm_keys(struct ql_fold_matrix *a, const struct ql_fold_matrix *b, double *c_values, int64_t row_from,
+                       int64_t row_to, int64_t key_from, int64_t key_to) {
+  ql_fold_gemm_f64(a, b, c_values, row_from, row_to, key_from, key_to);
+}
+
 void ql_fold_gemm_rows(struct ql_fold_matrix *a, const struct ql_fold_matrix *b, void *c_values, uint8_t *c_exist,
                        uint8_t *c_has, int64_t row_from, int64_t row_to, int64_t counts[3]) {
-  if (a->is_float) counts[2] += ql_fold_gemm_f64(a, b, c_values, row_from, row_to);
+  if (a->is_float) counts[2] += ql_fold_gemm_f64(a, b, c_values, row_from, row_to, 0, a->transposed ? a->rows : a->cols);
   else ql_fold_gemm_i64(a, b, c_values, row_from, row_to);
+  ql_fold_gemm_bits(a, b, c_exist, c_has, row_from, row_to, counts);
+}
+
+void ql_fold_gemm_bits(const struct ql_fold_matrix *a, const struct ql_fold_matrix *b, uint8_t *c_exist,
+                       uint8_t *c_has, int64_t row_from, int64_t row_to, int64_t counts[2]) {
   int64_t N = b->cols, words = a->words, exist = 0, has = 0;
   if (words == 1) {
     /* Short contractions (K <= 64): one word per bitset. When every cell

@@ -146,6 +146,17 @@ int64_t ql_fold_matrix_seal_f(struct ql_fold_matrix *m, int64_t from, int64_t to
 void ql_fold_gemm_rows(struct ql_fold_matrix *a, const struct ql_fold_matrix *b, void *c_values, uint8_t *c_exist,
                        uint8_t *c_has, int64_t row_from, int64_t row_to, int64_t counts[3]);
 
+/* ql_fold_gemm_rows in steps, for a key-major float A (sealed, as B):
+ * the products of keys [key_from, key_to) added into rows [row_from,
+ * row_to) of c_values (the calls for one row range in ascending key
+ * ranges: the summation order), then, once every key is in,
+ * ql_fold_gemm_bits for C's bits and counts[0..1] of those rows. Calls on
+ * disjoint row ranges may run at once. */
+void ql_fold_gemm_keys(struct ql_fold_matrix *a, const struct ql_fold_matrix *b, double *c_values, int64_t row_from,
+                       int64_t row_to, int64_t key_from, int64_t key_to);
+void ql_fold_gemm_bits(const struct ql_fold_matrix *a, const struct ql_fold_matrix *b, uint8_t *c_exist,
+                       uint8_t *c_has, int64_t row_from, int64_t row_to, int64_t counts[2]);
+
 /* For tests: how many dense products so far (process-wide) read side 0's
  * chunks in place as the rows of a key-major A (fold_gemm.c). */
 int64_t ql_fold_dense_borrowed_runs(void);

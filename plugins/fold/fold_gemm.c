@@ -11,7 +11,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(QL_FOLD_NO_AVX)
 #include <immintrin.h>
-#define QL_FOLD_SPAN_AVX2 1 /* the span check in AVX2 where the CPU has it */
+#define QL_FOLD_AVX2 1 /* the fill's and span check's loops in AVX2 where the CPU has it */
 #endif
 
 /* Longest sampled group range trusted without an exact pass. */
@@ -169,106 +169,10 @@ static const struct ql_fold_chunk *ql_fold_nth_chunk(const struct ql_fold_input 
   return NULL;
 }
 
-/* The scatter loop of the direct fill: key type TK, group type TG (when
- * HAS_GROUP), float64 values; rows [0, n) of the columns at their offsets.
- * Without NULL values (the common case) the loop only stores: the values'
- * exponents are OR-ed together and checked once at the end (a non-finite
- * value sends the run to the hash path, so what it stored does not
- * matter), and every row kept is a value. */
-#define QL_FOLD_SCATTER(TK, TG, HAS_GROUP)                                                          \
-  do {                                                                                              \
-    const TK *kp = (const TK *)key->buffers[1] + key->offset + off;                                 \
-    const TG *gp = HAS_GROUP ? (const TG *)grp->buffers[1] + grp->offset + off : NULL;              \
-    if (!vnull) {                                                                                   \
-      const uint64_t *vb = (const uint64_t *)(const void *)vp;                                      \
-      uint64_t *cells = (uint64_t *)(void *)mf, nonfinite = 0;                                      \
-      for (int64_t r = 0; r < n; r++) {                                                             \
-        uint64_t kk = (uint64_t)(int64_t)kp[r] - (uint64_t)kmin;                                    \
-        if (kk >= (uint64_t)klen) { /* cannot match the other side, if within this side's range */  \
-          misses += (uint64_t)(int64_t)kp[r] - (uint64_t)skmin >= (uint64_t)sklen;                  \
-          continue;                                                                                 \
-        }                                                                                           \
-        int64_t gi = HAS_GROUP ? (int64_t)gp[r] - gmin : 0;                                         \
-        if (HAS_GROUP && (uint64_t)gi >= (uint64_t)glen) {                                          \
-          misses++;                                                                                 \
-          continue;                                                                                 \
-        }                                                                                           \
-        uint64_t bits = vb[r];                                                                      \
-        nonfinite |= ~bits & QL_FOLD_EXP_MASK ? 0 : 1;                                              \
-        __atomic_store_n(cells + gi * gstride + (int64_t)kk * kstride, bits ^ QL_FOLD_CELL_KEY,     \
-                         __ATOMIC_RELAXED);                                                         \
-        values++;                                                                                   \
-      }                                                                                             \
-      if (nonfinite) return -1;                                                                     \
-      break;                                                                                        \
-    }                                                                                               \
-    for (int64_t r = 0; r < n; r++) {                                                               \
-      uint64_t kk = (uint64_t)(int64_t)kp[r] - (uint64_t)kmin;                                      \
-      if (kk >= (uint64_t)klen) {                                                                   \
-        misses += (uint64_t)(int64_t)kp[r] - (uint64_t)skmin >= (uint64_t)sklen;                    \
-        continue;                                                                                   \
-      }                                                                                             \
-      int64_t gi = HAS_GROUP ? (int64_t)gp[r] - gmin : 0;                                           \
-      if (HAS_GROUP && (uint64_t)gi >= (uint64_t)glen) {                                            \
-        misses++;                                                                                   \
-        continue;                                                                                   \
-      }                                                                                             \
-      int has = ql_fold_bit(val, val->offset + off + r);                                            \
-      if (ql_fold_matrix_put_f(mf, gi * gstride + (int64_t)kk * kstride, has, has ? vp[r] : 0.0)) return -1; \
-      values += has;                                                                                \
-    }                                                                                               \
-  } while (0)
-
 /* A float64's exponent bits: all set for infinities and NaNs. */
 #define QL_FOLD_EXP_MASK UINT64_C(0x7ff0000000000000)
 
-/* Chunk c straight from its Arrow buffers when its key and group columns
- * have no NULL and are int32/int64 and its values float64 (the common
- * case: no decoding pass); -2 when the chunk is not of that kind, -3 when a
- * row lies outside the side's key or group range the matrices were sized
- * by (sampled ranges that missed a value). */
-static int64_t ql_fold_fill_direct_f(const struct ql_fold_input *in, const struct ql_fold_chunk *c,
-                                     const struct ql_fold_gemm_shape *g, int k, struct ql_fold_matrix *m) {
-  const struct ql_fold_side *s = &in->side;
-  const struct ArrowArray *batch = &c->batch;
-  const struct ArrowArray *key = batch->children[s->keys[0]->column];
-  const struct ArrowArray *grp = s->n_groups ? batch->children[s->groups[0]->column] : NULL;
-  const struct ArrowArray *val = batch->children[s->value->column];
-  int32_t ks = s->keys[0]->storage, gs = grp ? s->groups[0]->storage : QL_FOLD_S64;
-  if (s->value->storage != QL_FOLD_F64 || (ks != QL_FOLD_S64 && ks != QL_FOLD_S32) ||
-      (gs != QL_FOLD_S64 && gs != QL_FOLD_S32) || ql_fold_has_nulls(key) || (grp && ql_fold_has_nulls(grp)))
-    return -2;
-  int64_t off = batch->offset, n = batch->length, values = 0, misses = 0;
-  int64_t kmin = g->kmin, klen = g->klen, gmin = g->gmin[k], glen = g->glen[k];
-  int64_t skmin = g->skmin[k], sklen = g->sklen[k];
-  /* A[group][key] for side 0 (A[key][group] when key-major), B[key][group] for side 1. */
-  int64_t gstride = m->transposed ? 1 : m->cols, kstride = m->transposed ? m->cols : 1;
-  int vnull = ql_fold_has_nulls(val);
-  double *mf = m->f;
-  const double *vp = (const double *)val->buffers[1] + val->offset + off;
-  if (ks == QL_FOLD_S64 && !grp) QL_FOLD_SCATTER(int64_t, int64_t, 0);
-  else if (ks == QL_FOLD_S64 && gs == QL_FOLD_S64) QL_FOLD_SCATTER(int64_t, int64_t, 1);
-  else if (ks == QL_FOLD_S64) QL_FOLD_SCATTER(int64_t, int32_t, 1);
-  else if (!grp) QL_FOLD_SCATTER(int32_t, int32_t, 0);
-  else if (gs == QL_FOLD_S64) QL_FOLD_SCATTER(int32_t, int64_t, 1);
-  else QL_FOLD_SCATTER(int32_t, int32_t, 1);
-  return misses ? -3 : values;
-}
-
-/* The check of a chunk's rows for ql_fold_span_of: key type TK, group
- * type TG. Branch-free: every row is looked at. */
-#define QL_FOLD_SPAN_LOOP(TK, TG)                                                                 \
-  do {                                                                                            \
-    const TK *kp = (const TK *)key->buffers[1] + key->offset + off;                               \
-    const TG *gp = (const TG *)grp->buffers[1] + grp->offset + off;                               \
-    c0 = ((uint64_t)(int64_t)kp[0] - (uint64_t)kmin) * (uint64_t)M + ((uint64_t)(int64_t)gp[0] - (uint64_t)gmin); \
-    for (int64_t r = 0; r < n; r++) {                                                             \
-      uint64_t kk = (uint64_t)(int64_t)kp[r] - (uint64_t)kmin, gi = (uint64_t)(int64_t)gp[r] - (uint64_t)gmin; \
-      bad |= (uint64_t)(kk >= klen) | (uint64_t)(gi >= glen) | ((kk * (uint64_t)M + gi) ^ (c0 + (uint64_t)r)); \
-    }                                                                                             \
-  } while (0)
-
-#ifdef QL_FOLD_SPAN_AVX2
+#ifdef QL_FOLD_AVX2
 
 /* The span check of int64 keys and groups, four rows at a time (AVX2,
  * chosen at run time): nonzero when a row is not the cell c0 + r. Keys
@@ -312,7 +216,155 @@ static int ql_fold_has_avx2(void) {
   }
   return v;
 }
+
+/* The direct fill's scatter of int64 keys and groups and float64 values
+ * without NULLs, four rows at a time (AVX2, chosen at run time) while all
+ * four lie inside the matrix (keys and groups below 2^25: cells multiply
+ * exactly in 32 x 32 -> 64 bits): the rows from the returned one on are
+ * left to the scalar loop. *values += the values stored; *nonfinite set
+ * when one is not finite. */
+static __attribute__((target("avx2"))) int64_t ql_fold_scatter_avx2(const int64_t *kp, const int64_t *gp,
+                                                                    const uint64_t *vb, int64_t n, uint64_t *cells,
+                                                                    const int64_t lim[6], int64_t *values,
+                                                                    uint64_t *nonfinite) {
+  const __m256i flip = _mm256_set1_epi64x(INT64_MIN), exp = _mm256_set1_epi64x((int64_t)QL_FOLD_EXP_MASK);
+  const __m256i vkmin = _mm256_set1_epi64x(lim[0]), vgmin = _mm256_set1_epi64x(lim[2]);
+  const __m256i vklen = _mm256_set1_epi64x((int64_t)((uint64_t)lim[1] ^ (UINT64_C(1) << 63)));
+  const __m256i vglen = _mm256_set1_epi64x((int64_t)((uint64_t)lim[3] ^ (UINT64_C(1) << 63)));
+  const __m256i vgs = _mm256_set1_epi64x(lim[4]), vks = _mm256_set1_epi64x(lim[5]);
+  const __m256i key = _mm256_set1_epi64x((int64_t)QL_FOLD_CELL_KEY);
+  __m256i bad = _mm256_setzero_si256();
+  int64_t r = 0;
+  for (; r + 4 <= n; r += 4) {
+    __m256i kk = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(kp + r)), vkmin);
+    __m256i gi = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(gp + r)), vgmin);
+    __m256i in = _mm256_and_si256(_mm256_cmpgt_epi64(vklen, _mm256_xor_si256(kk, flip)),
+                                  _mm256_cmpgt_epi64(vglen, _mm256_xor_si256(gi, flip)));
+    if (_mm256_movemask_epi8(in) != -1) break;
+    __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(vb + r));
+    bad = _mm256_or_si256(bad, _mm256_cmpeq_epi64(_mm256_and_si256(v, exp), exp));
+    __m256i cell = _mm256_add_epi64(_mm256_mul_epu32(gi, vgs), _mm256_mul_epu32(kk, vks));
+    __m256i enc = _mm256_xor_si256(v, key);
+    __m128i c01 = _mm256_castsi256_si128(cell), c23 = _mm256_extracti128_si256(cell, 1);
+    __m128i e01 = _mm256_castsi256_si128(enc), e23 = _mm256_extracti128_si256(enc, 1);
+    __atomic_store_n(cells + _mm_cvtsi128_si64(c01), (uint64_t)_mm_cvtsi128_si64(e01), __ATOMIC_RELAXED);
+    __atomic_store_n(cells + _mm_extract_epi64(c01, 1), (uint64_t)_mm_extract_epi64(e01, 1), __ATOMIC_RELAXED);
+    __atomic_store_n(cells + _mm_cvtsi128_si64(c23), (uint64_t)_mm_cvtsi128_si64(e23), __ATOMIC_RELAXED);
+    __atomic_store_n(cells + _mm_extract_epi64(c23, 1), (uint64_t)_mm_extract_epi64(e23, 1), __ATOMIC_RELAXED);
+  }
+  *values += r;
+  *nonfinite |= !_mm256_testz_si256(bad, bad);
+  return r;
+}
 #endif
+
+/* The scatter loop of the direct fill: key type TK, group type TG (when
+ * HAS_GROUP), float64 values; rows [0, n) of the columns at their offsets.
+ * Without NULL values (the common case) the loop only stores: the values'
+ * exponents are OR-ed together and checked once at the end (a non-finite
+ * value sends the run to the hash path, so what it stored does not
+ * matter), and every row kept is a value. */
+#define QL_FOLD_SCATTER(TK, TG, HAS_GROUP)                                                          \
+  do {                                                                                              \
+    const TK *kp = (const TK *)key->buffers[1] + key->offset + off;                                 \
+    const TG *gp = HAS_GROUP ? (const TG *)grp->buffers[1] + grp->offset + off : NULL;              \
+    if (!vnull) {                                                                                   \
+      const uint64_t *vb = (const uint64_t *)(const void *)vp;                                      \
+      uint64_t *cells = (uint64_t *)(void *)mf;                                                     \
+      for (int64_t r = r0; r < n; r++) {                                                            \
+        uint64_t kk = (uint64_t)(int64_t)kp[r] - (uint64_t)kmin;                                    \
+        if (kk >= (uint64_t)klen) { /* cannot match the other side, if within this side's range */  \
+          misses += (uint64_t)(int64_t)kp[r] - (uint64_t)skmin >= (uint64_t)sklen;                  \
+          continue;                                                                                 \
+        }                                                                                           \
+        int64_t gi = HAS_GROUP ? (int64_t)gp[r] - gmin : 0;                                         \
+        if (HAS_GROUP && (uint64_t)gi >= (uint64_t)glen) {                                          \
+          misses++;                                                                                 \
+          continue;                                                                                 \
+        }                                                                                           \
+        uint64_t bits = vb[r];                                                                      \
+        nonfinite |= ~bits & QL_FOLD_EXP_MASK ? 0 : 1;                                              \
+        __atomic_store_n(cells + gi * gstride + (int64_t)kk * kstride, bits ^ QL_FOLD_CELL_KEY,     \
+                         __ATOMIC_RELAXED);                                                         \
+        values++;                                                                                   \
+      }                                                                                             \
+      if (nonfinite) return -1;                                                                     \
+      break;                                                                                        \
+    }                                                                                               \
+    for (int64_t r = 0; r < n; r++) {                                                               \
+      uint64_t kk = (uint64_t)(int64_t)kp[r] - (uint64_t)kmin;                                      \
+      if (kk >= (uint64_t)klen) {                                                                   \
+        misses += (uint64_t)(int64_t)kp[r] - (uint64_t)skmin >= (uint64_t)sklen;                    \
+        continue;                                                                                   \
+      }                                                                                             \
+      int64_t gi = HAS_GROUP ? (int64_t)gp[r] - gmin : 0;                                           \
+      if (HAS_GROUP && (uint64_t)gi >= (uint64_t)glen) {                                            \
+        misses++;                                                                                   \
+        continue;                                                                                   \
+      }                                                                                             \
+      int has = ql_fold_bit(val, val->offset + off + r);                                            \
+      if (ql_fold_matrix_put_f(mf, gi * gstride + (int64_t)kk * kstride, has, has ? vp[r] : 0.0)) return -1; \
+      values += has;                                                                                \
+    }                                                                                               \
+  } while (0)
+
+
+/* Chunk c straight from its Arrow buffers when its key and group columns
+ * have no NULL and are int32/int64 and its values float64 (the common
+ * case: no decoding pass); -2 when the chunk is not of that kind, -3 when a
+ * row lies outside the side's key or group range the matrices were sized
+ * by (sampled ranges that missed a value). */
+static int64_t ql_fold_fill_direct_f(const struct ql_fold_input *in, const struct ql_fold_chunk *c,
+                                     const struct ql_fold_gemm_shape *g, int k, struct ql_fold_matrix *m) {
+  const struct ql_fold_side *s = &in->side;
+  const struct ArrowArray *batch = &c->batch;
+  const struct ArrowArray *key = batch->children[s->keys[0]->column];
+  const struct ArrowArray *grp = s->n_groups ? batch->children[s->groups[0]->column] : NULL;
+  const struct ArrowArray *val = batch->children[s->value->column];
+  int32_t ks = s->keys[0]->storage, gs = grp ? s->groups[0]->storage : QL_FOLD_S64;
+  if (s->value->storage != QL_FOLD_F64 || (ks != QL_FOLD_S64 && ks != QL_FOLD_S32) ||
+      (gs != QL_FOLD_S64 && gs != QL_FOLD_S32) || ql_fold_has_nulls(key) || (grp && ql_fold_has_nulls(grp)))
+    return -2;
+  int64_t off = batch->offset, n = batch->length, values = 0, misses = 0;
+  int64_t kmin = g->kmin, klen = g->klen, gmin = g->gmin[k], glen = g->glen[k];
+  int64_t skmin = g->skmin[k], sklen = g->sklen[k];
+  /* A[group][key] for side 0 (A[key][group] when key-major), B[key][group] for side 1. */
+  int64_t gstride = m->transposed ? 1 : m->cols, kstride = m->transposed ? m->cols : 1;
+  int vnull = ql_fold_has_nulls(val);
+  double *mf = m->f;
+  const double *vp = (const double *)val->buffers[1] + val->offset + off;
+  int64_t r0 = 0; /* rows before r0 are done */
+  uint64_t nonfinite = 0;
+#ifdef QL_FOLD_AVX2
+  if (!vnull && ks == QL_FOLD_S64 && grp && gs == QL_FOLD_S64 && ql_fold_has_avx2()) {
+    const int64_t lim[6] = {kmin, klen, gmin, glen, gstride, kstride};
+    r0 = ql_fold_scatter_avx2((const int64_t *)key->buffers[1] + key->offset + off,
+                              (const int64_t *)grp->buffers[1] + grp->offset + off,
+                              (const uint64_t *)(const void *)vp, n, (uint64_t *)(void *)mf, lim, &values, &nonfinite);
+  }
+#endif
+  if (ks == QL_FOLD_S64 && !grp) QL_FOLD_SCATTER(int64_t, int64_t, 0);
+  else if (ks == QL_FOLD_S64 && gs == QL_FOLD_S64) QL_FOLD_SCATTER(int64_t, int64_t, 1);
+  else if (ks == QL_FOLD_S64) QL_FOLD_SCATTER(int64_t, int32_t, 1);
+  else if (!grp) QL_FOLD_SCATTER(int32_t, int32_t, 0);
+  else if (gs == QL_FOLD_S64) QL_FOLD_SCATTER(int32_t, int64_t, 1);
+  else QL_FOLD_SCATTER(int32_t, int32_t, 1);
+  return misses ? -3 : values;
+}
+
+/* The check of a chunk's rows for ql_fold_span_of: key type TK, group
+ * type TG. Branch-free: every row is looked at. */
+#define QL_FOLD_SPAN_LOOP(TK, TG)                                                                 \
+  do {                                                                                            \
+    const TK *kp = (const TK *)key->buffers[1] + key->offset + off;                               \
+    const TG *gp = (const TG *)grp->buffers[1] + grp->offset + off;                               \
+    c0 = ((uint64_t)(int64_t)kp[0] - (uint64_t)kmin) * (uint64_t)M + ((uint64_t)(int64_t)gp[0] - (uint64_t)gmin); \
+    for (int64_t r = 0; r < n; r++) {                                                             \
+      uint64_t kk = (uint64_t)(int64_t)kp[r] - (uint64_t)kmin, gi = (uint64_t)(int64_t)gp[r] - (uint64_t)gmin; \
+      bad |= (uint64_t)(kk >= klen) | (uint64_t)(gi >= glen) | ((kk * (uint64_t)M + gi) ^ (c0 + (uint64_t)r)); \
+    }                                                                                             \
+  } while (0)
+
 
 /* Is chunk c of side 0 a span of a key-major A (M groups per key): its
  * rows, in order, the consecutive cells from some c0 on, each row's key
@@ -341,7 +393,7 @@ static struct ql_fold_span ql_fold_span_of(const struct ql_fold_input *in, const
   if ((uintptr_t)(const void *)vp % _Alignof(double) != 0) return span;
   uint64_t kmin = (uint64_t)g->kmin, klen = (uint64_t)g->klen, gmin = (uint64_t)g->gmin[0];
   uint64_t glen = (uint64_t)g->glen[0], c0 = 0, bad = 0;
-#ifdef QL_FOLD_SPAN_AVX2
+#ifdef QL_FOLD_AVX2
   if (ks == QL_FOLD_S64 && gs == QL_FOLD_S64 && ql_fold_has_avx2()) {
     const int64_t *kp = (const int64_t *)key->buffers[1] + key->offset + off;
     const int64_t *gp = (const int64_t *)grp->buffers[1] + grp->offset + off;
@@ -711,6 +763,68 @@ static int ql_fold_gemm_worker(void *arg, struct ql_error *error) {
   return QL_OK;
 }
 
+/* A key-major A with few row blocks (W̄'s 16 rows: two): each block's keys
+ * in steps of QL_FOLD_KM_STEP, a worker taking the free block furthest
+ * behind, so that one worker alone takes the blocks in turn, reading each
+ * step's rows of B from memory once and from cache for the other blocks
+ * (with a block per task, one worker read all of B once per block), while
+ * two workers take a block each. A block's steps run one at a time, in
+ * ascending keys: the summation order. */
+#define QL_FOLD_KM_STEP 512
+#define QL_FOLD_KM_BLOCKS 8
+
+struct ql_fold_km_task {
+  struct ql_fold_gemm_task *t;
+  int64_t blocks, K;
+  atomic_int busy[QL_FOLD_KM_BLOCKS];
+  atomic_llong next[QL_FOLD_KM_BLOCKS]; /* the block's next key; K + 1: done, C's bits too */
+};
+
+static int ql_fold_km_worker(void *arg, struct ql_error *error) {
+  (void)error;
+  struct ql_fold_km_task *km = arg;
+  struct ql_fold_gemm_task *t = km->t;
+  int64_t counts[2] = {0, 0}, K = km->K;
+  for (;;) {
+    int64_t g = -1, behind = INT64_MAX;
+    for (int64_t i = 0; i < km->blocks; i++) {
+      int64_t at = atomic_load(&km->next[i]);
+      if (at <= K && at < behind && !atomic_load(&km->busy[i])) g = i, behind = at;
+    }
+    if (g < 0) break; /* every block is done or held: its holder goes on with it */
+    int free_ = 0;
+    if (!atomic_compare_exchange_strong(&km->busy[g], &free_, 1)) continue;
+    int64_t kb = atomic_load(&km->next[g]), from = g * t->block;
+    int64_t to = from + t->block < t->rows ? from + t->block : t->rows, ke = K;
+    if (kb < K) {
+      ke = kb + QL_FOLD_KM_STEP < K ? kb + QL_FOLD_KM_STEP : K;
+      ql_fold_gemm_keys(t->a, t->b, t->c, from, to, kb, ke);
+    }
+    if (kb <= K && ke == K) {
+      ql_fold_gemm_bits(t->a, t->b, t->exist, t->has, from, to, counts);
+      ke = K + 1;
+    }
+    if (kb <= K) atomic_store(&km->next[g], ke);
+    atomic_store(&km->busy[g], 0);
+  }
+  atomic_fetch_add(&t->n_exist, counts[0]);
+  atomic_fetch_add(&t->n_has, counts[1]);
+  return QL_OK;
+}
+
+/* The product over task's row blocks. */
+static int ql_fold_gemm_product(struct ql_fold_run *run, struct ql_fold_gemm_task *task, struct ql_error *error) {
+  int64_t blocks = (task->rows + task->block - 1) / task->block;
+  if (!task->a->transposed || blocks > QL_FOLD_KM_BLOCKS)
+    return ql_fold_parallel(&run->ctx, blocks, ql_fold_gemm_worker, task, error);
+  struct ql_fold_km_task km;
+  memset(&km, 0, sizeof(km));
+  km.t = task;
+  km.blocks = blocks;
+  km.K = task->a->rows;
+  return ql_fold_parallel(&run->ctx, blocks, ql_fold_km_worker, &km, error);
+}
+
 void ql_fold_dense_destroy(struct ql_fold_run *run) {
   struct ql_fold_dense_out *d = &run->dense;
   for (int64_t i = d->next_ready; i < d->n_ready; i++)
@@ -1019,7 +1133,7 @@ static int ql_fold_gemm_try(struct ql_fold_run *run, struct ql_error *error) {
      * contraction, as W = A^T Z with few rows and much work each, wants
      * few blocks), about 8 of them when C has few rows. */
     task.block = rows / 8 < 8 ? 8 : rows / 8 > 64 ? 64 : rows / 8;
-    rc = ql_fold_parallel(&run->ctx, (rows + task.block - 1) / task.block, ql_fold_gemm_worker, &task, error);
+    rc = ql_fold_gemm_product(run, &task, error);
     /* A float A holding fewer values than were put: a cell got two. */
     if (rc == QL_OK && is_float && atomic_load(&task.a_values) != a_values) rc = QL_FOLD_FALLBACK;
     /* A borrowed A's values were not looked at before: a non-finite one

@@ -548,17 +548,18 @@ static void dc_check(const char *what, struct ft_table *a, struct ft_table *b, i
 
 /* a as K keys x M groups ordered by (key, group), as aᵀ in W̄ = aᵀ·z̄,
  * every value present, in batches of `batch` rows in one partition (and
- * `again` rows repeating its first ones at the end); b a K x 8 grid
- * without key `no_key`, in any layout. */
+ * `again` rows repeating its first ones at the end); b a K x 8 grid (fewer
+ * groups when that would not fit) without key `no_key`, in any layout. */
 static void km_tables(struct ft_table *a, struct ft_table *b, int64_t K, int64_t M, int64_t batch, int64_t again,
                       int64_t no_key, uint64_t *rng) {
+  int64_t N = K * 8 <= FT_MAX_ROWS ? 8 : FT_MAX_ROWS / K;
   static struct dc_row ra[FT_MAX_ROWS], rb[FT_MAX_ROWS];
   int64_t na = 0, nb = 0;
   for (int64_t k = 0; k < K; k++)
     for (int64_t g = 0; g < M; g++) ra[na++] = (struct dc_row){k, 1, g, 1};
   for (int64_t r = 0; r < again; r++) ra[na++] = ra[r];
   for (int64_t k = 0; k < K; k++)
-    for (int64_t g = 0; g < 8 && k != no_key; g++) rb[nb++] = (struct dc_row){k, 1, g, 1};
+    for (int64_t g = 0; g < N && k != no_key; g++) rb[nb++] = (struct dc_row){k, 1, g, 1};
   dc_table(a, "a", ra, na, 1, rng);
   dc_table(b, "b", rb, nb, 1, rng);
   ft_table_reset_layout(a);
@@ -581,8 +582,9 @@ static void test_key_major(struct ft_table *a, struct ft_table *b, uint64_t *rng
     QL_CHECK_INT(ql_fold_dense_borrowed_runs(), before + 1);
     before = ql_fold_dense_borrowed_runs();
   }
-  /* 6 groups (the SSE2 kernel), one batch. */
-  km_tables(a, b, 100, 6, 4096, 0, -1, rng);
+  /* 6 groups (the SSE2 kernel), one batch, 600 keys (two steps of the
+   * product, 512 keys each). */
+  km_tables(a, b, 600, 6, 4096, 0, -1, rng);
   dc_check("key-major, 6 groups", a, b, 1, 1, 0, rng);
   QL_CHECK_INT(ql_fold_dense_borrowed_runs(), before + 1);
   before = ql_fold_dense_borrowed_runs();
@@ -1037,7 +1039,8 @@ static void test_buffer_reuse(void) {
 /* The AVX kernel (N = 8, 16) gives the SSE2 kernel's bits, and so does a
  * key-major A under either: random float products with empty, NULL,
  * +-0.0 and overflowing cells, 1 to 33 rows and 8 to 5,000 keys, computed
- * four ways (row-major with and without AVX, key-major with and without). */
+ * five ways (row-major with and without AVX, key-major with and without,
+ * and key-major in steps of keys). */
 static void test_avx_same_bits(void) {
   uint64_t rng = 2026;
   int64_t ns[2] = {8, 16}, ks[4] = {8, 16, 700, 5000}, ms[3] = {1, 7, 33};
@@ -1089,6 +1092,19 @@ static void test_avx_same_bits(void) {
             ql_fold_gemm_rows(&a[v], &b[v], c[v], e[v], h[v], 0, M, counts[v]);
             a_held[v] += counts[v][2];
           }
+          /* The key-major A once more, in steps of 700 keys, then C's bits. */
+          double *c4 = calloc((size_t)(M * N), 8);
+          uint8_t *e4 = malloc((size_t)(M * N)), *h4 = malloc((size_t)(M * N));
+          int64_t counts4[2] = {0, 0};
+          for (int64_t k0 = 0; k0 < K; k0 += 700)
+            ql_fold_gemm_keys(&a[2], &b[2], c4, 0, M, k0, k0 + 700 < K ? k0 + 700 : K);
+          ql_fold_gemm_bits(&a[2], &b[2], e4, h4, 0, M, counts4);
+          differ += memcmp(c[0], c4, (size_t)(M * N * 8)) != 0 || memcmp(e[0], e4, (size_t)(M * N)) != 0 ||
+                    memcmp(h[0], h4, (size_t)(M * N)) != 0 || counts[0][0] != counts4[0] ||
+                    counts[0][1] != counts4[1];
+          free(c4);
+          free(e4);
+          free(h4);
           for (int v = 1; v < 4; v++)
             differ += memcmp(c[0], c[v], (size_t)(M * N * 8)) != 0 || memcmp(e[0], e[v], (size_t)(M * N)) != 0 ||
                       memcmp(h[0], h[v], (size_t)(M * N)) != 0 || counts[0][0] != counts[v][0] ||
