@@ -341,46 +341,24 @@ typedef double ql_fold_v4d __attribute__((vector_size(32)));
 /* How many keys ahead a key-major A's rows are prefetched. */
 #define QL_FOLD_AHEAD 16
 
-/* R (1, 2 or 4, R * NV <= 8) rows of C from row i over keys [kb, ke),
+/* R (1 or 2) rows of C from row i over keys [kb, ke) of a row-major A,
  * N = 4 * NV. */
-static inline __attribute__((always_inline, target("avx"))) void ql_fold_avx_rows(const double *af,
-                                                                                  const double *const *rowp,
-                                                                                  const int km, const double *bf,
+static inline __attribute__((always_inline, target("avx"))) void ql_fold_avx_rows(const double *af, const double *bf,
                                                                                   double *c, int64_t K,
                                                                                   const int64_t NV, const int64_t R,
                                                                                   int64_t i, int64_t kb, int64_t ke) {
   const int64_t N = 4 * NV;
-  ql_fold_v4d acc[4][4];
-#pragma GCC unroll 4
+  ql_fold_v4d acc[2][4];
+#pragma GCC unroll 2
   for (int64_t r = 0; r < R; r++)
 #pragma GCC unroll 4
     for (int64_t v = 0; v < NV; v++) memcpy(&acc[r][v], c + (i + r) * N + 4 * v, sizeof(ql_fold_v4d));
   for (int64_t k = kb; k < ke; k++) {
-    if (km) {
-      /* A key-major A's rows may be the input's own memory, not in cache
-       * (no fill passed over them): ask for a row QL_FOLD_AHEAD keys on.
-       * Its R values sit side by side, each broadcast straight from
-       * memory; no test for zeros (a dense input has none, and the
-       * products of zeros change no sum, see ql_fold_narrow_pair). */
-      if (k + QL_FOLD_AHEAD < ke) __builtin_prefetch(rowp[k + QL_FOLD_AHEAD] + i);
-      const double *p = rowp[k] + i, *bk = bf + k * N;
-#pragma GCC unroll 4
-      for (int64_t v = 0; v < NV; v++) {
-        ql_fold_v4d bv;
-        memcpy(&bv, bk + 4 * v, sizeof(bv));
-#pragma GCC unroll 4
-        for (int64_t r = 0; r < R; r++) {
-          const ql_fold_v4d av = {p[r], p[r], p[r], p[r]};
-          acc[r][v] += av * bv;
-        }
-      }
-      continue;
-    }
-    double x[4] = {0.0, 0.0, 0.0, 0.0};
+    double x[2] = {0.0, 0.0};
     int any = 0;
-#pragma GCC unroll 4
+#pragma GCC unroll 2
     for (int64_t r = 0; r < R; r++) {
-      x[r] = ql_fold_a_at(af, rowp, K, km, i + r, k);
+      x[r] = ql_fold_a_value(af + (i + r) * K, k);
       any |= x[r] != 0.0;
     }
     if (!any) continue; /* adds only +-0.0: no partial sum changes (see ql_fold_narrow_pair) */
@@ -389,9 +367,46 @@ static inline __attribute__((always_inline, target("avx"))) void ql_fold_avx_row
     for (int64_t v = 0; v < NV; v++) {
       ql_fold_v4d bv;
       memcpy(&bv, bk + 4 * v, sizeof(bv));
-#pragma GCC unroll 4
+#pragma GCC unroll 2
       for (int64_t r = 0; r < R; r++) {
         const ql_fold_v4d av = {x[r], x[r], x[r], x[r]};
+        acc[r][v] += av * bv;
+      }
+    }
+  }
+#pragma GCC unroll 2
+  for (int64_t r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int64_t v = 0; v < NV; v++) memcpy(c + (i + r) * N + 4 * v, &acc[r][v], sizeof(ql_fold_v4d));
+}
+
+/* R (1, 2 or 4, R * NV <= 8) rows of C from row i over keys [kb, ke) of a
+ * key-major A (rowp), N = 4 * NV. A's rows may be the input's own memory,
+ * not in cache (no fill passed over them): a row QL_FOLD_AHEAD keys on is
+ * asked for. The R values of a key sit side by side, each broadcast
+ * straight from memory; no test for zeros (a dense input has none, and
+ * the products of zeros change no sum, see ql_fold_narrow_pair). */
+static inline __attribute__((always_inline, target("avx"))) void ql_fold_avx_km_rows(const double *const *rowp,
+                                                                                     const double *bf, double *c,
+                                                                                     const int64_t NV,
+                                                                                     const int64_t R, int64_t i,
+                                                                                     int64_t kb, int64_t ke) {
+  const int64_t N = 4 * NV;
+  ql_fold_v4d acc[4][4];
+#pragma GCC unroll 4
+  for (int64_t r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int64_t v = 0; v < NV; v++) memcpy(&acc[r][v], c + (i + r) * N + 4 * v, sizeof(ql_fold_v4d));
+  for (int64_t k = kb; k < ke; k++) {
+    if (k + QL_FOLD_AHEAD < ke) __builtin_prefetch(rowp[k + QL_FOLD_AHEAD] + i);
+    const double *p = rowp[k] + i, *bk = bf + k * N;
+#pragma GCC unroll 4
+    for (int64_t v = 0; v < NV; v++) {
+      ql_fold_v4d bv;
+      memcpy(&bv, bk + 4 * v, sizeof(bv));
+#pragma GCC unroll 4
+      for (int64_t r = 0; r < R; r++) {
+        const ql_fold_v4d av = {p[r], p[r], p[r], p[r]};
         acc[r][v] += av * bv;
       }
     }
@@ -405,7 +420,7 @@ static inline __attribute__((always_inline, target("avx"))) void ql_fold_avx_row
 /* A row-major A (sealed here, block by block) takes rows in pairs; a
  * key-major one (sealed before) four rows at a time when N = 8: each
  * B[k] loaded then serves four rows, whose A values sit side by side in
- * the key's row. */
+ * the key's row. km is a constant where this is inlined. */
 static inline __attribute__((always_inline, target("avx"))) int64_t ql_fold_narrow_avx_km(
     struct ql_fold_matrix *a, const int km, const double *bf, double *c, int64_t N, int64_t from, int64_t to,
     int64_t k0, int64_t k1) {
@@ -416,14 +431,19 @@ static inline __attribute__((always_inline, target("avx"))) int64_t ql_fold_narr
     int64_t ke = kb + QL_FOLD_NKB < k1 ? kb + QL_FOLD_NKB : k1;
     if (!km) values += ql_fold_seal_rows(a, from, to, kb, ke);
     int64_t i = from;
-    if (N == 8) {
-      if (km)
-        for (; i + 4 <= to; i += 4) ql_fold_avx_rows(af, rowp, km, bf, c, K, 2, 4, i, kb, ke);
-      for (; i + 2 <= to; i += 2) ql_fold_avx_rows(af, rowp, km, bf, c, K, 2, 2, i, kb, ke);
-      for (; i < to; i++) ql_fold_avx_rows(af, rowp, km, bf, c, K, 2, 1, i, kb, ke);
+    if (km && N == 8) {
+      for (; i + 4 <= to; i += 4) ql_fold_avx_km_rows(rowp, bf, c, 2, 4, i, kb, ke);
+      for (; i + 2 <= to; i += 2) ql_fold_avx_km_rows(rowp, bf, c, 2, 2, i, kb, ke);
+      for (; i < to; i++) ql_fold_avx_km_rows(rowp, bf, c, 2, 1, i, kb, ke);
+    } else if (km) {
+      for (; i + 2 <= to; i += 2) ql_fold_avx_km_rows(rowp, bf, c, 4, 2, i, kb, ke);
+      for (; i < to; i++) ql_fold_avx_km_rows(rowp, bf, c, 4, 1, i, kb, ke);
+    } else if (N == 8) {
+      for (; i + 2 <= to; i += 2) ql_fold_avx_rows(af, bf, c, K, 2, 2, i, kb, ke);
+      for (; i < to; i++) ql_fold_avx_rows(af, bf, c, K, 2, 1, i, kb, ke);
     } else {
-      for (; i + 2 <= to; i += 2) ql_fold_avx_rows(af, rowp, km, bf, c, K, 4, 2, i, kb, ke);
-      for (; i < to; i++) ql_fold_avx_rows(af, rowp, km, bf, c, K, 4, 1, i, kb, ke);
+      for (; i + 2 <= to; i += 2) ql_fold_avx_rows(af, bf, c, K, 4, 2, i, kb, ke);
+      for (; i < to; i++) ql_fold_avx_rows(af, bf, c, K, 4, 1, i, kb, ke);
     }
   }
   return values;
