@@ -126,3 +126,37 @@ def test_store_name_from_the_file_name(store, tmp_path):
     shutil.copytree(path, odd)
     s = qlink.Session()
     assert sorted(s.register_zarr(str(odd))) == ["mine_v3.lat", "mine_v3.time_lat"]
+
+
+def test_zarr_ordering_lets_sorts_and_windows_skip_the_sort(tmp_path):
+    # chunked along time only: each partition's rows are sorted by (time ASC,
+    # lat DESC); the scan says so, so DataFusion merges instead of sorting,
+    # and the answers equal pandas' sorted frame
+    import numpy as np
+    import pandas as pd
+    import xarray as xr
+
+    rng = np.random.default_rng(7)
+    ds = xr.Dataset({"temp": (("time", "lat"), rng.normal(size=(12, 4)).round(3))},
+                    coords={"time": pd.date_range("2021-01-01", periods=12, freq="h"),
+                            "lat": np.array([50.0, 40.0, 30.0, 20.0])})
+    path = tmp_path / "order.zarr"
+    ds.to_zarr(path, zarr_format=3, encoding={"temp": {"chunks": (1, 4)}})
+    df = ds.to_dataframe().reset_index()
+    s = qlink.Session()
+    # one block per chunk (block_rows=1), so the two partitions hold several blocks each
+    s.register_schema("o", qlink.plugin_path("qlink_zarr"), "store", path=str(path), block_rows="1")
+
+    ordered = "SELECT time, lat, temp FROM o.time_lat ORDER BY time, lat DESC"
+    plan = "\n".join(s.sql("EXPLAIN " + ordered).to_pydict()["plan"])
+    assert "SortExec" not in plan and "SortPreservingMergeExec" in plan
+    want = df.sort_values(["time", "lat"], ascending=[True, False]).reset_index(drop=True)
+    assert s.sql(ordered).to_pydict()["temp"] == want["temp"].tolist()
+
+    top = s.sql("SELECT temp FROM o.time_lat ORDER BY time DESC, lat LIMIT 7").to_pydict()["temp"]
+    assert top == df.sort_values(["time", "lat"], ascending=[False, True])["temp"].head(7).tolist()
+
+    lagged = s.sql("SELECT temp - LAG(temp) OVER (ORDER BY time, lat DESC) AS d FROM o.time_lat "
+                   "ORDER BY time, lat DESC").to_pydict()["d"]
+    diffs = (want["temp"] - want["temp"].shift(1)).tolist()
+    assert lagged[0] is None and [round(x, 9) for x in lagged[1:]] == [round(x, 9) for x in diffs[1:]]

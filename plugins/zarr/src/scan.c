@@ -53,6 +53,8 @@ struct zr_scan {
   int64_t n_parts; /* 0 when every block is pruned (one empty partition is reported) */
   int64_t *part_first;
   char *display;
+  int64_t n_ordering; /* the rows' order within each partition (plan_ordering) */
+  struct ql_sort_key ordering[ZR_MAX_DIMS];
   atomic_llong output_rows, chunks_read, bytes_read, elapsed_ns, blocks_read;
   pthread_mutex_t pool_lock;
   int32_t n_pool;
@@ -732,6 +734,8 @@ static int plan_get_properties(const struct ql_execution_plan *self, struct ql_p
   out->struct_size = (uint32_t)size;
   out->boundedness = QL_BOUNDED;
   out->partition_count = plan_scan(self)->n_parts > 0 ? plan_scan(self)->n_parts : 1;
+  out->n_ordering = plan_scan(self)->n_ordering;
+  out->ordering = plan_scan(self)->n_ordering ? plan_scan(self)->ordering : NULL;
   return QL_OK;
 }
 
@@ -970,6 +974,54 @@ static int plan_partitions(struct zr_scan *s, int64_t target, struct ql_error *e
   return QL_OK;
 }
 
+/* Direction of a dimension's coordinate values: 1 strictly increasing,
+ * -1 strictly decreasing, 0 neither (or not comparable as the host
+ * compares them: strings, NULLs, NaNs). One value counts as increasing. */
+static int dim_direction(const struct zr_dim *d) {
+  if (!d->comparable || d->has_nulls || d->has_nan) return 0;
+  int dir = 1;
+  for (int64_t i = 1; i < d->size; i++) {
+    const struct zr_value *a = &d->values[i - 1], *b = &d->values[i];
+    if (a->kind != b->kind) return 0;
+    int c = a->kind == 0 ? (a->i < b->i) - (a->i > b->i)
+            : a->kind == 1 ? (a->u < b->u) - (a->u > b->u)
+            : a->kind == 2 ? (a->f < b->f) - (a->f > b->f)
+                           : 0;
+    if (c == 0 || (i > 1 && c != dir)) return 0;
+    dir = c;
+  }
+  return dir;
+}
+
+/* The order of the rows within each partition, for the host's optimizer
+ * (a sort on time can then be a merge, ORDER BY time LIMIT n a top-n of
+ * sorted streams). A partition reads its kept blocks one after the other
+ * in C order of the kept grid and each block's rows in C order, so when
+ * only the outermost dimension has more than one kept block, a partition's
+ * rows are in C order of the whole table: sorted by the dimension columns
+ * from the outermost in, as far as each is projected and its coordinate
+ * values strictly monotonic (latitude often decreases: DESC). */
+static void plan_ordering(struct zr_scan *s) {
+  const struct zr_table *t = scan_table(s);
+  s->n_ordering = 0;
+  for (int32_t k = 1; k < t->ndim; k++) {
+    if (s->n_kept[k] > 1) return;
+  }
+  for (int32_t k = 0; k < t->ndim; k++) {
+    int32_t col = -1;
+    for (int32_t j = 0; j < s->n_proj && col < 0; j++) {
+      const struct zr_column *c = &t->columns[s->proj[j]];
+      if (c->role == ZR_ROLE_DIM && c->dim == k) col = j;
+    }
+    int dir = col < 0 ? 0 : dim_direction(&s->ds->dims[t->dims[k]]);
+    if (dir == 0) return;
+    /* DataFusion's defaults: ASC NULLS LAST, DESC NULLS FIRST (no NULLs here) */
+    s->ordering[s->n_ordering].column = col;
+    s->ordering[s->n_ordering].flags = dir > 0 ? 0 : QL_SORT_DESC | QL_SORT_NULLS_FIRST;
+    s->n_ordering++;
+  }
+}
+
 /* Chunks of the projected arrays: in the whole table, and in the kept
  * blocks (an upper bound of what a scan reads: slicing inside a block can
  * skip more; an array missing some table dimension is read once per block
@@ -1067,6 +1119,7 @@ int zr_scan_plan_new(struct zr_dataset *ds, int32_t table, const struct ql_scan_
   }
   if (rc == QL_OK && args && QL_HAS_MEMBER(args, struct ql_scan_args, limit) && args->limit >= 0) s->limit = args->limit;
   if (rc == QL_OK) rc = plan_partitions(s, target_partitions, error);
+  if (rc == QL_OK) plan_ordering(s);
   if (rc == QL_OK && build_display(s) != QL_OK) rc = ql_error_set(error, QL_ENOMEM, "out of memory");
   if (rc != QL_OK) {
     scan_unref(s);

@@ -33,6 +33,7 @@ class Scan:
         self.columns = self.header["columns"]
         self.formats = dict(zip(self.columns, self.header["formats"]))
         self.metadata = self.header["metadata"]
+        self.ordering = self.header.get("ordering")
         self.rows = []
         self.plan_stats = self.table_stats = self.metrics = self.partition_rows = None
         for item in lines[1:]:

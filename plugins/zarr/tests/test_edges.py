@@ -234,3 +234,72 @@ def test_datatree_root_names_its_groups_and_each_group_opens(tmp_path, fmt, cons
                                      f"(a DataTree?): point path at one of them, e.g. {path}/era")
     check(path / "era")
     assert check(path / "obs" / "station").columns == ["t", "w"]
+
+
+def partitions_of(scan):
+    """The scan's rows split by partition (zarr-scan runs them in turn)."""
+    out, at = [], 0
+    for n in scan.partition_rows:
+        out.append(scan.rows[at:at + n])
+        at += n
+    return out
+
+
+def assert_partitions_sorted(scan):
+    """Every partition's rows are in the declared order (ties allowed)."""
+    def key(row):
+        return tuple(-row[c] if flags & 32 else row[c] for c, flags in scan.ordering)
+    for part in partitions_of(scan):
+        keys = [key(r) for r in part]
+        assert keys == sorted(keys)
+
+
+def ordering_store(path, fmt, chunks, lat=None, lon=None):
+    lat = np.array([60.0, 45.0, 30.0, 15.0, 0.0]) if lat is None else lat  # decreasing, as ERA5's
+    lon = np.arange(6) * 10.0 if lon is None else lon
+    t = pd.date_range("2020-01-01", periods=8, freq="6h")
+    ds = xr.Dataset({"v": (("time", "lat", "lon"), np.arange(8 * 5 * 6, dtype="f8").reshape(8, 5, 6))},
+                    coords={"time": t, "lat": lat, "lon": lon})
+    return write(ds, path, fmt, {"v": {"chunks": chunks}})
+
+
+DESC_NULLS_FIRST = 32 | 64
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("target", [1, 3])
+def test_ordering_when_only_the_outer_dimension_is_blocked(tmp_path, fmt, target):
+    # chunked along time only: each partition's rows are in C order, i.e.
+    # sorted by time ASC, lat DESC, lon ASC
+    path = ordering_store(tmp_path / "o.zarr", fmt, (2, 5, 6))
+    scan = check(path, "--partitions", target)
+    assert scan.ordering == [[0, 0], [1, DESC_NULLS_FIRST], [2, 0]]
+    assert_partitions_sorted(scan)
+    # filters (a subset of each block) and a limit keep it
+    sub = run_scan(path, "--partitions", target, "--where", "lat <= 45", "--where", "time in ts:1577836800000000000,ts:1577880000000000000", "--limit", "4")
+    assert sub.ordering == [[0, 0], [1, DESC_NULLS_FIRST], [2, 0]]
+    assert_partitions_sorted(sub)
+    # projected without lat: only time remains a key (lon alone is not sorted)
+    proj = run_scan(path, "--partitions", target, "--columns", "time,lon,v")
+    assert proj.ordering == [[0, 0]]
+    assert_partitions_sorted(proj)
+    assert run_scan(path, "--columns", "lon,v").ordering == []
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_no_ordering_when_an_inner_dimension_is_blocked(tmp_path, fmt):
+    # blocks along lat too: a partition revisits each time in every lat block
+    path = ordering_store(tmp_path / "o.zarr", fmt, (2, 2, 6))
+    scan = check(path, "--partitions", 1)
+    assert scan.ordering == []
+    # unless a filter keeps a single lat block
+    assert run_scan(path, "--partitions", 1, "--where", "lat >= 50").ordering == [[0, 0], [1, DESC_NULLS_FIRST], [2, 0]]
+
+
+@pytest.mark.parametrize("lon", [np.array([0.0, 10, 5, 20, 30, 40]), np.array([0.0, 10, 10, 20, 30, 40]),
+                                 np.array([0.0, 10, np.nan, 20, 30, 40])])
+def test_ordering_stops_at_a_coordinate_that_is_not_strictly_monotonic(tmp_path, lon):
+    path = ordering_store(tmp_path / "o.zarr", 3, (2, 5, 6), lon=lon)
+    scan = run_scan(path, "--partitions", 2)
+    assert scan.ordering == [[0, 0], [1, DESC_NULLS_FIRST]]
+    assert_partitions_sorted(scan)

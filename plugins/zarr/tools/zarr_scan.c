@@ -1,6 +1,8 @@
 /* zarr-scan: scan one qlink_zarr table through libqlink's reference host
  * and print JSON lines: a header {"columns", "formats", "metadata",
- * "answers", "display"}, one JSON array per row, then {"stats": ...}.
+ * "answers", "display", "partitions", "ordering": [[column, flags]...] (the
+ * plan's order within each partition)}, one JSON array per row, then
+ * {"stats": ...}.
  *
  *   zarr-scan PATH [--table T] [--tables OLD=NEW,...] [--columns a,b]
  *             [--where FILTER]... [--limit N] [--batch N] [--partitions N]
@@ -234,7 +236,7 @@ struct request {
 };
 
 static void print_header(const struct ql_execution_plan *plan, const struct ArrowSchema *out_schema,
-                         const int32_t *answers, int n_where, int64_t partitions) {
+                         const int32_t *answers, int n_where, const struct ql_plan_properties *props) {
   printf("{\"columns\": [");
   for (int64_t i = 0; i < out_schema->n_children; i++) {
     printf("%s", i ? ", " : "");
@@ -261,7 +263,11 @@ static void print_header(const struct ql_execution_plan *plan, const struct Arro
   for (int i = 0; i < n_where; i++) printf("%s%d", i ? ", " : "", answers[i]);
   printf("], \"name\": \"%s\", \"display\": ", plan->name(plan));
   json_string(plan->display(plan), (int64_t)strlen(plan->display(plan)));
-  printf(", \"partitions\": %" PRId64 "}\n", partitions);
+  printf(", \"partitions\": %" PRId64 ", \"ordering\": [", props->partition_count);
+  for (int64_t i = 0; i < props->n_ordering; i++) {
+    printf("%s[%d, %d]", i ? ", " : "", props->ordering[i].column, props->ordering[i].flags);
+  }
+  printf("]}\n");
 }
 
 static int list_tables(const struct ql_plugin *plugin, const struct ql_session *session, struct ql_options *opts) {
@@ -453,7 +459,7 @@ static int run(const struct ql_plugin *plugin, struct ql_ref_host *host, const s
     status = fail(&err, "properties");
     goto done;
   }
-  print_header(&plan, &out_schema, answers, req->n_where, props.partition_count);
+  print_header(&plan, &out_schema, answers, req->n_where, &props);
   for (int64_t c = 0; req->dump && c < out_schema.n_children && c < 256; c++) {
     char name[4096];
     snprintf(name, sizeof(name), "%s/%lld.bin", req->dump, (long long)c);
