@@ -9,3 +9,7 @@ FERRET_ZARR=${FERRET_ZARR:-data/ferret-zarr} plugins/zarr/scripts/main_job.sh bu
 end=$(date +%s%N)
 ms=$(((end - start) / 1000000))
 printf '\nmain job: %d.%03d s (the Zarr conversion is cached after the first run)\n' $((ms / 1000)) $((ms % 1000))
+# how to do the same on one's own store (every table as mine.<dimensions>)
+qlink=${QLINK:-${CARGO_TARGET_DIR:-$HOME/.cache/qlink-target}/release/qlink}
+printf '\nSQL over your own Zarr store:\n  %s sql --schema mine=%s/store?path=/path/to/store.zarr "SHOW TABLES"\n' \
+  "$qlink" "$PWD/build/release/plugins/qlink_zarr.so"
