@@ -224,6 +224,19 @@ static int64_t ql_fold_int_at(const struct ArrowArray *col, int64_t at, int32_t 
   }
 }
 
+/* Bytes per value of an integer column. */
+static int64_t ql_fold_storage_width(int32_t storage) {
+  switch (storage) {
+    case QL_FOLD_S8:
+    case QL_FOLD_U8: return 1;
+    case QL_FOLD_S16:
+    case QL_FOLD_U16: return 2;
+    case QL_FOLD_S32:
+    case QL_FOLD_U32: return 4;
+    default: return 8;
+  }
+}
+
 /* Min and max over a sample of the n values from `at` of a column without
  * NULLs: the first and last QL_FOLD_SAMPLE_EDGE and every
  * QL_FOLD_SAMPLE_STRIDE-th between (sorted data: exact; a short cycle, as a
@@ -234,6 +247,14 @@ static void ql_fold_column_sample(const struct ArrowArray *col, int64_t at, int6
   ql_fold_column_range(col, at, QL_FOLD_SAMPLE_EDGE, storage, lo, hi, &null);
   ql_fold_column_range(col, at + n - QL_FOLD_SAMPLE_EDGE, QL_FOLD_SAMPLE_EDGE, storage, lo, hi, &null);
   int64_t l = *lo, h = *hi;
+  /* Each sampled value is on a cache line of its own, most likely not in
+   * cache (the batch was just produced elsewhere or long ago): ask for
+   * all of them first, so that the misses overlap instead of coming one
+   * after the other. */
+  const char *base = (const char *)col->buffers[1];
+  int64_t width = ql_fold_storage_width(storage);
+  for (int64_t r = QL_FOLD_SAMPLE_EDGE; r < n - QL_FOLD_SAMPLE_EDGE; r += QL_FOLD_SAMPLE_STRIDE)
+    __builtin_prefetch(base + (at + r) * width);
   for (int64_t r = QL_FOLD_SAMPLE_EDGE; r < n - QL_FOLD_SAMPLE_EDGE; r += QL_FOLD_SAMPLE_STRIDE) {
     int64_t x = ql_fold_int_at(col, at + r, storage);
     l = x < l ? x : l;
