@@ -8,6 +8,9 @@
 #include "qlink/lib/ir.h"
 #include "qlink/lib/status.h"
 
+/* Casts followed around one operand or the product (more: declined). */
+#define QL_FOLD_MAX_CASTS 16
+
 static int ql_fold_decline(struct ql_fold_spec *s, const char *fmt, ...) QL_PRINTF_FORMAT(2, 3);
 static int ql_fold_decline(struct ql_fold_spec *s, const char *fmt, ...) {
   if (!s->want_why) return 0; /* nobody reads the reason: format nothing */
@@ -19,8 +22,8 @@ static int ql_fold_decline(struct ql_fold_spec *s, const char *fmt, ...) {
 }
 
 /* Complete node `id` of a lazy view (qlink/plan.h) before its schema or
- * expressions are read. Matching expands every node it will read before it
- * holds any expression pointer, so `v->exprs` moving on expansion is moot.
+ * expressions are read. Expanding may move `v->exprs` (node records stay):
+ * matching holds no expression pointer across an expansion, only ids.
  * A host that cannot expand means a decline: the query runs as planned. */
 static int ql_fold_expand(const struct ql_plan_view *v, ql_node_id id, struct ql_fold_spec *s) {
   struct ql_error err = {0};
@@ -193,29 +196,43 @@ static void ql_fold_operand_name(const struct ql_plan_view *v, ql_node_id input,
   snprintf(buf, cap, "%s%s%s", q ? q : "", q ? "." : "", name ? name : "?");
 }
 
-/* Resolve an expression over `node`'s input to a join-input column read
- * through exact casts. */
-static int ql_fold_operand(const struct ql_plan_view *v, const struct ql_fold_spec *spec_in, ql_node_id node,
-                           ql_expr_id e, struct ql_fold_operand *out, struct ql_fold_spec *s) {
-  const char *casts[16];
-  int n_casts = 0;
+/* Follow an expression over `node`'s input through aliases, projections and
+ * casts to a column of the join's output: its index there in *column, the
+ * casts' target formats (outermost first) in casts[0..*n_casts). Reads the
+ * view from `node` down to the join, not the join's inputs, so a shape that
+ * does not fold is declined before they are expanded. */
+static int ql_fold_operand_ref(const struct ql_plan_view *v, ql_node_id join, ql_node_id node, ql_expr_id e,
+                               int32_t *column, const char **casts, int *n_casts, struct ql_fold_spec *s) {
   struct ql_fold_ref r;
+  *n_casts = 0;
   for (;;) {
-    if (!ql_fold_chase(v, spec_in->join, node, e, &r, s)) return 0;
+    if (!ql_fold_chase(v, join, node, e, &r, s)) return 0;
     if (r.column >= 0) break;
     const struct ql_expr *ex = &v->exprs[r.expr];
     if ((ex->kind == QL_EXPR_CAST || ex->kind == QL_EXPR_TRY_CAST) && ex->n_args == 1 && ex->type_format) {
-      if (n_casts == 16) return ql_fold_decline(s, "too many casts");
-      casts[n_casts++] = ex->type_format;
+      if (*n_casts == QL_FOLD_MAX_CASTS) return ql_fold_decline(s, "too many casts");
+      casts[(*n_casts)++] = ex->type_format;
       node = r.node;
       e = ex->args[0];
       continue;
     }
     return ql_fold_decline(s, "operand is a %d expression, not a column", ex->kind);
   }
+  *column = r.column;
+  return 1;
+}
+
+/* Resolve an expression over `node`'s input to a join-input column read
+ * through exact casts (the join's inputs expanded). */
+static int ql_fold_operand(const struct ql_plan_view *v, const struct ql_fold_spec *spec_in, ql_node_id node,
+                           ql_expr_id e, struct ql_fold_operand *out, struct ql_fold_spec *s) {
+  const char *casts[QL_FOLD_MAX_CASTS];
+  int n_casts = 0;
+  int32_t column;
+  if (!ql_fold_operand_ref(v, spec_in->join, node, e, &column, casts, &n_casts, s)) return 0;
   int64_t n_left = ql_fold_width(v, spec_in->inputs[0]);
-  out->side = r.column < n_left ? 0 : 1;
-  out->column = (int32_t)(out->side ? r.column - n_left : r.column);
+  out->side = column < n_left ? 0 : 1;
+  out->column = (int32_t)(out->side ? column - n_left : column);
   const struct ArrowSchema *f = ql_fold_field(v, spec_in->inputs[out->side], out->column);
   if (!f || !f->format) return ql_fold_decline(s, "join input column %d has no type", out->column);
   out->storage = ql_fold_format_storage(f->format);
@@ -252,25 +269,37 @@ static ql_node_id ql_fold_join_below(const struct ql_plan_view *v, ql_node_id ag
   return ql_fold_decline(s, "aggregate input chain does not end"), -1;
 }
 
-/* The join found by ql_fold_join_below, checked and recorded in s.
- * Expands what matching reads below the aggregate: the nodes on the way,
- * the join and the join's two inputs (their schemas only). */
-static int ql_fold_take_join(const struct ql_plan_view *v, ql_node_id agg, ql_node_id join, struct ql_fold_spec *s) {
-  for (ql_node_id id = v->nodes[agg].inputs[0]; id != join; id = v->nodes[id].inputs[0])
-    if (!ql_fold_expand(v, id, s)) return 0;
-  ql_node_id id = join;
-  const struct ql_plan_node *j = &v->nodes[id];
+/* The join found by ql_fold_join_below, expanded, checked and recorded in
+ * s. The join's own members decide several declines (an extra condition,
+ * NULL-equal keys), so it is read before the nodes above it. */
+static int ql_fold_take_join(const struct ql_plan_view *v, ql_node_id join, struct ql_fold_spec *s) {
+  const struct ql_plan_node *j = &v->nodes[join];
   if (j->n_inputs != 2) return ql_fold_decline(s, "join without two inputs");
   for (int k = 0; k < 2; k++)
     if (j->inputs[k] < 0 || j->inputs[k] >= v->n_nodes) return ql_fold_decline(s, "join input out of range");
-  if (!ql_fold_expand(v, id, s)) return 0;
+  if (!ql_fold_expand(v, join, s)) return 0;
   if (j->condition >= 0) return ql_fold_decline(s, "join has a non-equi condition");
   if (j->flags & QL_NODE_NULL_EQUALS_NULL) return ql_fold_decline(s, "join treats NULL keys as equal");
   if (j->n_exprs < 1 || j->n_exprs != j->n_exprs2) return ql_fold_decline(s, "join has no equi-keys");
   if (j->n_exprs > QL_FOLD_MAX_KEYS) return ql_fold_decline(s, "join has more than %d keys", QL_FOLD_MAX_KEYS);
-  s->join = id;
+  s->join = join;
   s->inputs[0] = j->inputs[0];
   s->inputs[1] = j->inputs[1];
+  return 1;
+}
+
+/* Expand the Projection and SubqueryAlias nodes between the aggregate and
+ * the join: expressions are followed through them. */
+static int ql_fold_expand_chain(const struct ql_plan_view *v, ql_node_id agg, ql_node_id join, struct ql_fold_spec *s) {
+  for (ql_node_id id = v->nodes[agg].inputs[0]; id != join; id = v->nodes[id].inputs[0])
+    if (!ql_fold_expand(v, id, s)) return 0;
+  return 1;
+}
+
+/* Expand the join's two inputs: their schemas give each column's side and
+ * type. The costliest expansions (a join input is often a wide join or a
+ * filtered scan), so they come after every check that does without. */
+static int ql_fold_expand_inputs(const struct ql_plan_view *v, struct ql_fold_spec *s) {
   for (int k = 0; k < 2; k++) {
     if (!ql_fold_expand(v, s->inputs[k], s)) return 0;
     if (!v->nodes[s->inputs[k]].schema) return ql_fold_decline(s, "join input without a schema");
@@ -329,36 +358,65 @@ static const struct ql_expr *ql_fold_builtin_sum(const struct ql_plan_view *v, c
   return sum;
 }
 
-static int ql_fold_match_sum(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_spec *s) {
-  const struct ql_expr *sum = ql_fold_builtin_sum(v, &v->nodes[agg], s);
-  if (!sum) return 0;
-  const struct ql_plan_node *n = &v->nodes[agg];
-  ql_expr_id e;
-  /* Casts around the product must keep its type; checked once it is known. */
-  const char *casts[16];
-  int n_casts = 0;
+/* The product under the built-in sum: the multiply expression (over the
+ * input of *node) reached from the sum's argument `e` through aliases,
+ * projections and casts, whose targets (outermost first) go to casts. */
+static const struct ql_expr *ql_fold_product(const struct ql_plan_view *v, ql_node_id agg, ql_expr_id e,
+                                             ql_node_id *node, const char **casts, int *n_casts,
+                                             struct ql_fold_spec *s) {
   struct ql_fold_ref r;
-  ql_node_id node = agg;
-  e = sum->args[0];
+  *node = agg;
+  *n_casts = 0;
   for (;;) {
-    if (!ql_fold_chase(v, s->join, node, e, &r, s)) return 0;
-    if (r.column >= 0) return ql_fold_decline(s, "sum of a column, not of a product");
+    if (!ql_fold_chase(v, s->join, *node, e, &r, s)) return NULL;
+    if (r.column >= 0) return ql_fold_decline(s, "sum of a column, not of a product"), NULL;
     const struct ql_expr *ex = &v->exprs[r.expr];
     if ((ex->kind == QL_EXPR_CAST || ex->kind == QL_EXPR_TRY_CAST) && ex->n_args == 1 && ex->type_format &&
-        n_casts < 16) {
-      casts[n_casts++] = ex->type_format;
-      node = r.node;
+        *n_casts < QL_FOLD_MAX_CASTS) {
+      casts[(*n_casts)++] = ex->type_format;
+      *node = r.node;
       e = ex->args[0];
       continue;
     }
     if (ex->kind != QL_EXPR_BINARY || ex->op != QL_OP_MULTIPLY || ex->n_args != 2)
-      return ql_fold_decline(s, "sum argument is not a product");
-    break;
+      return ql_fold_decline(s, "sum argument is not a product"), NULL;
+    *node = r.node;
+    return ex;
   }
-  const struct ql_expr *mul = &v->exprs[r.expr];
+}
+
+/* The shapes of the sum and the group keys: a product of two operands and
+ * group keys, each a join column through casts. Read before the join's
+ * inputs are expanded (their types and sides are checked after). */
+static int ql_fold_match_shape(const struct ql_plan_view *v, ql_node_id agg, ql_expr_id sum_arg,
+                               struct ql_fold_spec *s) {
+  const char *casts[QL_FOLD_MAX_CASTS];
+  int n_casts;
+  ql_node_id node;
+  int32_t column;
+  const struct ql_expr *mul = ql_fold_product(v, agg, sum_arg, &node, casts, &n_casts, s);
+  if (!mul) return 0;
+  for (int k = 0; k < 2; k++)
+    if (!ql_fold_operand_ref(v, s->join, node, mul->args[k], &column, casts, &n_casts, s)) return 0;
+  const struct ql_plan_node *n = &v->nodes[agg];
+  if (n->n_exprs > QL_FOLD_MAX_GROUPS) return ql_fold_decline(s, "more than %d group keys", QL_FOLD_MAX_GROUPS);
+  for (int32_t i = 0; i < n->n_exprs; i++)
+    if (!ql_fold_operand_ref(v, s->join, agg, n->exprs[i], &column, casts, &n_casts, s)) return 0;
+  return 1;
+}
+
+static int ql_fold_match_sum(const struct ql_plan_view *v, ql_node_id agg, ql_expr_id sum_arg,
+                             struct ql_fold_spec *s) {
+  const struct ql_plan_node *n = &v->nodes[agg];
+  /* Casts around the product must keep its type; checked once it is known. */
+  const char *casts[QL_FOLD_MAX_CASTS];
+  int n_casts;
+  ql_node_id node;
+  const struct ql_expr *mul = ql_fold_product(v, agg, sum_arg, &node, casts, &n_casts, s);
+  if (!mul) return 0;
   struct ql_fold_operand x, y;
-  if (!ql_fold_operand(v, s, r.node, mul->args[0], &x, s)) return 0;
-  if (!ql_fold_operand(v, s, r.node, mul->args[1], &y, s)) return 0;
+  if (!ql_fold_operand(v, s, node, mul->args[0], &x, s)) return 0;
+  if (!ql_fold_operand(v, s, node, mul->args[1], &y, s)) return 0;
   if (x.side == y.side) return ql_fold_decline(s, "both factors come from one join input");
   if (ql_fold_format_storage(x.format) == QL_FOLD_D128 && ql_fold_format_storage(y.format) == QL_FOLD_D128) {
     /* Decimal product: scale s1 + s2, unscaled values multiplied at 128 bits. */
@@ -412,14 +470,22 @@ int ql_fold_match(const struct ql_plan_view *v, ql_node_id agg, struct ql_fold_s
   if (!n->schema) return ql_fold_decline(s, "aggregate without a schema");
   if (n->schema->n_children != (int64_t)n->n_exprs + n->n_exprs2)
     return ql_fold_decline(s, "aggregate schema width differs from its expressions");
-  if (!ql_fold_builtin_sum(v, n, s)) return 0;
+  const struct ql_expr *sum = ql_fold_builtin_sum(v, n, s);
+  if (!sum) return 0;
+  ql_expr_id sum_arg = sum->args[0]; /* an id: expanding may move v->exprs */
   int32_t want_why = s->want_why;
   memset(s, 0, sizeof(*s));
   s->want_why = want_why;
   s->aggregate = agg;
   s->join = -1;
-  if (!ql_fold_take_join(v, agg, join, s)) return 0;
-  if (!ql_fold_match_sum(v, agg, s)) return 0;
+  /* Expansions in order of what they decide per cost: the join, then the
+   * nodes above it and the shapes of the sum and the group keys, and only
+   * then the join's inputs (types and sides). */
+  if (!ql_fold_take_join(v, join, s)) return 0;
+  if (!ql_fold_expand_chain(v, agg, join, s)) return 0;
+  if (!ql_fold_match_shape(v, agg, sum_arg, s)) return 0;
+  if (!ql_fold_expand_inputs(v, s)) return 0;
+  if (!ql_fold_match_sum(v, agg, sum_arg, s)) return 0;
   if (!ql_fold_match_keys(v, s)) return 0;
   if (!ql_fold_match_groups(v, agg, s)) return 0;
   return 1;

@@ -358,7 +358,8 @@ static void test_plugin_module(void) {
 }
 
 /* On a lazy view the matcher expands what it reads and nothing else: the
- * aggregate, the join and the join's inputs, not the Sort above. */
+ * aggregate, the join and the join's inputs, not the Sort above; and the
+ * join's inputs only once nothing cheaper has declined. */
 static void test_lazy_expands_what_it_reads(void) {
   struct ft_query q = matmul();
   q.sort_root = 1;
@@ -376,6 +377,25 @@ static void test_lazy_expands_what_it_reads(void) {
   QL_CHECK(twin.nodes[twin.root].flags & QL_NODE_UNEXPANDED);
   twin.release(&twin);
   full.release(&full);
+  /* A sum that is not of a product is declined on the aggregate and the
+   * join alone: the join's inputs (the costliest expansions) stay as they
+   * are; so are they for a join with an extra condition. */
+  for (int c = 0; c < 2; c++) {
+    q = matmul();
+    if (c == 0) q.op = QL_OP_PLUS;
+    else q.with_condition = 1;
+    QL_CHECK_INT(ft_build_view(&q, ta, tb, &full, &ids), 0);
+    QL_CHECK_OK(ql_ir_lazy_twin(&full, &twin, &err), err);
+    QL_CHECK_INT(ql_fold_find(&twin, &spec, 1), -1);
+    QL_CHECK(strstr(spec.why, c == 0 ? "not a product" : "non-equi condition") != NULL);
+    expanded = 0;
+    for (int32_t i = 0; i < twin.n_nodes; i++) expanded += !(twin.nodes[i].flags & QL_NODE_UNEXPANDED);
+    QL_CHECK_INT(expanded, 2);
+    QL_CHECK(twin.nodes[ids.inputs[0]].flags & QL_NODE_UNEXPANDED);
+    QL_CHECK(twin.nodes[ids.inputs[1]].flags & QL_NODE_UNEXPANDED);
+    twin.release(&twin);
+    full.release(&full);
+  }
 }
 
 int main(void) {
