@@ -158,7 +158,8 @@ void ql_fold_gemm_bits(const struct ql_fold_matrix *a, const struct ql_fold_matr
                        uint8_t *c_has, int64_t row_from, int64_t row_to, int64_t counts[2]);
 
 /* For tests: how many dense products so far (process-wide) read side 0's
- * chunks in place as the rows of a key-major A (fold_gemm.c). */
+ * chunks in place as the rows of a key-major A (fold_gemm.c), whether or
+ * not the run then fell back to the hash path. */
 int64_t ql_fold_dense_borrowed_runs(void);
 
 /* For tests: allow (1, the default) or forbid (0) the AVX kernel; returns

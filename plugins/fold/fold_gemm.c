@@ -1,5 +1,6 @@
 /* qlink_fold: the dense path: choosing it from the data, matrices, product,
  * groups (see fold_internal.h, fold_dense.h, fold_exec.h). */
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -657,13 +658,15 @@ static int ql_fold_borrowed_nonfinite(const struct ql_fold_matrix *a) {
   return 0;
 }
 
-/* Seal b, and a when it is key-major with values of its own (a row-major
- * A is sealed by the product); *a_values: the number of values the
- * product must find in a (values put minus those sealed).
+/* Seal b (unless b_put is not NULL: the product seals it, and must find
+ * *b_put values in it), and a when it is key-major with values of its own
+ * (a row-major A is sealed by the product); *a_values: the number of
+ * values the product must find in a (values put minus those sealed).
  * QL_FOLD_FALLBACK when b, or a sealed here, holds fewer values than were
  * put into it (a cell got two, or a NULL after a value). */
 static int ql_fold_gemm_seal(struct ql_fold_run *run, struct ql_fold_matrix *a, struct ql_fold_matrix *b,
-                             const struct ql_fold_fill_f_task *fill, int64_t *a_values, struct ql_error *error) {
+                             const struct ql_fold_fill_f_task *fill, int64_t *a_values, int64_t *b_put,
+                             struct ql_error *error) {
   struct ql_fold_seal_task seal;
   memset(&seal, 0, sizeof(seal));
   seal.m[0] = a;
@@ -673,7 +676,7 @@ static int ql_fold_gemm_seal(struct ql_fold_run *run, struct ql_fold_matrix *a, 
     seal.step[k] = rows < 64 ? 64 : rows / 64 * 64;
   }
   seal.n_tasks[0] = a->transposed && a->f ? (a->rows + seal.step[0] - 1) / seal.step[0] : 0;
-  seal.n_tasks[1] = (b->rows + seal.step[1] - 1) / seal.step[1];
+  seal.n_tasks[1] = b_put ? 0 : (b->rows + seal.step[1] - 1) / seal.step[1];
   QL_RETURN_NOT_OK(
       ql_fold_parallel(&run->ctx, seal.n_tasks[0] + seal.n_tasks[1], ql_fold_seal_worker, &seal, error));
   int64_t put_b = atomic_load(&fill->values_b), put_a = atomic_load(&fill->values) - put_b;
@@ -682,18 +685,23 @@ static int ql_fold_gemm_seal(struct ql_fold_run *run, struct ql_fold_matrix *a, 
     if (atomic_load(&seal.values[0]) != put_a) return QL_FOLD_FALLBACK;
     *a_values = 0;
   }
+  if (b_put) {
+    *b_put = put_b;
+    return QL_OK;
+  }
   return atomic_load(&seal.values[1]) == put_b ? QL_OK : QL_FOLD_FALLBACK;
 }
 
-/* Fill the float matrices a and b and seal b (and a key-major a); *a_values:
- * the number of values the product must find in a row-major a.
+/* Fill the float matrices a and b and seal b (unless b_put is not NULL:
+ * see ql_fold_gemm_seal) and a key-major a; *a_values: the number of
+ * values the product must find in a row-major a.
  * QL_FOLD_FALLBACK when a value was not finite or a cell got two;
  * QL_FOLD_GUESS_MISS when a row lies outside the sampled ranges. A
  * key-major a without values first tries to borrow side 0's chunks as its
  * rows (ar); when they do not qualify, it gets values and is filled. */
 static int ql_fold_gemm_fill_f(struct ql_fold_run *run, const struct ql_fold_gemm_shape *g, struct ql_fold_matrix *a,
                                struct ql_fold_matrix *b, struct ql_fold_arows *ar, int64_t *a_values,
-                               struct ql_error *error) {
+                               int64_t *b_put, struct ql_error *error) {
   struct ql_fold_fill_f_task fill;
   memset(&fill, 0, sizeof(fill));
   fill.run = run;
@@ -733,18 +741,20 @@ static int ql_fold_gemm_fill_f(struct ql_fold_run *run, const struct ql_fold_gem
     for (int64_t k = 0; k < a->rows; k++) ar->rowp[k] = a->f + k * a->cols;
   }
   a->rowp = ar->rowp;
-  return ql_fold_gemm_seal(run, a, b, &fill, a_values, error);
+  return ql_fold_gemm_seal(run, a, b, &fill, a_values, b_put, error);
 }
 
 struct ql_fold_gemm_task {
   struct ql_fold_matrix *a;
-  const struct ql_fold_matrix *b;
+  struct ql_fold_matrix *b; /* sealed by the product when b_put >= 0 */
   void *c;
   uint8_t *exist, *has;
   int64_t rows, block; /* rows of C, rows per task */
   atomic_llong next;
   atomic_llong n_exist, n_has; /* cells of C with exist / has set */
   atomic_llong a_values;       /* cells of a float A holding a value */
+  int64_t b_put;               /* >= 0: B is sealed by the product (key-major A), and must hold b_put values */
+  atomic_llong b_values;       /* then: the cells of B holding a value */
 };
 
 static int ql_fold_gemm_worker(void *arg, struct ql_error *error) {
@@ -778,7 +788,23 @@ struct ql_fold_km_task {
   int64_t blocks, K;
   atomic_int busy[QL_FOLD_KM_BLOCKS];
   atomic_llong next[QL_FOLD_KM_BLOCKS]; /* the block's next key; K + 1: done, C's bits too */
+  atomic_int *sealed; /* per step, when the product seals B: 0 not yet, 1 under way, 2 sealed */
 };
+
+/* B's rows of step s ([kb, ke), kb a multiple of 64) sealed before any
+ * block reads them: by the first worker to get there (in cache then for
+ * the product: one pass over B less); another one waits for it. */
+static void ql_fold_km_seal_step(struct ql_fold_km_task *km, int64_t s, int64_t kb, int64_t ke) {
+  atomic_int *st = &km->sealed[s];
+  int expected = 0;
+  if (atomic_load(st) == 2) return;
+  if (atomic_compare_exchange_strong(st, &expected, 1)) {
+    atomic_fetch_add(&km->t->b_values, ql_fold_matrix_seal_f(km->t->b, kb, ke));
+    atomic_store(st, 2);
+    return;
+  }
+  while (atomic_load(st) != 2) sched_yield();
+}
 
 static int ql_fold_km_worker(void *arg, struct ql_error *error) {
   (void)error;
@@ -798,6 +824,7 @@ static int ql_fold_km_worker(void *arg, struct ql_error *error) {
     int64_t to = from + t->block < t->rows ? from + t->block : t->rows, ke = K;
     if (kb < K) {
       ke = kb + QL_FOLD_KM_STEP < K ? kb + QL_FOLD_KM_STEP : K;
+      if (km->sealed) ql_fold_km_seal_step(km, kb / QL_FOLD_KM_STEP, kb, ke);
       ql_fold_gemm_keys(t->a, t->b, t->c, from, to, kb, ke);
     }
     if (kb <= K && ke == K) {
@@ -812,17 +839,33 @@ static int ql_fold_km_worker(void *arg, struct ql_error *error) {
   return QL_OK;
 }
 
-/* The product over task's row blocks. */
+/* Is the product over task's row blocks the stepped one (a key-major A,
+ * few blocks), which can seal B itself? */
+static int ql_fold_gemm_stepped(const struct ql_fold_gemm_task *task) {
+  return task->a->transposed && (task->rows + task->block - 1) / task->block <= QL_FOLD_KM_BLOCKS;
+}
+
+/* The product over task's row blocks (sealing B in steps when
+ * task->b_put >= 0). */
 static int ql_fold_gemm_product(struct ql_fold_run *run, struct ql_fold_gemm_task *task, struct ql_error *error) {
   int64_t blocks = (task->rows + task->block - 1) / task->block;
-  if (!task->a->transposed || blocks > QL_FOLD_KM_BLOCKS)
-    return ql_fold_parallel(&run->ctx, blocks, ql_fold_gemm_worker, task, error);
+  if (!ql_fold_gemm_stepped(task)) return ql_fold_parallel(&run->ctx, blocks, ql_fold_gemm_worker, task, error);
   struct ql_fold_km_task km;
   memset(&km, 0, sizeof(km));
   km.t = task;
   km.blocks = blocks;
   km.K = task->a->rows;
-  return ql_fold_parallel(&run->ctx, blocks, ql_fold_km_worker, &km, error);
+  int64_t steps = (km.K + QL_FOLD_KM_STEP - 1) / QL_FOLD_KM_STEP, bytes = (steps ? steps : 1) * (int64_t)sizeof(atomic_int);
+  void *p = NULL;
+  if (task->b_put >= 0) {
+    QL_RETURN_NOT_OK(ql_fold_mem_calloc(&run->mem, &p, bytes, error));
+    km.sealed = p;
+  }
+  int rc = ql_fold_parallel(&run->ctx, blocks, ql_fold_km_worker, &km, error);
+  ql_fold_mem_cfree(&run->mem, p, bytes);
+  /* B holding fewer values than were put: a cell got two. */
+  if (rc == QL_OK && task->b_put >= 0 && atomic_load(&task->b_values) != task->b_put) rc = QL_FOLD_FALLBACK;
+  return rc;
 }
 
 void ql_fold_dense_destroy(struct ql_fold_run *run) {
@@ -1115,25 +1158,28 @@ static int ql_fold_gemm_try(struct ql_fold_run *run, struct ql_error *error) {
   if (rc == QL_OK) rc = ql_fold_mem_alloc_cached(&run->mem, &exist, cells, NULL, error);
   if (rc == QL_OK) rc = ql_fold_mem_alloc_cached(&run->mem, &has, cells, NULL, error);
   int64_t a_values = 0;
+  task.a = &a;
+  task.b = &b;
+  task.c = c;
+  task.exist = exist;
+  task.has = has;
+  task.rows = rows;
+  /* Blocks of 8 to 64 rows (each block reads all of B once, so a long
+   * contraction, as W = A^T Z with few rows and much work each, wants
+   * few blocks), about 8 of them when C has few rows. */
+  task.block = rows / 8 < 8 ? 8 : rows / 8 > 64 ? 64 : rows / 8;
+  task.b_put = -1;
   if (rc == QL_OK && is_float) {
-    rc = ql_fold_gemm_fill_f(run, &g, &a, &b, &ar, &a_values, error);
+    rc = ql_fold_gemm_fill_f(run, &g, &a, &b, &ar, &a_values, ql_fold_gemm_stepped(&task) ? &task.b_put : NULL,
+                             error);
   } else if (rc == QL_OK) {
     struct ql_fold_fill_task fill = {run, &g, {&a, &b}, {QL_OK, QL_OK}, 0};
     rc = ql_fold_parallel(&run->ctx, 2, ql_fold_fill_worker, &fill, error);
     if (rc == QL_OK) rc = fill.rc[0] != QL_OK ? fill.rc[0] : fill.rc[1];
   }
   if (rc == QL_OK) {
-    task.a = &a;
-    task.b = &b;
-    task.c = c;
-    task.exist = exist;
-    task.has = has;
-    task.rows = rows;
-    /* Blocks of 8 to 64 rows (each block reads all of B once, so a long
-     * contraction, as W = A^T Z with few rows and much work each, wants
-     * few blocks), about 8 of them when C has few rows. */
-    task.block = rows / 8 < 8 ? 8 : rows / 8 > 64 ? 64 : rows / 8;
     rc = ql_fold_gemm_product(run, &task, error);
+    if (ar.borrowed) atomic_fetch_add(&ql_fold_borrowed_count, 1);
     /* A float A holding fewer values than were put: a cell got two. */
     if (rc == QL_OK && is_float && atomic_load(&task.a_values) != a_values) rc = QL_FOLD_FALLBACK;
     /* A borrowed A's values were not looked at before: a non-finite one
@@ -1153,7 +1199,6 @@ static int ql_fold_gemm_try(struct ql_fold_run *run, struct ql_error *error) {
     ql_fold_mem_cfree(&run->mem, has, cells);
     return rc;
   }
-  if (ar.borrowed) atomic_fetch_add(&ql_fold_borrowed_count, 1);
   /* C is the result: emitted from it directly, batch by batch. */
   struct ql_fold_dense_out *d = &run->dense;
   d->rows = rows;
