@@ -243,18 +243,22 @@ static int64_t ql_fold_storage_width(int32_t storage) {
  * column index: every value, the stride being prime). */
 static void ql_fold_column_sample(const struct ArrowArray *col, int64_t at, int64_t n, int32_t storage, int64_t *lo,
                                   int64_t *hi) {
+  /* Each sampled value is on a cache line of its own, most likely not in
+   * cache (the batch was just produced elsewhere or long ago): ask for
+   * all of them (and the edges' lines) first, so that the misses overlap
+   * instead of coming one after the other. */
+  const char *base = (const char *)col->buffers[1];
+  int64_t width = ql_fold_storage_width(storage), edge = QL_FOLD_SAMPLE_EDGE * width;
+  for (int64_t b = 0; b < edge; b += 64) {
+    __builtin_prefetch(base + at * width + b);
+    __builtin_prefetch(base + (at + n) * width - edge + b);
+  }
+  for (int64_t r = QL_FOLD_SAMPLE_EDGE; r < n - QL_FOLD_SAMPLE_EDGE; r += QL_FOLD_SAMPLE_STRIDE)
+    __builtin_prefetch(base + (at + r) * width);
   int null = 0;
   ql_fold_column_range(col, at, QL_FOLD_SAMPLE_EDGE, storage, lo, hi, &null);
   ql_fold_column_range(col, at + n - QL_FOLD_SAMPLE_EDGE, QL_FOLD_SAMPLE_EDGE, storage, lo, hi, &null);
   int64_t l = *lo, h = *hi;
-  /* Each sampled value is on a cache line of its own, most likely not in
-   * cache (the batch was just produced elsewhere or long ago): ask for
-   * all of them first, so that the misses overlap instead of coming one
-   * after the other. */
-  const char *base = (const char *)col->buffers[1];
-  int64_t width = ql_fold_storage_width(storage);
-  for (int64_t r = QL_FOLD_SAMPLE_EDGE; r < n - QL_FOLD_SAMPLE_EDGE; r += QL_FOLD_SAMPLE_STRIDE)
-    __builtin_prefetch(base + (at + r) * width);
   for (int64_t r = QL_FOLD_SAMPLE_EDGE; r < n - QL_FOLD_SAMPLE_EDGE; r += QL_FOLD_SAMPLE_STRIDE) {
     int64_t x = ql_fold_int_at(col, at + r, storage);
     l = x < l ? x : l;
