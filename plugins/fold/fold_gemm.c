@@ -13,6 +13,8 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(QL_FOLD_NO_AVX)
 #include <immintrin.h>
 #define QL_FOLD_AVX2 1 /* the fill's and span check's loops in AVX2 where the CPU has it */
+/* Rows ahead those loops ask for (the columns are read once, from memory). */
+#define QL_FOLD_STREAM_AHEAD 384
 #endif
 
 /* Longest sampled group range trusted without an exact pass. */
@@ -192,6 +194,8 @@ static __attribute__((target("avx2"))) uint64_t ql_fold_span_bad_avx2(const int6
   __m256i diff = _mm256_setzero_si256(), inside = _mm256_set1_epi64x(-1);
   int64_t r = 0;
   for (; r + 4 <= n; r += 4) {
+    __builtin_prefetch(kp + r + QL_FOLD_STREAM_AHEAD);
+    __builtin_prefetch(gp + r + QL_FOLD_STREAM_AHEAD);
     __m256i kk = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(kp + r)), vkmin);
     __m256i gi = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(gp + r)), vgmin);
     inside = _mm256_and_si256(inside, _mm256_cmpgt_epi64(vklen, _mm256_xor_si256(kk, flip)));
@@ -237,6 +241,9 @@ static __attribute__((target("avx2"))) int64_t ql_fold_scatter_avx2(const int64_
   __m256i bad = _mm256_setzero_si256();
   int64_t r = 0;
   for (; r + 4 <= n; r += 4) {
+    __builtin_prefetch(kp + r + QL_FOLD_STREAM_AHEAD);
+    __builtin_prefetch(gp + r + QL_FOLD_STREAM_AHEAD);
+    __builtin_prefetch(vb + r + QL_FOLD_STREAM_AHEAD);
     __m256i kk = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(kp + r)), vkmin);
     __m256i gi = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(gp + r)), vgmin);
     __m256i in = _mm256_and_si256(_mm256_cmpgt_epi64(vklen, _mm256_xor_si256(kk, flip)),
