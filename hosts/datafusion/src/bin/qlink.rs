@@ -43,7 +43,8 @@ const USAGE: &str = "usage:
   qlink sql [OPTIONS] \"SQL\"
   qlink explain [OPTIONS] [--analyze] \"SQL\"   (--analyze: run the query, show each operator's metrics)
   qlink check [--spec PROVIDER?key=value]... [--threads N] [--verbose] PLUGIN.so
-                                     (exit 0 conforming, 1 violations, 3 not loadable)
+                                     (exit 0 conforming, 1 violations or plugin errors,
+                                     3 not loadable)
 OPTIONS (sql and explain):
   --plugin PATH                      load a plugin (its functions are registered)
   --table NAME=PLUGIN/PROVIDER?k=v   register a plugin table (PLUGIN: path or loaded plugin name)
