@@ -92,6 +92,7 @@ int main(void) {
   expect_rule("broken_schema_unknown_table", "schema_provider.unknown_table", "schema_provider.unknown_table");
   expect_rule("broken_error_status", "error.status", "error.status");
   expect_rule("broken_error_release", "release.error", "release.error");
+  expect_rule("broken_ordering", "plan.ordering", "plan.ordering");
 
   /* A function that cannot open is reported with its own error, not with
    * the message of the unknown-name probe that follows. */

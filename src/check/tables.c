@@ -442,6 +442,83 @@ static void check_stats_rows(struct ql_checker *ck, const struct ql_execution_pl
   check_statistics_shape(ck, &st, b->schema.n_children, what);
 }
 
+/* ------------------------------------------------------ ordering vs rows */
+
+/* Rows r and r + 1 under one sort key, as the host orders them: -1 in
+ * order (strictly), 0 tied, 1 out of order; 2 when the column's type is not
+ * one compared here. NULLs go first or last as `flags` says, whatever the
+ * direction; NaN sorts above every number (DataFusion's float order). */
+static int key_order(const struct ql_batches *b, int64_t c, int64_t r, int32_t flags) {
+  const char *f = b->schema.children[c]->format;
+  int is_str = strcmp(f, "u") == 0 || strcmp(f, "z") == 0;
+  int is_float = strcmp(f, "f") == 0 || strcmp(f, "g") == 0;
+  int is_int = f[0] != '\0' && f[1] == '\0' && strchr("csilCSILb", f[0]) != NULL;
+  int is_time = f[0] == 't' && f[1] != '\0' && strchr("dtsD", f[1]) != NULL;
+  if (!is_str && !is_float && !is_int && !is_time) return 2;
+  const char *xs = NULL, *ys = NULL;
+  int64_t nx = 0, ny = 0, xi = 0, yi = 0;
+  double xf = 0, yf = 0;
+  int vx, vy;
+  if (is_str) {
+    vx = ql_batches_str(b, c, r, &xs, &nx);
+    vy = ql_batches_str(b, c, r + 1, &ys, &ny);
+  } else if (is_float) {
+    vx = ql_batches_f64(b, c, r, &xf);
+    vy = ql_batches_f64(b, c, r + 1, &yf);
+  } else {
+    vx = ql_batches_i64(b, c, r, &xi);
+    vy = ql_batches_i64(b, c, r + 1, &yi);
+  }
+  if (!vx || !vy) {
+    if (vx == vy) return 0;
+    int null_before = !vx; /* the NULL is the earlier row */
+    return null_before == ((flags & QL_SORT_NULLS_FIRST) != 0) ? -1 : 1;
+  }
+  int cmp;
+  if (is_str) {
+    int m = memcmp(xs, ys, (size_t)(nx < ny ? nx : ny));
+    cmp = m != 0 ? (m > 0) - (m < 0) : (nx > ny) - (nx < ny);
+  } else if (is_float) {
+    cmp = (xf != xf || yf != yf) ? (xf != xf) - (yf != yf) : (xf > yf) - (xf < yf);
+  } else if (f[0] == 'L') {
+    cmp = ((uint64_t)xi > (uint64_t)yi) - ((uint64_t)xi < (uint64_t)yi);
+  } else {
+    cmp = (xi > yi) - (xi < yi);
+  }
+  return flags & QL_SORT_DESC ? -cmp : cmp;
+}
+
+/* A partition's rows must be in the order its plan declares (R10: the
+ * host merges instead of sorting on the strength of it, so a false claim
+ * is a wrong answer, not a slow one). Keys of types not compared here end
+ * the check at that key. */
+static void check_ordering(struct ql_checker *ck, const struct ql_plan_properties *props, int64_t partition,
+                           const struct ql_batches *b) {
+  for (int64_t k = 0; k < props->n_ordering; k++) {
+    int32_t c = props->ordering[k].column;
+    if (c < 0 || c >= b->schema.n_children) {
+      ql_check_violation(ck, "plan.ordering", "ordering key %" PRId64 " names column %d; the schema has %" PRId64,
+                         k, c, b->schema.n_children);
+      return;
+    }
+  }
+  for (int64_t r = 0; r + 1 < b->n_rows; r++) {
+    for (int64_t k = 0; k < props->n_ordering; k++) {
+      int32_t c = props->ordering[k].column, flags = props->ordering[k].flags;
+      int cmp = key_order(b, c, r, flags);
+      if (cmp == 2) return;
+      if (cmp < 0) break; /* strictly in order at this key: the later keys are free */
+      if (cmp > 0) {
+        ql_check_violation(ck, "plan.ordering", "%s, partition %" PRId64 ": rows %" PRId64 " and %" PRId64
+                           " are out of the declared order (key %" PRId64 ", column '%s'%s)",
+                           ck->scan_label, partition, r, r + 1, k, b->schema.children[c]->name,
+                           flags & QL_SORT_DESC ? " DESC" : "");
+        return;
+      }
+    }
+  }
+}
+
 /* ------------------------------------------------------------- the plan */
 
 static void check_bad_partition(struct ql_checker *ck, const struct ql_execution_plan *plan, int64_t partition) {
@@ -490,6 +567,7 @@ static void check_execution(struct ql_checker *ck, const struct ql_execution_pla
     if (partition_rc == QL_OK) {
       seq[p] = (struct partition_result){1, b.n_rows, ql_check_batches_hash(&b)};
       check_stats_rows(ck, plan, p, &b);
+      check_ordering(ck, &props, p, &b);
       if (all.schema.release == NULL && b.schema.release != NULL) ql_schema_copy(&b.schema, &all.schema, NULL);
       for (int64_t i = 0; i < b.n_batches; i++) {
         struct ql_error perr = {0};

@@ -28,9 +28,11 @@
  *   BROKEN_ERROR_RELEASE         an error's release leaves release set
  *   BROKEN_STREAM_MEMBERS        the stream has no get_next
  *   BROKEN_TABLE_PROVIDER_MEMBERS   the table provider has no scan
+ *   BROKEN_ORDERING              the plan says x DESC within each partition (it ascends)
  *
  * It offers a table provider, `numbers?n=N` (default 100): one int64 column
- * x = 0..N-1 in 4 partitions of contiguous ranges, one batch each; a schema
+ * x = 0..N-1 in 4 partitions of contiguous ranges, one batch each, each
+ * declared sorted by x (ascending, true); a schema
  * provider `tables` listing `numbers`; a scalar function `add_one` (int64);
  * a table function `numbers_fn` (the numbers table of 10 rows); and a
  * planner `decline` that declines every plan.
@@ -169,6 +171,13 @@ static int qlb_plan_properties(const struct ql_execution_plan *self, struct ql_p
   memset(out, 0, sizeof *out);
   out->struct_size = sizeof *out;
   out->partition_count = QLB_PARTITIONS;
+#ifdef BROKEN_ORDERING
+  static const struct ql_sort_key k_order = {0, QL_SORT_DESC}; /* the defect: x ascends */
+#else
+  static const struct ql_sort_key k_order = {0, 0};
+#endif
+  out->n_ordering = 1;
+  out->ordering = &k_order;
   return QL_OK;
 }
 

@@ -40,6 +40,24 @@ def test_qlink_check_passes(tmp_path, fmt):
     assert "0 violation(s)" in p.stdout
 
 
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_qlink_check_verifies_the_declared_ordering(tmp_path, fmt):
+    # chunked along time only, one block per chunk: each partition declares
+    # (time ASC, lat DESC) over several blocks, which qlink-check verifies
+    # against the rows (plan.ordering)
+    check, plugin = tools()
+    ds = xr.Dataset({"t": (("time", "lat"), np.arange(40, dtype="f4").reshape(8, 5))},
+                    coords={"time": pd.date_range("2020-01-01", periods=8), "lat": np.arange(5)[::-1] * 10.0})
+    path = tmp_path / "o.zarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds.to_zarr(path, zarr_format=fmt, mode="w", encoding={"t": {"chunks": (2, 5)}})
+    p = subprocess.run([check, plugin, "--spec", f"table?path={path}&block_rows=1",
+                        "--spec", f"store?path={path}&block_rows=1"], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "0 violation(s)" in p.stdout
+
+
 @pytest.mark.parametrize("isolate", [True, False])
 def test_a_corrupt_chunk_is_the_plugins_error_not_a_violation(tmp_path, isolate):
     # The stream fails with EBADMSG and get_last_error's message, as the ABI

@@ -1,0 +1,3 @@
+/* Breaks one rule on purpose for qlink-check's tests (see broken_plugin.h). */
+#define BROKEN_ORDERING 1
+#include "broken_plugin.h"
