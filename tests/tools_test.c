@@ -147,6 +147,7 @@ int main(void) {
   expect_check("broken_schema_unknown_table", NULL, 1, "schema_provider.unknown_table");
   expect_check("broken_error_status", NULL, 1, "error.status");
   expect_check("broken_error_release", NULL, 1, "release.error");
+  expect_check("broken_ordering", NULL, 1, "plan.ordering");
 
   /* --threads takes a whole number in 1..1024; anything else is a usage
    * error (exit 2) before any check runs. */
