@@ -83,7 +83,9 @@ static int ql_file_open_range(const char *path, int64_t offset, int64_t length, 
                               int64_t *want, struct ql_error *error) {
   char *abs = ql_file_absolute(path);
   if (!abs) return ql_error_set(error, QL_ENOMEM, "out of memory");
-  int f = open(abs, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer;
+   * it is then refused below as not a file. Regular files ignore the flag. */
+  int f = open(abs, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   int err = errno;
   free(abs);
   if (f < 0) return ql_file_errno_error(error, err, "open", path);

@@ -159,6 +159,26 @@ static void test_list(const struct ql_object_store *s) {
   ql_error_release(&error);
 }
 
+/* A FIFO is not an object: opening it must not wait for a writer (the
+ * open is non-blocking), and a read is "not found", as for a directory. */
+static void test_fifo(const struct ql_object_store *s) {
+  char path[1024];
+  snprintf(path, sizeof(path), "%s/pipe", root);
+  QL_CHECK_INT(mkfifo(path, 0600), 0);
+  struct ql_error error = {0};
+  struct ql_bytes bytes = {0};
+  QL_CHECK_INT(s->get_range(s, object_path("pipe"), 0, -1, &bytes, &error), QL_ENOTFOUND);
+  char expected[1200];
+  snprintf(expected, sizeof(expected), "object not found: file:///%s/pipe is not a file", root_rel);
+  QL_CHECK_STR(error.message, expected);
+  QL_CHECK(bytes.release == NULL);
+  uint8_t buf[8];
+  int64_t got = -1;
+  QL_CHECK_INT(s->read_into(s, object_path("pipe"), 0, buf, sizeof(buf), &got, &error), QL_ENOTFOUND);
+  ql_error_release(&error);
+  unlink(path);
+}
+
 int main(void) {
   setup();
   struct ql_error error = {0};
@@ -168,6 +188,7 @@ int main(void) {
   test_head(&store);
   test_get_range(&store);
   test_list(&store);
+  test_fifo(&store);
   store.release(&store);
   QL_CHECK(store.release == NULL);
   teardown();
