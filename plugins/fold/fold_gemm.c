@@ -555,7 +555,9 @@ static int ql_fold_any_nonfinite(const void *values, int64_t n) {
 
 /* How the product reads a key-major A's rows (ql_fold_matrix.rowp): into
  * its own values, or borrowed from side 0's chunks (extra: the rows no
- * chunk holds whole, copied; row 0 of it is all zeros). */
+ * chunk holds whole, copied; row 0 of it is all zeros). rowp comes from
+ * the buffer cache (W̄'s 400 KB of fresh pages cost page faults on every
+ * run). */
 struct ql_fold_arows {
   const double **rowp;
   double *extra;
@@ -619,7 +621,7 @@ static int ql_fold_borrow_rows(struct ql_fold_run *run, struct ql_fold_matrix *a
   ar->extra_bytes = (cut + 1) * M * 8;
   void *p = NULL, *q = NULL, *full = NULL;
   int64_t full_bytes = a->words * 8;
-  QL_RETURN_NOT_OK(ql_fold_mem_alloc(&run->mem, &p, ar->rowp_bytes, error));
+  QL_RETURN_NOT_OK(ql_fold_mem_alloc_cached(&run->mem, &p, ar->rowp_bytes, NULL, error));
   ar->rowp = p;
   QL_RETURN_NOT_OK(ql_fold_mem_calloc(&run->mem, &q, ar->extra_bytes, error));
   ar->extra = q;
@@ -743,7 +745,7 @@ static int ql_fold_gemm_fill_f(struct ql_fold_run *run, const struct ql_fold_gem
   if (atomic_load(&fill.fallback)) return QL_FOLD_FALLBACK;
   if (a->transposed && !ar->borrowed) {
     ar->rowp_bytes = a->rows * (int64_t)sizeof(double *);
-    QL_RETURN_NOT_OK(ql_fold_mem_alloc(&run->mem, &p, ar->rowp_bytes, error));
+    QL_RETURN_NOT_OK(ql_fold_mem_alloc_cached(&run->mem, &p, ar->rowp_bytes, NULL, error));
     ar->rowp = p;
     for (int64_t k = 0; k < a->rows; k++) ar->rowp[k] = a->f + k * a->cols;
   }
@@ -1198,7 +1200,7 @@ static int ql_fold_gemm_try(struct ql_fold_run *run, struct ql_error *error) {
   }
   ql_fold_matrix_destroy(&a, &run->mem);
   ql_fold_matrix_destroy(&b, &run->mem);
-  ql_fold_mem_free(&run->mem, ar.rowp, ar.rowp_bytes);
+  ql_fold_mem_cfree(&run->mem, ar.rowp, ar.rowp_bytes);
   ql_fold_mem_cfree(&run->mem, ar.extra, ar.extra_bytes);
   if (rc != QL_OK) {
     ql_fold_mem_cfree(&run->mem, c, cells * 8);
