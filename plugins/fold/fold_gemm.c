@@ -800,19 +800,30 @@ struct ql_fold_km_task {
   atomic_int *sealed; /* per step, when the product seals B: 0 not yet, 1 under way, 2 sealed */
 };
 
-/* B's rows of step s ([kb, ke), kb a multiple of 64) sealed before any
- * block reads them: by the first worker to get there (in cache then for
- * the product: one pass over B less); another one waits for it. */
-static void ql_fold_km_seal_step(struct ql_fold_km_task *km, int64_t s, int64_t kb, int64_t ke) {
-  atomic_int *st = &km->sealed[s];
+/* Seal B's rows of step s (a multiple of 64 keys on) if no worker has
+ * claimed them; 1 when this call sealed them. */
+static int ql_fold_km_try_seal(struct ql_fold_km_task *km, int64_t s) {
   int expected = 0;
-  if (atomic_load(st) == 2) return;
-  if (atomic_compare_exchange_strong(st, &expected, 1)) {
-    atomic_fetch_add(&km->t->b_values, ql_fold_matrix_seal_f(km->t->b, kb, ke));
-    atomic_store(st, 2);
-    return;
+  if (atomic_load(&km->sealed[s]) != 0 || !atomic_compare_exchange_strong(&km->sealed[s], &expected, 1)) return 0;
+  int64_t kb = s * QL_FOLD_KM_STEP, ke = kb + QL_FOLD_KM_STEP < km->K ? kb + QL_FOLD_KM_STEP : km->K;
+  atomic_fetch_add(&km->t->b_values, ql_fold_matrix_seal_f(km->t->b, kb, ke));
+  atomic_store(&km->sealed[s], 2);
+  return 1;
+}
+
+/* B's rows of step s sealed before any block reads them: by the first
+ * worker to get there (in cache then for the product: one pass over B
+ * less). A worker that finds another sealing them seals the steps after
+ * it meanwhile, so that two workers in step take turns instead of one
+ * waiting for the other. */
+static void ql_fold_km_seal_step(struct ql_fold_km_task *km, int64_t s) {
+  int64_t steps = (km->K + QL_FOLD_KM_STEP - 1) / QL_FOLD_KM_STEP, ahead = s + 1;
+  while (atomic_load(&km->sealed[s]) != 2) {
+    if (ql_fold_km_try_seal(km, s)) return;
+    while (ahead < steps && ahead <= s + 2 && atomic_load(&km->sealed[ahead]) != 0) ahead++;
+    if (ahead < steps && ahead <= s + 2) ql_fold_km_try_seal(km, ahead);
+    else sched_yield();
   }
-  while (atomic_load(st) != 2) sched_yield();
 }
 
 static int ql_fold_km_worker(void *arg, struct ql_error *error) {
@@ -833,7 +844,7 @@ static int ql_fold_km_worker(void *arg, struct ql_error *error) {
     int64_t to = from + t->block < t->rows ? from + t->block : t->rows, ke = K;
     if (kb < K) {
       ke = kb + QL_FOLD_KM_STEP < K ? kb + QL_FOLD_KM_STEP : K;
-      if (km->sealed) ql_fold_km_seal_step(km, kb / QL_FOLD_KM_STEP, kb, ke);
+      if (km->sealed) ql_fold_km_seal_step(km, kb / QL_FOLD_KM_STEP);
       ql_fold_gemm_keys(t->a, t->b, t->c, from, to, kb, ke);
     }
     if (kb <= K && ke == K) {
