@@ -570,14 +570,17 @@ static int ql_fold_span_cmp(const void *x, const void *y) {
   return (p->c0 > q->c0) - (p->c0 < q->c0);
 }
 
-/* Where row k of a key-major A (cells [k * M, k * M + M)) lies among the
- * sorted spans from *j on (advanced past those ending before it): 0 no
- * span touches it, 1 span *j holds it whole, 2 in part or several. */
-static int ql_fold_row_spans(const struct ql_fold_span *spans, int64_t n, int64_t *j, int64_t k, int64_t M) {
-  int64_t lo = k * M, hi = lo + M;
-  while (*j < n && spans[*j].c0 + spans[*j].n <= lo) (*j)++;
-  if (*j == n || spans[*j].c0 >= hi) return 0;
-  return spans[*j].c0 <= lo && spans[*j].c0 + spans[*j].n >= hi ? 1 : 2;
+/* How many rows of a key-major A (M groups per key) the sorted,
+ * disjoint spans cut (touch without one of them holding it whole): only a
+ * span's first and last rows can be. */
+static int64_t ql_fold_cut_rows(const struct ql_fold_span *spans, int64_t m, int64_t M) {
+  int64_t cut = 0, last = -1;
+  for (int64_t j = 0; j < m; j++) {
+    int64_t lo = spans[j].c0, hi = lo + spans[j].n, r0 = lo / M, r1 = (hi - 1) / M;
+    if ((lo % M != 0 || (r0 == r1 && hi % M != 0)) && r0 != last) cut++, last = r0;
+    if (r1 != r0 && hi % M != 0 && r1 != last) cut++, last = r1;
+  }
+  return cut;
 }
 
 /* Row k of a key-major A assembled from the spans (from j on) into row,
@@ -607,7 +610,7 @@ static void ql_fold_row_copy(struct ql_fold_matrix *a, const struct ql_fold_span
  * spans do not qualify (A must be filled). */
 static int ql_fold_borrow_rows(struct ql_fold_run *run, struct ql_fold_matrix *a, struct ql_fold_span *spans,
                                int64_t n, struct ql_fold_arows *ar, struct ql_error *error) {
-  int64_t K = a->rows, M = a->cols, m = 0, cut = 0, j = 0;
+  int64_t K = a->rows, M = a->cols, m = 0, cut = 0;
   for (int64_t i = 0; i < n; i++) {
     if (spans[i].n < 0) return QL_OK;
     if (spans[i].n > 0) spans[m++] = spans[i];
@@ -615,7 +618,7 @@ static int ql_fold_borrow_rows(struct ql_fold_run *run, struct ql_fold_matrix *a
   qsort(spans, (size_t)m, sizeof(*spans), ql_fold_span_cmp);
   for (int64_t i = 1; i < m; i++)
     if (spans[i].c0 < spans[i - 1].c0 + spans[i - 1].n) return QL_OK;
-  for (int64_t k = 0; k < K; k++) cut += ql_fold_row_spans(spans, m, &j, k, M) == 2;
+  cut = ql_fold_cut_rows(spans, m, M);
   if (cut * 8 > K) return QL_OK; /* mostly cut rows: filling A costs less */
   ar->rowp_bytes = K * (int64_t)sizeof(double *);
   ar->extra_bytes = (cut + 1) * M * 8;
@@ -628,20 +631,25 @@ static int ql_fold_borrow_rows(struct ql_fold_run *run, struct ql_fold_matrix *a
   QL_RETURN_NOT_OK(ql_fold_mem_calloc(&run->mem, &full, full_bytes, error));
   uint64_t *whole = full; /* bit k: row k held whole by a span */
   double *next = ar->extra + M;
-  j = 0;
-  for (int64_t k = 0; k < K; k++) {
-    int where = ql_fold_row_spans(spans, m, &j, k, M);
-    if (where == 1) {
-      ar->rowp[k] = spans[j].values + (k * M - spans[j].c0);
-      whole[k / 64] |= UINT64_C(1) << (k % 64);
-    } else if (where == 0) {
-      ar->rowp[k] = ar->extra;
-    } else {
-      ql_fold_row_copy(a, spans, m, j, k, next);
-      ar->rowp[k] = next;
-      next += M;
+  /* Rows in order, span by span: those before a span's first row no span
+   * touches (a row of zeros); a span's rows are held whole by it, or cut
+   * (copied, from it and the spans after it that touch the row). */
+  int64_t k = 0;
+  for (int64_t j = 0; j < m; j++) {
+    int64_t lo = spans[j].c0, hi = lo + spans[j].n, r1 = (hi - 1) / M;
+    for (; k < lo / M; k++) ar->rowp[k] = ar->extra;
+    for (; k <= r1; k++) {
+      if (k * M >= lo && k * M + M <= hi) {
+        ar->rowp[k] = spans[j].values + (k * M - lo);
+        whole[k / 64] |= UINT64_C(1) << (k % 64);
+      } else {
+        ql_fold_row_copy(a, spans, m, j, k, next);
+        ar->rowp[k] = next;
+        next += M;
+      }
     }
   }
+  for (; k < K; k++) ar->rowp[k] = ar->extra;
   for (int64_t i = 0; i < M; i++)
     for (int64_t w = 0; w < a->words; w++) {
       a->exist[i * a->words + w] |= whole[w];

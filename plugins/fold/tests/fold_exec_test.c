@@ -588,6 +588,24 @@ static void test_key_major(struct ft_table *a, struct ft_table *b, uint64_t *rng
   dc_check("key-major, 6 groups", a, b, 1, 1, 0, rng);
   QL_CHECK_INT(ql_fold_dense_borrowed_runs(), before + 1);
   before = ql_fold_dense_borrowed_runs();
+  /* Keys 50..59 missing from a, whole batches of 10 keys each: spans with
+   * a gap between them (rows of zeros). */
+  km_tables(a, b, 100, 16, 160, 0, -1, rng);
+  int64_t na = 0;
+  for (int64_t r = 0; r < a->n_rows; r++)
+    if (a->cols[0].i[r] < 50 || a->cols[0].i[r] >= 60) {
+      for (int c = 0; c < a->n_cols; c++) {
+        a->cols[c].i[na] = a->cols[c].i[r], a->cols[c].f[na] = a->cols[c].f[r];
+        a->cols[c].valid[na] = a->cols[c].valid[r];
+      }
+      na++;
+    }
+  a->n_rows = na;
+  ft_table_reset_layout(a);
+  a->batch_rows = 160;
+  dc_check("key-major with a gap", a, b, 1, 1, 0, rng);
+  QL_CHECK_INT(ql_fold_dense_borrowed_runs(), before + 1);
+  before = ql_fold_dense_borrowed_runs();
   /* NULL values: A key-major, filled (and sealed before the product). */
   km_tables(a, b, 100, 16, 256, 0, -1, rng);
   for (int64_t r = 0; r < a->n_rows; r += 9) a->cols[4].valid[r] = 0;
