@@ -248,10 +248,12 @@ int zr_decoder_init(const struct zr_array *a, int32_t decode_times, struct zr_de
     set_out(d, ZR_OUT_BOOL);
     return QL_OK;
   }
-  /* Mask values: v2 takes _FillValue from the zarr fill_value, v3 from the
-   * attribute (xarray's use_zarr_fill_value_as_mask default). */
-  if (a->zarr_format == 2) {
-    if (!a->fill_is_null) add_mask(d, a->fill_json);
+  /* Mask values: v2 takes _FillValue from the zarr fill_value, or from the
+   * attribute when fill_value is null (xarray's use_zarr_fill_value_as_mask
+   * default sets the attribute from a non-null fill_value only); v3 from
+   * the attribute. */
+  if (a->zarr_format == 2 && !a->fill_is_null) {
+    add_mask(d, a->fill_json);
   } else {
     QL_RETURN_NOT_OK(check_fill_string(json_object_get(attrs, "_FillValue"), "_FillValue", error));
     add_mask(d, json_object_get(attrs, "_FillValue"));

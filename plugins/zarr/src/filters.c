@@ -93,16 +93,12 @@ static long double dim_value(const struct zr_value *v, int *is_nan) {
   }
 }
 
-/* Arrow's total order for floats: NaN is largest and equal to itself;
- * -0.0 sorts before +0.0. */
+/* DataFusion's comparison of floats in filters: NaN is largest and equal
+ * to itself; -0.0 equals +0.0 (x = 0, x < 0 and x >= 0 treat them alike). */
 static int cmp3(long double a, int a_nan, const struct zr_lit *b) {
   if (a_nan || b->is_nan) return a_nan && b->is_nan ? 0 : (a_nan ? 1 : -1);
   if (a < b->v) return -1;
   if (a > b->v) return 1;
-  if (a == 0 && b->v == 0) {
-    int sa = signbit(a) != 0, sb = signbit(b->v) != 0;
-    return sa == sb ? 0 : (sa ? -1 : 1);
-  }
   return 0;
 }
 

@@ -562,7 +562,37 @@ static int apply_renames(struct zr_dataset *ds, const char *renames, struct ql_e
   return rc;
 }
 
+/* As xarray's _update_bounds_attributes: the bounds of a time variable
+ * (named by its "bounds" attribute; CMIP's time_bnds) take its units and
+ * calendar when they have none, so they decode to timestamps as it does.
+ * The bounds' attributes are replaced by an amended copy. */
+static int inherit_bounds_units(struct zr_group *g, struct ql_error *error) {
+  for (int64_t k = 0; k < g->n_arrays; k++) {
+    const json_t *attrs = g->arrays[k].attrs;
+    json_t *units = json_object_get(attrs, "units"), *calendar = json_object_get(attrs, "calendar");
+    const char *bounds = json_string_value(json_object_get(attrs, "bounds"));
+    if (!json_is_string(units) || !strstr(json_string_value(units), "since") || !bounds) continue;
+    for (int64_t j = 0; j < g->n_arrays; j++) {
+      if (j == k || strcmp(g->arrays[j].name, bounds) != 0) continue;
+      json_t *battrs = g->arrays[j].attrs;
+      int need_units = json_object_get(battrs, "units") == NULL;
+      int need_calendar = calendar && json_object_get(battrs, "calendar") == NULL;
+      if (!need_units && !need_calendar) continue;
+      json_t *copy = json_copy(battrs);
+      if (!copy || (need_units && json_object_set(copy, "units", units) != 0) ||
+          (need_calendar && json_object_set(copy, "calendar", calendar) != 0)) {
+        if (copy) json_decref(copy);
+        return ql_error_set(error, QL_ENOMEM, "out of memory");
+      }
+      json_decref(battrs);
+      g->arrays[j].attrs = copy;
+    }
+  }
+  return QL_OK;
+}
+
 static int build(struct zr_dataset *ds, const char *renames, struct ql_error *error) {
+  QL_RETURN_NOT_OK(inherit_bounds_units(&ds->group, error));
   QL_RETURN_NOT_OK(collect_dims(ds, error));
   int64_t n = ds->group.n_arrays;
   /* used[k]: 0 data variable, 1 dimension coordinate, 2 other coordinate, 3 placed */

@@ -97,3 +97,28 @@ def test_non_finite_attributes_as_python_writes_them(tmp_path, fmt, consolidated
     scan = run_scan(path)
     assert scan.column("v") == [1.0, None, 3.0, 4.0]
     assert_same_rows(scan.rows, expected_rows(path, scan), 1)
+
+
+def test_v2_fill_value_attribute_when_the_zarr_fill_value_is_null(tmp_path):
+    # zarr-python stores with fill_value null and _FillValue in .zattrs (as
+    # hand-written attributes give): xarray masks with the attribute, and so
+    # does the plugin; a CF time's fill becomes NULL, never a date
+    g = zarr.open_group(str(tmp_path / "a.zarr"), mode="w", zarr_format=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        v = g.create_array("v", shape=(4,), chunks=(2,), dtype="i2", fill_value=None,
+                           attributes={"_ARRAY_DIMENSIONS": ["i"], "_FillValue": -999})
+        t = g.create_array("t", shape=(4,), chunks=(4,), dtype="i8", fill_value=None,
+                           attributes={"_ARRAY_DIMENSIONS": ["i"], "_FillValue": -1,
+                                       "units": "hours since 2000-01-01"})
+        f = g.create_array("f", shape=(4,), chunks=(4,), dtype="f4", fill_value=9.0,
+                           attributes={"_ARRAY_DIMENSIONS": ["i"], "_FillValue": -9999.0})
+    v[:] = [1, -999, 0, 4]
+    t[:] = [0, -1, 5, 6]
+    f[:] = [9.0, -9999.0, 1.5, 2.0]  # a non-null zarr fill_value wins over the attribute, as in xarray
+    zarr.consolidate_metadata(str(tmp_path / "a.zarr"), zarr_format=2)
+    scan = run_scan(tmp_path / "a.zarr")
+    assert scan.column("v") == [1.0, None, 0.0, 4.0]
+    assert scan.column("t") == [946684800000000000, None, 946702800000000000, 946706400000000000]
+    assert scan.column("f") == [None, -9999.0, 1.5, 2.0]
+    assert_same_rows(scan.rows, expected_rows(tmp_path / "a.zarr", scan), 1)

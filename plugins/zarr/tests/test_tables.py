@@ -521,3 +521,29 @@ def test_netcdf_style_attributes(tmp_path, fmt):
     assert scan.column("station") == ["OSL", "BGO", "TRø", "X"]
     assert scan.column("t") == [10.5, 11.0, None, 12.0]
     assert "_Encoding" not in scan.metadata["code"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_time_bounds_take_the_time_units(tmp_path, fmt):
+    # CMIP stores: time_bnds carries no units of its own; xarray copies the
+    # time variable's units and calendar onto it (CF cell boundaries)
+    import zarr
+
+    path = tmp_path / "b.zarr"
+    g = zarr.open_group(str(path), mode="w", zarr_format=fmt)
+
+    def array(name, dims, data, attrs):
+        kw = {"dimension_names": dims} if fmt == 3 else {}
+        at = dict(attrs) if fmt == 3 else dict(attrs, _ARRAY_DIMENSIONS=dims)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            a = g.create_array(name, shape=np.shape(data), chunks=np.shape(data), dtype="f8", fill_value=None,
+                               attributes=at, **kw)
+        a[:] = np.array(data, dtype="f8")
+
+    array("time", ["time"], [15.5, 45.0], {"units": "days since 2000-01-01", "calendar": "standard", "bounds": "time_bnds"})
+    array("time_bnds", ["time", "bnds"], [[0.0, 31.0], [31.0, 60.0]], {})
+    array("tas", ["time"], [280.0, 281.5], {})
+    scan = check_table(path, "time_bnds")
+    assert scan.formats["time_bnds"] == "tsn:"
+    assert scan.column("time_bnds")[1] == pd.Timestamp("2000-02-01").value
