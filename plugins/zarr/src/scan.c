@@ -233,7 +233,19 @@ static int reserve_blocks(struct zr_stream *st, struct ql_error *error) {
   }
   int rc = st->reservation.try_grow(&st->reservation, want - held, error);
   if (rc != QL_OK) {
-    ql_error_prefix(error, "zarr store %s: partition %lld", st->scan->ds->store.url, (long long)ctx->partition);
+    /* The floor of a Zarr scan's memory: say what it is and what helps
+     * before the host's own account of the pool. */
+    char size[32];
+    if (want < (1 << 20)) {
+      snprintf(size, sizeof(size), "%lld bytes", (long long)want);
+    } else {
+      snprintf(size, sizeof(size), "%.1f MiB", (double)want / (1024.0 * 1024.0));
+    }
+    ql_error_prefix(error,
+                    "zarr store %s: partition %lld: its chunk block needs %s, beyond the memory limit (each "
+                    "running partition holds one decoded block: raise the limit, or lower "
+                    "datafusion.execution.target_partitions)",
+                    st->scan->ds->store.url, (long long)ctx->partition, size);
   }
   return rc;
 }
