@@ -397,13 +397,16 @@ static int check_expected(const char *codec, int64_t got, int64_t expected, stru
 static int decode_blosc(struct zr_buf *b, int64_t expected, uint8_t *dst, struct ql_error *error) {
   size_t nbytes = 0, cbytes = 0, blocksize = 0;
   if (b->size < BLOSC_MIN_HEADER_LENGTH) return ql_error_set(error, QL_EDATA, "blosc: truncated header");
-  if (blosc_cbuffer_validate(b->data, (size_t)b->size, &nbytes) != 0) {
-    return ql_error_set(error, QL_EDATA, "blosc: invalid header");
-  }
+  /* the header's sizes first: a cut-off chunk says so (validate would call
+   * it an invalid header) */
   blosc_cbuffer_sizes(b->data, &nbytes, &cbytes, &blocksize);
   if ((int64_t)cbytes > b->size) {
     return ql_error_set(error, QL_EDATA, "blosc: chunk truncated (%lld of %zu bytes)", (long long)b->size, cbytes);
   }
+  if (blosc_cbuffer_validate(b->data, (size_t)b->size, &nbytes) != 0) {
+    return ql_error_set(error, QL_EDATA, "blosc: invalid header");
+  }
+  blosc_cbuffer_sizes(b->data, &nbytes, &cbytes, &blocksize);
   QL_RETURN_NOT_OK(check_expected("blosc", (int64_t)nbytes, expected, error));
   if ((int64_t)nbytes > ZR_MAX_STAGE_BYTES) return ql_error_set(error, QL_EDATA, "blosc: decoded size too large");
   int direct = dst && expected >= 0 && (int64_t)nbytes == expected; /* see decode_zstd */

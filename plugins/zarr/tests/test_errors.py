@@ -103,7 +103,7 @@ def test_unsupported_dtype(tmp_path, fmt, dtype):
 
 
 @pytest.mark.parametrize("fmt", [2, 3])
-@pytest.mark.parametrize("codec", ["default", "zstd", "zlib", "lz4", "gzip"])
+@pytest.mark.parametrize("codec", ["default", "zstd", "zlib", "lz4", "gzip", "blosc"])
 def test_truncated_chunk(tmp_path, fmt, codec):
     compressors = {
         "default": None,
@@ -111,18 +111,22 @@ def test_truncated_chunk(tmp_path, fmt, codec):
         "zlib": numcodecs.Zlib(),
         "lz4": numcodecs.LZ4(),
         "gzip": numcodecs.GZip(),
+        "blosc": numcodecs.Blosc(),
     }
     if fmt == 3:
-        from zarr.codecs import GzipCodec, ZstdCodec
+        from zarr.codecs import BloscCodec, GzipCodec, ZstdCodec
         from zarr.codecs.numcodecs import LZ4, Zlib
 
-        compressors = {"default": None, "zstd": ZstdCodec(), "zlib": Zlib(), "lz4": LZ4(), "gzip": GzipCodec()}
+        compressors = {"default": None, "zstd": ZstdCodec(), "zlib": Zlib(), "lz4": LZ4(), "gzip": GzipCodec(),
+                       "blosc": BloscCodec()}
     path = make(tmp_path, fmt, compressor=compressors[codec])
     chunk = chunk_file(path, fmt)
     data = chunk.read_bytes()
     chunk.write_bytes(data[: len(data) // 2])
     err = fails(path)
     assert str(path) in err and "array 'a' chunk" in err
+    if codec == "blosc":
+        assert f"blosc: chunk truncated ({len(data) // 2} of {len(data)} bytes)" in err
 
 
 @pytest.mark.parametrize("fmt", [2, 3])
