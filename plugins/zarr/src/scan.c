@@ -322,6 +322,19 @@ static int stream_load(struct zr_stream *st, int64_t idx, struct ql_error *error
     st->extent[k] = n ? st->sel[k][n - 1] - st->sel[k][0] + 1 : 0;
     st->total *= n;
   }
+  /* A limit that ends inside this block needs only its first rows, a
+   * prefix along the outermost dimension (rows are in C order): the read
+   * box shrinks to the positions those rows use, so LIMIT 3 over a block of
+   * thousands of tiny chunks reads one or a few of them. */
+  if (st->remaining > 0 && st->remaining < st->total && t->ndim > 0) {
+    int64_t inner = st->total / st->nsel[0];
+    int64_t need = (st->remaining + inner - 1) / inner;
+    if (need < st->nsel[0]) {
+      st->nsel[0] = need;
+      st->extent[0] = st->sel[0][need - 1] - st->sel[0][0] + 1;
+      st->total = need * inner;
+    }
+  }
   if (st->remaining >= 0 && st->remaining < st->total) st->total = st->remaining;
   int64_t period = 1;
   for (int32_t k = t->ndim - 1; k >= 0; k--) {

@@ -303,3 +303,20 @@ def test_ordering_stops_at_a_coordinate_that_is_not_strictly_monotonic(tmp_path,
     scan = run_scan(path, "--partitions", 2)
     assert scan.ordering == [[0, 0], [1, DESC_NULLS_FIRST]]
     assert_partitions_sorted(scan)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("limit,chunks", [(1, 2), (3, 4), (7, 8), (40, 40), (1000, 400)])
+def test_limit_reads_only_the_chunks_its_rows_need(tmp_path, fmt, limit, chunks):
+    # one-element chunks grown into blocks of many chunks: a limit that ends
+    # inside a block reads the chunks of its first rows only, and gives the
+    # partition's first rows
+    ds = xr.Dataset({"v": (("t", "x"), np.arange(400, dtype="f8").reshape(200, 2))},
+                    coords={"t": np.arange(200), "x": [10, 20]})
+    path = write(ds, tmp_path / "l.zarr", fmt, {"v": {"chunks": (1, 1)}})
+    full = run_scan(path, "--partitions", 1, "--block-rows", 100)
+    got = run_scan(path, "--partitions", 1, "--block-rows", 100, "--limit", limit)
+    assert got.rows == full.rows[:limit]
+    # blocks of 50 x 2 one-element chunks: the chunks of the first
+    # ceil(limit / 2) positions of t, both x (before: the whole block, 100)
+    assert got.metrics["chunks_read"] == chunks
