@@ -191,9 +191,14 @@ pub fn static_format(dt: &DataType) -> Option<&'static std::ffi::CStr> {
 
 /// Arrow C format string of a type (the Arrow C Data Interface's).
 pub fn format_of(dt: &DataType) -> String {
-    match static_format(dt) {
-        Some(f) => f.to_string_lossy().into_owned(),
-        None => match ArrowSchema::try_from(dt) {
+    if let Some(f) = static_format(dt) {
+        return f.to_string_lossy().into_owned();
+    }
+    match dt {
+        // Arrow's format, without exporting a schema to read it (casts to
+        // decimals are common: TPC-H's arithmetic is decimal).
+        DataType::Decimal128(p, s) => format!("d:{p},{s}"),
+        _ => match ArrowSchema::try_from(dt) {
             Ok(s) => s.format().to_string(),
             Err(_) => "n".into(),
         },
@@ -550,6 +555,21 @@ impl FilterList {
             n_exprs: self.ids.len() as i32,
             reserved_: 0,
             exprs: if self.ids.is_empty() { std::ptr::null() } else { self.ids.as_ptr() },
+        }
+    }
+}
+
+#[cfg(test)]
+mod format_test {
+    use arrow::datatypes::DataType;
+
+    use super::{format_of, ArrowSchema};
+
+    /// The decimal shortcut writes Arrow's own format string.
+    #[test]
+    fn decimal_format_is_arrows() {
+        for dt in [DataType::Decimal128(15, 2), DataType::Decimal128(38, -3), DataType::Decimal128(1, 0), DataType::Decimal256(40, 4)] {
+            assert_eq!(format_of(&dt), ArrowSchema::try_from(&dt).unwrap().format(), "{dt}");
         }
     }
 }

@@ -98,8 +98,6 @@ pub struct PlanViewBuild<'p> {
 struct ViewState {
     raw: ql_plan_view,
     vb: ViewBuilder,
-    /// The plan the view describes (borrowed for 'p by PlanViewBuild).
-    plan: *const LogicalPlan,
 }
 
 /// Child indices from the root to node `id`; None for an unknown id.
@@ -152,7 +150,9 @@ pub fn plan_view_lazy(plan: &LogicalPlan) -> Result<PlanViewBuild<'_>> {
 fn build(plan: &LogicalPlan, lazy: bool) -> Result<PlanViewBuild<'_>> {
     let mut vb = ViewBuilder {
         low: Lowering::new(Resolve::Inputs(Vec::new()))?,
-        parents: Vec::new(),
+        // Room for most plans' nodes at once (TPC-H's have 5 to 35).
+        parents: Vec::with_capacity(64),
+        plans: Vec::with_capacity(64),
         tables: Vec::new(),
         schemas: Vec::new(),
         exported: Vec::new(),
@@ -168,7 +168,7 @@ fn build(plan: &LogicalPlan, lazy: bool) -> Result<PlanViewBuild<'_>> {
     if lazy {
         raw.expand = Some(expand_node);
     }
-    let state = Box::new(UnsafeCell::new(ViewState { raw, vb, plan }));
+    let state = Box::new(UnsafeCell::new(ViewState { raw, vb }));
     // SAFETY: the state is boxed; its address is stable for the view's life.
     unsafe { (*state.get()).raw.private_data = state.get() as *mut std::os::raw::c_void };
     Ok(PlanViewBuild { state, _plan: PhantomData })
@@ -185,11 +185,13 @@ unsafe extern "C" fn expand_node(view: *const ql_plan_view, node: ql_node_id, er
             return QL_OK;
         }
         let st = &mut *state;
-        let Some(p) = path_of(&st.vb.parents, node).and_then(|path| subtree(&*st.plan, &path)) else {
+        let Some(&p) = st.vb.plans.get(node as usize).filter(|p| !p.is_null()) else {
             return set_error(error, QL_EINVAL, &format!("expand: node {node} is not in the plan"));
         };
         let root = st.raw.root;
-        let filled = st.vb.fill(p, node).and_then(|()| st.vb.low.b.peek(root, &mut st.raw));
+        // SAFETY: `p` points into the plan PlanViewBuild borrows for as long
+        // as the view lives.
+        let filled = st.vb.fill(&*p, node).and_then(|()| st.vb.low.b.peek(root, &mut st.raw));
         match filled {
             Ok(()) => QL_OK,
             Err(e) => set_error(error, QL_EINVAL, &format!("expand: node {node}: {e}")),
@@ -200,9 +202,14 @@ unsafe extern "C" fn expand_node(view: *const ql_plan_view, node: ql_node_id, er
 struct ViewBuilder {
     low: Lowering,
     /// Node id → (parent id or -1, index among the parent's inputs): the
-    /// subtree of a node is found by walking, so building a view clones no
-    /// plan node and stores no path per node.
+    /// path to a node (plan_physical, splicing answers in) is found by
+    /// walking, so building a view clones no plan node and stores no path
+    /// per node.
     parents: Vec<(ql_node_id, u32)>,
+    /// Node id → the logical node it describes (in the plan PlanViewBuild
+    /// borrows): expanding a node finds it directly, not by walking a path
+    /// from the root (which allocates each node's input list on the way).
+    plans: Vec<*const LogicalPlan>,
     tables: Vec<Box<Arc<dyn TableProvider>>>,
     /// Schemas already in the builder, by the Arrow schema's address (a
     /// filter, sort or limit shares its input's schema; scans of one table
@@ -308,10 +315,17 @@ impl ViewBuilder {
     /// Add `p` and its inputs (inputs first); a skeleton when `lazy`.
     fn node(&mut self, p: &LogicalPlan, lazy: bool) -> Result<ql_node_id> {
         let children = p.inputs();
-        let mut inputs = Vec::with_capacity(children.len());
-        for child in &children {
-            inputs.push(self.node(child, lazy)?);
+        // Node ids of the inputs: on the stack for the usual one or two.
+        let (mut pair, mut many) = ([0 as ql_node_id; 2], Vec::new());
+        for (i, child) in children.iter().enumerate() {
+            let id = self.node(child, lazy)?;
+            if children.len() <= pair.len() {
+                pair[i] = id;
+            } else {
+                many.push(id);
+            }
         }
+        let inputs: &[ql_node_id] = if children.len() <= pair.len() { &pair[..children.len()] } else { &many };
         let mut n = ql_plan_node::empty(node_kind(p));
         n.n_inputs = inputs.len() as i32;
         n.inputs = if inputs.is_empty() { std::ptr::null() } else { inputs.as_ptr() };
@@ -332,7 +346,9 @@ impl ViewBuilder {
         let needed = id as usize + 1;
         if self.parents.len() < needed {
             self.parents.resize(needed, (-1, 0));
+            self.plans.resize(needed, std::ptr::null());
         }
+        self.plans[id as usize] = p;
         for (i, &c) in inputs.iter().enumerate() {
             self.parents[c as usize] = (id, i as u32);
         }
