@@ -161,7 +161,20 @@ fn missing_provider(opt: &str, name: &str, spec: &str, kind: i32) -> Option<Stri
     Some(msg)
 }
 
+/// A name given twice would register over the first silently (a schema's
+/// tables replaced), so it is a usage error naming both specs.
+fn check_unique_names(opt: &str, items: &[(String, String)]) -> Result<(), String> {
+    for (i, (name, spec)) in items.iter().enumerate() {
+        if let Some((_, first)) = items[..i].iter().find(|(n, _)| n == name) {
+            return Err(format!("{opt} {name} is given twice ({name}={first} and {name}={spec}): give each its own name"));
+        }
+    }
+    Ok(())
+}
+
 fn check_provider_specs(a: &Args) -> Result<(), String> {
+    check_unique_names("--table", &a.tables)?;
+    check_unique_names("--schema", &a.schemas)?;
     for (name, spec) in &a.tables {
         if let Some(m) = missing_provider("--table", name, spec, QL_ITEM_TABLE_PROVIDER) {
             return Err(m);
@@ -591,6 +604,43 @@ fn nested_as_json(batch: &RecordBatch, csv_schema: &SchemaRef) -> Result<RecordB
     RecordBatch::try_new(Arc::clone(csv_schema), columns)
 }
 
+/// A writer that remembers a broken pipe: arrow's CSV writer turns I/O
+/// errors into CsvError strings, losing their kind (`| head` must stay quiet).
+struct PipeWatch<W> {
+    inner: W,
+    broken: bool,
+}
+
+impl<W: Write> Write for PipeWatch<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let r = self.inner.write(buf);
+        self.broken |= matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe);
+        r
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let r = self.inner.flush();
+        self.broken |= matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe);
+        r
+    }
+}
+
+async fn write_csv<W: Write>(
+    stream: &mut SendableRecordBatchStream,
+    csv_schema: &SchemaRef,
+    progress: &Progress,
+    out: &mut W,
+) -> Result<(), DataFusionError> {
+    let mut w = datafusion::arrow::csv::Writer::new(out);
+    // An empty batch writes just the header (LIMIT 0 still names its columns).
+    w.write(&RecordBatch::new_empty(Arc::clone(csv_schema)))?;
+    while let Some(b) = stream.next().await {
+        let b = b?;
+        progress.add(&b);
+        w.write(&nested_as_json(&b, csv_schema)?)?;
+    }
+    Ok(())
+}
+
 /// Prints a result as the stream yields it: csv and json batch by batch,
 /// table in aligned pages of at most TABLE_PAGE_ROWS rows. The header comes
 /// from the schema, so an empty result still shows its columns.
@@ -606,14 +656,12 @@ async fn print_stream(
             // Checked before the header is written: a column that cannot be
             // rendered fails the query with nothing printed.
             let csv_schema = csv_schema(&schema)?;
-            let mut w = datafusion::arrow::csv::Writer::new(&mut out);
-            // An empty batch writes just the header (LIMIT 0 still names its columns).
-            w.write(&RecordBatch::new_empty(Arc::clone(&csv_schema)))?;
-            while let Some(b) = stream.next().await {
-                let b = b?;
-                progress.add(&b);
-                w.write(&nested_as_json(&b, &csv_schema)?)?;
+            let mut watch = PipeWatch { inner: &mut out, broken: false };
+            let written = write_csv(&mut stream, &csv_schema, progress, &mut watch).await;
+            if written.is_err() && watch.broken {
+                return Err(DataFusionError::IoError(std::io::ErrorKind::BrokenPipe.into()));
             }
+            written?;
         }
         "json" => {
             let mut w = WriterBuilder::new()
