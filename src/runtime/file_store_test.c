@@ -174,7 +174,7 @@ static void test_fifo(const struct ql_object_store *s) {
   QL_CHECK(bytes.release == NULL);
   uint8_t buf[8];
   int64_t got = -1;
-  QL_CHECK_INT(s->read_into(s, object_path("pipe"), 0, buf, sizeof(buf), &got, &error), QL_ENOTFOUND);
+  QL_CHECK_INT(s->read_into(s, object_path("pipe"), 0, (int64_t)sizeof(buf), buf, &got, &error), QL_ENOTFOUND);
   ql_error_release(&error);
   unlink(path);
 }
