@@ -16,14 +16,21 @@
 #define QLC_DEFAULT_THREADS 4
 #define QLC_BATCH_SIZE 64 /* small, so streams cross several batches */
 
+/* One report line: `prefix`, the formatted text, a newline. */
+__attribute__((format(printf, 3, 0))) static void report_line(struct ql_checker *ck, const char *prefix,
+                                                              const char *fmt, va_list args) {
+  fputs(prefix, ck->out);
+  vfprintf(ck->out, fmt, args);
+  fputc('\n', ck->out);
+}
+
 void ql_check_violation(struct ql_checker *ck, const char *rule, const char *fmt, ...) {
   ck->violations++;
   fprintf(ck->out, "VIOLATION %s: ", rule);
   va_list args;
   va_start(args, fmt);
-  vfprintf(ck->out, fmt, args);
+  report_line(ck, "", fmt, args);
   va_end(args);
-  fputc('\n', ck->out);
 }
 
 void ql_check_plugin_error(struct ql_checker *ck, const char *message, const char *fmt, ...) {
@@ -31,12 +38,10 @@ void ql_check_plugin_error(struct ql_checker *ck, const char *message, const cha
   free(ck->last_plugin_error);
   ck->last_plugin_error = strdup(message);
   ck->plugin_errors++;
-  fputs("PLUGIN ERROR ", ck->out);
   va_list args;
   va_start(args, fmt);
-  vfprintf(ck->out, fmt, args);
+  report_line(ck, "PLUGIN ERROR ", fmt, args);
   va_end(args);
-  fputc('\n', ck->out);
 }
 
 void ql_check_error(struct ql_checker *ck, struct ql_error *err, int rc, const char *call) {
@@ -56,12 +61,10 @@ void ql_check_error(struct ql_checker *ck, struct ql_error *err, int rc, const c
 
 void ql_check_note(struct ql_checker *ck, const char *fmt, ...) {
   if (!ck->verbose) return;
-  fputs("check ", ck->out);
   va_list args;
   va_start(args, fmt);
-  vfprintf(ck->out, fmt, args);
+  report_line(ck, "check ", fmt, args);
   va_end(args);
-  fputc('\n', ck->out);
 }
 
 int ql_check_spec_options(struct ql_checker *ck, const char *name, struct ql_table_spec *spec) {
