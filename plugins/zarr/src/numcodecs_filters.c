@@ -17,7 +17,7 @@ static const struct {
                {"shuffle", ZR_CODEC_F_SHUFFLE},
                {"astype", ZR_CODEC_F_ASTYPE}};
 
-static const char *filter_id(int32_t codec) {
+const char *zr_filter_name(int32_t codec) {
   for (size_t i = 0; i < sizeof(FILTERS) / sizeof(FILTERS[0]); i++) {
     if (FILTERS[i].codec == codec) return FILTERS[i].id;
   }
@@ -180,7 +180,7 @@ static int same_type(const struct zr_dtype *a, const struct zr_dtype *b) {
 static int whole_elements(const struct zr_codec *c, int64_t n, int32_t size, struct ql_error *error) {
   if (n % size != 0) {
     return ql_error_set(error, QL_EDATA, "filter '%s': %lld bytes is not a whole number of %d-byte elements",
-                        filter_id(c->id), (long long)n, (int)size);
+                        zr_filter_name(c->id), (long long)n, (int)size);
   }
   return QL_OK;
 }
@@ -188,7 +188,7 @@ static int whole_elements(const struct zr_codec *c, int64_t n, int32_t size, str
 static int cast_error(const struct zr_codec *c, int64_t i, struct ql_error *error) {
   char buf[32];
   return ql_error_set(error, QL_EDATA, "filter '%s': element %lld does not fit %s (NaN or out of range)",
-                      filter_id(c->id), (long long)i, zr_dtype_name(&c->f_dtype, buf, sizeof(buf)));
+                      zr_filter_name(c->id), (long long)i, zr_dtype_name(&c->f_dtype, buf, sizeof(buf)));
 }
 
 static void unshuffle(const uint8_t *in, int64_t n, int64_t elementsize, uint8_t *out) {
@@ -219,7 +219,7 @@ int zr_filter_decode(const struct zr_codec *c, const uint8_t *in, int64_t n, uin
   if ((c->id == ZR_CODEC_F_QUANTIZE || c->id == ZR_CODEC_F_ASTYPE) && same_type(enc, dec)) return QL_OK;
   *out_n = count * dec->size;
   *out = malloc((size_t)(*out_n ? *out_n : 1));
-  if (!*out) return ql_error_set(error, QL_ENOMEM, "filter '%s': out of memory", filter_id(c->id));
+  if (!*out) return ql_error_set(error, QL_ENOMEM, "filter '%s': out of memory", zr_filter_name(c->id));
   int rc = QL_OK;
   if (c->id == ZR_CODEC_F_DELTA) {
     /* numpy.cumsum(enc, out=dec): a running sum in the decoded type */

@@ -36,6 +36,9 @@
 
 /* 1 when `id` (a v2 filter's "id") is one of the filters above. */
 int zr_filter_known(const char *id);
+/* The numcodecs id of a ZR_CODEC_F_* stage ("delta"), or "?" for any other
+ * codec id (static strings). */
+const char *zr_filter_name(int32_t codec);
 
 /* Parse one v2 filter object ({"id": ..., parameters}) into `c` (its id
  * becomes one of the ZR_CODEC_F_* bytes->bytes stages). QL_ENOTSUP naming
