@@ -299,6 +299,25 @@ static int decode_dim_values(struct zr_dim *d) {
   return QL_OK;
 }
 
+/* Direction of a dimension's decoded values: 1 strictly increasing, -1
+ * strictly decreasing, 0 neither (or not comparable as the host compares
+ * them: strings, NULLs, NaNs). One value counts as increasing. */
+static int dim_direction(const struct zr_dim *d) {
+  if (!d->comparable || d->has_nulls || d->has_nan) return 0;
+  int dir = 1;
+  for (int64_t i = 1; i < d->size; i++) {
+    const struct zr_value *a = &d->values[i - 1], *b = &d->values[i];
+    if (a->kind != b->kind) return 0;
+    int c = a->kind == 0 ? (a->i < b->i) - (a->i > b->i)
+            : a->kind == 1 ? (a->u < b->u) - (a->u > b->u)
+            : a->kind == 2 ? (a->f < b->f) - (a->f > b->f)
+                           : 0;
+    if (c == 0 || (i > 1 && c != dir)) return 0;
+    dir = c;
+  }
+  return dir;
+}
+
 /* A dimension's values are held in memory (for statistics and filter
  * pruning): one that does not fit is named with its size. */
 static int dim_too_large(const struct zr_dataset *ds, const struct zr_dim *d, struct ql_error *error) {
@@ -343,6 +362,7 @@ static int load_dim_values(struct zr_dataset *ds, struct zr_dim *d, struct ql_er
   if (rc != QL_OK) {
     return ql_error_set(error, QL_EDATA, "zarr store %s: coordinate '%s' cannot be decoded", ds->store.url, d->name);
   }
+  d->direction = dim_direction(d); /* once per store, not per scan */
   return QL_OK;
 }
 

@@ -34,6 +34,8 @@ struct zr_dim {
   int32_t comparable;      /* values are numbers / ticks (not strings) */
   int32_t has_nulls;
   int32_t has_nan;
+  int32_t direction;       /* values strictly increase (1), strictly decrease (-1), or neither /
+                              not comparable as hosts compare them (0): the scan's output ordering */
 };
 
 struct zr_column {

@@ -999,25 +999,6 @@ static int plan_partitions(struct zr_scan *s, int64_t target, struct ql_error *e
   return QL_OK;
 }
 
-/* Direction of a dimension's coordinate values: 1 strictly increasing,
- * -1 strictly decreasing, 0 neither (or not comparable as the host
- * compares them: strings, NULLs, NaNs). One value counts as increasing. */
-static int dim_direction(const struct zr_dim *d) {
-  if (!d->comparable || d->has_nulls || d->has_nan) return 0;
-  int dir = 1;
-  for (int64_t i = 1; i < d->size; i++) {
-    const struct zr_value *a = &d->values[i - 1], *b = &d->values[i];
-    if (a->kind != b->kind) return 0;
-    int c = a->kind == 0 ? (a->i < b->i) - (a->i > b->i)
-            : a->kind == 1 ? (a->u < b->u) - (a->u > b->u)
-            : a->kind == 2 ? (a->f < b->f) - (a->f > b->f)
-                           : 0;
-    if (c == 0 || (i > 1 && c != dir)) return 0;
-    dir = c;
-  }
-  return dir;
-}
-
 /* The order of the rows within each partition, for the host's optimizer
  * (a sort on time can then be a merge, ORDER BY time LIMIT n a top-n of
  * sorted streams). A partition reads its kept blocks one after the other
@@ -1038,7 +1019,7 @@ static void plan_ordering(struct zr_scan *s) {
       const struct zr_column *c = &t->columns[s->proj[j]];
       if (c->role == ZR_ROLE_DIM && c->dim == k) col = j;
     }
-    int dir = col < 0 ? 0 : dim_direction(&s->ds->dims[t->dims[k]]);
+    int dir = col < 0 ? 0 : s->ds->dims[t->dims[k]].direction;
     if (dir == 0) return;
     /* DataFusion's defaults: ASC NULLS LAST, DESC NULLS FIRST (no NULLs here) */
     s->ordering[s->n_ordering].column = col;
