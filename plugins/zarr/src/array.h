@@ -74,6 +74,7 @@ struct zr_group {
   struct zr_array *arrays;
   json_t *attrs; /* the group's attributes (a reference; never NULL) */
   char *subgroups; /* child groups' names, ", "-joined (a DataTree's nodes; the first few, then "..."), or NULL */
+  int32_t n_subgroups; /* child groups noted (those past the first few only counted) */
 };
 
 /* Read the group metadata: consolidated metadata where present, otherwise

@@ -56,28 +56,25 @@ static int parse_one(const char *what, const char *name, int32_t format, const j
 }
 
 /* Note a child group's name (for the error of a store whose data lies in
- * its groups only, as a DataTree's root). Best effort: a name that does not
- * fit is left out. */
+ * its groups only, as a DataTree's root): the first ZR_SUBGROUPS_SHOWN
+ * names, then "...". Best effort: a name that does not fit is left out. */
 #define ZR_SUBGROUPS_SHOWN 8
 static void note_subgroup(struct zr_group *g, const char *name) {
-  size_t have = g->subgroups ? strlen(g->subgroups) : 0;
-  int shown = 0;
-  for (size_t i = 0; g->subgroups && i < have; i++) shown += g->subgroups[i] == ',';
-  if (g->subgroups && (shown + 1 >= ZR_SUBGROUPS_SHOWN || strstr(g->subgroups, "..."))) {
-    if (!strstr(g->subgroups, "...")) {
-      char *grown = realloc(g->subgroups, have + 6);
-      if (!grown) return;
-      memcpy(grown + have, ", ...", 6);
-      g->subgroups = grown;
-    }
-    return;
-  }
-  size_t len = strlen(name);
+  if (++g->n_subgroups > ZR_SUBGROUPS_SHOWN + 1) return;
+  const char *piece = g->n_subgroups > ZR_SUBGROUPS_SHOWN ? "..." : name;
+  size_t have = g->subgroups ? strlen(g->subgroups) : 0, len = strlen(piece);
   char *grown = realloc(g->subgroups, have + (have ? 2 : 0) + len + 1);
   if (!grown) return;
   if (have) memcpy(grown + have, ", ", 2), have += 2;
-  memcpy(grown + have, name, len + 1);
+  memcpy(grown + have, piece, len + 1);
   g->subgroups = grown;
+}
+
+/* Length of the child name in `key` when it is "<name>/<doc>" (doc such as
+ * ".zgroup"), or 0. */
+static size_t child_key(const char *key, const char *doc) {
+  size_t kl = strlen(key), dl = strlen(doc);
+  return kl > dl + 1 && key[kl - dl - 1] == '/' && strcmp(key + kl - dl, doc) == 0 ? kl - dl - 1 : 0;
 }
 
 static int by_name(const void *x, const void *y) {
@@ -147,18 +144,17 @@ int zr_group_from_consolidated(const char *what, const json_t *root, struct zr_g
     out->attrs = json_is_object(attrs) ? json_incref(attrs) : json_object();
     json_object_foreach(meta, key, value) {
       QL_RETURN_NOT_OK(check_key(what, key, error));
-      size_t kl = strlen(key);
-      if (kl > 8 && strcmp(key + kl - 8, "/.zgroup") == 0 && kl - 8 < 1024) {
-        char group[1024];
-        memcpy(group, key, kl - 8);
-        group[kl - 8] = '\0';
-        if (valid_name(group)) note_subgroup(out, group);
-      }
-      if (kl <= 8 || strcmp(key + kl - 8, "/.zarray") != 0) continue;
       char name[1024];
-      if (kl - 8 >= sizeof(name)) continue;
-      memcpy(name, key, kl - 8);
-      name[kl - 8] = '\0';
+      size_t group = child_key(key, ".zgroup");
+      if (group > 0 && group < sizeof(name)) {
+        memcpy(name, key, group);
+        name[group] = '\0';
+        if (valid_name(name)) note_subgroup(out, name);
+      }
+      size_t nl = child_key(key, ".zarray");
+      if (nl == 0 || nl >= sizeof(name)) continue;
+      memcpy(name, key, nl);
+      name[nl] = '\0';
       if (!valid_name(name)) continue;
       char attrs_key[1100];
       snprintf(attrs_key, sizeof(attrs_key), "%s/.zattrs", name);
@@ -189,22 +185,22 @@ static int list_arrays(const struct zr_store *store, int32_t format, struct zr_g
   char **keys = NULL;
   int64_t n = 0;
   QL_RETURN_NOT_OK(zr_store_list(store, &keys, &n, error));
-  const char *doc = format == 3 ? "/zarr.json" : "/.zarray";
-  size_t dl = strlen(doc);
+  const char *doc = format == 3 ? "zarr.json" : ".zarray";
   int rc = QL_OK;
   for (int64_t i = 0; i < n && rc == QL_OK; i++) {
-    size_t kl = strlen(keys[i]);
-    if (format == 2 && kl > 8 && strcmp(keys[i] + kl - 8, "/.zgroup") == 0) {
-      keys[i][kl - 8] = '\0';
+    size_t group = format == 2 ? child_key(keys[i], ".zgroup") : 0;
+    if (group > 0) {
+      keys[i][group] = '\0';
       if (valid_name(keys[i])) note_subgroup(out, keys[i]);
       continue;
     }
-    if (kl <= dl || strcmp(keys[i] + kl - dl, doc) != 0) continue;
-    keys[i][kl - dl] = '\0';
+    size_t nl = child_key(keys[i], doc);
+    if (nl == 0) continue;
+    keys[i][nl] = '\0';
     const char *name = keys[i];
     if (!valid_name(name)) continue;
     char key[1100];
-    snprintf(key, sizeof(key), "%s%s", name, doc);
+    snprintf(key, sizeof(key), "%s/%s", name, doc);
     json_t *meta = NULL, *zattrs = NULL;
     rc = load_json(store, key, &meta, error);
     if (rc == QL_OK && format == 3) {
