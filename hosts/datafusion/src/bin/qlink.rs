@@ -175,13 +175,10 @@ fn check_unique_names(opt: &str, items: &[(String, String)]) -> Result<(), Strin
 fn check_provider_specs(a: &Args) -> Result<(), String> {
     check_unique_names("--table", &a.tables)?;
     check_unique_names("--schema", &a.schemas)?;
-    for (name, spec) in &a.tables {
-        if let Some(m) = missing_provider("--table", name, spec, QL_ITEM_TABLE_PROVIDER) {
-            return Err(m);
-        }
-    }
-    for (name, spec) in &a.schemas {
-        if let Some(m) = missing_provider("--schema", name, spec, QL_ITEM_SCHEMA_PROVIDER) {
+    for (opt, items, kind) in
+        [("--table", &a.tables, QL_ITEM_TABLE_PROVIDER), ("--schema", &a.schemas, QL_ITEM_SCHEMA_PROVIDER)]
+    {
+        if let Some(m) = items.iter().find_map(|(name, spec)| missing_provider(opt, name, spec, kind)) {
             return Err(m);
         }
     }
