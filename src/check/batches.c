@@ -14,6 +14,7 @@ void ql_batches_free(struct ql_batches *b) {
   if (b == NULL) return;
   for (int64_t i = 0; i < b->n_batches; i++) ql_array_release(&b->batches[i]);
   free(b->batches);
+  free(b->ends);
   ql_schema_release(&b->schema);
   memset(b, 0, sizeof *b);
 }
@@ -22,12 +23,15 @@ int ql_check_batches_push(struct ql_batches *b, struct ArrowArray *batch, struct
   if (b->n_batches == b->capacity) {
     int64_t cap = b->capacity ? 2 * b->capacity : 16;
     struct ArrowArray *grown = realloc(b->batches, (size_t)cap * sizeof *grown);
-    if (!grown) return ql_error_set(error, QL_ENOMEM, "out of memory collecting %" PRId64 " batches", cap);
-    b->batches = grown;
+    if (grown) b->batches = grown;
+    int64_t *ends = grown ? realloc(b->ends, (size_t)cap * sizeof *ends) : NULL;
+    if (!ends) return ql_error_set(error, QL_ENOMEM, "out of memory collecting %" PRId64 " batches", cap);
+    b->ends = ends;
     b->capacity = cap;
   }
-  ql_array_move(batch, &b->batches[b->n_batches++]);
-  b->n_rows += b->batches[b->n_batches - 1].length;
+  ql_array_move(batch, &b->batches[b->n_batches]);
+  b->n_rows += b->batches[b->n_batches].length;
+  b->ends[b->n_batches++] = b->n_rows;
   return QL_OK;
 }
 
@@ -139,14 +143,22 @@ int ql_batches_scan(const struct ql_plugin *plugin, const struct ql_table_provid
 
 /* ---------------------------------------------------------------- cells */
 
-/* The batch holding `row` and the row within it, or NULL. */
+/* The batch holding `row` and the row within it, or NULL: a binary search
+ * of the batches' row ends, so reading every row is not quadratic in the
+ * batch count (statistics and ordering checks read whole partitions). */
 static const struct ArrowArray *locate(const struct ql_batches *b, int64_t column, int64_t *row) {
-  if (column < 0 || column >= b->schema.n_children || *row < 0) return NULL;
-  for (int64_t i = 0; i < b->n_batches; i++) {
-    if (*row < b->batches[i].length) return &b->batches[i];
-    *row -= b->batches[i].length;
+  if (column < 0 || column >= b->schema.n_children || *row < 0 || *row >= b->n_rows) return NULL;
+  int64_t lo = 0, hi = b->n_batches - 1; /* the first batch whose end passes row */
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (b->ends[mid] > *row) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
   }
-  return NULL;
+  *row -= lo > 0 ? b->ends[lo - 1] : 0;
+  return &b->batches[lo];
 }
 
 /* Child `column` of a batch and its index for `row`, honouring both offsets. */
@@ -326,27 +338,20 @@ static uint64_t fnv(uint64_t h, const void *data, size_t n) {
 
 uint64_t ql_check_batches_hash(const struct ql_batches *b) {
   uint64_t h = UINT64_C(14695981039346656037);
-  /* Walk batch by batch (not cell lookups) so large tables stay linear. */
-  struct ql_batches one = *b;
-  for (int64_t i = 0; i < b->n_batches; i++) {
-    one.batches = &b->batches[i];
-    one.n_batches = 1;
-    one.n_rows = b->batches[i].length;
-    for (int64_t r = 0; r < one.n_rows; r++) {
-      for (int64_t c = 0; c < b->schema.n_children; c++) {
-        int64_t v;
-        double d;
-        const char *s;
-        int64_t n;
-        if (ql_batches_i64(&one, c, r, &v)) {
-          h = fnv(h, &v, sizeof v);
-        } else if (ql_batches_f64(&one, c, r, &d)) {
-          h = fnv(h, &d, sizeof d);
-        } else if (ql_batches_str(&one, c, r, &s, &n)) {
-          h = fnv(h, s, (size_t)n);
-        } else {
-          h = fnv(h, "\0null", 5);
-        }
+  for (int64_t r = 0; r < b->n_rows; r++) {
+    for (int64_t c = 0; c < b->schema.n_children; c++) {
+      int64_t v;
+      double d;
+      const char *s;
+      int64_t n;
+      if (ql_batches_i64(b, c, r, &v)) {
+        h = fnv(h, &v, sizeof v);
+      } else if (ql_batches_f64(b, c, r, &d)) {
+        h = fnv(h, &d, sizeof d);
+      } else if (ql_batches_str(b, c, r, &s, &n)) {
+        h = fnv(h, s, (size_t)n);
+      } else {
+        h = fnv(h, "\0null", 5);
       }
     }
   }

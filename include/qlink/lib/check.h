@@ -55,6 +55,7 @@ struct ql_batches {
   int64_t capacity;
   struct ArrowArray *batches; /* struct arrays, one per batch, in stream order */
   int64_t n_rows;
+  int64_t *ends; /* ends[i]: the rows of batches 0..i (a cell's batch is found by binary search) */
 };
 
 /* Read `stream` to its end, appending its batches to `out`, then release it
