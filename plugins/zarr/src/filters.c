@@ -195,7 +195,7 @@ static int eval_dim(const struct zr_dataset *ds, const struct zr_table *t, const
   }
   if (e->kind == QL_EXPR_NOT) {
     QL_RETURN_NOT_OK(eval_dim(ds, t, v, e->args[0], dim, m));
-    for (int64_t i = 0; i < n; i++) m[i] = !d->values[i].is_null && !m[i];
+    for (int64_t i = 0; i < n; i++) m[i] = !zr_dim_value(d, i).is_null && !m[i];
     return QL_OK;
   }
   struct zr_lit lits[2] = {{0}};
@@ -205,8 +205,9 @@ static int eval_dim(const struct zr_dataset *ds, const struct zr_table *t, const
     literal_value(d, expr_at(v, e->args[col_left ? 1 : 0]), &lits[0]);
     for (int64_t i = 0; i < n; i++) {
       int nan;
-      long double x = dim_value(&d->values[i], &nan);
-      m[i] = !d->values[i].is_null && op_holds(op, cmp3(x, nan, &lits[0]));
+      struct zr_value x = zr_dim_value(d, i);
+      long double xv = dim_value(&x, &nan);
+      m[i] = !x.is_null && op_holds(op, cmp3(xv, nan, &lits[0]));
     }
     return QL_OK;
   }
@@ -216,25 +217,216 @@ static int eval_dim(const struct zr_dataset *ds, const struct zr_table *t, const
     literal_value(d, expr_at(v, e->args[2]), &lits[1]);
     for (int64_t i = 0; i < n; i++) {
       int nan;
-      long double x = dim_value(&d->values[i], &nan);
-      int in = cmp3(x, nan, &lits[0]) >= 0 && cmp3(x, nan, &lits[1]) <= 0;
-      m[i] = !d->values[i].is_null && (negated ? !in : in);
+      struct zr_value x = zr_dim_value(d, i);
+      long double xv = dim_value(&x, &nan);
+      int in = cmp3(xv, nan, &lits[0]) >= 0 && cmp3(xv, nan, &lits[1]) <= 0;
+      m[i] = !x.is_null && (negated ? !in : in);
     }
     return QL_OK;
   }
   /* IN list */
   for (int64_t i = 0; i < n; i++) {
     int nan, in = 0;
-    long double x = dim_value(&d->values[i], &nan);
+    struct zr_value x = zr_dim_value(d, i);
+    long double xv = dim_value(&x, &nan);
     for (int32_t k = 1; k < e->n_args && !in; k++) {
       struct zr_lit lit = {0};
       literal_value(d, expr_at(v, e->args[k]), &lit);
-      in = cmp3(x, nan, &lit) == 0;
+      in = cmp3(xv, nan, &lit) == 0;
     }
-    m[i] = !d->values[i].is_null && (negated ? !in : in);
+    m[i] = !x.is_null && (negated ? !in : in);
   }
   return QL_OK;
 }
+
+/* ------------------------------------------------ range lists (monotonic) */
+
+static void ranges_free(struct zr_ranges *r) {
+  free(r->bounds);
+  r->bounds = NULL;
+  r->n = 0;
+}
+
+/* Room for `n` ranges (bounds non-NULL even when n == 0: present). */
+static int ranges_alloc(struct zr_ranges *r, int64_t n) {
+  r->n = 0;
+  r->bounds = malloc(sizeof(int64_t) * (size_t)(2 * n + 2));
+  return r->bounds ? QL_OK : QL_ENOMEM;
+}
+
+/* Append [lo, hi) (lo at or after the last range's start), merging with the
+ * last range when they touch or overlap; empty ranges are dropped. */
+static void ranges_push(struct zr_ranges *r, int64_t lo, int64_t hi) {
+  if (lo >= hi) return;
+  if (r->n > 0 && lo <= r->bounds[2 * r->n - 1]) {
+    if (hi > r->bounds[2 * r->n - 1]) r->bounds[2 * r->n - 1] = hi;
+    return;
+  }
+  r->bounds[2 * r->n] = lo;
+  r->bounds[2 * r->n + 1] = hi;
+  r->n++;
+}
+
+static int ranges_intersect(const struct zr_ranges *a, const struct zr_ranges *b, struct zr_ranges *out) {
+  QL_RETURN_NOT_OK(ranges_alloc(out, a->n + b->n));
+  int64_t i = 0, j = 0;
+  while (i < a->n && j < b->n) {
+    int64_t lo = a->bounds[2 * i] > b->bounds[2 * j] ? a->bounds[2 * i] : b->bounds[2 * j];
+    int64_t hi = a->bounds[2 * i + 1] < b->bounds[2 * j + 1] ? a->bounds[2 * i + 1] : b->bounds[2 * j + 1];
+    ranges_push(out, lo, hi);
+    if (a->bounds[2 * i + 1] < b->bounds[2 * j + 1]) {
+      i++;
+    } else {
+      j++;
+    }
+  }
+  return QL_OK;
+}
+
+static int ranges_union(const struct zr_ranges *a, const struct zr_ranges *b, struct zr_ranges *out) {
+  QL_RETURN_NOT_OK(ranges_alloc(out, a->n + b->n));
+  int64_t i = 0, j = 0;
+  while (i < a->n || j < b->n) {
+    int take_a = j >= b->n || (i < a->n && a->bounds[2 * i] <= b->bounds[2 * j]);
+    const int64_t *r = take_a ? &a->bounds[2 * i++] : &b->bounds[2 * j++];
+    ranges_push(out, r[0], r[1]);
+  }
+  return QL_OK;
+}
+
+/* The positions of [0, n) outside `a`. */
+static int ranges_complement(const struct zr_ranges *a, int64_t n, struct zr_ranges *out) {
+  QL_RETURN_NOT_OK(ranges_alloc(out, a->n + 1));
+  int64_t at = 0;
+  for (int64_t i = 0; i < a->n; i++) {
+    ranges_push(out, at, a->bounds[2 * i]);
+    at = a->bounds[2 * i + 1];
+  }
+  ranges_push(out, at, n);
+  return QL_OK;
+}
+
+/* Along a strictly monotonic dimension, cmp3(value(i), lit) is monotonic in
+ * i: the positions split into three runs [0, p1), [p1, p2), [p2, n) where it
+ * is constant (-1, 0, 1 when values increase; 1, 0, -1 when they
+ * decrease). The first position where `past` holds, by binary search. */
+static int64_t first_past(const struct zr_dim *d, const struct zr_lit *lit, int strict) {
+  int64_t lo = 0, hi = d->size;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    int nan;
+    struct zr_value x = zr_dim_value(d, mid);
+    long double xv = dim_value(&x, &nan); /* sets nan: not in cmp3's argument list (unsequenced) */
+    int c = cmp3(xv, nan, lit) * d->direction;
+    if (strict ? c > 0 : c >= 0) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
+/* The positions where `value op lit` holds, appended to `out` (room for
+ * three ranges). */
+static void cmp_ranges(const struct zr_dim *d, int32_t op, const struct zr_lit *lit, struct zr_ranges *out) {
+  int64_t p1 = first_past(d, lit, 0), p2 = first_past(d, lit, 1);
+  /* the comparison's value on each run, in position order */
+  int run_cmp[3] = {-d->direction, 0, d->direction};
+  int64_t edges[4] = {0, p1, p2, d->size};
+  for (int r = 0; r < 3; r++) {
+    if (op_holds(op, run_cmp[r])) ranges_push(out, edges[r], edges[r + 1]);
+  }
+}
+
+/* qsort order of runs {start, end} by start. */
+static int cmp_run_start(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Evaluate a single-dimension expression on a monotonic dimension into a
+ * range list (O(literals * log n)); same results as eval_dim. */
+static int eval_ranges(const struct zr_dataset *ds, const struct zr_table *t, const struct ql_plan_view *v,
+                       ql_expr_id id, int32_t dim, struct zr_ranges *out) {
+  const struct ql_expr *e = expr_at(v, id);
+  const struct zr_dim *d = &ds->dims[t->dims[dim]];
+  out->bounds = NULL;
+  if (e->kind == QL_EXPR_BINARY && (e->op == QL_OP_AND || e->op == QL_OP_OR)) {
+    struct zr_ranges a = {0, NULL}, b = {0, NULL};
+    int rc = eval_ranges(ds, t, v, e->args[0], dim, &a);
+    if (rc == QL_OK) rc = eval_ranges(ds, t, v, e->args[1], dim, &b);
+    if (rc == QL_OK) rc = e->op == QL_OP_AND ? ranges_intersect(&a, &b, out) : ranges_union(&a, &b, out);
+    ranges_free(&a);
+    ranges_free(&b);
+    return rc;
+  }
+  if (e->kind == QL_EXPR_NOT) {
+    struct zr_ranges a = {0, NULL};
+    int rc = eval_ranges(ds, t, v, e->args[0], dim, &a);
+    if (rc == QL_OK) rc = ranges_complement(&a, d->size, out);
+    ranges_free(&a);
+    return rc;
+  }
+  struct zr_lit lits[2] = {{0}};
+  if (e->kind == QL_EXPR_BINARY) {
+    int col_left = column_dim(t, expr_at(v, e->args[0])) == dim;
+    literal_value(d, expr_at(v, e->args[col_left ? 1 : 0]), &lits[0]);
+    QL_RETURN_NOT_OK(ranges_alloc(out, 3));
+    cmp_ranges(d, col_left ? e->op : flip(e->op), &lits[0], out);
+    return QL_OK;
+  }
+  int negated = (e->flags & QL_EXPR_NEGATED) != 0;
+  struct zr_ranges in = {0, NULL};
+  if (e->kind == QL_EXPR_BETWEEN) {
+    literal_value(d, expr_at(v, e->args[1]), &lits[0]);
+    literal_value(d, expr_at(v, e->args[2]), &lits[1]);
+    struct zr_ranges ge = {0, NULL}, le = {0, NULL};
+    int rc = ranges_alloc(&ge, 3);
+    if (rc == QL_OK) rc = ranges_alloc(&le, 3);
+    if (rc == QL_OK) {
+      cmp_ranges(d, QL_OP_GE, &lits[0], &ge);
+      cmp_ranges(d, QL_OP_LE, &lits[1], &le);
+      rc = ranges_intersect(&ge, &le, &in);
+    }
+    ranges_free(&ge);
+    ranges_free(&le);
+    QL_RETURN_NOT_OK(rc);
+  } else {
+    /* IN list: each literal's matches are one run (at most one position:
+     * values are distinct); the runs sorted by start make the list. */
+    int64_t n_lits = e->n_args - 1, n = 0;
+    int64_t *runs = malloc(sizeof(int64_t) * (size_t)(2 * (n_lits > 0 ? n_lits : 1)));
+    if (!runs || ranges_alloc(&in, n_lits) != QL_OK) {
+      free(runs);
+      ranges_free(&in);
+      return QL_ENOMEM;
+    }
+    for (int32_t k = 1; k < e->n_args; k++) {
+      struct zr_lit lit = {0};
+      literal_value(d, expr_at(v, e->args[k]), &lit);
+      int64_t p1 = first_past(d, &lit, 0), p2 = first_past(d, &lit, 1);
+      if (p1 < p2) {
+        runs[2 * n] = p1;
+        runs[2 * n + 1] = p2;
+        n++;
+      }
+    }
+    qsort(runs, (size_t)n, 2 * sizeof(int64_t), cmp_run_start);
+    for (int64_t i = 0; i < n; i++) ranges_push(&in, runs[2 * i], runs[2 * i + 1]);
+    free(runs);
+  }
+  if (!negated) {
+    *out = in;
+    return QL_OK;
+  }
+  int rc = ranges_complement(&in, d->size, out);
+  ranges_free(&in);
+  return rc;
+}
+
+/* Is the selection along `d` held as a range list? (filters.h) */
+static int uses_ranges(const struct zr_dim *d) { return d->direction != 0; }
 
 static int apply(const struct zr_dataset *ds, const struct zr_table *t, const struct ql_plan_view *v, ql_expr_id id,
                  struct zr_selection *sel, struct ql_error *error) {
@@ -245,7 +437,24 @@ static int apply(const struct zr_dataset *ds, const struct zr_table *t, const st
     QL_RETURN_NOT_OK(apply(ds, t, v, e->args[0], sel, error));
     return apply(ds, t, v, e->args[1], sel, error);
   }
-  int64_t n = ds->dims[t->dims[d]].size;
+  const struct zr_dim *dim = &ds->dims[t->dims[d]];
+  if (uses_ranges(dim)) {
+    struct zr_ranges r = {0, NULL}, both = {0, NULL};
+    int rc = eval_ranges(ds, t, v, id, d, &r);
+    if (rc == QL_OK && sel->ranges[d].bounds) {
+      rc = ranges_intersect(&sel->ranges[d], &r, &both);
+      ranges_free(&r);
+      r = both;
+    }
+    if (rc != QL_OK) {
+      ranges_free(&r);
+      return ql_error_set(error, QL_ENOMEM, "out of memory evaluating a filter");
+    }
+    ranges_free(&sel->ranges[d]);
+    sel->ranges[d] = r;
+    return QL_OK;
+  }
+  int64_t n = dim->size;
   uint8_t *m = malloc((size_t)(n ? n : 1));
   if (!m) return ql_error_set(error, QL_ENOMEM, "out of memory evaluating a filter");
   memset(m, 0, (size_t)(n ? n : 1));
@@ -268,9 +477,44 @@ int zr_filter_apply(const struct zr_dataset *ds, const struct zr_table *t, const
   return apply(ds, t, view, e, sel, error);
 }
 
+int zr_selection_run(const struct zr_selection *sel, int32_t k, int64_t from, int64_t to, int64_t *lo, int64_t *hi) {
+  if (from >= to) return 0;
+  if (sel && sel->ranges[k].bounds) {
+    const struct zr_ranges *r = &sel->ranges[k];
+    /* the first range ending after `from` */
+    int64_t a = 0, b = r->n;
+    while (a < b) {
+      int64_t mid = a + (b - a) / 2;
+      if (r->bounds[2 * mid + 1] <= from) {
+        a = mid + 1;
+      } else {
+        b = mid;
+      }
+    }
+    if (a == r->n || r->bounds[2 * a] >= to) return 0;
+    *lo = r->bounds[2 * a] > from ? r->bounds[2 * a] : from;
+    *hi = r->bounds[2 * a + 1] < to ? r->bounds[2 * a + 1] : to;
+    return 1;
+  }
+  if (sel && sel->mask[k]) {
+    const uint8_t *m = sel->mask[k];
+    int64_t i = from;
+    while (i < to && !m[i]) i++;
+    if (i == to) return 0;
+    *lo = i;
+    while (i < to && m[i]) i++;
+    *hi = i;
+    return 1;
+  }
+  *lo = from;
+  *hi = to;
+  return 1;
+}
+
 void zr_selection_free(struct zr_selection *sel) {
   for (int32_t i = 0; i < ZR_MAX_DIMS; i++) {
     free(sel->mask[i]);
     sel->mask[i] = NULL;
+    ranges_free(&sel->ranges[i]);
   }
 }

@@ -318,7 +318,7 @@ static int dim_direction(const struct zr_dim *d) {
   return dir;
 }
 
-/* A dimension's values are held in memory (for statistics and filter
+/* A coordinate's values are held in memory (for statistics and filter
  * pruning): one that does not fit is named with its size. */
 static int dim_too_large(const struct zr_dataset *ds, const struct zr_dim *d, struct ql_error *error) {
   return ql_error_set(error, QL_ENOMEM,
@@ -326,28 +326,38 @@ static int dim_too_large(const struct zr_dataset *ds, const struct zr_dim *d, st
                       ds->store.url, d->name, (long long)d->size);
 }
 
+/* A dimension without coordinate: values are positions, held nowhere;
+ * they strictly increase, are never null or NaN. */
+static void init_implicit_dim(struct zr_dim *d) {
+  d->raw = NULL;
+  d->values = NULL;
+  memset(&d->dec, 0, sizeof(d->dec));
+  d->dec.in.type = ZR_INT;
+  d->dec.in.size = 8;
+  d->dec.in.swap_unit = 8;
+  d->dec.out = ZR_OUT_I64;
+  snprintf(d->dec.format, sizeof(d->dec.format), "l");
+  d->comparable = 1;
+  d->has_nulls = 0;
+  d->has_nan = 0;
+  d->direction = 1;
+}
+
 static int load_dim_values(struct zr_dataset *ds, struct zr_dim *d, struct ql_error *error) {
   int64_t n = d->size;
+  if (zr_dim_implicit(d)) {
+    init_implicit_dim(d);
+    return QL_OK;
+  }
   if (n > INT64_MAX / (int64_t)sizeof(struct zr_value)) return dim_too_large(ds, d, error);
-  if (d->coord < 0) {
-    d->raw = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
-    if (!d->raw) return dim_too_large(ds, d, error);
-    for (int64_t i = 0; i < n; i++) memcpy(d->raw + 8 * i, &i, 8);
-    memset(&d->dec, 0, sizeof(d->dec));
-    d->dec.in.type = ZR_INT;
-    d->dec.in.size = 8;
-    d->dec.in.swap_unit = 8;
-    d->dec.out = ZR_OUT_I64;
-    snprintf(d->dec.format, sizeof(d->dec.format), "l");
-  } else {
-    const struct zr_array *a = &ds->group.arrays[d->coord];
-    if (a->dtype.size > 0 && n > (INT64_MAX - 1) / a->dtype.size) return dim_too_large(ds, d, error);
-    d->raw = malloc((size_t)(n * a->dtype.size) + 1);
-    if (!d->raw) return ql_error_set(error, QL_ENOMEM, "out of memory reading coordinate '%s'", a->name);
-    int64_t chunks = 0, bytes = 0, lo = 0;
-    QL_RETURN_NOT_OK(zr_read_box(&ds->store, a, NULL, &lo, &n, d->raw, &d->heap, NULL, &chunks, &bytes, error));
-    int rc = zr_decoder_init(a, 1, &d->dec, error);
-    if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: array '%s'", ds->store.url, a->name);
+  const struct zr_array *a = &ds->group.arrays[d->coord];
+  if (a->dtype.size > 0 && n > (INT64_MAX - 1) / a->dtype.size) return dim_too_large(ds, d, error);
+  d->raw = malloc((size_t)(n * a->dtype.size) + 1);
+  if (!d->raw) return ql_error_set(error, QL_ENOMEM, "out of memory reading coordinate '%s'", a->name);
+  int64_t chunks = 0, bytes = 0, lo = 0;
+  QL_RETURN_NOT_OK(zr_read_box(&ds->store, a, NULL, &lo, &n, d->raw, &d->heap, NULL, &chunks, &bytes, error));
+  if (zr_decoder_init(a, 1, &d->dec, error) != QL_OK) {
+    return ql_error_prefix(error, "zarr store %s: array '%s'", ds->store.url, a->name);
   }
   d->values = calloc((size_t)(n ? n : 1), sizeof(struct zr_value));
   if (!d->values) return dim_too_large(ds, d, error);

@@ -2,9 +2,10 @@
  *
  * One table per set of data variables sharing the same dimensions (in
  * order). Columns: the dimensions first (values of the coordinate array
- * named like the dimension, or int64 positions 0..n-1 where there is none),
- * then non-dimension coordinates whose dimensions are a subset of the
- * table's, then the data variables, each group sorted by name. One row per
+ * named like the dimension, or int64 positions 0..n-1 where there is none,
+ * generated on the fly), then non-dimension coordinates whose dimensions are
+ * a subset of the table's, then the data variables, each group sorted by
+ * name. One row per
  * coordinate tuple. A table's default name is its dimension names joined by
  * '_'; the `tables` option ("time_lat_lon=era5,lat_lon=static") renames.
  *
@@ -23,20 +24,37 @@
 
 enum zr_role { ZR_ROLE_DIM = 1, ZR_ROLE_COORD = 2, ZR_ROLE_VAR = 3 };
 
+/* A dimension of the store. Without a coordinate array its values are its
+ * positions 0..size-1 and nothing is held per position (an observation
+ * store's `obs` dimension may have 1e9 of them): raw and values are NULL
+ * and users go through zr_dim_value / zr_dim_implicit. */
 struct zr_dim {
   char *name;
   int64_t size;
   int32_t coord;    /* index into group.arrays of the dimension coordinate, or -1 */
-  uint8_t *raw;     /* the coordinate's elements (native), or int64 positions */
+  uint8_t *raw;     /* the coordinate's elements (native); NULL without coordinate */
   struct zr_heap heap; /* string bytes of a variable-length string coordinate */
-  struct zr_decoder dec;
-  struct zr_value *values; /* decoded coordinate values (for statistics and filters) */
+  struct zr_decoder dec; /* the coordinate's decoder; int64 ("l") without coordinate */
+  struct zr_value *values; /* decoded coordinate values (for statistics and filters); NULL without coordinate */
   int32_t comparable;      /* values are numbers / ticks (not strings) */
   int32_t has_nulls;
   int32_t has_nan;
   int32_t direction;       /* values strictly increase (1), strictly decrease (-1), or neither /
                               not comparable as hosts compare them (0): the scan's output ordering */
 };
+
+/* 1 when dimension `d` has no coordinate: value == position. */
+static inline int zr_dim_implicit(const struct zr_dim *d) { return d->coord < 0; }
+
+/* The decoded value at position i (0 <= i < d->size) of a comparable
+ * dimension. */
+static inline struct zr_value zr_dim_value(const struct zr_dim *d, int64_t i) {
+  if (zr_dim_implicit(d)) {
+    struct zr_value v = {0, 0, i, 0, 0.0};
+    return v;
+  }
+  return d->values[i];
+}
 
 struct zr_column {
   char *name;

@@ -313,9 +313,9 @@ static int stream_load(struct zr_stream *st, int64_t idx, struct ql_error *error
   st->emitted = 0;
   st->total = 1;
   for (int32_t k = 0; k < t->ndim; k++) {
-    int64_t n = 0;
-    for (int64_t i = st->start[k]; i < st->start[k] + st->count[k]; i++) {
-      if (!s->sel.mask[k] || s->sel.mask[k][i]) st->sel[k][n++] = i;
+    int64_t n = 0, lo, hi, end = st->start[k] + st->count[k];
+    for (int64_t at = st->start[k]; zr_selection_run(&s->sel, k, at, end, &lo, &hi); at = hi) {
+      for (int64_t i = lo; i < hi; i++) st->sel[k][n++] = i;
     }
     st->nsel[k] = n;
     st->lo[k] = n ? st->sel[k][0] : 0;
@@ -481,6 +481,7 @@ static int64_t pattern_cycle(const struct zr_stream *st, int32_t k) { return st-
 
 static int pattern_applies(const struct zr_stream *st, const struct zr_column *c) {
   if (c->role != ZR_ROLE_DIM || c->dec.in.type == ZR_VLEN || c->dec.out == ZR_OUT_BOOL) return 0;
+  if (c->array < 0) return 0; /* positions: written straight into each batch (fill_positions) */
   if (c->dec.out == ZR_OUT_UTF8 || c->dec.out == ZR_OUT_BINARY) return 0;
   int64_t cycle = pattern_cycle(st, c->dim);
   return cycle > 0 && cycle <= ZR_PATTERN_MAX_ROWS;
@@ -558,6 +559,16 @@ static int column_error(const struct zr_scan *s, const struct zr_column *c, int 
                                           : "out of memory");
 }
 
+/* The column of a dimension without coordinate (int64, never null): its
+ * values are the rows' positions along it, generated, not read. */
+static int fill_positions(const struct zr_stream *st, int32_t k, int64_t row0, int64_t n, struct ArrowArray *out,
+                          struct ql_error *error) {
+  int64_t *values = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  if (!values) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  dim_offsets(st, k, row0, n, values);
+  return ql_array_init_fixed(out, n, 0, NULL, values, error);
+}
+
 static int fill_batch(struct zr_stream *st, int64_t n, struct ArrowArray *out, struct ql_error *error) {
   const struct zr_scan *s = st->scan;
   const struct zr_table *t = scan_table(s);
@@ -571,6 +582,10 @@ static int fill_batch(struct zr_stream *st, int64_t n, struct ArrowArray *out, s
     const struct zr_column *c = &t->columns[s->proj[j]];
     if (c->role != ZR_ROLE_DIM && st->zero_copy[j]) {
       rc = view_init(st->blocks[j], &c->dec, st->blocks[j]->data + row0 * c->dec.in.size, n, out->children[j], error);
+      continue;
+    }
+    if (c->role == ZR_ROLE_DIM && c->array < 0) {
+      rc = fill_positions(st, c->dim, row0, n, out->children[j], error);
       continue;
     }
     struct zr_colbuf b;
@@ -981,9 +996,8 @@ static int plan_partitions(struct zr_scan *s, int64_t target, struct ql_error *e
     int64_t n = 0;
     for (int64_t b = 0; b < nblocks; b++) {
       int64_t from = b * t->step[k], to = from + t->step[k] < size ? from + t->step[k] : size;
-      int any = !s->sel.mask[k];
-      for (int64_t i = from; !any && i < to; i++) any = s->sel.mask[k][i] != 0;
-      if (any) s->kept[k][n++] = b;
+      int64_t lo, hi;
+      if (zr_selection_run(&s->sel, k, from, to, &lo, &hi)) s->kept[k][n++] = b;
     }
     s->n_kept[k] = n;
     /* the product of the dimensions' lengths fits (it is the row count) */

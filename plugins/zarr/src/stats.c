@@ -35,17 +35,35 @@ static int less(const struct zr_value *a, const struct zr_value *b) {
   return a->i < b->i;
 }
 
+static void extend(struct zr_dim_stats *acc, const struct zr_value *v) {
+  if (!acc->has || less(v, &acc->lo)) acc->lo = *v;
+  if (!acc->has || less(&acc->hi, v)) acc->hi = *v;
+  acc->has = 1;
+}
+
+/* Along a strictly monotonic dimension the extremes of the selected
+ * positions are the values at the first and last of them: the selection's
+ * runs give both, without a pass over the positions (O(runs), or
+ * O(log ranges) per run of a range list). */
 void zr_dim_stats_add(struct zr_dim_stats *acc, const struct zr_dataset *ds, const struct zr_table *t,
                       const struct zr_selection *sel, int32_t k, int64_t from, int64_t to) {
   const struct zr_dim *d = &ds->dims[t->dims[k]];
-  for (int64_t i = from; i < to; i++) {
-    if (sel && sel->mask[k] && !sel->mask[k][i]) continue;
-    acc->selected++;
-    const struct zr_value *v = &d->values[i];
-    if (!d->comparable || v->is_null) continue;
-    if (!acc->has || less(v, &acc->lo)) acc->lo = *v;
-    if (!acc->has || less(&acc->hi, v)) acc->hi = *v;
-    acc->has = 1;
+  int64_t lo, hi, first = -1, last = -1;
+  for (int64_t at = from; zr_selection_run(sel, k, at, to, &lo, &hi); at = hi) {
+    acc->selected += hi - lo;
+    if (first < 0) first = lo;
+    last = hi - 1;
+    if (d->direction != 0 || !d->comparable) continue;
+    for (int64_t i = lo; i < hi; i++) {
+      struct zr_value v = zr_dim_value(d, i);
+      if (!v.is_null) extend(acc, &v);
+    }
+  }
+  if (d->direction != 0 && first >= 0) {
+    /* no nulls or NaNs along a monotonic dimension */
+    struct zr_value a = zr_dim_value(d, first), b = zr_dim_value(d, last);
+    extend(acc, &a);
+    extend(acc, &b);
   }
 }
 
