@@ -17,6 +17,8 @@ APT_PACKAGES=(
   "libzstd-dev=1.5.4+dfsg2-5+deb12u1"
   "liblz4-dev=1.9.4-1"
   "zlib1g-dev=1:1.2.13.dfsg-1"
+  "libbz2-dev=1.0.8-5+b1"
+  "liblzma-dev=5.4.1-1"
   "libjansson-dev=2.14-2"
   "ferret-datasets=7.6.0-5"
 )

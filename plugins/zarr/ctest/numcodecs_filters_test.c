@@ -2,6 +2,7 @@
  * xarray-written stores of tests/test_tables.py check them against
  * numcodecs itself; these pin the edges numcodecs leaves to NumPy). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,7 +134,64 @@ static void test_parse_errors(void) {
   ql_error_release(&err);
   QL_CHECK_INT(parse("{\"id\": \"shuffle\", \"elementsize\": 0}", &c, &err), QL_EDATA);
   ql_error_release(&err);
-  QL_CHECK(zr_filter_known("fixedscaleoffset") && !zr_filter_known("packbits") && !zr_filter_known(NULL));
+  QL_CHECK(zr_filter_known("fixedscaleoffset") && zr_filter_known("packbits") && !zr_filter_known("categorize") &&
+           !zr_filter_known(NULL));
+  /* dtype strings NumPy takes and zarr-python 3 stores as given */
+  QL_CHECK_INT(parse("{\"id\": \"delta\", \"dtype\": \"f5\"}", &c, &err), QL_ENOTSUP);
+  QL_CHECK(strstr(ql_error_message(&err), "filter 'delta': dtype") != NULL);
+  ql_error_release(&err);
+  QL_CHECK_INT(parse("{\"id\": \"delta\", \"dtype\": \"\"}", &c, &err), QL_EDATA);
+  ql_error_release(&err);
+}
+
+/* "i2", "int16", "=i2" and "<i2" are one dtype; ">i2" is big-endian */
+static void test_numpy_dtype_names(void) {
+  struct ql_error err = {0};
+  struct zr_codec c;
+  const char *same[] = {"i2", "int16", "=i2", "<i2"};
+  for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+    char j[96];
+    snprintf(j, sizeof(j), "{\"id\": \"delta\", \"dtype\": \"%s\"}", same[i]);
+    QL_CHECK_OK(parse(j, &c, &err), err);
+    QL_CHECK(c.f_dtype.type == ZR_INT && c.f_dtype.size == 2 && c.f_dtype.big_endian == 0);
+    QL_CHECK(c.f_astype.type == ZR_INT && c.f_astype.size == 2);
+  }
+  QL_CHECK_OK(parse("{\"id\": \"delta\", \"dtype\": \">i2\", \"astype\": \"u1\"}", &c, &err), err);
+  QL_CHECK(c.f_dtype.big_endian == 1 && c.f_astype.type == ZR_UINT && c.f_astype.size == 1);
+  QL_CHECK_OK(parse("{\"id\": \"astype\", \"encode_dtype\": \"float32\", \"decode_dtype\": \"f8\"}", &c, &err),
+              err);
+  QL_CHECK(c.f_astype.type == ZR_FLOAT && c.f_astype.size == 4 && c.f_dtype.size == 8);
+  ql_error_release(&err);
+}
+
+/* numcodecs.PackBits().encode([1,0,1,1,0,0,0,0,1,1]) is 06 b0 c0: six
+ * padding bits, then the bits MSB first */
+static void test_packbits(void) {
+  struct ql_error err = {0};
+  struct zr_codec c;
+  uint8_t *out = NULL;
+  int64_t n = 0;
+  QL_CHECK_OK(parse("{\"id\": \"packbits\"}", &c, &err), err);
+  QL_CHECK(c.f_dtype.type == ZR_BOOL && c.f_dtype.size == 1);
+  const uint8_t enc[] = {0x06, 0xb0, 0xc0};
+  QL_CHECK_OK(zr_filter_decode(&c, enc, 3, &out, &n, &err), err);
+  const uint8_t want[] = {1, 0, 1, 1, 0, 0, 0, 0, 1, 1};
+  QL_CHECK_INT(n, 10);
+  QL_CHECK(out && memcmp(out, want, 10) == 0);
+  free(out);
+  const uint8_t empty[] = {0x00};
+  QL_CHECK_OK(zr_filter_decode(&c, empty, 1, &out, &n, &err), err);
+  QL_CHECK_INT(n, 0);
+  free(out);
+  const uint8_t bad[] = {0x08, 0xff};
+  QL_CHECK_INT(zr_filter_decode(&c, bad, 2, &out, &n, &err), QL_EDATA);
+  QL_CHECK_STR(ql_error_message(&err), "filter 'packbits': 8 padding bits (at most 7, and 0 for no data)");
+  QL_CHECK_INT(zr_filter_decode(&c, bad, 0, &out, &n, &err), QL_EDATA);
+  QL_CHECK_STR(ql_error_message(&err), "filter 'packbits': empty chunk (no padding byte)");
+  QL_CHECK_INT(zr_filter_decode(&c, (const uint8_t *)"\x03", 1, &out, &n, &err), QL_EDATA);
+  QL_CHECK(zr_filter_is_array_codec(ZR_CODEC_F_PACKBITS) && zr_filter_is_array_codec(ZR_CODEC_F_DELTA) &&
+           !zr_filter_is_array_codec(ZR_CODEC_F_SHUFFLE) && !zr_filter_is_array_codec(ZR_CODEC_ZSTD));
+  ql_error_release(&err);
 }
 
 int main(void) {
@@ -142,5 +200,7 @@ int main(void) {
   test_shuffle_keeps_leftover_bytes();
   test_identity_and_casts();
   test_parse_errors();
+  test_numpy_dtype_names();
+  test_packbits();
   QL_TEST_END();
 }

@@ -2,6 +2,8 @@
 #include "codecs.h"
 
 #include <blosc.h>
+#include <bzlib.h>
+#include <lzma.h>
 #include <lz4.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -25,7 +27,11 @@ static const char *strip_numcodecs(const char *name) {
 }
 
 static int codec_kind(int32_t id) {
-  /* 0: array -> array, 1: array -> bytes, 2: bytes -> bytes */
+  /* 0: array -> array, 1: array -> bytes, 2: bytes -> bytes. A v2
+   * pipeline lists its filters after the bytes codec, where they are bytes
+   * stages all the same: the decoder goes by position, around the one
+   * array -> bytes codec. */
+  if (zr_filter_is_array_codec(id)) return 0;
   switch (id) {
     case ZR_CODEC_TRANSPOSE: return 0;
     case ZR_CODEC_BYTES:
@@ -99,6 +105,77 @@ static int parse_sharding(const json_t *config, int32_t ndim, struct zr_codec *c
   return QL_OK;
 }
 
+/* numcodecs' bytes -> bytes codecs: v2 compressors (and filters), v3
+ * "numcodecs.<id>" codecs. */
+static const struct {
+  const char *id;
+  int32_t codec;
+} NUMCODECS_BYTES[] = {{"blosc", ZR_CODEC_BLOSC},     {"zstd", ZR_CODEC_ZSTD},
+                       {"gzip", ZR_CODEC_GZIP},       {"zlib", ZR_CODEC_ZLIB},
+                       {"lz4", ZR_CODEC_LZ4},         {"bz2", ZR_CODEC_BZ2},
+                       {"lzma", ZR_CODEC_LZMA},       {"crc32", ZR_CODEC_CRC32},
+                       {"crc32c", ZR_CODEC_CRC32C},   {"adler32", ZR_CODEC_ADLER32},
+                       {"fletcher32", ZR_CODEC_FLETCHER32}, {"jenkins_lookup3", ZR_CODEC_JENKINS}};
+
+static int32_t numcodecs_bytes_id(const char *id) {
+  for (size_t i = 0; id && i < sizeof(NUMCODECS_BYTES) / sizeof(NUMCODECS_BYTES[0]); i++) {
+    if (strcmp(id, NUMCODECS_BYTES[i].id) == 0) return NUMCODECS_BYTES[i].codec;
+  }
+  return 0;
+}
+
+/* A numcodecs bytes -> bytes codec `id` with its parameters in `config`
+ * (the v2 object itself, a v3 configuration, or NULL for the defaults). */
+static int parse_numcodecs_bytes(const char *id, const json_t *config, struct zr_codec *c, struct ql_error *error) {
+  c->id = numcodecs_bytes_id(id);
+  if (!c->id) return ql_error_set(error, QL_ENOTSUP, "unsupported codec '%s'", id);
+  if (c->id == ZR_CODEC_CRC32 || c->id == ZR_CODEC_CRC32C || c->id == ZR_CODEC_ADLER32) {
+    /* numcodecs' Checksum32: crc32 and adler32 at the start, crc32c at the end */
+    c->sum_at_start = c->id != ZR_CODEC_CRC32C;
+    const json_t *loc = json_object_get(config, "location");
+    if (loc && !json_is_null(loc)) {
+      const char *l = json_string_value(loc);
+      if (!l || (strcmp(l, "start") != 0 && strcmp(l, "end") != 0)) {
+        return ql_error_set(error, QL_EDATA, "%s: location must be \"start\" or \"end\"", id);
+      }
+      c->sum_at_start = strcmp(l, "start") == 0;
+    }
+  } else if (c->id == ZR_CODEC_JENKINS) {
+    const json_t *init = json_object_get(config, "initval");
+    if (init && !json_is_null(init)) {
+      if (!json_is_integer(init) || json_integer_value(init) < 0 || json_integer_value(init) > UINT32_MAX) {
+        return ql_error_set(error, QL_EDATA, "jenkins_lookup3: initval must be an integer from 0 to 2^32-1");
+      }
+      c->sum_initval = (uint32_t)json_integer_value(init);
+    }
+    const json_t *prefix = json_object_get(config, "prefix");
+    if (prefix && !json_is_null(prefix)) {
+      return ql_error_set(error, QL_ENOTSUP, "jenkins_lookup3: a prefix is not supported");
+    }
+  } else if (c->id == ZR_CODEC_LZMA) {
+    /* lzma.FORMAT_AUTO 0, FORMAT_XZ 1 (numcodecs' default), FORMAT_ALONE 2;
+     * FORMAT_RAW 3 needs the encoder's filter chain */
+    const json_t *fmt = json_object_get(config, "format");
+    c->lzma_format = fmt && !json_is_null(fmt) ? (json_is_integer(fmt) ? (int32_t)json_integer_value(fmt) : -1) : 1;
+    if (c->lzma_format == 3) return ql_error_set(error, QL_ENOTSUP, "lzma: raw format (format 3) is not supported");
+    if (c->lzma_format < 0 || c->lzma_format > 2) return ql_error_set(error, QL_EDATA, "lzma: format must be 0, 1 or 2");
+  }
+  return QL_OK;
+}
+
+/* A v3 "numcodecs.<id>" filter: its configuration is the v2 filter object
+ * less its id, so the v2 parser reads it. */
+static int parse_filter_v3(const char *id, const json_t *config, struct zr_codec *c, struct ql_error *error) {
+  json_t *obj = json_is_object(config) ? json_copy((json_t *)config) : json_object();
+  if (!obj || json_object_set_new(obj, "id", json_string(id)) != 0) {
+    json_decref(obj);
+    return ql_error_set(error, QL_ENOMEM, "out of memory parsing numcodecs.%s", id);
+  }
+  int rc = zr_filter_parse(obj, c, error);
+  json_decref(obj);
+  return rc;
+}
+
 static int parse_codec_v3(const json_t *j, int32_t ndim, struct zr_codec *c, struct ql_error *error) {
   const char *name = NULL;
   const json_t *config = NULL;
@@ -131,20 +208,39 @@ static int parse_codec_v3(const json_t *j, int32_t ndim, struct zr_codec *c, str
     c->id = ZR_CODEC_SHARDING;
     return parse_sharding(config, ndim, c, error);
   }
-  static const struct {
-    const char *name;
-    int32_t id;
-  } bb[] = {{"blosc", ZR_CODEC_BLOSC}, {"zstd", ZR_CODEC_ZSTD}, {"gzip", ZR_CODEC_GZIP},
-            {"zlib", ZR_CODEC_ZLIB},   {"lz4", ZR_CODEC_LZ4},   {"crc32c", ZR_CODEC_CRC32C}};
-  for (size_t i = 0; i < sizeof(bb) / sizeof(bb[0]); i++) {
-    if (strcmp(n, bb[i].name) == 0) {
-      /* numcodecs.crc32c frames differently from the v3 crc32c codec */
-      if (bb[i].id == ZR_CODEC_CRC32C && n != name) break;
-      c->id = bb[i].id;
-      return QL_OK;
+  if (n != name) {
+    if (zr_filter_known(n)) return parse_filter_v3(n, config, c, error);
+    if (numcodecs_bytes_id(n)) return parse_numcodecs_bytes(n, config, c, error);
+  } else {
+    /* v3 core codecs (their configurations only matter to the encoder; the
+     * crc32c codec is always at the end), and the bare zlib / lz4 names of
+     * early zarr-python 3 stores */
+    const char *core[] = {"blosc", "zstd", "gzip", "crc32c", "zlib", "lz4"};
+    for (size_t i = 0; i < sizeof(core) / sizeof(core[0]); i++) {
+      if (strcmp(n, core[i]) == 0) return parse_numcodecs_bytes(n, NULL, c, error);
     }
   }
   return ql_error_set(error, QL_ENOTSUP, "unsupported codec '%s'", name);
+}
+
+/* numcodecs filters among a v3 pipeline's array -> array codecs decode on
+ * the bytes codec's output bytes (codecs.h): refuse the layouts where
+ * zarr-python would hand them something else. */
+static int check_array_filters(const struct zr_pipeline *p, struct ql_error *error) {
+  const char *filter = NULL;
+  int transposed = 0;
+  int32_t k = 0;
+  for (; k < p->n && codec_kind(p->codecs[k].id) == 0; k++) {
+    if (p->codecs[k].id == ZR_CODEC_TRANSPOSE) transposed = 1;
+    if (!filter && zr_filter_is_array_codec(p->codecs[k].id)) filter = zr_filter_name(p->codecs[k].id);
+  }
+  if (!filter) return QL_OK;
+  if (transposed) return ql_error_set(error, QL_ENOTSUP, "numcodecs.%s together with transpose is not supported", filter);
+  if (p->codecs[k].id != ZR_CODEC_BYTES) {
+    return ql_error_set(error, QL_ENOTSUP, "numcodecs.%s before %s is not supported (only before bytes)", filter,
+                        p->codecs[k].id == ZR_CODEC_SHARDING ? "sharding_indexed" : "vlen-utf8");
+  }
+  return QL_OK;
 }
 
 int zr_pipeline_parse_v3(const json_t *codecs, int32_t ndim, struct zr_pipeline *out, struct ql_error *error) {
@@ -169,7 +265,7 @@ int zr_pipeline_parse_v3(const json_t *codecs, int32_t ndim, struct zr_pipeline 
     return ql_error_set(error, QL_EDATA, "codecs need exactly one array->bytes codec (bytes or sharding_indexed), found %d",
                         n_array_bytes);
   }
-  return QL_OK;
+  return check_array_filters(out, error);
 }
 
 int zr_pipeline_from_v2(const json_t *compressor, const json_t *filters, int32_t ndim, int32_t order_f,
@@ -185,7 +281,7 @@ int zr_pipeline_from_v2(const json_t *compressor, const json_t *filters, int32_t
       if (id && strcmp(id, "vlen-utf8") == 0 && n_filters == 1) {
         vlen = 1;
         n_filters = 0; /* the object array's array->bytes codec, not a filter stage */
-      } else if (!zr_filter_known(id)) {
+      } else if (!zr_filter_known(id) && !numcodecs_bytes_id(id)) {
         return ql_error_set(error, QL_ENOTSUP, "unsupported v2 filter '%s'", id ? id : "(malformed)");
       }
     }
@@ -203,23 +299,17 @@ int zr_pipeline_from_v2(const json_t *compressor, const json_t *filters, int32_t
   b->big_endian = big_endian;
   /* filters encode after the elements are laid out, before compression */
   for (size_t i = 0; i < n_filters; i++) {
-    QL_RETURN_NOT_OK(zr_filter_parse(json_array_get(filters, i), &out->codecs[out->n++], error));
+    /* a numcodecs compressor or checksum may be a filter too */
+    const json_t *f = json_array_get(filters, i);
+    const char *id = json_string_value(json_object_get(f, "id"));
+    struct zr_codec *c = &out->codecs[out->n++];
+    QL_RETURN_NOT_OK(zr_filter_known(id) ? zr_filter_parse(f, c, error) : parse_numcodecs_bytes(id, f, c, error));
   }
   if (compressor && !json_is_null(compressor)) {
     const char *id = json_string_value(json_object_get(compressor, "id"));
     if (!id) return ql_error_set(error, QL_EDATA, "compressor without an id");
-    static const struct {
-      const char *name;
-      int32_t id;
-    } known[] = {{"blosc", ZR_CODEC_BLOSC}, {"zstd", ZR_CODEC_ZSTD}, {"gzip", ZR_CODEC_GZIP},
-                 {"zlib", ZR_CODEC_ZLIB},   {"lz4", ZR_CODEC_LZ4}};
-    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
-      if (strcmp(id, known[i].name) == 0) {
-        out->codecs[out->n++].id = known[i].id;
-        return QL_OK;
-      }
-    }
-    return ql_error_set(error, QL_ENOTSUP, "unsupported compressor '%s'", id);
+    if (!numcodecs_bytes_id(id)) return ql_error_set(error, QL_ENOTSUP, "unsupported compressor '%s'", id);
+    return parse_numcodecs_bytes(id, compressor, &out->codecs[out->n++], error);
   }
   return QL_OK;
 }
@@ -238,6 +328,18 @@ int zr_pipeline_check_dtype(const struct zr_pipeline *p, const struct zr_dtype *
   if (!vlen_codec && dtype->type == ZR_VLEN) {
     return ql_error_set(error, QL_ENOTSUP, "variable-length dtype '%s' without the vlen-utf8 codec (object dtype '|O' / 'string')",
                         "string");
+  }
+  /* v3: the outermost numcodecs filter with a dtype makes the elements */
+  for (int32_t i = 0; i < p->n && codec_kind(p->codecs[i].id) == 0; i++) {
+    const struct zr_dtype *made = zr_filter_decoded_dtype(&p->codecs[i]);
+    if (!made) continue;
+    if (made->type != dtype->type || made->size != dtype->size) {
+      char a[32], b[32];
+      return ql_error_set(error, QL_ENOTSUP, "numcodecs.%s decodes to %s, not the array's %s (a cast is not supported)",
+                          zr_filter_name(p->codecs[i].id), zr_dtype_name(made, a, sizeof(a)),
+                          zr_dtype_name(dtype, b, sizeof(b)));
+    }
+    break;
   }
   return QL_OK;
 }
@@ -321,6 +423,12 @@ static const char *codec_name(int32_t id) {
     case ZR_CODEC_LZ4: return "lz4";
     case ZR_CODEC_CRC32C: return "crc32c";
     case ZR_CODEC_VLEN_UTF8: return "vlen-utf8";
+    case ZR_CODEC_BZ2: return "bz2";
+    case ZR_CODEC_LZMA: return "lzma";
+    case ZR_CODEC_CRC32: return "crc32";
+    case ZR_CODEC_ADLER32: return "adler32";
+    case ZR_CODEC_FLETCHER32: return "fletcher32";
+    case ZR_CODEC_JENKINS: return "jenkins_lookup3";
     default: return zr_filter_name(id);
   }
 }
@@ -602,17 +710,239 @@ static int decode_lz4(struct zr_buf *b, int64_t expected, struct ql_error *error
   return QL_OK;
 }
 
-static int decode_crc32c(struct zr_buf *b, struct ql_error *error) {
-  if (b->size < 4) return ql_error_set(error, QL_EDATA, "crc32c: chunk shorter than its checksum");
-  int64_t n = b->size - 4;
-  const uint8_t *t = b->data + n;
-  uint32_t stored = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
-  uint32_t actual = zr_crc32c(b->data, n);
-  if (stored != actual) {
-    return ql_error_set(error, QL_EDATA, "crc32c: checksum mismatch (stored %08x, computed %08x)", stored, actual);
+/* HDF5's H5_checksum_fletcher32 (which numcodecs' Fletcher32 ports):
+ * big-endian 16-bit words summed in blocks of 360, an odd last byte as the
+ * high half of a word. */
+uint32_t zr_fletcher32(const uint8_t *data, int64_t n) {
+  uint32_t sum1 = 0, sum2 = 0;
+  int64_t words = n / 2;
+  while (words > 0) {
+    int64_t block = words > 360 ? 360 : words;
+    words -= block;
+    for (int64_t i = 0; i < block; i++, data += 2) {
+      sum1 += (uint32_t)data[0] << 8 | data[1];
+      sum2 += sum1;
+    }
+    sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+    sum2 = (sum2 & 0xffff) + (sum2 >> 16);
   }
-  b->size = n; /* the payload is a prefix: no copy */
+  if (n % 2) {
+    sum1 += (uint32_t)data[0] << 8;
+    sum2 += sum1;
+    sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+    sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+  }
+  sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+  sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+  return sum2 << 16 | sum1;
+}
+
+#define ZR_ROT32(x, k) (((x) << (k)) | ((x) >> (32 - (k))))
+
+/* Bob Jenkins' lookup3 hashlittle, byte by byte, as HDF5's
+ * H5_checksum_lookup3 (numcodecs' JenkinsLookup3). */
+uint32_t zr_jenkins_lookup3(const uint8_t *k, int64_t n, uint32_t initval) {
+  uint32_t a, b, c;
+  a = b = c = 0xdeadbeefu + (uint32_t)n + initval;
+  for (; n > 12; n -= 12, k += 12) {
+    a += (uint32_t)k[0] | (uint32_t)k[1] << 8 | (uint32_t)k[2] << 16 | (uint32_t)k[3] << 24;
+    b += (uint32_t)k[4] | (uint32_t)k[5] << 8 | (uint32_t)k[6] << 16 | (uint32_t)k[7] << 24;
+    c += (uint32_t)k[8] | (uint32_t)k[9] << 8 | (uint32_t)k[10] << 16 | (uint32_t)k[11] << 24;
+    a -= c; a ^= ZR_ROT32(c, 4);  c += b;
+    b -= a; b ^= ZR_ROT32(a, 6);  a += c;
+    c -= b; c ^= ZR_ROT32(b, 8);  b += a;
+    a -= c; a ^= ZR_ROT32(c, 16); c += b;
+    b -= a; b ^= ZR_ROT32(a, 19); a += c;
+    c -= b; c ^= ZR_ROT32(b, 4);  b += a;
+  }
+  if (n == 0) return c;
+  /* the last 1..12 bytes, zero-padded, into a, b, c */
+  uint32_t w[3] = {0, 0, 0};
+  for (int64_t i = 0; i < n; i++) w[i / 4] += (uint32_t)k[i] << (8 * (i % 4));
+  a += w[0];
+  b += w[1];
+  c += w[2];
+  c ^= b; c -= ZR_ROT32(b, 14);
+  a ^= c; a -= ZR_ROT32(c, 11);
+  b ^= a; b -= ZR_ROT32(a, 25);
+  c ^= b; c -= ZR_ROT32(b, 16);
+  a ^= c; a -= ZR_ROT32(c, 4);
+  b ^= a; b -= ZR_ROT32(a, 14);
+  c ^= b; c -= ZR_ROT32(b, 24);
+  return c;
+}
+
+static uint32_t checksum_of(const struct zr_codec *c, const uint8_t *data, int64_t n) {
+  switch (c->id) {
+    case ZR_CODEC_CRC32: return (uint32_t)crc32_z(0, data, (z_size_t)n);
+    case ZR_CODEC_ADLER32: return (uint32_t)adler32_z(1, data, (z_size_t)n);
+    case ZR_CODEC_FLETCHER32: return zr_fletcher32(data, n);
+    case ZR_CODEC_JENKINS: return zr_jenkins_lookup3(data, n, c->sum_initval);
+    default: return zr_crc32c(data, n);
+  }
+}
+
+/* numcodecs' 32-bit checksums: 4 little-endian bytes before or after the
+ * payload, which stays where it is (no copy). */
+static int decode_checksum(const struct zr_codec *c, struct zr_buf *b, struct ql_error *error) {
+  const char *name = codec_name(c->id);
+  if (b->size < 4) return ql_error_set(error, QL_EDATA, "%s: chunk shorter than its checksum", name);
+  int64_t n = b->size - 4;
+  const uint8_t *payload = c->sum_at_start ? b->data + 4 : b->data;
+  uint32_t stored = read_u32le(c->sum_at_start ? b->data : b->data + n);
+  uint32_t actual = checksum_of(c, payload, n);
+  if (stored != actual) {
+    return ql_error_set(error, QL_EDATA, "%s: checksum mismatch (stored %08x, computed %08x)", name, stored, actual);
+  }
+  b->data = payload;
+  b->size = n;
   return QL_OK;
+}
+
+/* Output of a decompressor that does not know its size upfront: grows by
+ * doubling up to `limit` bytes. */
+struct zr_out {
+  uint8_t *data;
+  size_t len, cap;
+  int64_t limit;
+};
+
+/* Room for at least one more byte; QL_EDATA past the limit. */
+static int out_room(struct zr_out *o, const char *name, struct ql_error *error) {
+  if (o->len < o->cap) return QL_OK;
+  if ((int64_t)o->cap > o->limit) return ql_error_set(error, QL_EDATA, "%s: decoded more than %lld bytes", name, (long long)o->limit);
+  size_t next = o->cap ? o->cap * 2 : 1 << 16;
+  if ((int64_t)next > o->limit + 1) next = (size_t)o->limit + 1;
+  uint8_t *grown = realloc(o->data, next);
+  if (!grown) return ql_error_set(error, QL_ENOMEM, "%s: out of memory", name);
+  o->data = grown;
+  o->cap = next;
+  return QL_OK;
+}
+
+/* How one compressed stream ended. */
+enum zr_stream_end { ZR_STREAM_DONE, ZR_STREAM_CORRUPT, ZR_STREAM_FAILED };
+
+/* One bzip2 stream from `in` appended to `o`; *used = its bytes. Corrupt
+ * data leaves a message in `error` and returns ZR_STREAM_CORRUPT. */
+static int bz2_stream(const uint8_t *in, size_t n, size_t *used, struct zr_out *o, struct ql_error *error) {
+  bz_stream s;
+  memset(&s, 0, sizeof(s));
+  if (BZ2_bzDecompressInit(&s, 0, 0) != BZ_OK) {
+    ql_error_set(error, QL_ENOMEM, "bz2: out of memory");
+    return ZR_STREAM_FAILED;
+  }
+  size_t in_left = n;
+  s.next_in = (char *)(uintptr_t)in;
+  int end = ZR_STREAM_FAILED;
+  for (;;) {
+    if (out_room(o, "bz2", error) != QL_OK) break;
+    unsigned step_in = in_left > 0x40000000u ? 0x40000000u : (unsigned)in_left;
+    size_t room = o->cap - o->len > 0x40000000u ? 0x40000000u : o->cap - o->len;
+    s.avail_in = step_in;
+    s.next_out = (char *)o->data + o->len;
+    s.avail_out = (unsigned)room;
+    int r = BZ2_bzDecompress(&s);
+    in_left -= step_in - s.avail_in;
+    o->len += room - s.avail_out;
+    if (r == BZ_STREAM_END) {
+      end = ZR_STREAM_DONE;
+      break;
+    }
+    if (r != BZ_OK) {
+      end = r == BZ_MEM_ERROR ? ZR_STREAM_FAILED : ZR_STREAM_CORRUPT;
+      ql_error_set(error, r == BZ_MEM_ERROR ? QL_ENOMEM : QL_EDATA, "bz2: %s (bzlib error %d)",
+                   r == BZ_MEM_ERROR ? "out of memory" : "corrupt chunk", r);
+      break;
+    }
+    if (in_left == 0 && s.avail_out > 0) {
+      ql_error_set(error, QL_EDATA, "bz2: truncated chunk (the stream has no end)");
+      break;
+    }
+  }
+  *used = n - in_left;
+  BZ2_bzDecompressEnd(&s);
+  return end;
+}
+
+#define ZR_LZMA_MEMLIMIT ((uint64_t)256 << 20)
+
+/* One xz / lzma-alone stream, as bz2_stream. */
+static int lzma_stream_1(int32_t format, const uint8_t *in, size_t n, size_t *used, struct zr_out *o,
+                         struct ql_error *error) {
+  lzma_stream s = LZMA_STREAM_INIT;
+  lzma_ret r = format == 2   ? lzma_alone_decoder(&s, ZR_LZMA_MEMLIMIT)
+               : format == 1 ? lzma_stream_decoder(&s, ZR_LZMA_MEMLIMIT, 0)
+                             : lzma_auto_decoder(&s, ZR_LZMA_MEMLIMIT, 0);
+  if (r != LZMA_OK) {
+    ql_error_set(error, QL_ENOMEM, "lzma: decoder init failed (liblzma error %d)", (int)r);
+    return ZR_STREAM_FAILED;
+  }
+  s.next_in = in;
+  s.avail_in = n;
+  int end = ZR_STREAM_FAILED;
+  for (;;) {
+    if (out_room(o, "lzma", error) != QL_OK) break;
+    size_t room = o->cap - o->len;
+    s.next_out = o->data + o->len;
+    s.avail_out = room;
+    r = lzma_code(&s, LZMA_FINISH);
+    o->len += room - s.avail_out;
+    if (r == LZMA_STREAM_END) {
+      end = ZR_STREAM_DONE;
+      break;
+    }
+    if (r == LZMA_OK) continue;
+    if (r == LZMA_MEM_ERROR) {
+      ql_error_set(error, QL_ENOMEM, "lzma: out of memory");
+    } else if (r == LZMA_MEMLIMIT_ERROR) {
+      ql_error_set(error, QL_EDATA, "lzma: the stream needs more than %llu MiB to decode",
+                   (unsigned long long)(ZR_LZMA_MEMLIMIT >> 20));
+    } else if (r == LZMA_BUF_ERROR) {
+      ql_error_set(error, QL_EDATA, "lzma: truncated chunk (the stream has no end)");
+    } else {
+      end = ZR_STREAM_CORRUPT;
+      ql_error_set(error, QL_EDATA, "lzma: corrupt chunk (liblzma error %d)", (int)r);
+    }
+    break;
+  }
+  *used = n - s.avail_in;
+  lzma_end(&s);
+  return end;
+}
+
+/* Python's bz2.decompress / lzma.decompress, which numcodecs calls: the
+ * streams one after the other; data after at least one stream that is not
+ * a valid stream is ignored (its partial output dropped). */
+static int decode_streams(const struct zr_codec *c, struct zr_buf *b, int64_t expected, struct ql_error *error) {
+  const char *name = codec_name(c->id);
+  struct zr_out o = {NULL, 0, 0, expected >= 0 ? expected : ZR_MAX_STAGE_BYTES};
+  size_t pos = 0;
+  int streams = 0, rc = QL_OK;
+  while (pos < (size_t)b->size) {
+    size_t before = o.len, used = 0;
+    int end = c->id == ZR_CODEC_BZ2
+                  ? bz2_stream(b->data + pos, (size_t)b->size - pos, &used, &o, error)
+                  : lzma_stream_1(c->lzma_format, b->data + pos, (size_t)b->size - pos, &used, &o, error);
+    if (end == ZR_STREAM_CORRUPT && streams > 0) {
+      ql_error_release(error);
+      o.len = before;
+      break;
+    }
+    if (end != ZR_STREAM_DONE) {
+      rc = error->status;
+      break;
+    }
+    streams++;
+    pos += used;
+  }
+  if (rc == QL_OK) rc = check_expected(name, (int64_t)o.len, expected, error);
+  if (rc != QL_OK) {
+    free(o.data);
+    return rc;
+  }
+  buf_replace(b, o.data ? o.data : malloc(1), (int64_t)o.len);
+  return b->data ? QL_OK : ql_error_set(error, QL_ENOMEM, "%s: out of memory", name);
 }
 
 /* `dst` (NULL, or `expected` bytes) may receive the output directly. */
@@ -624,9 +954,15 @@ static int decode_bytes_stage(const struct zr_codec *c, struct zr_buf *b, int64_
     case ZR_CODEC_ZLIB: return decode_zlib(b, expected, 0, error);
     case ZR_CODEC_GZIP: return decode_zlib(b, expected, 1, error);
     case ZR_CODEC_LZ4: return decode_lz4(b, expected, error);
-    case ZR_CODEC_CRC32C: {
-      QL_RETURN_NOT_OK(decode_crc32c(b, error));
-      return check_expected("crc32c", b->size, expected, error);
+    case ZR_CODEC_BZ2:
+    case ZR_CODEC_LZMA: return decode_streams(c, b, expected, error);
+    case ZR_CODEC_CRC32:
+    case ZR_CODEC_CRC32C:
+    case ZR_CODEC_ADLER32:
+    case ZR_CODEC_FLETCHER32:
+    case ZR_CODEC_JENKINS: {
+      QL_RETURN_NOT_OK(decode_checksum(c, b, error));
+      return check_expected(codec_name(c->id), b->size, expected, error);
     }
     default: {
       if (!zr_filter_known(zr_filter_name(c->id))) {
@@ -728,17 +1064,45 @@ static int decode_shard(const struct zr_codec *c, const struct zr_dtype *dtype, 
   return rc;
 }
 
+/* Undo a v3 pipeline's numcodecs filters (codecs 0..k-1) on the bytes
+ * the bytes -> bytes stages left, as v2 filters are undone. */
+static int decode_array_filters(const struct zr_pipeline *p, int32_t k, struct zr_buf *b, struct ql_error *error) {
+  for (int32_t i = k - 1; i >= 0; i--) {
+    uint8_t *o = NULL;
+    int64_t on = 0;
+    QL_RETURN_NOT_OK(zr_filter_decode(&p->codecs[i], b->data, b->size, &o, &on, error));
+    if (o) buf_replace(b, o, on);
+  }
+  return QL_OK;
+}
+
 int zr_chunk_decode(const struct zr_pipeline *p, const struct zr_dtype *dtype, int32_t ndim, const int64_t *shape,
                     const uint8_t *fill, const uint8_t *in, int64_t in_size, uint8_t *out, struct zr_heap *heap,
                     struct ql_error *error) {
-  int32_t k = 0;
-  while (k < p->n && codec_kind(p->codecs[k].id) == 0) k++;
+  int32_t k = 0, n_filters = 0;
+  while (k < p->n && codec_kind(p->codecs[k].id) == 0) n_filters += zr_filter_is_array_codec(p->codecs[k++].id);
   if (k >= p->n) return ql_error_set(error, QL_EINTERNAL, "pipeline without an array->bytes codec");
+  if (n_filters && (n_filters != k || p->codecs[k].id != ZR_CODEC_BYTES)) {
+    return ql_error_set(error, QL_EINTERNAL, "numcodecs filters mixed with transpose or before %s",
+                        codec_name(p->codecs[k].id));
+  }
+  /* The element bytes leave the filters in the byte order of the outermost
+   * one that names a dtype (zarr-python casts its values into the array),
+   * else in the bytes codec's. */
+  int32_t big_endian = p->codecs[k].big_endian;
+  for (int32_t i = 0; i < n_filters; i++) {
+    const struct zr_dtype *made = zr_filter_decoded_dtype(&p->codecs[i]);
+    if (made) {
+      big_endian = made->big_endian;
+      break;
+    }
+  }
+  int32_t n_transpose = n_filters ? 0 : k;
   /* Shapes as each array->array codec sees them, encoding forwards. */
   int64_t shapes[8][ZR_MAX_DIMS];
-  if (k >= 8) return ql_error_set(error, QL_ENOTSUP, "more than 7 array->array codecs");
+  if (n_transpose >= 8) return ql_error_set(error, QL_ENOTSUP, "more than 7 array->array codecs");
   memcpy(shapes[0], shape, sizeof(int64_t) * (size_t)ndim);
-  for (int32_t i = 0; i < k; i++) {
+  for (int32_t i = 0; i < n_transpose; i++) {
     if (p->codecs[i].n_order != ndim) return ql_error_set(error, QL_EDATA, "transpose order has the wrong rank");
     for (int32_t d = 0; d < ndim; d++) shapes[i + 1][d] = shapes[i][p->codecs[i].order[d]];
   }
@@ -750,16 +1114,18 @@ int zr_chunk_decode(const struct zr_pipeline *p, const struct zr_dtype *dtype, i
   struct zr_buf b = {in, in_size, NULL};
   int rc = QL_OK;
   for (int32_t i = p->n - 1; i > k && rc == QL_OK; i--) {
-    int64_t expected = (i == k + 1 && p->codecs[k].id == ZR_CODEC_BYTES) ? n_bytes : -1;
+    /* filters change the size: the bytes codec's input is known only without them */
+    int64_t expected = (i == k + 1 && p->codecs[k].id == ZR_CODEC_BYTES && !n_filters) ? n_bytes : -1;
     /* The last decompression may write the elements in place (no array->array codec follows). */
     rc = decode_bytes_stage(&p->codecs[i], &b, expected, expected >= 0 && k == 0 ? out : NULL, error);
   }
+  if (rc == QL_OK && n_filters) rc = decode_array_filters(p, k, &b, error);
   uint8_t *target = out;
   uint8_t *tmp[2] = {NULL, NULL};
-  if (rc == QL_OK && k > 0) {
+  if (rc == QL_OK && n_transpose > 0) {
     tmp[0] = malloc((size_t)n_bytes + 1);
-    tmp[1] = k > 1 ? malloc((size_t)n_bytes + 1) : NULL;
-    if (!tmp[0] || (k > 1 && !tmp[1])) rc = ql_error_set(error, QL_ENOMEM, "out of memory decoding a chunk");
+    tmp[1] = n_transpose > 1 ? malloc((size_t)n_bytes + 1) : NULL;
+    if (!tmp[0] || (n_transpose > 1 && !tmp[1])) rc = ql_error_set(error, QL_ENOMEM, "out of memory decoding a chunk");
     target = tmp[0];
   }
   if (rc == QL_OK) {
@@ -773,7 +1139,7 @@ int zr_chunk_decode(const struct zr_pipeline *p, const struct zr_dtype *dtype, i
       } else {
         if (b.data != target) memcpy(target, b.data, (size_t)n_bytes);
         struct zr_dtype stored = *dtype;
-        stored.big_endian = ab->big_endian;
+        stored.big_endian = big_endian;
         zr_dtype_to_native(&stored, target, n_elem);
       }
     } else if (ab->id == ZR_CODEC_VLEN_UTF8) {
@@ -784,7 +1150,7 @@ int zr_chunk_decode(const struct zr_pipeline *p, const struct zr_dtype *dtype, i
     }
   }
   /* Undo array->array codecs in reverse, ping-ponging between buffers. */
-  for (int32_t i = k - 1; i >= 0 && rc == QL_OK; i--) {
+  for (int32_t i = n_transpose - 1; i >= 0 && rc == QL_OK; i--) {
     uint8_t *dst = i == 0 ? out : (target == tmp[0] ? tmp[1] : tmp[0]);
     untranspose(&p->codecs[i], ndim, shapes[i], target, dst, dtype->size);
     target = dst;

@@ -3,8 +3,15 @@
  * Sources: Zarr v3 core specification, section "Codecs" (array -> array,
  * array -> bytes, bytes -> bytes; decoding applies them in reverse), the
  * "sharding_indexed", "transpose", "bytes", "crc32c", "blosc", "gzip", "zstd"
- * codec specifications; numcodecs for the v2 compressors ("zlib", "gzip",
- * "zstd", "blosc", "lz4" with its 4-byte little-endian size header).
+ * codec specifications; numcodecs 0.16 for the v2 compressors and the v3
+ * "numcodecs.<id>" codecs zarr-python 3 writes (zarr.codecs.numcodecs):
+ * "zlib", "gzip", "zstd", "blosc", "lz4" (a 4-byte little-endian size
+ * header), "bz2" (bz2.decompress: one or more bzip2 streams), "lzma"
+ * (lzma.decompress with format 1 = xz or 2 = lzma-alone; raw streams need
+ * a filter chain and are refused), the checksums "crc32", "crc32c",
+ * "adler32" (a 4-byte little-endian checksum at the "location", start or
+ * end), "fletcher32" and "jenkins_lookup3" (HDF5's checksums, 4 bytes at
+ * the end), and the filters numcodecs_filters.h decodes.
  *
  * Thread-safety: decoding touches only its arguments (blosc through its
  * context API), so chunks may be decoded from several threads at once.
@@ -38,7 +45,14 @@ enum zr_codec_id {
   ZR_CODEC_F_DELTA = 13,
   ZR_CODEC_F_FIXEDSCALEOFFSET = 14,
   ZR_CODEC_F_SHUFFLE = 15,
-  ZR_CODEC_F_ASTYPE = 16
+  ZR_CODEC_F_ASTYPE = 16,
+  ZR_CODEC_BZ2 = 17,         /* bytes -> bytes, numcodecs "bz2" */
+  ZR_CODEC_LZMA = 18,        /* bytes -> bytes, numcodecs "lzma" (xz or lzma-alone) */
+  ZR_CODEC_CRC32 = 19,       /* bytes -> bytes checksums, numcodecs */
+  ZR_CODEC_ADLER32 = 20,
+  ZR_CODEC_FLETCHER32 = 21,
+  ZR_CODEC_JENKINS = 22,     /* numcodecs "jenkins_lookup3" */
+  ZR_CODEC_F_PACKBITS = 23   /* numcodecs filter: bools, 8 per byte */
 };
 
 /* Bytes of variable-length strings a decoded chunk or block refers to
@@ -67,6 +81,12 @@ struct zr_codec {
   struct zr_dtype f_dtype, f_astype;
   double f_scale, f_offset;
   int64_t f_elementsize;
+  /* checksums: where the 4 bytes sit (numcodecs' "location"), and
+   * jenkins_lookup3's "initval" */
+  int32_t sum_at_start;
+  uint32_t sum_initval;
+  /* LZMA: numcodecs' "format" (1 xz, 2 lzma-alone) */
+  int32_t lzma_format;
 };
 
 /* Codecs in encoding order, as metadata lists them. */
@@ -75,7 +95,12 @@ struct zr_pipeline {
   struct zr_codec *codecs;
 };
 
-/* Parse a v3 `codecs` list for an array of rank `ndim`. */
+/* Parse a v3 `codecs` list for an array of rank `ndim`. numcodecs filters
+ * ("numcodecs.delta" ...) are array -> array codecs there and decode with
+ * the v2 filters' implementation: zarr-python hands them the bytes codec's
+ * output, which they reinterpret in their own dtype, so on decoding they
+ * see the same bytes as in v2 (numcodecs_filters.h). They cannot be mixed
+ * with transpose or stand before sharding_indexed (QL_ENOTSUP). */
 int zr_pipeline_parse_v3(const json_t *codecs, int32_t ndim, struct zr_pipeline *out, struct ql_error *error);
 /* Build the pipeline of a v2 array: [transpose if order F] bytes(endian)
  * [filters, in list order] [compressor]. `filters` is null, empty, the
@@ -84,7 +109,9 @@ int zr_pipeline_parse_v3(const json_t *codecs, int32_t ndim, struct zr_pipeline 
 int zr_pipeline_from_v2(const json_t *compressor, const json_t *filters, int32_t ndim, int32_t order_f,
                         int32_t big_endian, struct zr_pipeline *out, struct ql_error *error);
 /* QL_OK when the pipeline and the element type agree on variable-length
- * strings (ZR_VLEN exactly when the array->bytes codec is vlen-utf8). */
+ * strings (ZR_VLEN exactly when the array->bytes codec is vlen-utf8), and
+ * the first v3 numcodecs filter that names a decoded dtype decodes to the
+ * array's type and width (zarr-python would cast its values; QL_ENOTSUP). */
 int zr_pipeline_check_dtype(const struct zr_pipeline *p, const struct zr_dtype *dtype, struct ql_error *error);
 void zr_pipeline_free(struct zr_pipeline *p);
 /* "blosc(lz4)+bytes" style summary for messages and EXPLAIN; into buf. */
@@ -104,5 +131,10 @@ int zr_chunk_decode(const struct zr_pipeline *p, const struct zr_dtype *dtype, i
 
 /* CRC-32C (Castagnoli), as the crc32c codec stores it. */
 uint32_t zr_crc32c(const uint8_t *data, int64_t n);
+/* HDF5's Fletcher-32 (numcodecs' fletcher32 codec). */
+uint32_t zr_fletcher32(const uint8_t *data, int64_t n);
+/* Bob Jenkins' lookup3 hashlittle with seed `initval` (numcodecs'
+ * jenkins_lookup3 codec, HDF5's H5_checksum_lookup3). */
+uint32_t zr_jenkins_lookup3(const uint8_t *data, int64_t n, uint32_t initval);
 
 #endif /* QLINK_ZARR_CODECS_H */

@@ -15,13 +15,29 @@ static const struct {
                {"delta", ZR_CODEC_F_DELTA},
                {"fixedscaleoffset", ZR_CODEC_F_FIXEDSCALEOFFSET},
                {"shuffle", ZR_CODEC_F_SHUFFLE},
-               {"astype", ZR_CODEC_F_ASTYPE}};
+               {"astype", ZR_CODEC_F_ASTYPE},
+               {"packbits", ZR_CODEC_F_PACKBITS}};
 
 const char *zr_filter_name(int32_t codec) {
   for (size_t i = 0; i < sizeof(FILTERS) / sizeof(FILTERS[0]); i++) {
     if (FILTERS[i].codec == codec) return FILTERS[i].id;
   }
   return "?";
+}
+
+int zr_filter_is_array_codec(int32_t codec) {
+  return codec != ZR_CODEC_F_SHUFFLE && strcmp(zr_filter_name(codec), "?") != 0;
+}
+
+const struct zr_dtype *zr_filter_decoded_dtype(const struct zr_codec *c) {
+  switch (c->id) {
+    case ZR_CODEC_F_QUANTIZE:
+    case ZR_CODEC_F_DELTA:
+    case ZR_CODEC_F_FIXEDSCALEOFFSET:
+    case ZR_CODEC_F_ASTYPE:
+    case ZR_CODEC_F_PACKBITS: return &c->f_dtype;
+    default: return NULL;
+  }
 }
 
 int zr_filter_known(const char *id) {
@@ -33,6 +49,30 @@ int zr_filter_known(const char *id) {
 
 /* ------------------------------------------------------------- parsing */
 
+/* A filter dtype as numcodecs takes it: anything np.dtype() accepts, which
+ * zarr-python 3 stores as given ("f4", "int16", "<u2"). A typestr without
+ * a byte order ("f4") is NumPy's native one; qlink_zarr's hosts are
+ * little-endian (x86-64, aarch64), like every store this reads. */
+static int parse_dtype_string(const char *s, struct zr_dtype *out, struct ql_error *error) {
+  if (strchr("<>|=", s[0])) {
+    if (s[0] != '=') return zr_dtype_parse_v2(s, out, error);
+    char buf[16];
+    if (strlen(s) >= sizeof(buf)) return ql_error_set(error, QL_ENOTSUP, "dtype '%s' is not supported", s);
+    memcpy(buf, s, strlen(s) + 1);
+    buf[0] = '<';
+    return zr_dtype_parse_v2(buf, out, error);
+  }
+  if (strlen(s) == 2 && strchr("iufb", s[0]) && strchr("1248", s[1])) {
+    char buf[4] = {s[0] == 'b' || s[1] == '1' ? '|' : '<', s[0], s[1], '\0'};
+    return zr_dtype_parse_v2(buf, out, error);
+  }
+  json_t *name = json_string(s);
+  if (!name) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  int rc = zr_dtype_parse_v3(name, out, error);
+  json_decref(name);
+  return rc;
+}
+
 /* A numeric filter dtype: integers, float32, float64. */
 static int parse_dtype(const json_t *filter, const char *key, const char *fallback_key, struct zr_dtype *out,
                        struct ql_error *error) {
@@ -40,8 +80,8 @@ static int parse_dtype(const json_t *filter, const char *key, const char *fallba
   const json_t *v = json_object_get(filter, key);
   if ((!v || json_is_null(v)) && fallback_key) v = json_object_get(filter, fallback_key);
   const char *s = json_string_value(v);
-  if (!s) return ql_error_set(error, QL_EDATA, "filter '%s': '%s' is missing or not a dtype string", id, key);
-  QL_RETURN_NOT_OK(zr_dtype_parse_v2(s, out, error));
+  if (!s || !s[0]) return ql_error_set(error, QL_EDATA, "filter '%s': '%s' is missing or not a dtype string", id, key);
+  if (parse_dtype_string(s, out, error) != QL_OK) return ql_error_prefix(error, "filter '%s': %s", id, key);
   int ok = out->type == ZR_INT || out->type == ZR_UINT || (out->type == ZR_FLOAT && out->size != 2);
   if (!ok) return ql_error_set(error, QL_ENOTSUP, "filter '%s': %s '%s' is not an integer, float32 or float64", id, key, s);
   return QL_OK;
@@ -66,6 +106,7 @@ int zr_filter_parse(const json_t *filter, struct zr_codec *c, struct ql_error *e
   }
   switch (c->id) {
     case ZR_CODEC_F_BITROUND: return QL_OK;
+    case ZR_CODEC_F_PACKBITS: return zr_dtype_parse_v2("|b1", &c->f_dtype, error);
     case ZR_CODEC_F_QUANTIZE:
     case ZR_CODEC_F_DELTA:
       /* astype defaults to dtype (numcodecs: astype=None) */
@@ -201,11 +242,27 @@ static void unshuffle(const uint8_t *in, int64_t n, int64_t elementsize, uint8_t
   memcpy(out + count * elementsize, in + count * elementsize, (size_t)(n - count * elementsize));
 }
 
+/* numcodecs PackBits: a byte counting the padding bits of the last byte,
+ * then the bools packed 8 to a byte, most significant bit first
+ * (np.unpackbits); decoded, one byte 0 or 1 per bool. */
+static int unpackbits(const uint8_t *in, int64_t n, uint8_t **out, int64_t *out_n, struct ql_error *error) {
+  if (n < 1) return ql_error_set(error, QL_EDATA, "filter 'packbits': empty chunk (no padding byte)");
+  if (in[0] > 7 || (n == 1 && in[0] != 0)) {
+    return ql_error_set(error, QL_EDATA, "filter 'packbits': %u padding bits (at most 7, and 0 for no data)", in[0]);
+  }
+  *out_n = (n - 1) * 8 - in[0];
+  *out = malloc((size_t)(*out_n ? *out_n : 1));
+  if (!*out) return ql_error_set(error, QL_ENOMEM, "filter 'packbits': out of memory");
+  for (int64_t i = 0; i < *out_n; i++) (*out)[i] = (uint8_t)(in[1 + i / 8] >> (7 - i % 8) & 1);
+  return QL_OK;
+}
+
 int zr_filter_decode(const struct zr_codec *c, const uint8_t *in, int64_t n, uint8_t **out, int64_t *out_n,
                      struct ql_error *error) {
   *out = NULL;
   *out_n = n;
   if (c->id == ZR_CODEC_F_BITROUND) return QL_OK;
+  if (c->id == ZR_CODEC_F_PACKBITS) return unpackbits(in, n, out, out_n, error);
   if (c->id == ZR_CODEC_F_SHUFFLE) {
     if (c->f_elementsize <= 1 || n < c->f_elementsize) return QL_OK;
     *out = malloc((size_t)n);

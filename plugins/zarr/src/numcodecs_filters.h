@@ -17,9 +17,18 @@
  *                                      float64, cast to dtype
  *   shuffle {elementsize}              byte un-transposition by elementsize
  *   astype {encode_dtype, decode_dtype} elements cast from encode_dtype
+ *   packbits                           bools from bits (a padding-count
+ *                                      byte, then 8 bools a byte, MSB first)
+ *
+ * Zarr v3 (zarr-python 3's "numcodecs.<id>" codecs) lists them as array ->
+ * array codecs before the bytes codec, shuffle as bytes -> bytes. There
+ * zarr-python views the bytes codec's output in the filter's own dtype, so
+ * decoding sees the same bytes as in v2 and codecs.c calls the same
+ * functions, on the bytes, after the bytes -> bytes stages.
  *
  * Filter dtypes are integer (1-8 bytes) or float32/float64, either byte
- * order. Casts follow NumPy's astype: float to float rounds to nearest,
+ * order, written as NumPy takes them ("<f4", "f4", "float32"; no byte
+ * order means little-endian, the hosts' native order). Casts follow NumPy's astype: float to float rounds to nearest,
  * integer to float rounds to nearest, float to integer truncates toward
  * zero (a NaN or out-of-range value is a QL_EDATA error rather than
  * NumPy's unspecified result), integer to integer wraps.
@@ -36,6 +45,12 @@
 
 /* 1 when `id` (a v2 filter's "id") is one of the filters above. */
 int zr_filter_known(const char *id);
+/* 1 for a ZR_CODEC_F_* stage that is an array -> array codec in Zarr v3
+ * (all but shuffle), 0 for any other codec id. */
+int zr_filter_is_array_codec(int32_t codec);
+/* The dtype a filter decodes to (packbits: bool), or NULL for those that
+ * keep the bytes' type (bitround, shuffle). Points into `c`. */
+const struct zr_dtype *zr_filter_decoded_dtype(const struct zr_codec *c);
 /* The numcodecs id of a ZR_CODEC_F_* stage ("delta"), or "?" for any other
  * codec id (static strings). */
 const char *zr_filter_name(int32_t codec);
