@@ -144,6 +144,42 @@ static void test_parse_errors(void) {
   ql_error_release(&err);
 }
 
+/* numpy.cumsum(float64 deltas, out=float32) sums in float64 and casts
+ * each step: 1e8 plus eight 1s is 100000008 (a float32), where a float32
+ * running sum would stay at 1e8. The other way, float32 deltas into
+ * float64, sum in float64 too. */
+static void test_delta_accumulates_in_common_type(void) {
+  struct ql_error err = {0};
+  struct zr_codec c;
+  uint8_t *out = NULL;
+  int64_t n = 0;
+  double d[9] = {1e8, 1, 1, 1, 1, 1, 1, 1, 1};
+  QL_CHECK_OK(parse("{\"id\": \"delta\", \"dtype\": \"<f4\", \"astype\": \"<f8\"}", &c, &err), err);
+  QL_CHECK_OK(zr_filter_decode(&c, (const uint8_t *)d, sizeof(d), &out, &n, &err), err);
+  QL_CHECK_INT(n, 36);
+  float f[9] = {0};
+  if (out) memcpy(f, out, 36);
+  QL_CHECK(f[0] == 1e8f && f[8] == 100000008.0f && f[4] == 100000000.0f);
+  free(out);
+  /* float32 1e8 and 1s into float64: float64 sums */
+  float g[3] = {1e8f, 1, 1};
+  QL_CHECK_OK(parse("{\"id\": \"delta\", \"dtype\": \"<f8\", \"astype\": \"<f4\"}", &c, &err), err);
+  QL_CHECK_OK(zr_filter_decode(&c, (const uint8_t *)g, sizeof(g), &out, &n, &err), err);
+  double h[3] = {0};
+  if (out) memcpy(h, out, 24);
+  QL_CHECK(h[1] == 100000001.0 && h[2] == 100000002.0);
+  free(out);
+  /* float32 deltas into int16: a float32 sum, truncated at each step */
+  float k[3] = {1.75f, 1.5f, -0.5f};
+  QL_CHECK_OK(parse("{\"id\": \"delta\", \"dtype\": \"<i2\", \"astype\": \"<f4\"}", &c, &err), err);
+  QL_CHECK_OK(zr_filter_decode(&c, (const uint8_t *)k, sizeof(k), &out, &n, &err), err);
+  int16_t m[3] = {0};
+  if (out) memcpy(m, out, 6);
+  QL_CHECK(m[0] == 1 && m[1] == 3 && m[2] == 2);
+  free(out);
+  ql_error_release(&err);
+}
+
 /* "i2", "int16", "=i2" and "<i2" are one dtype; ">i2" is big-endian */
 static void test_numpy_dtype_names(void) {
   struct ql_error err = {0};
@@ -201,6 +237,7 @@ int main(void) {
   test_identity_and_casts();
   test_parse_errors();
   test_numpy_dtype_names();
+  test_delta_accumulates_in_common_type();
   test_packbits();
   QL_TEST_END();
 }

@@ -189,7 +189,9 @@ static int store(const struct zr_dtype *t, uint8_t *p, const struct zr_dtype *fr
   if (t->type == ZR_FLOAT) {
     double d = as_double(from, n);
     if (t->size == 4) {
-      float f = (float)d;
+      /* integers straight to float, as NumPy casts them (through double,
+       * an int64 past 2^53 could round twice) */
+      float f = n.is_float ? (float)d : from->type == ZR_UINT ? (float)(uint64_t)n.i : (float)n.i;
       uint32_t b32;
       memcpy(&b32, &f, 4);
       store_bits(t, p, b32);
@@ -217,6 +219,24 @@ static int same_type(const struct zr_dtype *a, const struct zr_dtype *b) {
 }
 
 /* ------------------------------------------------------------- decoding */
+
+/* NumPy's result type of two numeric dtypes (np.result_type), which
+ * numpy.cumsum accumulates in: float32 when both fit it (floats of 4 bytes,
+ * integers of at most 2), float64 for any other mix with a float and for
+ * int64 with uint64; integers otherwise (their sum wraps, and its low bits
+ * are the same in any width). */
+static struct zr_dtype cumsum_type(const struct zr_dtype *a, const struct zr_dtype *b) {
+  struct zr_dtype t = {ZR_INT, 8, 0, 8, 0, ""};
+  int fa = a->type == ZR_FLOAT, fb = b->type == ZR_FLOAT;
+  int mixed64 = a->size == 8 && b->size == 8 && a->type != b->type;
+  if (fa || fb || mixed64) {
+    int single = (!fa || a->size == 4) && (!fb || b->size == 4) && (fa || a->size <= 2) && (fb || b->size <= 2);
+    t.type = ZR_FLOAT;
+    t.size = single ? 4 : 8;
+    t.swap_unit = t.size;
+  }
+  return t;
+}
 
 static int whole_elements(const struct zr_codec *c, int64_t n, int32_t size, struct ql_error *error) {
   if (n % size != 0) {
@@ -279,27 +299,29 @@ int zr_filter_decode(const struct zr_codec *c, const uint8_t *in, int64_t n, uin
   if (!*out) return ql_error_set(error, QL_ENOMEM, "filter '%s': out of memory", zr_filter_name(c->id));
   int rc = QL_OK;
   if (c->id == ZR_CODEC_F_DELTA) {
-    /* numpy.cumsum(enc, out=dec): a running sum in the decoded type */
-    struct num acc = {dec->type == ZR_FLOAT, 0.0, 0};
+    /* numpy.cumsum(enc, out=dec): a running sum in NumPy's common type of
+     * enc and dec, each step cast to dec */
+    const struct zr_dtype acc_t = cumsum_type(enc, dec);
+    struct num acc = {acc_t.type == ZR_FLOAT, 0.0, 0};
     for (int64_t i = 0; i < count && rc == QL_OK; i++) {
       struct num v = load(enc, in + i * enc->size);
       if (acc.is_float) {
         double d = as_double(enc, v);
-        acc.f = dec->size == 4 ? (double)(float)((float)acc.f + (float)d) : acc.f + d;
+        acc.f = acc_t.size == 4 ? (double)((float)acc.f + (float)d) : acc.f + d;
       } else {
-        if (v.is_float) {
-          uint8_t tmp[8];
-          if (store(dec, tmp, enc, v) != QL_OK) rc = cast_error(c, i, error);
-          v = load(dec, tmp);
-        }
-        acc.i = (int64_t)((uint64_t)acc.i + (uint64_t)v.i);
+        acc.i = (int64_t)((uint64_t)acc.i + (uint64_t)v.i); /* wraps: the low bits are what dec keeps */
       }
-      if (rc == QL_OK && store(dec, *out + i * dec->size, dec, acc) != QL_OK) rc = cast_error(c, i, error);
+      if (store(dec, *out + i * dec->size, &acc_t, acc) != QL_OK) rc = cast_error(c, i, error);
     }
   } else if (c->id == ZR_CODEC_F_FIXEDSCALEOFFSET) {
+    /* enc / scale + offset: float32 elements stay float32 (NumPy 2 keeps a
+     * Python float operand weak), others go to float64 */
     const struct zr_dtype f64 = {ZR_FLOAT, 8, 0, 8, 0, ""};
+    int single = enc->type == ZR_FLOAT && enc->size == 4;
     for (int64_t i = 0; i < count && rc == QL_OK; i++) {
-      struct num v = {1, as_double(enc, load(enc, in + i * enc->size)) / c->f_scale + c->f_offset, 0};
+      double x = as_double(enc, load(enc, in + i * enc->size));
+      struct num v = {1, single ? (double)((float)x / (float)c->f_scale + (float)c->f_offset)
+                                : x / c->f_scale + c->f_offset, 0};
       if (store(dec, *out + i * dec->size, &f64, v) != QL_OK) rc = cast_error(c, i, error);
     }
   } else { /* quantize, astype: a cast */
