@@ -1,6 +1,7 @@
 /* libFuzzer target: the chunk decoders. Byte 0 picks a codec pipeline
  * (every compressor, checksum, transpose and sharding layout qlink_zarr
- * reads, then v2 pipelines with numcodecs filters), byte 1 the element
+ * reads, zarr-python 3's numcodecs.<id> codecs, then v2 pipelines with
+ * numcodecs filters, compressors and checksums), byte 1 the element
  * type, bytes 2-3 the chunk shape; the rest is
  * the stored chunk. Must never crash, leak, hang or write out of bounds;
  * corrupt input is an error. */
@@ -31,6 +32,26 @@ static const char *const PIPELINES[] = {
     "{\"name\":\"gzip\"}],\"index_codecs\":[{\"name\":\"bytes\"},{\"name\":\"crc32c\"}]}},{\"name\":\"zstd\"}]",
     "[{\"name\":\"vlen-utf8\"}]",
     "[{\"name\":\"vlen-utf8\"},{\"name\":\"zstd\"}]",
+    /* zarr-python 3's numcodecs.<id> codecs: filters before bytes (decoded
+     * on its bytes), compressors and checksums after it */
+    "[{\"name\":\"numcodecs.delta\",\"configuration\":{\"dtype\":\"f8\"}},{\"name\":\"bytes\"},"
+    "{\"name\":\"numcodecs.bz2\",\"configuration\":{\"level\":1}}]",
+    "[{\"name\":\"numcodecs.fixedscaleoffset\",\"configuration\":{\"offset\":1000,\"scale\":10,\"dtype\":\"f8\","
+    "\"astype\":\"u2\"}},{\"name\":\"bytes\"},{\"name\":\"numcodecs.lzma\",\"configuration\":{}}]",
+    "[{\"name\":\"numcodecs.quantize\",\"configuration\":{\"digits\":2,\"dtype\":\"f8\"}},{\"name\":\"bytes\"},"
+    "{\"name\":\"numcodecs.shuffle\",\"configuration\":{\"elementsize\":8}},{\"name\":\"numcodecs.zstd\"},"
+    "{\"name\":\"numcodecs.crc32\"}]",
+    "[{\"name\":\"bytes\"},{\"name\":\"numcodecs.lzma\",\"configuration\":{\"format\":2}},"
+    "{\"name\":\"numcodecs.fletcher32\"}]",
+    "[{\"name\":\"numcodecs.packbits\"},{\"name\":\"bytes\"},"
+    "{\"name\":\"numcodecs.jenkins_lookup3\",\"configuration\":{\"initval\":5}}]",
+    "[{\"name\":\"numcodecs.bitround\",\"configuration\":{\"keepbits\":9}},{\"name\":\"numcodecs.astype\","
+    "\"configuration\":{\"encode_dtype\":\"f4\",\"decode_dtype\":\"f8\"}},{\"name\":\"bytes\",\"configuration\":"
+    "{\"endian\":\"big\"}},{\"name\":\"numcodecs.adler32\",\"configuration\":{\"location\":\"end\"}},"
+    "{\"name\":\"numcodecs.crc32c\",\"configuration\":{\"location\":\"start\"}}]",
+    "[{\"name\":\"sharding_indexed\",\"configuration\":{\"chunk_shape\":[1,2],\"codecs\":[{\"name\":"
+    "\"numcodecs.delta\",\"configuration\":{\"dtype\":\"f8\"}},{\"name\":\"bytes\"},{\"name\":\"numcodecs.bz2\"}],"
+    "\"index_codecs\":[{\"name\":\"bytes\"},{\"name\":\"crc32c\"}]}}]",
 };
 
 /* v2 pipelines with numcodecs filters: {compressor, filters}, selected by
@@ -45,6 +66,12 @@ static const char *const V2_PIPELINES[][2] = {
              "\"decode_dtype\":\"<f8\"}]"},
     {"null", "[{\"id\":\"delta\",\"dtype\":\"<f4\",\"astype\":\"<f8\"},{\"id\":\"fixedscaleoffset\","
              "\"dtype\":\"<f8\",\"astype\":\"|i1\",\"scale\":0.5,\"offset\":-1}]"},
+    /* numcodecs compressors and checksums, as compressor and as filter */
+    {"{\"id\":\"bz2\",\"level\":1}", "[{\"id\":\"crc32\"}]"},
+    {"{\"id\":\"lzma\",\"format\":1,\"check\":-1,\"preset\":null,\"filters\":null}",
+     "[{\"id\":\"delta\",\"dtype\":\"<f8\"}]"},
+    {"{\"id\":\"fletcher32\"}", "[{\"id\":\"packbits\"}]"},
+    {"{\"id\":\"jenkins_lookup3\",\"initval\":0,\"prefix\":null}", "[{\"id\":\"lzma\",\"format\":2}]"},
 };
 
 static const char *const DTYPES[] = {"<f8", "<f4", ">i2", "|u1", "<f2", "<M8[ns]", "<U3", "|S5", "|b1", ">u8"};

@@ -22,6 +22,7 @@ import numpy as np
 import xarray as xr
 import zarr
 from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ShardingCodec, TransposeCodec, ZstdCodec
+import zarr.codecs.numcodecs as N
 from zarr.codecs.numcodecs import LZ4, Zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -92,24 +93,54 @@ def chunk_seeds(out, tmp):
     items = [b"oslo", b"", "kyiv\u20ac".encode(), b"x"]
     chunk = struct.pack("<I", len(items)) + b"".join(struct.pack("<I", len(i)) + i for i in items)
     save(out, "p11-vlen", bytes([11, 0, 0, 0]) + chunk)
-    # v2 pipelines with numcodecs filters (chunk_fuzz.c's V2_PIPELINES, after
-    # its 13 v3 ones), encoded by numcodecs for the 2 x 2 shape of bytes 2-3 = 0
+    # zarr-python 3's numcodecs.<id> codecs (pipelines 13-19), on a 4 x 6
+    # chunk (bytes 2-3 = 1, 2), as chunk_fuzz.c spells them
+    numcodecs_v3 = [
+        (13, 0, {"filters": [N.Delta(dtype="f8")], "compressors": [N.BZ2(level=1)]}),
+        (14, 0, {"filters": [N.FixedScaleOffset(offset=1000, scale=10, dtype="f8", astype="u2")],
+                 "compressors": [N.LZMA()]}),
+        (15, 0, {"filters": [N.Quantize(digits=2, dtype="f8")],
+                 "compressors": [N.Shuffle(elementsize=8), N.Zstd(), N.CRC32()]}),
+        (16, 0, {"compressors": [N.LZMA(format=2), N.Fletcher32()]}),
+        (17, 8, {"filters": [N.PackBits()], "compressors": [N.JenkinsLookup3(initval=5)]}),
+        (18, 0, {"filters": [N.BitRound(keepbits=9), N.AsType(encode_dtype="f4", decode_dtype="f8")],
+                 "serializer": BytesCodec(endian="big"),
+                 "compressors": [N.Adler32(location="end"), N.CRC32C(location="start")]}),
+        (19, 0, {"filters": [N.Delta(dtype="f8")], "compressors": [N.BZ2()], "shards": (4, 6), "chunks": (1, 2)}),
+    ]
+    for sel, dtype_index, kw in numcodecs_v3:
+        path = os.path.join(tmp, f"n{sel}.zarr")
+        values = data + 1000 if dtype_index == 0 else (np.arange(24).reshape(4, 6) % 3 == 0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            chunks = kw.pop("chunks", (4, 6))
+            arr = zarr.create_array(path, shape=(4, 6), chunks=chunks, dtype=values.dtype, zarr_format=3, **kw)
+            arr[:] = values
+        save(out, f"p{sel}-numcodecs", bytes([sel, dtype_index, 1, 2]) + chunk_of(path, "c/0/0"))
+    # v2 pipelines with numcodecs filters, compressors and checksums
+    # (chunk_fuzz.c's V2_PIPELINES, after its 20 v3 ones), encoded by
+    # numcodecs for the 2 x 2 shape of bytes 2-3 = 0
     f = numcodecs
     v2 = [
-        (13, 1, "<f4", None, [f.Delta(dtype="<i4"), f.Shuffle(elementsize=4)], "<i4"),
-        (14, 0, "<f8", f.Zstd(), [f.FixedScaleOffset(offset=1000, scale=10, dtype="<f8", astype="<u2")], "<f8"),
-        (15, 0, "<f8", None, [f.Quantize(digits=2, dtype="<f8", astype="<f4")], "<f8"),
-        (16, 0, "<f8", None, [f.BitRound(keepbits=5), f.AsType(encode_dtype=">f4", decode_dtype="<f8")], "<f8"),
-        (17, 0, "<f8", None, [f.Delta(dtype="<f4", astype="<f8"),
-                              f.FixedScaleOffset(offset=-1, scale=0.5, dtype="<f8", astype="|i1")], "<f4"),
+        (20, 1, None, [f.Delta(dtype="<i4"), f.Shuffle(elementsize=4)], "<i4"),
+        (21, 0, f.Zstd(), [f.FixedScaleOffset(offset=1000, scale=10, dtype="<f8", astype="<u2")], "<f8"),
+        (22, 0, None, [f.Quantize(digits=2, dtype="<f8", astype="<f4")], "<f8"),
+        (23, 0, None, [f.BitRound(keepbits=5), f.AsType(encode_dtype=">f4", decode_dtype="<f8")], "<f8"),
+        (24, 1, None, [f.Delta(dtype="<f4", astype="<f8"),
+                       f.FixedScaleOffset(offset=-1, scale=0.5, dtype="<f8", astype="|i1")], "<f4"),
+        (25, 0, f.BZ2(level=1), [f.CRC32()], "<f8"),
+        (26, 0, f.LZMA(), [f.Delta(dtype="<f8")], "<f8"),
+        (27, 8, f.Fletcher32(), [f.PackBits()], "bool"),
+        (28, 0, f.JenkinsLookup3(), [f.LZMA(format=2)], "<f8"),
     ]
-    for sel, dtype_index, _, compressor, filters, values_dtype in v2:
+    for sel, dtype_index, compressor, filters, values_dtype in v2:
         buf = np.array([1000.5, 1002.25, 999.0, 1001.0]).astype(values_dtype)
         for flt in filters:
             buf = flt.encode(buf)
         buf = bytes(np.asarray(buf).tobytes()) if not isinstance(buf, bytes) else buf
         if compressor:
             buf = compressor.encode(buf)
+        buf = bytes(np.asarray(buf).tobytes()) if not isinstance(buf, bytes) else buf
         save(out, f"p{sel}-filters", bytes([sel, dtype_index, 0, 0]) + bytes(buf))
 
 
