@@ -145,6 +145,19 @@ static void add_mask(struct zr_decoder *d, const json_t *v) {
   d->n_mask++;
 }
 
+/* Mask values: v2 takes _FillValue from the zarr fill_value, or from the
+ * attribute when fill_value is null (xarray's use_zarr_fill_value_as_mask
+ * default sets the attribute from a non-null fill_value only); v3 from the
+ * attribute; missing_value from the attribute. */
+static void add_masks(struct zr_decoder *d, const struct zr_array *a) {
+  if (a->zarr_format == 2 && !a->fill_is_null) {
+    add_mask(d, a->fill_json);
+  } else {
+    add_mask(d, json_object_get(a->attrs, "_FillValue"));
+  }
+  add_mask(d, json_object_get(a->attrs, "missing_value"));
+}
+
 static int is_number(const json_t *v) { return json_is_number(v); }
 
 /* A one-element list stands for its element, as xarray reads scale_factor
@@ -158,23 +171,34 @@ static int is_standard_calendar(const char *cal) {
          strcasecmp(cal, "proleptic_gregorian") == 0;
 }
 
+/* xarray's decode_cf_datetime for the standard calendars: pandas first
+ * (a reference date within timestamp[ns], from the Gregorian reform on
+ * unless proleptic, a unit pandas spells), else cftime, whose dates
+ * become datetime64[ns] when they all fall within timestamp[ns] (checked
+ * per value: zr_decode_value's QL_EOVERFLOW). */
 static void init_time(struct zr_decoder *d, const json_t *attrs) {
   const char *units = json_string_value(json_object_get(attrs, "units"));
   const char *cal = json_string_value(json_object_get(attrs, "calendar"));
   if (!units || !strstr(units, " since ")) return;
   if (d->in.type != ZR_INT && d->in.type != ZR_UINT && d->in.type != ZR_FLOAT) return;
-  int64_t ns, ref, y, m, day;
-  int rc = zr_cf_parse_time_units(units, &ns, &ref, &y, &m, &day);
-  if (rc == QL_EINVAL) return; /* not time units to xarray either: plain numbers */
+  struct zr_cf_units u;
+  if (zr_cf_parse_units(units, &u) != QL_OK) return; /* not time units to xarray either: plain numbers */
   int proleptic = cal && strcasecmp(cal, "proleptic_gregorian") == 0;
-  int before_reform = y < 1582 || (y == 1582 && (m < 10 || (m == 10 && day < 15)));
-  if (rc != QL_OK || !is_standard_calendar(cal) || (!proleptic && before_reform)) {
-    d->time_kept_numeric = 1;
+  d->time_kept_numeric = 1;
+  if (!is_standard_calendar(cal)) return;
+  int64_t ref;
+  if (u.pandas_unit && zr_cf_pandas_ref_ns(&u, proleptic, &ref) == QL_OK) {
+    d->ref_ns = ref;
+  } else if (zr_cf_cftime_ref_us(&u, proleptic, &ref) == QL_OK) {
+    d->cftime = 1;
+    d->ref_us = ref;
+    d->cftime_fix = !u.sub_ms_unit;
+  } else {
     return;
   }
+  d->time_kept_numeric = 0;
   d->cf_time = 1;
-  d->ns_per_unit = ns;
-  d->ref_ns = ref;
+  d->ns_per_unit = u.ns_per_unit;
   d->out_unit_ns = 1;
 }
 
@@ -183,10 +207,19 @@ static void init_duration(struct zr_decoder *d, const json_t *attrs) {
   const char *units = json_string_value(json_object_get(attrs, "units"));
   if (!dtype || !units || strncmp(dtype, "timedelta64[", 12) != 0) return;
   if (d->in.type != ZR_INT && d->in.type != ZR_UINT && d->in.type != ZR_FLOAT) return;
-  char probe[64];
-  snprintf(probe, sizeof(probe), "%s since 2000-01-01", units);
-  int64_t ns, ref, y, m, day;
-  if (zr_cf_parse_time_units(probe, &ns, &ref, &y, &m, &day) != QL_OK) return;
+  /* xarray's CFTimedeltaCoder takes these spellings only (its TIME_UNITS:
+   * exact, lower case, plural); "hrs" or "Hours" stay numbers. */
+  static const struct {
+    const char *name;
+    int64_t ns;
+  } names[] = {{"days", 86400000000000LL}, {"hours", 3600000000000LL},   {"minutes", 60000000000LL},
+               {"seconds", 1000000000LL},  {"milliseconds", 1000000LL}, {"microseconds", 1000LL},
+               {"nanoseconds", 1LL}};
+  int64_t ns = 0;
+  for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+    if (strcmp(units, names[k].name) == 0) ns = names[k].ns;
+  }
+  if (ns == 0) return;
   struct zr_dtype target;
   struct ql_error ignored;
   memset(&ignored, 0, sizeof(ignored));
@@ -222,6 +255,15 @@ static int init_bytes(struct zr_decoder *d, const json_t *attrs, struct ql_error
   return QL_OK;
 }
 
+/* Fixed-width strings of a v2 array whose fill_value is not null: xarray
+ * takes that fill_value as _FillValue and masks the cells equal to it
+ * (NaN in its object column, NULL here). Bytes decoded as text
+ * (_Encoding) are compared by xarray as str with a bytes fill: nothing
+ * matches. v3 string fills in attributes are refused by xarray. */
+static void set_string_mask(struct zr_decoder *d, const struct zr_array *a) {
+  if (a->zarr_format == 2 && !a->fill_is_null) d->string_mask = a->fill;
+}
+
 int zr_decoder_init(const struct zr_array *a, int32_t decode_times, struct zr_decoder *d, struct ql_error *error) {
   memset(d, 0, sizeof(*d));
   d->in = a->dtype;
@@ -232,9 +274,20 @@ int zr_decoder_init(const struct zr_array *a, int32_t decode_times, struct zr_de
   if (unsig && strcmp(unsig, "false") == 0 && d->in.type == ZR_UINT) d->in.type = ZR_INT;
   switch (d->in.type) {
     case ZR_UNICODE:
+      set_string_mask(d, a);
+      set_out(d, ZR_OUT_UTF8);
+      return QL_OK;
     case ZR_VLEN: set_out(d, ZR_OUT_UTF8); return QL_OK;
-    case ZR_BYTES: return init_bytes(d, attrs, error);
-    case ZR_BOOL: set_out(d, ZR_OUT_BOOL); return QL_OK;
+    case ZR_BYTES:
+      QL_RETURN_NOT_OK(init_bytes(d, attrs, error));
+      if (!d->bytes_encoding) set_string_mask(d, a);
+      return QL_OK;
+    case ZR_BOOL:
+      /* xarray masks the cells equal to a bool's _FillValue (its column
+       * becomes objects: True, False, NaN); here they are NULL. */
+      add_masks(d, a);
+      set_out(d, ZR_OUT_BOOL);
+      return QL_OK;
     case ZR_DATETIME:
     case ZR_TIMEDELTA:
       d->out_unit_ns = arrow_unit_ns(d->in.unit_ns);
@@ -248,18 +301,11 @@ int zr_decoder_init(const struct zr_array *a, int32_t decode_times, struct zr_de
     set_out(d, ZR_OUT_BOOL);
     return QL_OK;
   }
-  /* Mask values: v2 takes _FillValue from the zarr fill_value, or from the
-   * attribute when fill_value is null (xarray's use_zarr_fill_value_as_mask
-   * default sets the attribute from a non-null fill_value only); v3 from
-   * the attribute. */
-  if (a->zarr_format == 2 && !a->fill_is_null) {
-    add_mask(d, a->fill_json);
-  } else {
+  if (a->zarr_format != 2 || a->fill_is_null) {
     QL_RETURN_NOT_OK(check_fill_string(json_object_get(attrs, "_FillValue"), "_FillValue", error));
-    add_mask(d, json_object_get(attrs, "_FillValue"));
   }
   QL_RETURN_NOT_OK(check_fill_string(json_object_get(attrs, "missing_value"), "missing_value", error));
-  add_mask(d, json_object_get(attrs, "missing_value"));
+  add_masks(d, a);
   if (d->in.type == ZR_UINT && unsig && strcmp(unsig, "true") == 0) {
     /* fill values written as signed numbers view as unsigned */
     for (int32_t k = 0; k < d->n_mask; k++) {
@@ -287,6 +333,15 @@ int zr_decoder_init(const struct zr_array *a, int32_t decode_times, struct zr_de
   }
   if (d->cf_duration) {
     set_out(d, ZR_OUT_DURATION);
+    return QL_OK;
+  }
+  if (d->has_scale && !d->has_offset && json_is_integer(scale) && d->n_mask == 0 &&
+      (d->in.type == ZR_INT || d->in.type == ZR_UINT)) {
+    /* xarray's _choose_float_dtype takes the type of a lone scale_factor:
+     * a JSON integer is an int64, so the data become int64 times it */
+    d->int_scale = 1;
+    d->scale_i = json_integer_value(scale);
+    set_out(d, ZR_OUT_I64);
     return QL_OK;
   }
   if (d->has_scale || d->has_offset) {
@@ -363,6 +418,57 @@ static int masked_float(const struct zr_decoder *d, double x, int as_f32) {
   return 0;
 }
 
+/* 1677-09-21 00:12:43.145224 and 2262-04-11 23:47:16.854775 in
+ * microseconds: the cftime dates xarray turns into datetime64[ns]. */
+#define ZR_NS_LOWER_US (-9223372036854775LL)
+#define ZR_NS_UPPER_US 9223372036854775LL
+
+/* A time through xarray's cftime fallback: the value as float64, times
+ * the unit's microseconds in long double, rounded to a whole microsecond
+ * (np.rint; cftime's cast_to_int fix-up: a result 1 past or short of a
+ * whole second is floored or ceiled, except for ms / us units), added to
+ * the reference date. */
+static int decode_cftime(const struct zr_decoder *d, double x, struct zr_value *out) {
+  long double scaled = (long double)x * (long double)(d->ns_per_unit / 1000);
+  if (!(scaled > -9.2e18L && scaled < 9.2e18L)) return QL_EOVERFLOW;
+  long double r = rintl(scaled);
+  if (d->cftime_fix) {
+    int64_t m = (int64_t)r % 1000000;
+    if (m < 0) m += 1000000;
+    if (m == 1) r = floorl(scaled);
+    if (m == 999999) r = ceill(scaled);
+  }
+  int64_t us;
+  if (__builtin_add_overflow((int64_t)r, d->ref_us, &us)) return QL_EOVERFLOW;
+  if (us < ZR_NS_LOWER_US || us > ZR_NS_UPPER_US) return QL_EOVERFLOW;
+  out->i = us * 1000;
+  return QL_OK;
+}
+
+/* A float timedelta in ns as xarray's decode_cf_timedelta computes it:
+ * units coarser than seconds are first multiplied into float64 seconds;
+ * then the value is multiplied by 1000 per step down to nanoseconds in
+ * its own precision (float32 stays float32: numpy's in-place *= 1000),
+ * and truncated. */
+static int float_timedelta_ns(int64_t ns_per_unit, double x, int f32, int64_t *out) {
+  int64_t unit = ns_per_unit;
+  if (unit > 1000000000LL) {
+    x *= (double)(unit / 1000000000LL);
+    unit = 1000000000LL;
+    f32 = 0;
+  }
+  if (f32) {
+    float v = (float)x;
+    for (; unit > 1; unit /= 1000) v *= 1000.0f;
+    x = v;
+  } else {
+    for (; unit > 1; unit /= 1000) x *= 1000.0;
+  }
+  if (!(x > -9.2e18 && x < 9.2e18)) return QL_EOVERFLOW;
+  *out = (int64_t)x;
+  return QL_OK;
+}
+
 static int decode_time(const struct zr_decoder *d, int64_t i, uint64_t u, double f, struct zr_value *out) {
   out->kind = 0;
   int is_float = d->in.type == ZR_FLOAT || d->has_scale || d->has_offset;
@@ -379,6 +485,7 @@ static int decode_time(const struct zr_decoder *d, int64_t i, uint64_t u, double
       out->is_null = 1;
       return QL_OK;
     }
+    if (d->cftime) return decode_cftime(d, d->in.type == ZR_UINT ? (double)u : (double)i, out);
     int64_t per_tick = d->ns_per_unit / d->out_unit_ns;
     if (__builtin_mul_overflow(i, per_tick, &ticks)) return QL_EOVERFLOW;
   } else {
@@ -393,9 +500,16 @@ static int decode_time(const struct zr_decoder *d, int64_t i, uint64_t u, double
       out->is_null = 1;
       return QL_OK;
     }
-    double v = x * (double)(d->ns_per_unit / d->out_unit_ns);
-    if (!(v > -9.2e18 && v < 9.2e18)) return QL_EOVERFLOW;
-    ticks = (int64_t)v; /* truncation, as numpy's astype(int64) */
+    if (d->cftime) return decode_cftime(d, x, out);
+    if (d->cf_duration) {
+      int f32 = d->in.type == ZR_FLOAT && d->in.size <= 4 && !d->has_scale && !d->has_offset;
+      QL_RETURN_NOT_OK(float_timedelta_ns(d->ns_per_unit, x, f32, &ticks));
+      ticks /= d->out_unit_ns;
+    } else {
+      double v = x * (double)(d->ns_per_unit / d->out_unit_ns);
+      if (!(v > -9.2e18 && v < 9.2e18)) return QL_EOVERFLOW;
+      ticks = (int64_t)v; /* truncation, as numpy's astype(int64) */
+    }
   }
   int64_t ref = d->cf_time ? d->ref_ns / d->out_unit_ns : 0;
   if (__builtin_add_overflow(ticks, ref, &out->i)) return QL_EOVERFLOW;
@@ -417,6 +531,9 @@ int zr_decode_value(const struct zr_decoder *d, const uint8_t *elem, struct zr_v
     case ZR_OUT_BOOL:
       out->kind = 0;
       out->i = d->in.type == ZR_BOOL ? (u != 0) : (i != 0 || u != 0);
+      for (int32_t k = 0; d->in.type == ZR_BOOL && k < d->n_mask; k++) {
+        if ((double)out->i == d->mask_f[k]) out->is_null = 1;
+      }
       return QL_OK;
     case ZR_OUT_TIMESTAMP:
     case ZR_OUT_DURATION: {
@@ -445,6 +562,12 @@ int zr_decode_value(const struct zr_decoder *d, const uint8_t *elem, struct zr_v
       return QL_OK;
     }
     default:
+      if (d->int_scale) {
+        /* int64 arithmetic, wrapping as numpy's does */
+        out->kind = 0;
+        out->i = (int64_t)((uint64_t)i * (uint64_t)d->scale_i);
+        return QL_OK;
+      }
       if (d->in.type == ZR_UINT) {
         out->kind = 1;
         out->u = u;
@@ -605,7 +728,12 @@ int zr_colbuf_append(struct zr_colbuf *b, const struct zr_decoder *d, const uint
   QL_RETURN_NOT_OK(grow_rows(b));
   if (b->valid) b->valid[b->n] = 1;
   if (!b->width) {
-    QL_RETURN_NOT_OK(append_string(b, d, elem));
+    if (d->string_mask && memcmp(elem, d->string_mask, (size_t)d->in.size) == 0) {
+      QL_RETURN_NOT_OK(mark_null(b));
+      b->offsets[b->n + 1] = (int32_t)b->data_len;
+    } else {
+      QL_RETURN_NOT_OK(append_string(b, d, elem));
+    }
     b->n++;
     return QL_OK;
   }

@@ -18,17 +18,42 @@
  *   skip them as pandas does. A float variable with no fill value, or only
  *   non-NaN ones, keeps its NaNs as NaN. A NaN fill on an integer variable
  *   masks nothing.
+ * - bool: cells equal to the _FillValue (v2: a non-null fill_value, so
+ *   zarr-python's `false` masks every False cell, as in xarray) are NULL;
+ *   xarray's column is then objects (True, False, NaN): here a bool column
+ *   with NULLs. Fixed-width strings (UTF-32, bytes without _Encoding) of a
+ *   v2 array with a non-null fill_value: cells equal to it are NULL.
  * - decoded type: floats keep their width (float16 becomes float32);
  *   integers with a fill value become float32 (<= 2 bytes) or float64;
- *   scale_factor / add_offset (JSON numbers) give float64; integers without
- *   either stay integers.
+ *   scale_factor / add_offset (JSON numbers) give float64, except an
+ *   integer scale_factor alone on integers without a fill value, which is
+ *   an int64 to xarray (_choose_float_dtype takes the scale's type): int64
+ *   cells, element times scale, wrapping as numpy does. A one-element list
+ *   stands for its element (xarray's column would be objects). Integers
+ *   without either stay integers.
  * - "<unit> since <date>" with calendar standard, gregorian or
- *   proleptic_gregorian (or none) becomes timestamp[ns] when the reference
- *   date and every value fit timestamp[ns] (and, for standard / gregorian,
- *   the reference is not before 1582-10-15); otherwise (xarray would fall
- *   back to cftime objects or fail) the column stays numeric and keeps its
- *   units and calendar in the column metadata. Integers are multiplied
- *   exactly; floats as float64 times nanoseconds-per-unit, truncated.
+ *   proleptic_gregorian (or none) becomes timestamp[ns] as xarray's
+ *   decode_cf_datetime does: through pandas when the unit is spelled as
+ *   pandas knows it and the reference date is a timestamp[ns] (standard /
+ *   gregorian: from 1582-10-15 on), integers multiplied exactly, floats as
+ *   float64 times nanoseconds-per-unit, truncated; otherwise through cftime
+ *   (references before 1677 or after 2262, the standard calendar Julian
+ *   before the reform, cftime-only units such as "hrs"): the value as
+ *   float64 times the unit's microseconds in long double, rounded to the
+ *   microsecond as cftime does, plus the reference. A value whose date is
+ *   not within timestamp[ns] (xarray keeps cftime objects) is QL_EOVERFLOW
+ *   from zr_decode_value: a coordinate then stays numeric (model.c). Other
+ *   calendars, year 0 in the standard calendar, units neither knows and
+ *   reference dates only pandas' dateutil guesses at ("12:00 PM", "EST",
+ *   day-first dates) stay numeric and keep units and calendar in the column
+ *   metadata.
+ * - timedeltas (a "dtype": "timedelta64[X]" attribute with units exactly
+ *   days, hours, ... nanoseconds, as xarray's CFTimedeltaCoder requires)
+ *   become durations in X's unit (coarser than seconds: seconds); floats
+ *   go to nanoseconds as decode_cf_timedelta does (units above seconds
+ *   first into float64 seconds, then steps of 1000 in the value's own
+ *   precision, truncated). Documented choice: a fraction finer than X is
+ *   truncated (xarray switches the whole column to a finer unit).
  *
  * Thread-safety: decoders are immutable once built.
  */
@@ -75,6 +100,15 @@ struct zr_decoder {
                                 (one of the n_mask slots holds that NaN) */
   int32_t bytes_encoding;    /* fixed-width bytes with _Encoding (xarray decodes them to str):
                                 0 none (binary), 1 UTF-8, 2 ASCII; output UTF8, validated */
+  int32_t cftime; /* with cf_time: decoded as xarray's cftime fallback does (values in
+                     microseconds of ref_us, rounded as cftime rounds) */
+  int64_t ref_us;
+  int32_t cftime_fix; /* cftime's 1-microsecond fix-up applies (units coarser than ms) */
+  const uint8_t *string_mask; /* fixed-width strings: cells equal to these in.size bytes are null
+                                 (the array's fill, which outlives the decoder); NULL: none */
+  int32_t int_scale; /* 1: an integer scale_factor alone on integers (no fill value, no add_offset):
+                        int64 output, element times scale_i (xarray keeps the scale's int64 type) */
+  int64_t scale_i;
 };
 
 /* One decoded value, for statistics and filters. */
@@ -95,6 +129,36 @@ int zr_decoder_init(const struct zr_array *a, int32_t decode_times, struct zr_de
  * representable (kind -1, is_null 0). QL_EOVERFLOW when a time does not fit
  * timestamp[ns]. */
 int zr_decode_value(const struct zr_decoder *d, const uint8_t *elem, struct zr_value *out);
+
+/* "<unit> since <date>" as read from the text, before any calendar. */
+struct zr_cf_units {
+  int64_t ns_per_unit;
+  int32_t pandas_unit; /* pandas knows the unit's spelling (xarray's first decoder) */
+  int32_t cftime_unit; /* cftime knows it (xarray's fallback; no nanoseconds) */
+  int32_t sub_ms_unit; /* milliseconds or microseconds: cftime's 1-microsecond fix-up does not apply */
+  int64_t year, month, day, hour, minute, second; /* as written (year: may be 0 or negative) */
+  int64_t frac_ns;    /* fraction of the second in ns (digits past the ninth dropped) */
+  int64_t frac_us;    /* the fraction as cftime reads it: int(float("0.<digits>") * 1e6) */
+  int64_t tz_minutes; /* offset east of UTC */
+};
+
+/* 1582-10-15, the Gregorian reform, in days since 1970-01-01. */
+#define ZR_REFORM_DAYS (-141427)
+
+/* Parse "<unit> since <date>" (date "Y-M-D", "Y/M/D" or "YYYYMMDD", an
+ * optional time "h:m:s.f", "hhmmss" or an hour, an optional zone "Z",
+ * "+hh:mm", "UTC"). QL_EINVAL if not such units. */
+int zr_cf_parse_units(const char *units, struct zr_cf_units *u);
+/* The reference date as pandas reads it, in ns since the epoch (proleptic
+ * Gregorian, zone applied). QL_EOVERFLOW where xarray's pandas decoder
+ * gives up: outside timestamp[ns], year 0, or (`proleptic` 0: the standard
+ * calendar) before 1582-10-15; QL_EINVAL for a day past the month's end. */
+int zr_cf_pandas_ref_ns(const struct zr_cf_units *u, int32_t proleptic, int64_t *ref_ns);
+/* The reference date as cftime reads it, in microseconds since the epoch:
+ * `proleptic` 1: proleptic Gregorian with a year 0; 0: the standard
+ * calendar (Julian before 1582-10-15, no year 0). QL_EINVAL where cftime
+ * refuses the date or the unit (nanoseconds). */
+int zr_cf_cftime_ref_us(const struct zr_cf_units *u, int32_t proleptic, int64_t *ref_us);
 
 /* Parse "<unit> since <date>": nanoseconds per unit and the reference date
  * in ns since 1970-01-01 (time zone offsets applied). QL_EINVAL if not such

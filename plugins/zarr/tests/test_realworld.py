@@ -1,0 +1,334 @@
+"""qlink_zarr on the Zarr stores scientists really have (issue #4): netCDF
+conventions left by converted satellite and model products, CF time edge
+cases, layouts and names. Each table's full contents must equal xarray's
+Dataset.to_dataframe(), and each column's type must be the one xarray
+decodes to (masked cells NULL)."""
+import base64
+import os
+import struct
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+import zarr
+
+from conftest import assert_same_rows, expected_rows, open_xr, run_scan
+
+FORMATS = [2, 3]
+
+
+def arrow_format(dtype):
+    """The Arrow format the driver prints for a column xarray decodes to
+    `dtype`."""
+    k = dtype.kind
+    if k in "Mm":
+        unit = {"ns": "n", "us": "u", "ms": "m", "s": "s"}[np.datetime_data(dtype)[0]]
+        return f"ts{unit}:" if k == "M" else f"tD{unit}"
+    if k == "f":
+        return {4: "f", 8: "g"}[dtype.itemsize]
+    if k in "iu":
+        letters = "csil" if k == "i" else "CSIL"
+        return letters[{1: 0, 2: 1, 4: 2, 8: 3}[dtype.itemsize]]
+    if k == "b":
+        return "b"
+    if k in "OUT":
+        return "u"
+    if k == "S":
+        return "z"
+    raise AssertionError(f"no Arrow format for {dtype}")
+
+
+def check_exact(path, table=None, formats=None):
+    """Rows equal xarray's; every column's type is xarray's, except those
+    given in `formats` (a documented mapping: column -> format)."""
+    scan = run_scan(path, *(["--table", table] if table else []))
+    ds = open_xr(path)
+    for c in scan.columns:
+        if c in ds.variables:
+            want = (formats or {}).get(c) or arrow_format(ds[c].dtype)
+            assert scan.formats[c] == want, f"{c}: {scan.formats[c]}, xarray {ds[c].dtype}"
+    want = expected_rows(path, scan)
+    objects = [c for c in (formats or {}) if ds[c].dtype.kind == "O" and scan.formats[c] == "b"]
+    if objects:
+        # masked bools: xarray's object column holds True / False / NaN
+        variables = [c for c in scan.columns if c not in ds.dims]
+        df = ds[variables].to_dataframe().reset_index()
+        for c in objects:
+            k = scan.columns.index(c)
+            for i, row in enumerate(want):
+                row[k] = None if pd.isna(df[c].iloc[i]) else bool(df[c].iloc[i])
+    assert_same_rows(scan.rows, want, sum(1 for c in scan.columns if c in ds.dims))
+    assert scan.plan_stats["num_rows"] == len(want)
+    return scan
+
+
+def b64(value):
+    """A float _FillValue as xarray writes it in a v3 attribute."""
+    return base64.standard_b64encode(struct.pack("<d", value)).decode()
+
+
+def raw_store(path, fmt, arrays):
+    """A group of arrays written with zarr-python and attributes as a
+    netCDF conversion leaves them (xarray's encoder would rewrite them).
+    Each array: name, dims, data, and optionally attrs, fill (the v2
+    fill_value; in v3 also the _FillValue attribute), chunks."""
+    g = zarr.open_group(str(path), mode="w", zarr_format=fmt)
+    for a in arrays:
+        data = np.asarray(a["data"])
+        attrs = dict(a.get("attrs", {}))
+        fill = a.get("fill")
+        kw = {}
+        if fmt == 3:
+            kw["dimension_names"] = a["dims"]
+            if fill is not None:
+                attrs.setdefault("_FillValue", b64(fill) if data.dtype.kind == "f" else fill)
+        else:
+            attrs["_ARRAY_DIMENSIONS"] = a["dims"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            arr = g.create_array(a["name"], shape=data.shape, chunks=a.get("chunks", data.shape), dtype=data.dtype,
+                                 fill_value=fill if fmt == 2 else (fill if fill is not None else 0), attributes=attrs,
+                                 **kw)
+        if data.size:
+            arr[...] = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        zarr.consolidate_metadata(str(path))
+    return path
+
+
+def write(ds, path, fmt, encoding=None, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds.to_zarr(path, zarr_format=fmt, mode="w", encoding=encoding or {}, **kw)
+    return path
+
+
+# ------------------------------------------------------ netCDF conventions
+
+I16 = np.array([-32767, -1, 0, 1, 1000, 32767, -32768], "i2")
+
+
+def x_axis(n=7):
+    return {"name": "x", "dims": ["x"], "data": np.arange(n, dtype="i4")}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_unsigned_missing_value_and_valid_range(tmp_path, fmt):
+    # _Unsigned reinterprets the stored signedness before masking and
+    # scaling; missing_value masks alone or beside _FillValue, scalar or
+    # list; valid_range / valid_min / valid_max mask nothing (xarray's
+    # default); a packed _FillValue that looks valid (0) still masks
+    i1 = np.array([-1, -128, 0, 127, 5, 1, 2], "i1")
+    path = raw_store(tmp_path / "nc.zarr", fmt, [
+        x_axis(),
+        {"name": "u_fill", "dims": ["x"], "data": i1, "attrs": {"_Unsigned": "true"}, "fill": -1},
+        {"name": "u_plain", "dims": ["x"], "data": i1, "attrs": {"_Unsigned": "true"}},
+        {"name": "u_packed", "dims": ["x"], "data": I16, "attrs": {"_Unsigned": "true", "scale_factor": 0.5}, "fill": -1},
+        {"name": "s_from_u", "dims": ["x"], "data": i1.view("u1"), "attrs": {"_Unsigned": "false"}},
+        {"name": "mv", "dims": ["x"], "data": I16, "attrs": {"missing_value": -1}},
+        {"name": "mv_list", "dims": ["x"], "data": I16, "attrs": {"missing_value": [-1, 1000]}},
+        {"name": "mv_and_fill", "dims": ["x"], "data": I16, "attrs": {"missing_value": [1000, -1]}, "fill": -32767},
+        {"name": "valid", "dims": ["x"], "data": I16, "attrs": {"valid_range": [0, 1000], "valid_min": 0, "valid_max": 1000}},
+        {"name": "packed_zero_fill", "dims": ["x"], "data": I16, "attrs": {"scale_factor": 0.01, "add_offset": 0.0}, "fill": 0},
+        {"name": "i4_packed", "dims": ["x"], "data": I16.astype("i4") * 65537, "attrs": {"scale_factor": 1e-3, "add_offset": 1.0}},
+        {"name": "f4_scaled", "dims": ["x"], "data": np.array([1.5, -2, 0, np.nan, 3e5, 1e-7, 7], "f4"),
+         "attrs": {"scale_factor": 0.1, "add_offset": 1.0}, "fill": 7.0},
+        {"name": "mv_float", "dims": ["x"], "data": np.array([1.5, -2, 0, np.nan, -999.0, 1e-7, 7], "f8"),
+         "attrs": {"missing_value": [-999.0, 7.0]}},
+    ])
+    scan = check_exact(path)
+    assert scan.column("u_fill") == [None, 128, 0, 127, 5, 1, 2]
+    assert scan.column("valid")[0] == -32767
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_integer_scale_factor_keeps_integers(tmp_path, fmt):
+    # an integer scale_factor alone (no add_offset, no fill value) is an
+    # int64 to xarray, so the decoded values stay int64 (data * scale);
+    # with an add_offset, or a float scale, they are float64. A one-element
+    # list (as netCDF conversions leave attributes) makes xarray's column
+    # objects (np.dtype(list)): here the element's type decides, as above
+    path = raw_store(tmp_path / "sf.zarr", fmt, [
+        x_axis(),
+        {"name": "sf_int", "dims": ["x"], "data": I16, "attrs": {"scale_factor": 10}},
+        {"name": "sf_int_list", "dims": ["x"], "data": I16.astype("u2"), "attrs": {"scale_factor": [3]}},
+        {"name": "sf_int_offset", "dims": ["x"], "data": I16, "attrs": {"scale_factor": 2, "add_offset": 3}},
+        {"name": "offset_int", "dims": ["x"], "data": I16, "attrs": {"add_offset": 100}},
+    ])
+    scan = check_exact(path, formats={"sf_int_list": "l"})
+    assert scan.formats["sf_int"] == "l" and scan.column("sf_int")[0] == -327670
+    assert scan.formats["sf_int_list"] == "l"
+    assert scan.formats["sf_int_offset"] == "g"
+
+
+@pytest.mark.xfail(strict=True, reason="json_text.c: jansson refuses integers above INT64_MAX ('too big integer'); "
+                   "the lead quotes them before parsing, fill.c / cf.c read the quoted digits")
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_uint64_fill_value_above_int64(tmp_path, fmt):
+    # netCDF's default uint64 fill value (NC_FILL_UINT64) is 2**64 - 2
+    fill = 2**64 - 2
+    path = raw_store(tmp_path / "u8.zarr", fmt, [
+        x_axis(4),
+        {"name": "count", "dims": ["x"], "data": np.array([0, fill, 2**63, 5], "u8"), "fill": fill},
+    ])
+    scan = check_exact(path)
+    assert scan.column("count") == [0.0, None, float(2**63), 5.0]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_bool_fill_value_masks(tmp_path, fmt):
+    # a bool variable with a _FillValue: xarray masks the cells equal to it
+    # (an object column of True / False / NaN); here a bool column whose
+    # masked cells are NULL (the documented mapping of that object column)
+    b = np.array([[True, False, True], [False, False, True]])
+    ds = xr.Dataset({"flag": (("t", "x"), b), "plain": (("t", "x"), b)}, coords={"t": [1, 2]})
+    path = write(ds, tmp_path / "b.zarr", fmt, {"flag": {"_FillValue": True}})
+    scan = check_exact(path, formats={"flag": "b"})
+    assert scan.column("flag") == [None, False, None, False, False, None]
+    assert scan.column("plain") == [True, False, True, False, False, True]
+
+
+
+def test_v2_bool_fill_value_false_masks_false(tmp_path):
+    # zarr-python's v2 bool arrays carry fill_value false; xarray takes it
+    # as _FillValue and masks every False cell
+    path = raw_store(tmp_path / "b.zarr", 2, [
+        x_axis(4), {"name": "b", "dims": ["x"], "data": np.array([True, False, True, False]), "fill": False}])
+    scan = check_exact(path, formats={"b": "b"})
+    assert scan.column("b") == [True, None, True, None]
+
+
+@pytest.mark.parametrize("dtype,fill,cells", [("U2", "NA", ["a", "", "NA", "b"]), ("U3", "", ["a", "", "NA", "b"]),
+                                               ("S2", "TkE=", [b"a", b"", b"NA", b"b"])])
+def test_v2_fixed_width_string_fill_value_masks(tmp_path, dtype, fill, cells):
+    # xarray masks the strings equal to a v2 fill_value (NaN in its object
+    # column): NULL here
+    ds = xr.Dataset({"s": (("x",), np.array(cells, dtype=dtype))}, coords={"x": np.arange(4)})
+    path = write(ds, tmp_path / "s.zarr", 2)
+    meta = tmp_path / "s.zarr" / "s" / ".zarray"
+    import json
+    doc = json.loads(meta.read_text())
+    doc["fill_value"] = fill
+    meta.write_text(json.dumps(doc))
+    zarr.consolidate_metadata(str(tmp_path / "s.zarr"), zarr_format=2)
+    scan = run_scan(path)
+    xs = open_xr(path).s.values
+    want = [None if not isinstance(v, (str, bytes)) else (v.hex() if isinstance(v, bytes) else v) for v in xs]
+    assert scan.column("s") == want
+    assert want.count(None) == 1
+
+
+@pytest.mark.xfail(strict=True, reason="a v2 vlen-utf8 fill_value other than \"\" is refused (fill.c); masking the "
+                   "cells equal to it needs the decoder in zr_colbuf_append_vlen (scan.c)")
+def test_v2_vlen_string_fill_value_masks(tmp_path):
+    ds = xr.Dataset({"s": (("x",), np.array(["a", "", "NA", "b"], dtype=object))}, coords={"x": np.arange(4)})
+    path = write(ds, tmp_path / "s.zarr", 2, {"s": {"_FillValue": "NA"}})
+    assert run_scan(path).column("s") == ["a", "", None, "b"]
+
+# ------------------------------------------------------------- CF times
+
+def time_store(path, fmt, units, values, **attrs):
+    return raw_store(path, fmt, [
+        {"name": "time", "dims": ["time"], "data": values, "attrs": dict(units=units, **attrs)},
+        {"name": "v", "dims": ["time"], "data": np.arange(len(values), dtype="f8")},
+    ])
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("units", ["days since 1677-09-22", "days since 1677-12-31 23:00", "days since 2262-01-01",
+                                   "hours since 2262-04-11 12:00"])
+def test_reference_dates_near_the_ns_bounds(tmp_path, fmt, units):
+    # pandas reads these reference dates as timestamp[ns]: datetimes
+    path = time_store(tmp_path / "b.zarr", fmt, units, np.array([0.0, 1.5, 2.0, 3.25]))
+    assert check_exact(path).formats["time"] == "tsn:"
+
+
+RNG = np.random.default_rng(11)
+OUTSIDE = [
+    # NCEP reanalysis: hours since year 1 of the mixed Julian / Gregorian calendar
+    ("hours since 1-1-1 00:00:0.0", np.array([17593032.0, 17593038.0, 17600000.5, 17593044.25]), {}),
+    ("days since 1601-01-01", RNG.uniform(1e5, 1.6e5, 40), {}),
+    ("seconds since 1601-01-01 00:00:00", RNG.uniform(1e10, 1.3e10, 40), {}),
+    ("days since 1582-10-15", RNG.integers(40000, 200000, 40).astype("i4"), {}),
+    ("days since 1000-01-01", RNG.uniform(3e5, 4e5, 40), {}),
+    ("days since 1000-01-01", RNG.uniform(3e5, 4e5, 40), {"calendar": "proleptic_gregorian"}),
+    ("days since 1000-01-01", RNG.uniform(3e5, 4e5, 40).astype("f4"), {}),
+    ("days since 1500-02-29", RNG.uniform(1e5, 2e5, 40), {}),  # a Julian leap day
+    ("days since -4713-01-01 12:00", RNG.uniform(2.4e6, 2.46e6, 40), {}),  # Julian day numbers
+    ("days since 1-1-1 00:00:00 +05:30", RNG.uniform(6.2e5, 7.3e5, 40), {}),
+    ("days since 2262-04-12", RNG.uniform(-3e4, -1, 40), {}),
+    ("microseconds since 1000-01-01", np.array([3.06e16, 3.07e16], "i8"), {}),
+    # units pandas does not spell: xarray decodes them with cftime too
+    ("hrs since 2000-01-01", RNG.uniform(-1e5, 1e5, 40), {}),
+    ("hrs since 2000-01-01", np.array([0.5 / 3600, 1.000000278, 1.5 / 3600e6, 0.9999997222]), {}),
+    ("msec since 2000-01-01", RNG.uniform(-1e9, 1e9, 40), {}),
+    ("secs since 2000-01-01", np.array([1.0000005, 0.9999995, 1.000001, 2.4999995, -1.0000005]), {}),
+    ("min since 1900-01-01 12:30:15.57", RNG.uniform(-1e7, 1e7, 40), {}),
+]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("case", range(len(OUTSIDE)))
+def test_reference_dates_outside_the_ns_range_decode_as_cftime_does(tmp_path, fmt, case):
+    # xarray's pandas decoder refuses these; its cftime fallback decodes
+    # them (the standard calendar is Julian before 1582-10-15, values are
+    # rounded to the microsecond) and, the dates being within
+    # timestamp[ns], gives datetime64[ns]
+    units, values, attrs = OUTSIDE[case]
+    path = time_store(tmp_path / "c.zarr", fmt, units, values, **attrs)
+    assert check_exact(path).formats["time"] == "tsn:"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_cftime_dates_before_the_ns_range_stay_numeric(tmp_path, fmt):
+    # one date before 1677-09-21: xarray keeps cftime objects for the
+    # whole coordinate; the column stays the stored numbers with units
+    path = time_store(tmp_path / "n.zarr", fmt, "days since 1000-01-01", np.array([1e5, 3e5]))
+    scan = run_scan(path)
+    assert open_xr(path).time.dtype == object
+    assert scan.formats["time"] == "g" and scan.column("time") == [1e5, 3e5]
+    assert scan.metadata["time"] == {"units": "days since 1000-01-01"}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("units", ["days since 19700101", "hours since 19700102T1200", "hours since 1970/01/02 12:00",
+                                   "hours since 2000-01-01 00:00:00 UTC+1", "hours since 2000-01-01 00:00 GMT-03:30",
+                                   "hours since 2000-01-01T00:00:00 UTC +1"])
+def test_reference_dates_pandas_reads(tmp_path, fmt, units):
+    # ISO 8601's basic format and slashes; a zone written "UTC+1" is POSIX's
+    # (west of UTC) to pandas, and "UTC +1" is UTC
+    path = time_store(tmp_path / "r.zarr", fmt, units, np.array([0, 1, 2, 30], "i8"))
+    assert check_exact(path).formats["time"] == "tsn:"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_timedelta_units_as_xarray_spells_them(tmp_path, fmt):
+    # xarray decodes a timedelta (a dtype: timedelta64[..] attribute) only
+    # when its units are one of days ... nanoseconds exactly
+    data = np.array([0, 1, 2, 3], "i8")
+    arrays = [{"name": "t", "dims": ["t"], "data": data}]
+    for name, units in [("hours", "hours"), ("hrs", "hrs"), ("cap", "Hours"), ("single", "hour"), ("none", None)]:
+        attrs = {"dtype": "timedelta64[ns]"}
+        if units:
+            attrs["units"] = units
+        arrays.append({"name": name, "dims": ["t"], "data": data, "attrs": attrs})
+    scan = check_exact(raw_store(tmp_path / "d.zarr", fmt, arrays))
+    assert scan.formats["hours"] == "tDn" and scan.formats["hrs"] == "l" and scan.formats["single"] == "l"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("dtype", ["f4", "f8"])
+def test_float_timedeltas_round_as_xarray_does(tmp_path, fmt, dtype):
+    # decode_cf_timedelta: units coarser than seconds are multiplied into
+    # float64 seconds, then the values go to ns by steps of 1000 in their own
+    # precision and are truncated
+    rng = np.random.default_rng(13)
+    arrays = [{"name": "t", "dims": ["t"], "data": np.arange(60)}]
+    for units in ["days", "hours", "minutes", "seconds", "milliseconds", "microseconds"]:
+        data = (rng.uniform(-1e4, 1e4, 60) * rng.choice([1, 1e-1, 1e-3, 1e-6], 60)).astype(dtype)
+        arrays.append({"name": units, "dims": ["t"], "data": data, "attrs": {"units": units, "dtype": "timedelta64[ns]"}})
+    scan = check_exact(raw_store(tmp_path / "f.zarr", fmt, arrays))
+    assert all(scan.formats[u] == "tDn" for u in ["days", "seconds", "microseconds"])
