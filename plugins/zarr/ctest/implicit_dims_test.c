@@ -127,7 +127,6 @@ static void test_open_memory(struct fixture *f) {
   QL_CHECK_INT(ds->dims[0].size, N_OBS);
   QL_CHECK_INT(ds->dims[0].coord, -1);
   QL_CHECK(ds->dims[0].raw == NULL);
-  QL_CHECK(ds->dims[0].values == NULL);
   QL_CHECK_INT(ds->dims[0].direction, 1);
   QL_CHECK_INT(ds->n_tables, 1);
   QL_CHECK_INT(ds->tables[0].n_rows, N_OBS);

@@ -209,7 +209,6 @@ static void dataset_free(struct zr_dataset *ds) {
     free(ds->dims[i].name);
     free(ds->dims[i].raw);
     zr_heap_free(&ds->dims[i].heap);
-    free(ds->dims[i].values);
   }
   free(ds->dims);
   zr_group_free(&ds->group);
@@ -288,38 +287,43 @@ static int is_coordinate(const struct zr_dataset *ds, const struct zr_array *a) 
   return 0;
 }
 
-static int decode_dim_values(struct zr_dim *d) {
+/* 1 when a < b, -1 when a > b, 0 when equal or of different kinds. */
+static int step_of(const struct zr_value *a, const struct zr_value *b) {
+  if (a->kind != b->kind) return 0;
+  return a->kind == 0   ? (a->i < b->i) - (a->i > b->i)
+         : a->kind == 1 ? (a->u < b->u) - (a->u > b->u)
+         : a->kind == 2 ? (a->f < b->f) - (a->f > b->f)
+                        : 0;
+}
+
+/* One pass over a comparable coordinate at open: every value decodes (so
+ * zr_dim_value's decodes later cannot fail), whether any is NULL or NaN,
+ * and the direction: 1 strictly increasing, -1 strictly decreasing, 0
+ * neither (or with NULLs or NaNs, which hosts do not order as numbers).
+ * One value counts as increasing. Nothing is kept per position. */
+static int survey_dim_values(struct zr_dim *d) {
   d->has_nulls = 0;
   d->has_nan = 0;
+  int dir = 1;
+  struct zr_value prev, cur;
+  memset(&prev, 0, sizeof(prev));
   for (int64_t i = 0; i < d->size; i++) {
-    QL_RETURN_NOT_OK(zr_decode_value(&d->dec, d->raw + i * d->dec.in.size, &d->values[i]));
-    d->has_nulls |= d->values[i].is_null;
-    d->has_nan |= d->values[i].kind == 2 && d->values[i].f != d->values[i].f;
+    QL_RETURN_NOT_OK(zr_decode_value(&d->dec, d->raw + i * d->dec.in.size, &cur));
+    d->has_nulls |= cur.is_null;
+    d->has_nan |= cur.kind == 2 && cur.f != cur.f;
+    if (i > 0 && dir != 0) {
+      int c = step_of(&prev, &cur);
+      dir = c == 0 || (i > 1 && c != dir) ? 0 : c;
+    }
+    prev = cur;
   }
+  d->direction = d->has_nulls || d->has_nan ? 0 : dir;
   return QL_OK;
 }
 
-/* Direction of a dimension's decoded values: 1 strictly increasing, -1
- * strictly decreasing, 0 neither (or not comparable as the host compares
- * them: strings, NULLs, NaNs). One value counts as increasing. */
-static int dim_direction(const struct zr_dim *d) {
-  if (!d->comparable || d->has_nulls || d->has_nan) return 0;
-  int dir = 1;
-  for (int64_t i = 1; i < d->size; i++) {
-    const struct zr_value *a = &d->values[i - 1], *b = &d->values[i];
-    if (a->kind != b->kind) return 0;
-    int c = a->kind == 0 ? (a->i < b->i) - (a->i > b->i)
-            : a->kind == 1 ? (a->u < b->u) - (a->u > b->u)
-            : a->kind == 2 ? (a->f < b->f) - (a->f > b->f)
-                           : 0;
-    if (c == 0 || (i > 1 && c != dir)) return 0;
-    dir = c;
-  }
-  return dir;
-}
-
-/* A coordinate's values are held in memory (for statistics and filter
- * pruning): one that does not fit is named with its size. */
+/* A coordinate's elements are held in memory (for statistics, filter
+ * pruning and the scan's dimension columns): one that does not fit is named
+ * with its size. */
 static int dim_too_large(const struct zr_dataset *ds, const struct zr_dim *d, struct ql_error *error) {
   return ql_error_set(error, QL_ENOMEM,
                       "zarr store %s: dimension '%s' has %lld positions; its coordinate values do not fit in memory",
@@ -330,7 +334,6 @@ static int dim_too_large(const struct zr_dataset *ds, const struct zr_dim *d, st
  * they strictly increase, are never null or NaN. */
 static void init_implicit_dim(struct zr_dim *d) {
   d->raw = NULL;
-  d->values = NULL;
   memset(&d->dec, 0, sizeof(d->dec));
   d->dec.in.type = ZR_INT;
   d->dec.in.size = 8;
@@ -349,7 +352,6 @@ static int load_dim_values(struct zr_dataset *ds, struct zr_dim *d, struct ql_er
     init_implicit_dim(d);
     return QL_OK;
   }
-  if (n > INT64_MAX / (int64_t)sizeof(struct zr_value)) return dim_too_large(ds, d, error);
   const struct zr_array *a = &ds->group.arrays[d->coord];
   if (a->dtype.size > 0 && n > (INT64_MAX - 1) / a->dtype.size) return dim_too_large(ds, d, error);
   d->raw = malloc((size_t)(n * a->dtype.size) + 1);
@@ -359,20 +361,17 @@ static int load_dim_values(struct zr_dataset *ds, struct zr_dim *d, struct ql_er
   if (zr_decoder_init(a, 1, &d->dec, error) != QL_OK) {
     return ql_error_prefix(error, "zarr store %s: array '%s'", ds->store.url, a->name);
   }
-  d->values = calloc((size_t)(n ? n : 1), sizeof(struct zr_value));
-  if (!d->values) return dim_too_large(ds, d, error);
   d->comparable = d->dec.out != ZR_OUT_UTF8 && d->dec.out != ZR_OUT_BINARY;
   if (!d->comparable) return QL_OK;
-  int rc = decode_dim_values(d);
+  int rc = survey_dim_values(d);
   if (rc == QL_EOVERFLOW && d->dec.cf_time) {
     /* xarray falls back to cftime objects here: keep the numbers */
     QL_RETURN_NOT_OK(zr_decoder_init(&ds->group.arrays[d->coord], 0, &d->dec, error));
-    rc = decode_dim_values(d);
+    rc = survey_dim_values(d);
   }
   if (rc != QL_OK) {
     return ql_error_set(error, QL_EDATA, "zarr store %s: coordinate '%s' cannot be decoded", ds->store.url, d->name);
   }
-  d->direction = dim_direction(d); /* once per store, not per scan */
   return QL_OK;
 }
 

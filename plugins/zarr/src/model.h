@@ -24,10 +24,11 @@
 
 enum zr_role { ZR_ROLE_DIM = 1, ZR_ROLE_COORD = 2, ZR_ROLE_VAR = 3 };
 
-/* A dimension of the store. Without a coordinate array its values are its
- * positions 0..size-1 and nothing is held per position (an observation
- * store's `obs` dimension may have 1e9 of them): raw and values are NULL
- * and users go through zr_dim_value / zr_dim_implicit. */
+/* A dimension of the store. Its coordinate's elements are held as stored
+ * (dtype bytes per position, decoded on demand by zr_dim_value); without a
+ * coordinate its values are its positions 0..size-1 and nothing is held
+ * per position (an observation store's `obs` dimension may have 1e9 of
+ * them): raw is NULL. */
 struct zr_dim {
   char *name;
   int64_t size;
@@ -35,7 +36,6 @@ struct zr_dim {
   uint8_t *raw;     /* the coordinate's elements (native); NULL without coordinate */
   struct zr_heap heap; /* string bytes of a variable-length string coordinate */
   struct zr_decoder dec; /* the coordinate's decoder; int64 ("l") without coordinate */
-  struct zr_value *values; /* decoded coordinate values (for statistics and filters); NULL without coordinate */
   int32_t comparable;      /* values are numbers / ticks (not strings) */
   int32_t has_nulls;
   int32_t has_nan;
@@ -47,13 +47,12 @@ struct zr_dim {
 static inline int zr_dim_implicit(const struct zr_dim *d) { return d->coord < 0; }
 
 /* The decoded value at position i (0 <= i < d->size) of a comparable
- * dimension. */
+ * dimension: i itself without coordinate, else its coordinate element
+ * decoded (every one decoded once at open, so this cannot fail). */
 static inline struct zr_value zr_dim_value(const struct zr_dim *d, int64_t i) {
-  if (zr_dim_implicit(d)) {
-    struct zr_value v = {0, 0, i, 0, 0.0};
-    return v;
-  }
-  return d->values[i];
+  struct zr_value v = {0, 0, i, 0, 0.0};
+  if (!zr_dim_implicit(d)) zr_decode_value(&d->dec, d->raw + i * d->dec.in.size, &v);
+  return v;
 }
 
 struct zr_column {
