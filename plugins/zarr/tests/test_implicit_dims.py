@@ -17,6 +17,7 @@ import xarray as xr
 
 from conftest import assert_same_rows, expected_rows, run_scan, scan_binary
 from test_filters import holds, norm
+from test_qlink_check import tools
 
 N_OBS = 37
 
@@ -183,6 +184,19 @@ def test_mixed_filters_equal_filtered_scan(tmp_path, fmt, table, filters):
             i = got.columns.index(c)
             assert got.plan_stats["min"][c] == min(r[i] for r in want)
             assert got.plan_stats["max"][c] == max(r[i] for r in want)
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_qlink_check_passes(tmp_path, fmt):
+    # the conformance kit's pushdown, statistics and ordering checks over
+    # generated position columns, one block per chunk
+    check, plugin = tools()
+    specs = []
+    for path in (obs_store(tmp_path, fmt), mixed_store(tmp_path, fmt)):
+        specs += ["--spec", f"table?path={path}&block_rows=1", "--spec", f"store?path={path}&block_rows=1"]
+    p = subprocess.run([check, plugin, *specs], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "0 violation(s)" in p.stdout
 
 
 def long_store(path, n):
