@@ -1064,6 +1064,37 @@ static int decode_shard(const struct zr_codec *c, const struct zr_dtype *dtype, 
   return rc;
 }
 
+/* The bytes codec `c`'s encoding makes of `n` bytes, or -1 when that is not
+ * known upfront (compressors; `n` unknown or not whole elements). */
+static int64_t encoded_size(const struct zr_codec *c, int64_t n) {
+  if (n < 0) return -1;
+  switch (c->id) {
+    case ZR_CODEC_CRC32:
+    case ZR_CODEC_CRC32C:
+    case ZR_CODEC_ADLER32:
+    case ZR_CODEC_FLETCHER32:
+    case ZR_CODEC_JENKINS: return n + 4;
+    case ZR_CODEC_F_BITROUND:
+    case ZR_CODEC_F_SHUFFLE: return n;
+    case ZR_CODEC_F_PACKBITS: return 1 + (n + 7) / 8;
+    case ZR_CODEC_F_QUANTIZE:
+    case ZR_CODEC_F_DELTA:
+    case ZR_CODEC_F_FIXEDSCALEOFFSET:
+    case ZR_CODEC_F_ASTYPE: return n % c->f_dtype.size ? -1 : n / c->f_dtype.size * c->f_astype.size;
+    default: return -1;
+  }
+}
+
+/* What decoding bytes -> bytes codec i (> k) must give back: the bytes
+ * entering it on encoding, from `encoded` (the array -> bytes codec k's
+ * output) through codecs k+1..i-1. -1 when not known. A decompression
+ * bomb then stops at the chunk's size, and a wrong size is named at the
+ * codec that produced it. */
+static int64_t size_entering(const struct zr_pipeline *p, int32_t k, int32_t i, int64_t encoded) {
+  for (int32_t j = k + 1; j < i && encoded >= 0; j++) encoded = encoded_size(&p->codecs[j], encoded);
+  return encoded;
+}
+
 /* Undo a v3 pipeline's numcodecs filters (codecs 0..k-1) on the bytes
  * the bytes -> bytes stages left, as v2 filters are undone. */
 static int decode_array_filters(const struct zr_pipeline *p, int32_t k, struct zr_buf *b, struct ql_error *error) {
@@ -1113,11 +1144,15 @@ int zr_chunk_decode(const struct zr_pipeline *p, const struct zr_dtype *dtype, i
   int64_t n_bytes = n_elem * dtype->size;
   struct zr_buf b = {in, in_size, NULL};
   int rc = QL_OK;
+  /* The bytes the array -> bytes codec makes: a v3 pipeline's filters
+   * change the element type, transposes do not. */
+  int64_t encoded = p->codecs[k].id == ZR_CODEC_BYTES ? n_bytes : -1;
+  for (int32_t i = 0; i < n_filters; i++) encoded = encoded_size(&p->codecs[i], encoded);
   for (int32_t i = p->n - 1; i > k && rc == QL_OK; i--) {
-    /* filters change the size: the bytes codec's input is known only without them */
-    int64_t expected = (i == k + 1 && p->codecs[k].id == ZR_CODEC_BYTES && !n_filters) ? n_bytes : -1;
+    int64_t expected = size_entering(p, k, i, encoded);
     /* The last decompression may write the elements in place (no array->array codec follows). */
-    rc = decode_bytes_stage(&p->codecs[i], &b, expected, expected >= 0 && k == 0 ? out : NULL, error);
+    uint8_t *dst = i == k + 1 && expected == n_bytes && k == 0 ? out : NULL;
+    rc = decode_bytes_stage(&p->codecs[i], &b, expected, dst, error);
   }
   if (rc == QL_OK && n_filters) rc = decode_array_filters(p, k, &b, error);
   uint8_t *target = out;
