@@ -426,6 +426,64 @@ static void test_bz2_lzma(void) {
   ql_error_release(&err);
 }
 
+/* Decompressors whose output size is not known upfront: a zstd frame
+ * without a content size (streamed), inside gzip, which then has no
+ * expected size either (the output grows past its first 64 KiB) */
+static void test_streamed_sizes(void) {
+  struct ql_error err = {0};
+  enum { N = 40000 };
+  double *values = malloc(N * sizeof(double)), *out = malloc(N * sizeof(double));
+  size_t zcap = ZSTD_compressBound(N * sizeof(double)), gcap = zcap + 1024;
+  uint8_t *z = malloc(zcap), *g = malloc(gcap);
+  for (int i = 0; i < N; i++) values[i] = i * 0.25;
+  ZSTD_CCtx *cctx = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 0);
+  ZSTD_outBuffer zo = {z, zcap, 0};
+  ZSTD_inBuffer zi = {values, N * sizeof(double), 0};
+  QL_CHECK_INT(ZSTD_compressStream2(cctx, &zo, &zi, ZSTD_e_end), 0);
+  ZSTD_freeCCtx(cctx);
+  QL_CHECK(ZSTD_getFrameContentSize(z, zo.pos) == ZSTD_CONTENTSIZE_UNKNOWN);
+  z_stream zs;
+  memset(&zs, 0, sizeof(zs));
+  deflateInit2(&zs, 1, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY);
+  zs.next_in = z;
+  zs.avail_in = (uInt)zo.pos;
+  zs.next_out = g;
+  zs.avail_out = (uInt)gcap;
+  QL_CHECK_INT(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  int64_t gn = (int64_t)(gcap - zs.avail_out);
+  deflateEnd(&zs);
+  json_t *codecs = json_loads("[{\"name\":\"bytes\"},{\"name\":\"zstd\"},{\"name\":\"gzip\"}]", 0, NULL);
+  struct zr_pipeline p;
+  QL_CHECK_OK(zr_pipeline_parse_v3(codecs, 1, &p, &err), err);
+  struct zr_dtype d = f64();
+  int64_t shape[1] = {N};
+  uint8_t fill[8] = {0};
+  memset(out, 0, N * sizeof(double));
+  QL_CHECK_OK(zr_chunk_decode(&p, &d, 1, shape, fill, g, gn, (uint8_t *)out, NULL, &err), err);
+  QL_CHECK(memcmp(out, values, N * sizeof(double)) == 0);
+  /* one element fewer: the streamed zstd frame overruns it */
+  shape[0] = N - 1;
+  QL_CHECK_INT(zr_chunk_decode(&p, &d, 1, shape, fill, g, gn, (uint8_t *)out, NULL, &err), QL_EDATA);
+  QL_CHECK_STR(ql_error_message(&err), "zstd: decoded more than 319992 bytes");
+  zr_pipeline_free(&p);
+  json_decref(codecs);
+  /* the streamed frame alone, cut short */
+  codecs = json_loads("[{\"name\":\"bytes\"},{\"name\":\"zstd\"}]", 0, NULL);
+  QL_CHECK_OK(zr_pipeline_parse_v3(codecs, 1, &p, &err), err);
+  shape[0] = N;
+  QL_CHECK_OK(zr_chunk_decode(&p, &d, 1, shape, fill, z, (int64_t)zo.pos, (uint8_t *)out, NULL, &err), err);
+  QL_CHECK_INT(zr_chunk_decode(&p, &d, 1, shape, fill, z, (int64_t)zo.pos - 10, (uint8_t *)out, NULL, &err), QL_EDATA);
+  QL_CHECK_STR(ql_error_message(&err), "zstd: truncated chunk");
+  zr_pipeline_free(&p);
+  json_decref(codecs);
+  free(values);
+  free(out);
+  free(z);
+  free(g);
+  ql_error_release(&err);
+}
+
 /* v3 numcodecs filters: array -> array codecs before bytes, decoded on the
  * bytes like v2 filters; what is refused */
 static void test_v3_numcodecs_filters(void) {
@@ -515,5 +573,6 @@ int main(void) {
   test_numcodecs_checksums();
   test_bz2_lzma();
   test_v3_numcodecs_filters();
+  test_streamed_sizes();
   QL_TEST_END();
 }

@@ -496,6 +496,54 @@ static int check_expected(const char *codec, int64_t got, int64_t expected, stru
   return QL_OK;
 }
 
+/* Output of a decompressor that may not know its size upfront (zlib, gzip,
+ * streamed zstd, bz2, lzma): grows by doubling up to `limit` bytes. */
+struct zr_out {
+  uint8_t *data;
+  size_t len, cap;
+  int64_t limit;
+};
+
+/* Start an output: `expected` bytes (and one to see an overrun) when
+ * known, limited to them; else empty, limited to ZR_MAX_STAGE_BYTES. */
+static int out_init(struct zr_out *o, int64_t expected, const char *name, struct ql_error *error) {
+  memset(o, 0, sizeof(*o));
+  o->limit = expected >= 0 ? expected : ZR_MAX_STAGE_BYTES;
+  if (expected < 0) return QL_OK;
+  o->data = malloc((size_t)expected + 1);
+  if (!o->data) return ql_error_set(error, QL_ENOMEM, "%s: out of memory", name);
+  o->cap = (size_t)expected + 1;
+  return QL_OK;
+}
+
+/* Room for at least one more byte; QL_EDATA past the limit. */
+static int out_room(struct zr_out *o, const char *name, struct ql_error *error) {
+  if (o->len < o->cap) return QL_OK;
+  if ((int64_t)o->cap > o->limit) return ql_error_set(error, QL_EDATA, "%s: decoded more than %lld bytes", name, (long long)o->limit);
+  size_t next = o->cap ? o->cap * 2 : 1 << 16;
+  if ((int64_t)next > o->limit + 1) next = (size_t)o->limit + 1;
+  uint8_t *grown = realloc(o->data, next);
+  if (!grown) return ql_error_set(error, QL_ENOMEM, "%s: out of memory", name);
+  o->data = grown;
+  o->cap = next;
+  return QL_OK;
+}
+
+/* End a stage: on success (`rc` QL_OK and the size expected) the output
+ * replaces the buffer's bytes; otherwise it is freed. Returns the status. */
+static int out_finish(struct zr_out *o, struct zr_buf *b, const char *name, int64_t expected, int rc,
+                      struct ql_error *error) {
+  if (rc == QL_OK) rc = check_expected(name, (int64_t)o->len, expected, error);
+  if (rc == QL_OK && !o->data) o->data = malloc(1);
+  if (rc == QL_OK && !o->data) rc = ql_error_set(error, QL_ENOMEM, "%s: out of memory", name);
+  if (rc != QL_OK) {
+    free(o->data);
+    return rc;
+  }
+  buf_replace(b, o->data, (int64_t)o->len);
+  return QL_OK;
+}
+
 static int decode_blosc(struct zr_buf *b, int64_t expected, uint8_t *dst, struct ql_error *error) {
   size_t nbytes = 0, cbytes = 0, blocksize = 0;
   if (b->size < BLOSC_MIN_HEADER_LENGTH) return ql_error_set(error, QL_EDATA, "blosc: truncated header");
@@ -597,100 +645,52 @@ static int decode_zstd(struct zr_buf *b, int64_t expected, uint8_t *dst, struct 
   /* Streamed frames carry no size: grow the output up to the cap. */
   ZSTD_DStream *ds = ZSTD_createDStream();
   if (!ds) return ql_error_set(error, QL_ENOMEM, "zstd: out of memory");
-  size_t capacity = expected >= 0 ? (size_t)expected + 1 : 1 << 16;
-  uint8_t *out = malloc(capacity);
+  struct zr_out o;
   ZSTD_inBuffer in = {b->data, (size_t)b->size, 0};
-  ZSTD_outBuffer ob = {out, capacity, 0};
-  int rc = out ? QL_OK : ql_error_set(error, QL_ENOMEM, "zstd: out of memory");
-  while (rc == QL_OK) {
+  int rc = out_init(&o, expected, "zstd", error);
+  while (rc == QL_OK && (rc = out_room(&o, "zstd", error)) == QL_OK) {
+    ZSTD_outBuffer ob = {o.data + o.len, o.cap - o.len, 0};
     size_t r = ZSTD_decompressStream(ds, &ob, &in);
+    o.len += ob.pos;
     if (ZSTD_isError(r)) {
       rc = ql_error_set(error, QL_EDATA, "zstd: corrupt chunk (%s)", ZSTD_getErrorName(r));
+    } else if (r == 0) {
       break;
-    }
-    if (r == 0) break;
-    if (in.pos == in.size && ob.pos < ob.size) {
+    } else if (in.pos == in.size && ob.pos < ob.size) {
       rc = ql_error_set(error, QL_EDATA, "zstd: truncated chunk");
-      break;
-    }
-    if (ob.pos == ob.size) {
-      if ((int64_t)capacity >= cap + 1) {
-        rc = ql_error_set(error, QL_EDATA, "zstd: decoded more than %lld bytes", (long long)cap);
-        break;
-      }
-      size_t next = capacity * 2 > (size_t)cap + 1 ? (size_t)cap + 1 : capacity * 2;
-      uint8_t *grown = realloc(out, next);
-      if (!grown) {
-        rc = ql_error_set(error, QL_ENOMEM, "zstd: out of memory");
-        break;
-      }
-      out = grown;
-      ob.dst = out;
-      ob.size = next;
-      capacity = next;
     }
   }
   ZSTD_freeDStream(ds);
-  if (rc == QL_OK) rc = check_expected("zstd", (int64_t)ob.pos, expected, error);
-  if (rc != QL_OK) {
-    free(out);
-    return rc;
-  }
-  buf_replace(b, out, (int64_t)ob.pos);
-  return QL_OK;
+  return out_finish(&o, b, "zstd", expected, rc, error);
 }
 
 static int decode_zlib(struct zr_buf *b, int64_t expected, int gzip, struct ql_error *error) {
   const char *name = gzip ? "gzip" : "zlib";
-  int64_t cap = expected >= 0 ? expected : ZR_MAX_STAGE_BYTES;
   z_stream zs;
   memset(&zs, 0, sizeof(zs));
   if (inflateInit2(&zs, gzip ? 15 + 16 : 15) != Z_OK) return ql_error_set(error, QL_ENOMEM, "%s: init failed", name);
-  size_t capacity = expected >= 0 ? (size_t)expected + 1 : 1 << 16;
-  uint8_t *out = malloc(capacity);
-  int rc = out ? QL_OK : ql_error_set(error, QL_ENOMEM, "%s: out of memory", name);
+  struct zr_out o;
   zs.next_in = (Bytef *)(uintptr_t)b->data;
   size_t in_left = (size_t)b->size;
-  size_t produced = 0;
-  while (rc == QL_OK) {
+  int rc = out_init(&o, expected, name, error);
+  while (rc == QL_OK && (rc = out_room(&o, name, error)) == QL_OK) {
     uInt step_in = in_left > 0x40000000u ? 0x40000000u : (uInt)in_left;
+    uInt room = o.cap - o.len > 0x40000000u ? 0x40000000u : (uInt)(o.cap - o.len);
     zs.avail_in = step_in;
-    zs.next_out = out + produced;
-    zs.avail_out = (uInt)(capacity - produced);
+    zs.next_out = o.data + o.len;
+    zs.avail_out = room;
     int z = inflate(&zs, Z_NO_FLUSH);
     in_left -= step_in - zs.avail_in;
-    produced = capacity - zs.avail_out;
+    o.len += room - zs.avail_out;
     if (z == Z_STREAM_END) break;
     if (z != Z_OK && z != Z_BUF_ERROR) {
       rc = ql_error_set(error, QL_EDATA, "%s: corrupt chunk (%s)", name, zs.msg ? zs.msg : "inflate error");
-      break;
-    }
-    if (zs.avail_out == 0) {
-      if ((int64_t)capacity >= cap + 1) {
-        rc = ql_error_set(error, QL_EDATA, "%s: decoded more than %lld bytes", name, (long long)cap);
-        break;
-      }
-      size_t next = capacity * 2 > (size_t)cap + 1 ? (size_t)cap + 1 : capacity * 2;
-      uint8_t *grown = realloc(out, next);
-      if (!grown) {
-        rc = ql_error_set(error, QL_ENOMEM, "%s: out of memory", name);
-        break;
-      }
-      out = grown;
-      capacity = next;
-    } else if (in_left == 0 && zs.avail_in == 0) {
+    } else if (zs.avail_out > 0 && in_left == 0 && zs.avail_in == 0) {
       rc = ql_error_set(error, QL_EDATA, "%s: truncated chunk", name);
-      break;
     }
   }
   inflateEnd(&zs);
-  if (rc == QL_OK) rc = check_expected(name, (int64_t)produced, expected, error);
-  if (rc != QL_OK) {
-    free(out);
-    return rc;
-  }
-  buf_replace(b, out, (int64_t)produced);
-  return QL_OK;
+  return out_finish(&o, b, name, expected, rc, error);
 }
 
 static int decode_lz4(struct zr_buf *b, int64_t expected, struct ql_error *error) {
@@ -799,27 +799,6 @@ static int decode_checksum(const struct zr_codec *c, struct zr_buf *b, struct ql
   return QL_OK;
 }
 
-/* Output of a decompressor that does not know its size upfront: grows by
- * doubling up to `limit` bytes. */
-struct zr_out {
-  uint8_t *data;
-  size_t len, cap;
-  int64_t limit;
-};
-
-/* Room for at least one more byte; QL_EDATA past the limit. */
-static int out_room(struct zr_out *o, const char *name, struct ql_error *error) {
-  if (o->len < o->cap) return QL_OK;
-  if ((int64_t)o->cap > o->limit) return ql_error_set(error, QL_EDATA, "%s: decoded more than %lld bytes", name, (long long)o->limit);
-  size_t next = o->cap ? o->cap * 2 : 1 << 16;
-  if ((int64_t)next > o->limit + 1) next = (size_t)o->limit + 1;
-  uint8_t *grown = realloc(o->data, next);
-  if (!grown) return ql_error_set(error, QL_ENOMEM, "%s: out of memory", name);
-  o->data = grown;
-  o->cap = next;
-  return QL_OK;
-}
-
 /* How one compressed stream ended. */
 enum zr_stream_end { ZR_STREAM_DONE, ZR_STREAM_CORRUPT, ZR_STREAM_FAILED };
 
@@ -916,10 +895,10 @@ static int lzma_stream_1(int32_t format, const uint8_t *in, size_t n, size_t *us
  * a valid stream is ignored (its partial output dropped). */
 static int decode_streams(const struct zr_codec *c, struct zr_buf *b, int64_t expected, struct ql_error *error) {
   const char *name = codec_name(c->id);
-  struct zr_out o = {NULL, 0, 0, expected >= 0 ? expected : ZR_MAX_STAGE_BYTES};
+  struct zr_out o;
   size_t pos = 0;
-  int streams = 0, rc = QL_OK;
-  while (pos < (size_t)b->size) {
+  int streams = 0, rc = out_init(&o, expected, name, error);
+  while (rc == QL_OK && pos < (size_t)b->size) {
     size_t before = o.len, used = 0;
     int end = c->id == ZR_CODEC_BZ2
                   ? bz2_stream(b->data + pos, (size_t)b->size - pos, &used, &o, error)
@@ -936,13 +915,7 @@ static int decode_streams(const struct zr_codec *c, struct zr_buf *b, int64_t ex
     streams++;
     pos += used;
   }
-  if (rc == QL_OK) rc = check_expected(name, (int64_t)o.len, expected, error);
-  if (rc != QL_OK) {
-    free(o.data);
-    return rc;
-  }
-  buf_replace(b, o.data ? o.data : malloc(1), (int64_t)o.len);
-  return b->data ? QL_OK : ql_error_set(error, QL_ENOMEM, "%s: out of memory", name);
+  return out_finish(&o, b, name, expected, rc, error);
 }
 
 /* `dst` (NULL, or `expected` bytes) may receive the output directly. */
