@@ -63,6 +63,12 @@ int zr_chunk_key(const struct zr_array *array, const int64_t *chunk, char *buf, 
 int zr_fill_parse(const json_t *json, const struct zr_dtype *dtype, int32_t zarr_format, uint8_t *out,
                   int32_t *is_null, struct ql_error *error);
 
+/* 1 when `v` is a JSON string of the decimal digits of an integer above
+ * INT64_MAX that fits uint64 (how zr_json_parse is to hand such literals,
+ * which jansson cannot hold: a uint64 fill value such as netCDF's
+ * 18446744073709551614); its value in *out. */
+int zr_json_big_uint(const json_t *v, uint64_t *out);
+
 /* Decode standard base64 (with or without padding) into a malloc'd buffer. */
 int zr_base64_decode(const char *text, uint8_t **out, int64_t *n);
 

@@ -53,6 +53,11 @@ static int fill_number(const json_t *v, double *f, int64_t *i, int *is_int) {
     *f = json_is_true(v);
   } else if (json_is_string(v)) {
     const char *s = json_string_value(v);
+    uint64_t big;
+    if (zr_json_big_uint(v, &big)) {
+      *f = (double)big; /* compared as float64, as xarray's mask compares */
+      return 1;
+    }
     if (strcmp(s, "NaN") == 0) return 0;
     if (strcmp(s, "Infinity") == 0) {
       *f = INFINITY;
@@ -105,6 +110,8 @@ static int check_fill_string(const json_t *v, const char *key, struct ql_error *
   }
   if (!json_is_string(v)) return QL_OK;
   const char *s = json_string_value(v);
+  uint64_t big;
+  if (zr_json_big_uint(v, &big)) return QL_OK;
   if (strcmp(s, "NaN") == 0 || strcmp(s, "Infinity") == 0 || strcmp(s, "-Infinity") == 0) return QL_OK;
   uint8_t *raw = NULL;
   int64_t n = 0;

@@ -113,8 +113,30 @@ static int parse_float_fill(const json_t *json, const struct zr_dtype *d, uint8_
   return QL_OK;
 }
 
+int zr_json_big_uint(const json_t *v, uint64_t *out) {
+  if (!json_is_string(v)) return 0;
+  const char *s = json_string_value(v);
+  size_t n = strlen(s);
+  if (n < 19 || n > 20) return 0;
+  uint64_t x = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9') return 0;
+    unsigned digit = (unsigned)(s[i] - '0');
+    if (x > (UINT64_MAX - digit) / 10) return 0;
+    x = x * 10 + digit;
+  }
+  if (x <= (uint64_t)INT64_MAX) return 0;
+  *out = x;
+  return 1;
+}
+
 static int parse_int_fill(const json_t *json, const struct zr_dtype *d, uint8_t *out, struct ql_error *error) {
   int64_t v;
+  uint64_t big;
+  if (d->type == ZR_UINT && d->size == 8 && zr_json_big_uint(json, &big)) {
+    memcpy(out, &big, 8);
+    return QL_OK;
+  }
   if (json_is_integer(json)) {
     v = (int64_t)json_integer_value(json);
   } else if (json_is_real(json) && json_real_value(json) == floor(json_real_value(json)) &&
