@@ -304,6 +304,7 @@ static int step_of(const struct zr_value *a, const struct zr_value *b) {
 static int survey_dim_values(struct zr_dim *d) {
   d->has_nulls = 0;
   d->has_nan = 0;
+  d->has_extremes = 0;
   int dir = 1;
   struct zr_value prev, cur;
   memset(&prev, 0, sizeof(prev));
@@ -311,6 +312,11 @@ static int survey_dim_values(struct zr_dim *d) {
     QL_RETURN_NOT_OK(zr_decode_value(&d->dec, d->raw + i * d->dec.in.size, &cur));
     d->has_nulls |= cur.is_null;
     d->has_nan |= cur.kind == 2 && cur.f != cur.f;
+    if (!cur.is_null) {
+      if (!d->has_extremes || zr_value_less(&cur, &d->min)) d->min = cur;
+      if (!d->has_extremes || zr_value_less(&d->max, &cur)) d->max = cur;
+      d->has_extremes = 1;
+    }
     if (i > 0 && dir != 0) {
       int c = step_of(&prev, &cur);
       dir = c == 0 || (i > 1 && c != dir) ? 0 : c;
@@ -344,6 +350,9 @@ static void init_implicit_dim(struct zr_dim *d) {
   d->has_nulls = 0;
   d->has_nan = 0;
   d->direction = 1;
+  d->has_extremes = d->size > 0;
+  d->min = zr_dim_value(d, 0);
+  d->max = zr_dim_value(d, d->size > 0 ? d->size - 1 : 0);
 }
 
 static int load_dim_values(struct zr_dataset *ds, struct zr_dim *d, struct ql_error *error) {

@@ -41,7 +41,17 @@ struct zr_dim {
   int32_t has_nan;
   int32_t direction;       /* values strictly increase (1), strictly decrease (-1), or neither /
                               not comparable as hosts compare them (0): the scan's output ordering */
+  int32_t has_extremes;    /* min/max hold the extremes of the non-NULL values (comparable, size > 0) */
+  struct zr_value min, max; /* each the first of its value in position order, as a pass over them finds */
 };
+
+/* The order of statistics: a < b by a's kind (NaN is neither less nor
+ * greater than anything). */
+static inline int zr_value_less(const struct zr_value *a, const struct zr_value *b) {
+  if (a->kind == 1) return a->u < b->u;
+  if (a->kind == 2) return a->f < b->f;
+  return a->i < b->i;
+}
 
 /* 1 when dimension `d` has no coordinate: value == position. */
 static inline int zr_dim_implicit(const struct zr_dim *d) { return d->coord < 0; }

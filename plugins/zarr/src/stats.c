@@ -29,11 +29,7 @@ static int set_scalar(struct ql_scalar *s, const char *format, const struct zr_v
   return QL_OK;
 }
 
-static int less(const struct zr_value *a, const struct zr_value *b) {
-  if (a->kind == 1) return a->u < b->u;
-  if (a->kind == 2) return a->f < b->f;
-  return a->i < b->i;
-}
+static int less(const struct zr_value *a, const struct zr_value *b) { return zr_value_less(a, b); }
 
 static void extend(struct zr_dim_stats *acc, const struct zr_value *v) {
   if (!acc->has || less(v, &acc->lo)) acc->lo = *v;
@@ -54,6 +50,14 @@ void zr_dim_stats_add(struct zr_dim_stats *acc, const struct zr_dataset *ds, con
     if (first < 0) first = lo;
     last = hi - 1;
     if (d->direction != 0 || !d->comparable) continue;
+    if (lo == 0 && hi == d->size) {
+      /* the whole dimension: its extremes found at open are what this pass would find */
+      if (d->has_extremes) {
+        extend(acc, &d->min);
+        extend(acc, &d->max);
+      }
+      continue;
+    }
     for (int64_t i = lo; i < hi; i++) {
       struct zr_value v = zr_dim_value(d, i);
       if (!v.is_null) extend(acc, &v);
