@@ -56,6 +56,25 @@ def metadata_seeds(out, tmp):
                 if f in (".zmetadata", "zarr.json", ".zarray", ".zattrs"):
                     with open(os.path.join(root, f), "rb") as fh:
                         save(out, f"v{fmt}{f.replace('.', '_')}", fh.read())
+    # numcodecs codecs in the metadata: v3 numcodecs.<id> filters,
+    # compressors and checksums, v2 filters and compressors
+    nc = {"t": {"filters": [N.Delta(dtype="f4"), N.AsType(encode_dtype="f8", decode_dtype="f4")],
+                "compressors": [N.Shuffle(elementsize=8), N.BZ2(level=1), N.CRC32(location="end")]},
+          "n": {"filters": [N.BitRound(keepbits=3), N.FixedScaleOffset(offset=0, scale=10, dtype="f8", astype="i2")],
+                "compressors": [N.LZMA(format=2), N.JenkinsLookup3(initval=1)]}}
+    nc2 = {"t": {"filters": [numcodecs.Quantize(digits=1, dtype="<f4"), numcodecs.Adler32()],
+                 "compressors": numcodecs.LZMA()},
+           "n": {"filters": [numcodecs.Delta(dtype="<f8", astype="<f4")], "compressors": numcodecs.Fletcher32()}}
+    for fmt, enc_nc in ((3, nc), (2, nc2)):
+        path = os.path.join(tmp, f"nc{fmt}.zarr")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ds[["t", "n"]].to_zarr(path, zarr_format=fmt, mode="w", encoding=enc_nc)
+        for root, _, files in os.walk(path):
+            for f in files:
+                if f in (".zmetadata", "zarr.json", ".zarray") and (f != "zarr.json" or root == path):
+                    with open(os.path.join(root, f), "rb") as fh:
+                        save(out, f"v{fmt}numcodecs{f.replace('.', '_')}", fh.read())
     for units in ["days since 2000-01-01", "hour since 0000-01-01 00:00:00", "seconds since 1970-01-01T00:00:00+01:00",
                   "milliseconds since 1999-12-31 23:59:59.5"]:
         save(out, "units", json.dumps(units).encode())
