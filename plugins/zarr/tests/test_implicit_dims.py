@@ -48,7 +48,7 @@ def mixed_store(tmp_path, fmt):
     coordinate; w(station, level) with neither; chunks that do not divide
     the dimensions."""
     rng = np.random.default_rng(5)
-    nt, ns, nl = 6, 7, 3
+    nt, ns, nl = 6, 7, 5  # station repeats 5 times per row of station_level (runs)
     ds = xr.Dataset(
         {
             "v": (("time", "station"), rng.normal(size=(nt, ns))),
