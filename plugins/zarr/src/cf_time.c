@@ -288,7 +288,7 @@ int zr_cf_cftime_ref_us(const struct zr_cf_units *u, int32_t proleptic, int64_t 
     if (y == 1582 && u->month == 10 && u->day >= 5 && u->day < 15) return QL_EINVAL;
   }
   if (u->day > days_in_month(y, u->month, julian)) return QL_EINVAL;
-  if (y < -290000 || y > 290000) return QL_EOVERFLOW;
+  if (y < -200000 || y > 200000) return QL_EOVERFLOW; /* keeps the microseconds within int64 */
   int64_t days = julian ? days_from_julian(y, u->month, u->day) : zr_days_from_civil(y, u->month, u->day);
   int64_t s = days * 86400 + u->hour * 3600 + u->minute * 60 + u->second - u->tz_minutes * 60;
   *ref_us = s * 1000000 + u->frac_us;
