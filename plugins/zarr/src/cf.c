@@ -284,7 +284,14 @@ int zr_decoder_init(const struct zr_array *a, int32_t decode_times, struct zr_de
       set_string_mask(d, a);
       set_out(d, ZR_OUT_UTF8);
       return QL_OK;
-    case ZR_VLEN: set_out(d, ZR_OUT_UTF8); return QL_OK;
+    case ZR_VLEN:
+      /* zarr-python's v2 string arrays carry fill_value "": xarray masks
+       * the cells equal to it (zr_colbuf_append_vlen_masked) */
+      if (a->zarr_format == 2 && !a->fill_is_null && json_is_string(a->fill_json)) {
+        d->vlen_mask = json_string_value(a->fill_json);
+      }
+      set_out(d, ZR_OUT_UTF8);
+      return QL_OK;
     case ZR_BYTES:
       QL_RETURN_NOT_OK(init_bytes(d, attrs, error));
       if (!d->bytes_encoding) set_string_mask(d, a);
@@ -1133,6 +1140,13 @@ static int valid_utf8(const uint8_t *p, int64_t n) {
 
 int zr_colbuf_append_vlen(struct zr_colbuf *b, const struct zr_heap *heap, const uint8_t *base,
                           const int64_t *offsets, int64_t n) {
+  return zr_colbuf_append_vlen_masked(b, NULL, heap, base, offsets, n);
+}
+
+int zr_colbuf_append_vlen_masked(struct zr_colbuf *b, const struct zr_decoder *d, const struct zr_heap *heap,
+                                 const uint8_t *base, const int64_t *offsets, int64_t n) {
+  const char *mask = d ? d->vlen_mask : NULL;
+  size_t mask_len = mask ? strlen(mask) : 0;
   for (int64_t r = 0; r < n; r++) {
     uint64_t elem[2];
     memcpy(elem, base + 16 * offsets[r], 16);
@@ -1140,6 +1154,12 @@ int zr_colbuf_append_vlen(struct zr_colbuf *b, const struct zr_heap *heap, const
     const uint8_t *s = heap->data + elem[0];
     if (!valid_utf8(s, (int64_t)elem[1])) return QL_EDATA;
     QL_RETURN_NOT_OK(grow_rows(b));
+    if (mask && elem[1] == mask_len && memcmp(s, mask, mask_len) == 0) {
+      QL_RETURN_NOT_OK(mark_null(b));
+      b->offsets[b->n + 1] = (int32_t)b->data_len;
+      b->n++;
+      continue;
+    }
     if (b->valid) b->valid[b->n] = 1;
     QL_RETURN_NOT_OK(reserve_bytes(b, (int64_t)elem[1]));
     if (elem[1]) memcpy(b->data + b->data_len, s, (size_t)elem[1]);

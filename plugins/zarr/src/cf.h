@@ -106,6 +106,8 @@ struct zr_decoder {
   int32_t cftime_fix; /* cftime's 1-microsecond fix-up applies (units coarser than ms) */
   const uint8_t *string_mask; /* fixed-width strings: cells equal to these in.size bytes are null
                                  (the array's fill, which outlives the decoder); NULL: none */
+  const char *vlen_mask; /* variable-length strings: the v2 fill_value (owned by the array's metadata);
+                            cells equal to it are null through zr_colbuf_append_vlen_masked; NULL: none */
   int32_t int_scale; /* 1: an integer scale_factor alone on integers (no fill value, no add_offset):
                         int64 output, element times scale_i (xarray keeps the scale's int64 type) */
   int64_t scale_i;
@@ -223,6 +225,10 @@ int zr_colbuf_append_repeat(struct zr_colbuf *b, const struct zr_decoder *d, con
  * QL_EDATA for bytes that are not UTF-8 or lie outside the heap. */
 int zr_colbuf_append_vlen(struct zr_colbuf *b, const struct zr_heap *heap, const uint8_t *base,
                           const int64_t *offsets, int64_t n);
+/* The same, cells equal to `d`'s vlen_mask (a v2 fill_value, as xarray
+ * masks it) becoming null; `d` may be NULL (no mask). */
+int zr_colbuf_append_vlen_masked(struct zr_colbuf *b, const struct zr_decoder *d, const struct zr_heap *heap,
+                                 const uint8_t *base, const int64_t *offsets, int64_t n);
 /* Move the buffers into an Arrow array (b is left empty). */
 int zr_colbuf_finish(struct zr_colbuf *b, struct ArrowArray *out, struct ql_error *error);
 
