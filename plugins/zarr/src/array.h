@@ -35,6 +35,8 @@ struct zr_array {
   json_t *fill_json;    /* the metadata's fill_value (a reference), for CF decoding */
   json_t *attrs;        /* attributes (a reference; never NULL) */
   char *dims[ZR_MAX_DIMS]; /* dimension names; all NULL when the array has none */
+  int32_t key_trailing_zeros; /* chunk indices 0 the stored keys carry past ndim: a netCDF character
+                                 dimension folded into the dtype (group.c); zr_chunk_key appends them */
 };
 
 /* Parse v2 metadata. `zattrs` may be NULL. Messages name the problem; the

@@ -55,6 +55,95 @@ static int parse_one(const char *what, const char *name, int32_t format, const j
   return keep_array(g, &a, error);
 }
 
+/* A codec that sees only bytes (or elements of one byte): the stored
+ * chunk reads the same whatever the element width. */
+static int bytes_only_codec(int32_t id) {
+  switch (id) {
+    case ZR_CODEC_BYTES:
+    case ZR_CODEC_BLOSC:
+    case ZR_CODEC_ZSTD:
+    case ZR_CODEC_ZLIB:
+    case ZR_CODEC_GZIP:
+    case ZR_CODEC_LZ4:
+    case ZR_CODEC_CRC32C:
+    case ZR_CODEC_BZ2:
+    case ZR_CODEC_LZMA:
+    case ZR_CODEC_CRC32:
+    case ZR_CODEC_ADLER32:
+    case ZR_CODEC_FLETCHER32:
+    case ZR_CODEC_JENKINS: return 1;
+    default: return 0;
+  }
+}
+
+/* xarray's stackable(): no variable is named `dim`, and every array using
+ * it holds bytes with `dim` last. */
+static int stackable(const struct zr_group *g, const char *dim) {
+  for (int64_t k = 0; k < g->n_arrays; k++) {
+    const struct zr_array *a = &g->arrays[k];
+    if (strcmp(a->name, dim) == 0) return 0;
+    for (int32_t i = 0; i < a->ndim; i++) {
+      if (a->dims[i] && strcmp(a->dims[i], dim) == 0 && (a->dtype.type != ZR_BYTES || i != a->ndim - 1)) return 0;
+    }
+  }
+  return 1;
+}
+
+/* Fold the character dimension of `a` into its dtype (|S1 over (..., n)
+ * becomes |S<n> over (...)), when its chunks hold whole strings, its codecs
+ * see only bytes, and the rewritten array still names the stored chunks
+ * (zr_chunk_key appends key_trailing_zeros). Left as it is otherwise. */
+static int fold_characters(struct zr_array *a) {
+  int32_t last = a->ndim - 1;
+  int64_t n = a->shape[last];
+  if (n < 1 || n > INT32_MAX || a->chunks[last] != n) return QL_OK;
+  for (int32_t k = 0; k < a->codecs.n; k++) {
+    if (!bytes_only_codec(a->codecs.codecs[k].id)) return QL_OK;
+  }
+  struct zr_array t = *a;
+  t.ndim = last;
+  t.key_trailing_zeros = a->key_trailing_zeros + 1;
+  int64_t zeros[ZR_MAX_DIMS] = {0};
+  char before[1200], after[1200];
+  if (zr_chunk_key(a, zeros, before, sizeof(before)) != QL_OK || zr_chunk_key(&t, zeros, after, sizeof(after)) != QL_OK ||
+      strcmp(before, after) != 0) {
+    return QL_OK;
+  }
+  uint8_t *fill = malloc((size_t)n);
+  if (!fill) return QL_ENOMEM;
+  memset(fill, a->fill ? a->fill[0] : 0, (size_t)n); /* every character of an unwritten chunk is the fill */
+  free(a->fill);
+  a->fill = fill;
+  free(a->dims[last]);
+  a->dims[last] = NULL;
+  a->shape[last] = 0;
+  a->chunks[last] = 0;
+  a->ndim = last;
+  a->dtype.size = (int32_t)n;
+  a->key_trailing_zeros = t.key_trailing_zeros;
+  return QL_OK;
+}
+
+/* xarray's CharacterArrayCoder: an |S1 array whose last dimension is
+ * stackable reads as fixed-width strings over its other dimensions (netCDF
+ * char arrays, as raw conversions leave them). Arrays of one dimension (a
+ * scalar string to xarray) stay characters. */
+static int concat_characters(struct zr_group *g, struct ql_error *error) {
+  uint8_t *fold = calloc((size_t)g->n_arrays + 1, 1);
+  if (!fold) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  for (int64_t k = 0; k < g->n_arrays; k++) {
+    const struct zr_array *a = &g->arrays[k];
+    fold[k] = a->dtype.type == ZR_BYTES && a->dtype.size == 1 && a->ndim >= 2 && a->dims[a->ndim - 1] &&
+              stackable(g, a->dims[a->ndim - 1]);
+  }
+  int rc = QL_OK;
+  for (int64_t k = 0; k < g->n_arrays && rc == QL_OK; k++) {
+    if (fold[k]) rc = fold_characters(&g->arrays[k]);
+  }
+  free(fold);
+  return rc == QL_OK ? QL_OK : ql_error_set(error, rc, "out of memory");
+}
+
 /* Note a child group's name (for the error of a store whose data lies in
  * its groups only, as a DataTree's root): the first ZR_SUBGROUPS_SHOWN
  * names, then "...". Best effort: a name that does not fit is left out. */
@@ -162,7 +251,7 @@ int zr_group_from_consolidated(const char *what, const json_t *root, struct zr_g
     }
   }
   if (out->n_arrays > 1) qsort(out->arrays, (size_t)out->n_arrays, sizeof(struct zr_array), by_name);
-  return QL_OK;
+  return concat_characters(out, error);
 }
 
 /* Read and parse one JSON document; QL_ENOTFOUND passes through. */
@@ -302,7 +391,8 @@ int zr_group_load(const struct zr_store *store, struct zr_group *out, struct ql_
     out->attrs = json_is_object(attrs) ? json_incref(attrs) : json_object();
     out->zarr_format = 3;
     json_decref(root);
-    return list_arrays(store, 3, out, error);
+    QL_RETURN_NOT_OK(list_arrays(store, 3, out, error));
+    return concat_characters(out, error);
   }
   if (rc != QL_ENOTFOUND) return rc;
   ql_error_release(error);
@@ -337,5 +427,6 @@ int zr_group_load(const struct zr_store *store, struct zr_group *out, struct ql_
   if (load_json(store, ".zattrs", &attrs, &quiet) != QL_OK) attrs = json_object();
   ql_error_release(&quiet);
   out->attrs = json_is_object(attrs) ? attrs : (attrs ? (json_decref(attrs), json_object()) : json_object());
-  return list_arrays(store, 2, out, error);
+  QL_RETURN_NOT_OK(list_arrays(store, 2, out, error));
+  return concat_characters(out, error);
 }

@@ -293,10 +293,9 @@ def test_v2_vlen_string_fill_value_other_than_empty_is_refused(tmp_path):
     assert p.returncode != 0 and str(path) in p.stderr and "array 's'" in p.stderr and "fill_value" in p.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="netCDF character arrays: xarray concatenates an S1 array's last dimension "
-                   "into fixed-width strings when that dimension is stackable (no variable of that name; every "
-                   "array using it is bytes with it last); needs group.c to rewrite the array (ndim - 1, |S<n>) "
-                   "and zr_chunk_key (metadata_v2.c) to append the char dimension's chunk index 0")
+@pytest.mark.xfail(strict=True, reason="netCDF character arrays: group.c folds a stackable char dimension into "
+                   "|S<n> (as xarray's CharacterArrayCoder) only when the rewritten array still names the stored "
+                   "chunks: zr_chunk_key (metadata_v2.c) must append a->key_trailing_zeros times key_sep + '0'")
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_netcdf_character_arrays_become_strings(tmp_path, fmt):
     # Argo's PLATFORM_NUMBER char(N_PROF, STRING8), as a raw conversion
