@@ -18,7 +18,7 @@ APT_PACKAGES=(
   "liblz4-dev=1.9.4-1"
   "zlib1g-dev=1:1.2.13.dfsg-1"
   "libbz2-dev=1.0.8-5+b1"
-  "liblzma-dev=5.4.1-1"
+  "liblzma-dev=5.4.1-1+deb12u2"
   "libjansson-dev=2.14-2"
   "ferret-datasets=7.6.0-5"
 )
