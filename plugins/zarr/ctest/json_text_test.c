@@ -1,5 +1,6 @@
 /* qlink_zarr: metadata JSON as Python's json module writes it (bare NaN,
- * Infinity, -Infinity), with exact values. */
+ * Infinity, -Infinity; integers beyond int64), with exact values. */
+#include <stdint.h>
 #include <string.h>
 
 #include "json_text.h"
@@ -58,8 +59,34 @@ static void test_lookalikes_stay_errors(void) {
   QL_CHECK(parse("[NaN, \"\\", &jerr) == NULL);
 }
 
+/* Integers outside int64 (netCDF's uint64 fill 2^64 - 2) become strings of
+ * their digits; the int64 extremes and non-integers stay numbers. */
+static void test_big_integers_become_strings(void) {
+  json_error_t jerr;
+  json_t *doc = parse("{\"f\": 18446744073709551614, \"max\": 9223372036854775807, \"over\": 9223372036854775808,"
+                      " \"min\": -9223372036854775808, \"under\": -9223372036854775809, \"real\": 18446744073709551614.0,"
+                      " \"exp\": 12345678901234567890e0, \"s\": \"99999999999999999999\", \"l\": [1, 99999999999999999999]}",
+                      &jerr);
+  QL_CHECK(doc != NULL);
+  if (!doc) return;
+  QL_CHECK_STR(json_string_value(json_object_get(doc, "f")), "18446744073709551614");
+  QL_CHECK(json_is_integer(json_object_get(doc, "max")) && json_integer_value(json_object_get(doc, "max")) == INT64_MAX);
+  QL_CHECK_STR(json_string_value(json_object_get(doc, "over")), "9223372036854775808");
+  QL_CHECK(json_is_integer(json_object_get(doc, "min")) && json_integer_value(json_object_get(doc, "min")) == INT64_MIN);
+  QL_CHECK_STR(json_string_value(json_object_get(doc, "under")), "-9223372036854775809");
+  QL_CHECK(json_is_real(json_object_get(doc, "real")) && json_real_value(json_object_get(doc, "real")) == 18446744073709551614.0);
+  QL_CHECK(json_is_real(json_object_get(doc, "exp")));
+  QL_CHECK_STR(json_string_value(json_object_get(doc, "s")), "99999999999999999999");
+  QL_CHECK_STR(json_string_value(json_array_get(json_object_get(doc, "l"), 1)), "99999999999999999999");
+  json_decref(doc);
+  /* not a number token: part of a word, still an error */
+  QL_CHECK(parse("[x18446744073709551614]", &jerr) == NULL);
+  QL_CHECK(parse("[18446744073709551614x]", &jerr) == NULL);
+}
+
 int main(void) {
   test_tokens_become_strings();
+  test_big_integers_become_strings();
   test_plain_json_unchanged();
   test_lookalikes_stay_errors();
   QL_TEST_END();

@@ -9,6 +9,11 @@
  * JSON strings "NaN", "Infinity" and "-Infinity", the spelling the Zarr v3
  * specification gives non-finite fill values, which the CF decoder (cf.h)
  * and fill-value parser (fill.c) read as those numbers.
+ *
+ * Integers outside int64 are valid JSON that jansson refuses ("too big
+ * integer"); netCDF's default uint64 fill value 18446744073709551614 is one.
+ * Such a literal becomes the string of its digits, which fill.c and cf.c
+ * read as that number.
  */
 #ifndef QLINK_ZARR_JSON_TEXT_H
 #define QLINK_ZARR_JSON_TEXT_H
@@ -17,7 +22,7 @@
 #include <stddef.h>
 
 /* Parse `n` bytes of JSON text (any value at the top level), accepting the
- * bare tokens above outside strings. Returns a new reference (the caller
+ * bare tokens and big integers above outside strings. Returns a new reference (the caller
  * json_decref()s it), or NULL with `jerr` describing the first error (line
  * numbers are those of the input; columns after a rewritten token on the
  * same line are off by two per token). NULL with jerr->text "out of memory"

@@ -157,5 +157,12 @@ int zr_chunk_key(const struct zr_array *a, const int64_t *chunk, char *buf, size
     if (w < 0 || (size_t)w >= cap - used) return QL_EOVERFLOW;
     used += (size_t)w;
   }
+  /* a folded netCDF character dimension: its one chunk index is still in the stored key */
+  for (int32_t i = 0; i < a->key_trailing_zeros; i++) {
+    if (used + 2 >= cap) return QL_EOVERFLOW;
+    buf[used++] = a->key_sep;
+    buf[used++] = '0';
+    buf[used] = '\0';
+  }
   return QL_OK;
 }

@@ -638,7 +638,8 @@ static int fill_batch(struct zr_stream *st, int64_t n, struct ArrowArray *out, s
         for (int32_t ax = 0; ax < c->n_axes; ax++) off += ri[c->axes[ax]] * st->strides[j][ax];
         offs[r] = off;
       }
-      arc = c->dec.in.type == ZR_VLEN ? zr_colbuf_append_vlen(&b, &st->heaps[j], base, offs, n)
+      /* a variable's strings equal to its v2 fill_value are null, as xarray masks them */
+      arc = c->dec.in.type == ZR_VLEN ? zr_colbuf_append_vlen_masked(&b, &c->dec, &st->heaps[j], base, offs, n)
                                       : zr_colbuf_append_many(&b, &c->dec, base, offs, n);
     }
     if (arc != QL_OK) rc = column_error(s, c, arc, error);

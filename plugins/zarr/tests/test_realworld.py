@@ -164,9 +164,6 @@ def test_integer_scale_factor_keeps_integers(tmp_path, fmt):
     assert scan.formats["sf_int_offset"] == "g"
 
 
-@pytest.mark.xfail(strict=True, reason="json_text.c: jansson refuses integers above INT64_MAX ('too big integer'); "
-                   "zr_json_parse should hand them on as strings of their digits, which fill.c and cf.c read "
-                   "(test_uint64_fill_value_as_digits)")
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_uint64_fill_value_above_int64(tmp_path, fmt):
     # netCDF's default uint64 fill value (NC_FILL_UINT64) is 2**64 - 2
@@ -268,9 +265,6 @@ def test_v2_fixed_width_string_fill_value_masks(tmp_path, dtype, fill, cells):
     assert want.count(None) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="scan.c: variable-length string cells go through zr_colbuf_append_vlen, "
-                   "which has no decoder; calling zr_colbuf_append_vlen_masked(&b, &c->dec, ...) there masks the "
-                   "cells equal to the v2 fill_value (the decoder's vlen_mask)")
 def test_v2_vlen_string_fill_value_masks(tmp_path):
     # zarr-python's v2 string arrays carry fill_value "": xarray masks every
     # empty string (NaN in its object column)
@@ -293,9 +287,6 @@ def test_v2_vlen_string_fill_value_other_than_empty_is_refused(tmp_path):
     assert p.returncode != 0 and str(path) in p.stderr and "array 's'" in p.stderr and "fill_value" in p.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="netCDF character arrays: group.c folds a stackable char dimension into "
-                   "|S<n> (as xarray's CharacterArrayCoder) only when the rewritten array still names the stored "
-                   "chunks: zr_chunk_key (metadata_v2.c) must append a->key_trailing_zeros times key_sep + '0'")
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_netcdf_character_arrays_become_strings(tmp_path, fmt):
     # Argo's PLATFORM_NUMBER char(N_PROF, STRING8), as a raw conversion
