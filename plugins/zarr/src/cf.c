@@ -510,7 +510,10 @@ static int decode_time(const struct zr_decoder *d, int64_t i, uint64_t u, double
     }
     if (d->has_scale) x *= d->scale;
     if (d->has_offset) x += d->offset;
-    if (isnan(x)) {
+    if (isnan(x) || (isinf(x) && d->cf_time)) {
+      /* NaN is NaT; an infinite time is masked by cftime (numpy's
+       * masked_invalid), which xarray then turns into the reference date:
+       * documented choice, NULL */
       out->is_null = 1;
       return QL_OK;
     }

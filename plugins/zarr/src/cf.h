@@ -46,7 +46,8 @@
  *   calendars, year 0 in the standard calendar, units neither knows and
  *   reference dates only pandas' dateutil guesses at ("12:00 PM", "EST",
  *   day-first dates) stay numeric and keep units and calendar in the column
- *   metadata.
+ *   metadata. Documented choice: an infinite time value is NULL (xarray's
+ *   cftime fallback masks it, then gives the reference date).
  * - timedeltas (a "dtype": "timedelta64[X]" attribute with units exactly
  *   days, hours, ... nanoseconds, as xarray's CFTimedeltaCoder requires)
  *   become durations in X's unit (coarser than seconds: seconds); floats

@@ -396,6 +396,19 @@ def test_time_data_variable_before_the_ns_range_stays_numeric(tmp_path, fmt):
     assert scan.formats["obs_time"] == "g" and scan.column("obs_time") == [1.0, 1e5, 7e5]
 
 @pytest.mark.parametrize("fmt", FORMATS)
+def test_infinite_times_are_null(tmp_path, fmt):
+    # documented choice: xarray's cftime fallback masks ±inf and then gives
+    # the reference date for them; NULL here, every other value as xarray
+    values = np.array([1.0, np.inf, 3.5, -np.inf, np.nan])
+    path = time_store(tmp_path / "i.zarr", fmt, "days since 2000-01-01", values)
+    want = open_xr(path).time.values
+    scan = run_scan(path)
+    assert scan.formats["time"] == "tsn:"
+    got = scan.column("time")
+    assert got[1] is None and got[3] is None and got[4] is None
+    assert [got[0], got[2]] == [int(want[0].astype("int64")), int(want[2].astype("int64"))]
+
+@pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("units", ["days since 19700101", "hours since 19700102T1200", "hours since 1970/01/02 12:00",
                                    "hours since 2000-01-01 00:00:00 UTC+1", "hours since 2000-01-01 00:00 GMT-03:30",
                                    "hours since 2000-01-01T00:00:00 UTC +1"])
