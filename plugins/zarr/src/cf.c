@@ -1157,7 +1157,7 @@ int zr_colbuf_append_vlen_masked(struct zr_colbuf *b, const struct zr_decoder *d
     const uint8_t *s = heap->data + elem[0];
     if (!valid_utf8(s, (int64_t)elem[1])) return QL_EDATA;
     QL_RETURN_NOT_OK(grow_rows(b));
-    if (mask && elem[1] == mask_len && memcmp(s, mask, mask_len) == 0) {
+    if (mask && elem[1] == mask_len && (mask_len == 0 || memcmp(s, mask, mask_len) == 0)) {
       QL_RETURN_NOT_OK(mark_null(b));
       b->offsets[b->n + 1] = (int32_t)b->data_len;
       b->n++;
