@@ -430,6 +430,33 @@ static int same_dims(const struct zr_array *a, const struct zr_array *b) {
   return 1;
 }
 
+/* 1 when the first or the last element of CF time array `a` lies outside
+ * timestamp[ns] (xarray's _decode_cf_datetime_dtype decodes those two to
+ * choose the variable's dtype, and falls back to cftime objects, which stay
+ * numbers here). An element that cannot be read counts as in range: the
+ * query that reads its chunk reports the problem. */
+static int cf_time_ends_out_of_range(const struct zr_dataset *ds, const struct zr_array *a,
+                                     const struct zr_decoder *dec) {
+  if (a->dtype.size <= 0 || a->dtype.size > 16 || dec->in.type == ZR_VLEN) return 0;
+  int64_t lo[ZR_MAX_DIMS], one[ZR_MAX_DIMS];
+  for (int pass = 0; pass < 2; pass++) {
+    for (int32_t i = 0; i < a->ndim; i++) {
+      if (a->shape[i] <= 0) return 0;
+      lo[i] = pass ? a->shape[i] - 1 : 0;
+      one[i] = 1;
+    }
+    uint8_t elem[16];
+    int64_t chunks = 0, bytes = 0;
+    struct ql_error ignored;
+    memset(&ignored, 0, sizeof(ignored));
+    int rc = zr_read_box(&ds->store, a, NULL, lo, one, elem, NULL, NULL, &chunks, &bytes, &ignored);
+    ql_error_release(&ignored);
+    struct zr_value v;
+    if (rc == QL_OK && zr_decode_value(dec, elem, &v) == QL_EOVERFLOW) return 1;
+  }
+  return 0;
+}
+
 static int add_array_column(struct zr_dataset *ds, struct zr_table *t, int64_t k, int32_t role,
                             struct ql_error *error) {
   const struct zr_array *a = &ds->group.arrays[k];
@@ -438,6 +465,9 @@ static int add_array_column(struct zr_dataset *ds, struct zr_table *t, int64_t k
   c->array = (int32_t)k;
   map_axes(ds, t, a, c);
   int rc = zr_decoder_init(a, 1, &c->dec, error);
+  if (rc == QL_OK && c->dec.cf_time && cf_time_ends_out_of_range(ds, a, &c->dec)) {
+    rc = zr_decoder_init(a, 0, &c->dec, error);
+  }
   if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: array '%s'", ds->store.url, a->name);
   return QL_OK;
 }

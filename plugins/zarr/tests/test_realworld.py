@@ -383,9 +383,6 @@ def test_time_bounds_of_a_year_one_reference_are_timestamps(tmp_path, fmt):
     assert check_exact(path, "time").column("air") == [252.5, 252.51, None]
 
 
-@pytest.mark.xfail(strict=True, reason="model.c: a CF time data variable's type is fixed before its values are read; "
-                   "xarray decides it from the first and last values (_decode_cf_datetime_dtype): cftime objects "
-                   "there should keep the column numeric (decoder built with decode_times 0), not fail the query")
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_time_data_variable_before_the_ns_range_stays_numeric(tmp_path, fmt):
     path = raw_store(tmp_path / "d.zarr", fmt, [
