@@ -39,7 +39,7 @@ static int64_t arrow_unit_ns(int64_t unit_ns) {
 /* A fill value as a double (and int64 when integral): a JSON number,
  * "NaN"/"Infinity" strings, or base64 of a float64 (xarray's v3 encoding).
  * Returns 0 when the value masks nothing (NaN) or cannot be read. */
-static int fill_number(const json_t *v, double *f, int64_t *i, int *is_int) {
+static int fill_number(const json_t *v, int base64, double *f, int64_t *i, int *is_int) {
   *is_int = 0;
   if (json_is_integer(v)) {
     *i = json_integer_value(v);
@@ -66,7 +66,7 @@ static int fill_number(const json_t *v, double *f, int64_t *i, int *is_int) {
     } else {
       uint8_t *raw = NULL;
       int64_t n = 0;
-      if (zr_base64_decode(s, &raw, &n) != QL_OK) return 0;
+      if (!base64 || zr_base64_decode(s, &raw, &n) != QL_OK) return 0;
       int ok = n == 8;
       if (ok) memcpy(f, raw, 8); /* little-endian hosts only, as qlink targets */
       free(raw);
@@ -84,15 +84,15 @@ static int fill_number(const json_t *v, double *f, int64_t *i, int *is_int) {
 }
 
 /* 1 when a fill value is NaN: a JSON "NaN" string, a non-finite real, or
- * base64 of a NaN float64. */
-static int fill_is_nan(const json_t *v) {
+ * (with `base64`) base64 of a NaN float64. */
+static int fill_is_nan(const json_t *v, int base64) {
   if (json_is_real(v)) return isnan(json_real_value(v));
   if (!json_is_string(v)) return 0;
   const char *s = json_string_value(v);
   if (strcmp(s, "NaN") == 0) return 1;
   uint8_t *raw = NULL;
   int64_t n = 0;
-  if (zr_base64_decode(s, &raw, &n) != QL_OK) return 0;
+  if (!base64 || zr_base64_decode(s, &raw, &n) != QL_OK) return 0;
   double f = 0;
   int ok = n == 8;
   if (ok) memcpy(&f, raw, 8);
@@ -125,13 +125,19 @@ static int check_fill_string(const json_t *v, const char *key, struct ql_error *
   return QL_OK;
 }
 
-static void add_mask(struct zr_decoder *d, const json_t *v) {
+/* Add mask value `v` (a list: each element). `base64`: a string may be
+ * base64 of a float64 (a v3 _FillValue as xarray encodes it); otherwise a
+ * string that is not a number ("-9999", "n/a": missing_value attributes of
+ * some HDF and GDAL conversions) masks nothing, as xarray's comparison of
+ * the data with a string finds no cell, yet still makes the variable a
+ * masked one (mask_declared: integers become floats, as in xarray). */
+static void add_mask(struct zr_decoder *d, const json_t *v, int base64) {
   if (!v || json_is_null(v)) return;
   if (json_is_array(v)) {
-    for (size_t k = 0; k < json_array_size(v); k++) add_mask(d, json_array_get(v, k));
+    for (size_t k = 0; k < json_array_size(v); k++) add_mask(d, json_array_get(v, k), base64);
     return;
   }
-  if (fill_is_nan(v)) {
+  if (fill_is_nan(v, base64)) {
     /* A float variable whose fill value is NaN: its NaN cells are the
      * missing ones, so they become NULL (xarray leaves them NaN, which
      * pandas also treats as missing). Integers cannot hold NaN. */
@@ -146,7 +152,11 @@ static void add_mask(struct zr_decoder *d, const json_t *v) {
   double f;
   int64_t i = 0;
   int is_int;
-  if (!fill_number(v, &f, &i, &is_int) || d->n_mask >= ZR_MAX_MASKS) return;
+  if (!fill_number(v, base64, &f, &i, &is_int)) {
+    if (json_is_string(v)) d->mask_declared = 1;
+    return;
+  }
+  if (d->n_mask >= ZR_MAX_MASKS) return;
   d->mask_f[d->n_mask] = f;
   d->mask_i[d->n_mask] = is_int ? i : INT64_MIN + 1; /* never equal to a time tick that matters */
   d->n_mask++;
@@ -158,11 +168,11 @@ static void add_mask(struct zr_decoder *d, const json_t *v) {
  * attribute; missing_value from the attribute. */
 static void add_masks(struct zr_decoder *d, const struct zr_array *a) {
   if (a->zarr_format == 2 && !a->fill_is_null) {
-    add_mask(d, a->fill_json);
+    add_mask(d, a->fill_json, 1);
   } else {
-    add_mask(d, json_object_get(a->attrs, "_FillValue"));
+    add_mask(d, json_object_get(a->attrs, "_FillValue"), 1);
   }
-  add_mask(d, json_object_get(a->attrs, "missing_value"));
+  add_mask(d, json_object_get(a->attrs, "missing_value"), 0);
 }
 
 static int is_number(const json_t *v) { return json_is_number(v); }
@@ -318,7 +328,6 @@ int zr_decoder_init(const struct zr_array *a, int32_t decode_times, struct zr_de
   if (a->zarr_format != 2 || a->fill_is_null) {
     QL_RETURN_NOT_OK(check_fill_string(json_object_get(attrs, "_FillValue"), "_FillValue", error));
   }
-  QL_RETURN_NOT_OK(check_fill_string(json_object_get(attrs, "missing_value"), "missing_value", error));
   add_masks(d, a);
   if (d->in.type == ZR_UINT && unsig && strcmp(unsig, "true") == 0) {
     /* fill values written as signed numbers view as unsigned */
@@ -349,7 +358,7 @@ int zr_decoder_init(const struct zr_array *a, int32_t decode_times, struct zr_de
     set_out(d, ZR_OUT_DURATION);
     return QL_OK;
   }
-  if (d->has_scale && !d->has_offset && json_is_integer(scale) && d->n_mask == 0 &&
+  if (d->has_scale && !d->has_offset && json_is_integer(scale) && d->n_mask == 0 && !d->mask_declared &&
       (d->in.type == ZR_INT || d->in.type == ZR_UINT)) {
     /* xarray's _choose_float_dtype takes the type of a lone scale_factor:
      * a JSON integer is an int64, so the data become int64 times it */
@@ -365,7 +374,7 @@ int zr_decoder_init(const struct zr_array *a, int32_t decode_times, struct zr_de
   int size = d->in.size;
   if (d->in.type == ZR_FLOAT) {
     set_out(d, size <= 4 ? ZR_OUT_F32 : ZR_OUT_F64);
-  } else if (d->n_mask > 0) {
+  } else if (d->n_mask > 0 || d->mask_declared) {
     set_out(d, size <= 2 ? ZR_OUT_F32 : ZR_OUT_F64);
   } else {
     int base = d->in.type == ZR_INT ? ZR_OUT_I8 : ZR_OUT_U8;
@@ -755,8 +764,8 @@ int zr_colbuf_append(struct zr_colbuf *b, const struct zr_decoder *d, const uint
     return QL_OK;
   }
   /* Plain copies need no conversion: the common case, kept cheap. */
-  if (!d->n_mask && !d->has_scale && !d->has_offset && !d->cf_time && !d->cf_duration && !d->bool_from_int &&
-      d->in.size == b->width && d->out != ZR_OUT_TIMESTAMP && d->out != ZR_OUT_DURATION &&
+  if (!d->n_mask && !d->mask_declared && !d->has_scale && !d->has_offset && !d->cf_time && !d->cf_duration &&
+      !d->bool_from_int && d->in.size == b->width && d->out != ZR_OUT_TIMESTAMP && d->out != ZR_OUT_DURATION &&
       !(d->out == ZR_OUT_BOOL)) {
     memcpy(b->data + b->n * b->width, elem, (size_t)b->width);
     b->n++;
@@ -788,8 +797,8 @@ int zr_colbuf_append(struct zr_colbuf *b, const struct zr_decoder *d, const uint
 }
 
 static int is_plain(const struct zr_decoder *d, int32_t width) {
-  return !d->n_mask && !d->has_scale && !d->has_offset && !d->cf_time && !d->cf_duration && !d->bool_from_int &&
-         d->in.size == width && d->out != ZR_OUT_TIMESTAMP && d->out != ZR_OUT_DURATION && d->out != ZR_OUT_BOOL;
+  return !d->n_mask && !d->mask_declared && !d->has_scale && !d->has_offset && !d->cf_time && !d->cf_duration &&
+         !d->bool_from_int && d->in.size == width && d->out != ZR_OUT_TIMESTAMP && d->out != ZR_OUT_DURATION && d->out != ZR_OUT_BOOL;
 }
 
 static int reserve_rows(struct zr_colbuf *b, int64_t n) {

@@ -86,6 +86,7 @@ struct zr_decoder {
   char format[8];     /* Arrow format string of `out` */
   int32_t bool_from_int;
   int32_t n_mask;
+  int32_t mask_declared; /* a missing_value string that is no number: masks nothing, yet promotes as a mask does */
   double mask_f[ZR_MAX_MASKS]; /* compared in the decoded float type */
   int64_t mask_i[ZR_MAX_MASKS]; /* compared as integers (time-like integers) */
   int32_t has_scale, has_offset;

@@ -207,10 +207,6 @@ def test_uint64_fill_value_as_digits(tmp_path, fmt):
     assert scan.column("c") == [0.0, None, float(2**63), 5.0, None, None]
 
 
-@pytest.mark.xfail(strict=True, reason="cf.c refuses a missing_value string that is not a number, NaN/Infinity or "
-                   "base64 (check_fill_string), and test_errors.py::test_v3_fill_value_not_base64 asks for that "
-                   "error; xarray opens the store, masks nothing and still promotes integers to float (the lead "
-                   "decides: drop the missing_value cases of that test, then cf.c ignores such strings)")
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_missing_value_string_masks_nothing(tmp_path, fmt):
     # attributes of some HDF / GDAL conversions are strings
@@ -218,9 +214,14 @@ def test_missing_value_string_masks_nothing(tmp_path, fmt):
         x_axis(4),
         {"name": "a", "dims": ["x"], "data": np.array([1, -9999, 3, 4], "i2"), "attrs": {"missing_value": "-9999"}},
         {"name": "b", "dims": ["x"], "data": np.array([1, -9999, 3, 4], "f4"), "attrs": {"missing_value": "n/a"}},
+        # int64 to float64 keeps the width: the cells are converted, not copied;
+        # xarray reads no base64 in missing_value (only a v3 _FillValue)
+        {"name": "c", "dims": ["x"], "data": np.array([1, -9999, 2**53, 4], "i8"),
+         "attrs": {"missing_value": "AAAAAAAA+H8="}},
     ])
     scan = check_exact(path)
     assert scan.column("a") == [1.0, -9999.0, 3.0, 4.0]
+    assert scan.formats["c"] == "g" and scan.column("c") == [1.0, -9999.0, float(2**53), 4.0]
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_bool_fill_value_masks(tmp_path, fmt):
