@@ -182,8 +182,11 @@ class Session(_NativeSession):
     - ``install_planner(plugin, planner, **options)``: a planner plugin.
     - ``register_arrow(name, data)``: Arrow data (a pyarrow Table...) as an
       in-memory table.
-    - ``register_object_store(url, root=None)``: ``memory://...`` or a local
-      directory serving ``url``; plugins read through it.
+    - ``register_object_store(url, root=None)``: ``memory://...``, an
+      ``http(s)://host`` server, or a local directory serving ``url``;
+      plugins read through it. ``http(s)://``, ``gs://`` and ``s3://`` URLs
+      (public buckets, anonymously) need no registration: their HTTP store
+      is made on first use.
     - ``sql(query)`` -> ``pyarrow.Table``; ``sql_reader(query)`` ->
       ``pyarrow.RecordBatchReader``; ``explain(query, analyze=False)`` -> str;
       ``tables()`` -> names of the default schema's tables.

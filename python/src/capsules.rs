@@ -13,7 +13,8 @@
 use std::ffi::CStr;
 use std::sync::{Arc, OnceLock};
 
-use datafusion::prelude::SessionContext;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
 use datafusion_ffi::proto::physical_extension_codec::FFI_PhysicalExtensionCodec;
 use pyo3::prelude::*;
@@ -101,11 +102,20 @@ pub fn _consumer_function_lookups() -> u64 {
     capsule::CONSUMER_LOOKUPS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// A session used only while opening plugin objects (their open call may
-/// read config or look up functions).
+/// A session used while opening plugin objects (their open call may read
+/// config or look up functions); its runtime environment (DataFusion's
+/// defaults, unbounded memory, plus HTTP(S) object stores made on first use)
+/// is the one capsule tables scan with.
 fn open_session() -> &'static SessionContext {
     static CTX: OnceLock<SessionContext> = OnceLock::new();
-    CTX.get_or_init(SessionContext::new)
+    CTX.get_or_init(|| {
+        // DataFusion's defaults, plus HTTP(S) stores made on first use.
+        let registry = Arc::new(qlink_datafusion::remote::RemoteStoreRegistry::new());
+        match RuntimeEnvBuilder::new().with_object_store_registry(registry).build_arc() {
+            Ok(env) => SessionContext::new_with_config_rt(SessionConfig::new(), env),
+            Err(_) => SessionContext::new(),
+        }
+    })
 }
 
 /// A plugin table for datafusion-python: `SessionContext.register_table(name,
@@ -131,7 +141,7 @@ impl PyTable {
     fn __datafusion_table_provider__<'py>(&self, py: Python<'py>, session: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyCapsule>> {
         check_datafusion_python(py)?;
         let codec = logical_codec(&session)?;
-        let options = ExportOptions { runtime: Some(runtime().handle().clone()), runtime_env: None };
+        let options = ExportOptions { runtime: Some(runtime().handle().clone()), runtime_env: Some(open_session().runtime_env()) };
         let ffi = capsule::export_table(Arc::clone(&self.table), &codec, options);
         PyCapsule::new_with_value(py, ffi, c"datafusion_table_provider")
     }

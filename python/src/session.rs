@@ -297,7 +297,8 @@ impl PySession {
                 cfg.options_mut().set(&key, &value).map_err(to_py)?;
             }
         }
-        let mut rt = RuntimeEnvBuilder::new();
+        // http(s):// store paths are read with an HttpStore made on first use.
+        let mut rt = RuntimeEnvBuilder::new().with_object_store_registry(Arc::new(qlink_datafusion::remote::RemoteStoreRegistry::new()));
         if let Some(l) = limit {
             rt = rt.with_memory_limit(l, 1.0);
         }
@@ -401,21 +402,24 @@ impl PySession {
     }
 
     /// Register an object store for URLs starting with `url`
-    /// ("scheme://authority"): "memory://..." gets an in-memory store;
-    /// anything else is served from the local directory `root`. Plugins
-    /// (e.g. qlink_zarr) read such URLs through the session's registry.
+    /// ("scheme://authority"): "memory://..." gets an in-memory store,
+    /// "http(s)://host" an HTTP store (made on first use anyway; registering
+    /// it early only checks the URL); anything else is served from the local
+    /// directory `root`. Plugins (e.g. qlink_zarr) read such URLs through
+    /// the session's registry.
     #[pyo3(signature = (url, root=None))]
     fn register_object_store(&self, url: &str, root: Option<&str>) -> PyResult<()> {
         let parsed = url::Url::parse(url).map_err(|e| PyValueError::new_err(format!("object store url {url:?}: {e}")))?;
         let store: Arc<dyn object_store::ObjectStore> = match (parsed.scheme(), root) {
             ("memory", None) => Arc::new(object_store::memory::InMemory::new()),
+            ("http" | "https", None) => Arc::new(qlink_datafusion::remote::http_store(&parsed).map_err(to_py)?),
             (_, Some(dir)) => Arc::new(
                 object_store::local::LocalFileSystem::new_with_prefix(dir)
                     .map_err(|e| PyValueError::new_err(format!("object store root {dir:?}: {e}")))?,
             ),
             (scheme, None) => {
                 return Err(PyValueError::new_err(format!(
-                    "object store url {url:?}: give root=DIR for scheme '{scheme}' (only memory:// needs none)"
+                    "object store url {url:?}: give root=DIR for scheme '{scheme}' (memory:// and http(s):// need none)"
                 )))
             }
         };

@@ -8,6 +8,7 @@
 //! - `functions`: qlink functions → `ScalarUDF` / `AggregateUDF` / `WindowUDF` / table functions
 //! - `planner`: planner plugins → `QueryPlanner` + optimizer hook
 //! - `context`: registering a plugin's objects on a `SessionContext`
+//! - `remote`: the object store registry qlink's own sessions use (HTTP(S) stores made on first use)
 
 pub mod capsule;
 pub mod context;
@@ -20,6 +21,7 @@ pub mod identity;
 pub mod plan_view;
 pub mod planner;
 pub mod plugin;
+pub mod remote;
 pub mod services;
 pub mod stats;
 pub mod table;

@@ -250,7 +250,14 @@ unsafe extern "C" fn store_get_range(
             if end == offset as u64 {
                 return Ok(Ok(bytes::Bytes::new()));
             }
-            store.get_range(&p, offset as u64..end).await.map(Ok)
+            match store.get_range(&p, offset as u64..end).await {
+                Err(object_store::Error::NotSupported { .. }) => {
+                    let all = get_whole(&store, &p).await?;
+                    let len = all.len() as u64;
+                    Ok(Ok(all.slice((offset as u64).min(len) as usize..end.min(len) as usize)))
+                }
+                r => r.map(Ok),
+            }
         });
         match result {
             Ok(Ok(data)) => {
@@ -308,6 +315,14 @@ async fn copy_stream(payload: object_store::GetResultPayload, dst: ReadDst) -> R
     Ok(n)
 }
 
+/// The whole of object `p` from a server that refuses range requests
+/// (object_store's `NotSupported`: a plain web server such as
+/// `python -m http.server`); callers take their slice. Zarr reads a chunk
+/// whole, so this costs nothing extra there.
+async fn get_whole(store: &Arc<dyn ObjectStore>, p: &StorePath) -> object_store::Result<bytes::Bytes> {
+    store.get(p).await?.bytes().await
+}
+
 /// The range read of `read_into`: one `get_opts` request (no `head` first).
 /// A local file comes back as an open file, read here with a positioned
 /// read straight into `dst` on the calling thread; any other payload is a
@@ -330,6 +345,18 @@ fn read_range_into(store: Arc<dyn ObjectStore>, p: StorePath, offset: u64, dst: 
         match opened {
             Ok(r) => Some(r),
             Err(e @ object_store::Error::NotFound { .. }) => return Err(e.into()),
+            Err(object_store::Error::NotSupported { .. }) => {
+                let (st, path) = (Arc::clone(&store), p.clone());
+                let all = block_on_io(async move { get_whole(&st, &path).await })?;
+                let len = all.len() as u64;
+                if offset > len {
+                    return Err(ReadFail::PastEnd(len));
+                }
+                let part = &all[offset as usize..(offset + length).min(len) as usize];
+                // SAFETY: dst.0 holds dst.1 == length >= part.len() bytes (the caller's contract).
+                unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), dst.0, part.len()) };
+                return Ok(part.len());
+            }
             Err(e) => {
                 // Tell a range past the end from a failure of the store.
                 let (st, path) = (Arc::clone(&store), p.clone());

@@ -157,11 +157,11 @@ fn spec_errors_show_the_plugin_path() {
 
 #[test]
 fn unregistered_object_store_is_a_one_line_usage_error() {
-    let o = qlink(&["sql", "CREATE EXTERNAL TABLE t STORED AS PARQUET LOCATION 's3://bucket/x.parquet'"]);
+    let o = qlink(&["sql", "CREATE EXTERNAL TABLE t STORED AS PARQUET LOCATION 'az://container/x.parquet'"]);
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(
         stderr(&o),
-        "qlink: error: no object store is registered for 's3://bucket/x.parquet' in the qlink CLI (only local file paths can be read)\n"
+        "qlink: error: no object store is registered for 'az://container/x.parquet' in the qlink CLI (it reads local paths, http(s):// URLs and public gs:// or s3:// buckets)\n"
     );
     let o = qlink(&["sql", "COPY (SELECT 1) TO 'memory:///o.csv'"]);
     assert_eq!(o.status.code(), Some(1));

@@ -144,7 +144,14 @@ int zr_store_list(const struct zr_store *store, char ***out, int64_t *n, struct 
   struct ql_object_list list;
   memset(&list, 0, sizeof(list));
   int rc = store->os.list(&store->os, store->root ? store->root : "", &list, error);
-  if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: listing", store->url);
+  /* Only a store without consolidated metadata is listed; web servers and
+   * some object stores cannot list, so say what avoids it. */
+  if (rc != QL_OK) {
+    return ql_error_prefix(error,
+                           "zarr store %s has no consolidated metadata, so its arrays must be listed "
+                           "(zarr.consolidate_metadata or xarray's to_zarr(consolidated=True) avoids that); listing",
+                           store->url);
+  }
   size_t rl = store->root ? strlen(store->root) : 0;
   char **keys = calloc((size_t)list.count + 1, sizeof(char *));
   if (!keys) {

@@ -306,13 +306,15 @@ fn is_broken_pipe(e: &DataFusionError) -> bool {
 
 /// DataFusion reports a URL whose scheme has no registered object store as
 /// an internal error ("likely a bug in DataFusion"); for the CLI it is a
-/// usage error: only local paths are readable.
+/// usage error: it reads only what `RemoteStoreRegistry` serves.
 fn unreachable_store(e: &DataFusionError) -> Option<String> {
     const MARK: &str = "No suitable object store found for ";
     let text = e.to_string();
     let at = text.find(MARK)? + MARK.len();
     let url = text[at..].split(|c: char| c.is_whitespace()).next().unwrap_or("").trim_end_matches('.');
-    Some(format!("no object store is registered for '{url}' in the qlink CLI (only local file paths can be read)"))
+    Some(format!(
+        "no object store is registered for '{url}' in the qlink CLI (it reads local paths, http(s):// URLs and public gs:// or s3:// buckets)"
+    ))
 }
 
 /// Errors about a --table/--schema/--planner spec name the spec the user
@@ -362,7 +364,8 @@ fn check(a: &Args) -> i32 {
 }
 
 async fn build_session(a: &Args) -> Result<QlinkSession, DataFusionError> {
-    let mut rt = RuntimeEnvBuilder::new();
+    // http(s):// paths are read with an HttpStore made on first use.
+    let mut rt = RuntimeEnvBuilder::new().with_object_store_registry(Arc::new(qlink_datafusion::remote::RemoteStoreRegistry::new()));
     if let Some(limit) = a.memory_limit {
         rt = rt.with_memory_limit(limit, 1.0);
     }
