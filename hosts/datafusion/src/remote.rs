@@ -96,6 +96,12 @@ impl ObjectStoreRegistry for RemoteStoreRegistry {
         match self.inner.get_store(url) {
             Ok(store) => Ok(store),
             Err(e) if !matches!(url.scheme(), "http" | "https" | "gs" | "gcs" | "s3") => Err(e),
+            Err(_) if url.scheme() != "http" && url.scheme() != "https" && public_bucket_endpoint(url).is_none() => {
+                Err(DataFusionError::Plan(format!("bad object store URL {url}: it names no bucket (write {}://BUCKET/...)", url.scheme())))
+            }
+            Err(_) if url.host_str().is_none_or(str::is_empty) => {
+                Err(DataFusionError::Plan(format!("bad object store URL {url}: it names no server")))
+            }
             Err(_) => {
                 let store: Arc<dyn ObjectStore> = Arc::new(http_store(url)?);
                 self.inner.register_store(url, Arc::clone(&store));
@@ -138,6 +144,10 @@ mod tests {
         let mem: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
         r.register_store(&url("https://mirror.example.org"), Arc::clone(&mem));
         assert!(Arc::ptr_eq(&r.get_store(&url("https://mirror.example.org/x")).unwrap(), &mem));
+        for bad in ["s3://", "gs:///x.zarr", "gcs://"] {
+            let err = r.get_store(&url(bad)).unwrap_err().to_string();
+            assert!(err.contains("it names no bucket"), "{bad}: {err}");
+        }
         let err = r.get_store(&url("az://container/x")).unwrap_err().to_string();
         assert!(err.contains("No suitable object store found for az://container/x"), "{err}");
     }

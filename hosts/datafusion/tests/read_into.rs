@@ -150,6 +150,21 @@ fn check_store(s: &ql_object_store, path: &CStr, missing: &CStr) {
     });
 }
 
+/// check_store on the store `url` gets from `env`'s registry, then its
+/// release. The plugin's calls block: they run off the test's runtime
+/// threads, as a plugin stream is read.
+async fn check_registered_store(env: &EnvState, url: &str, path: CString, missing: CString) {
+    let mut s = get_store(env, url);
+    let sp = &s as *const ql_object_store as usize;
+    tokio::task::spawn_blocking(move || {
+        let s = unsafe { &*(sp as *const ql_object_store) };
+        check_store(s, &path, &missing);
+    })
+    .await
+    .unwrap();
+    unsafe { s.release.unwrap()(&mut s) };
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_into_registered_memory_store() {
     let mem = Arc::new(object_store::memory::InMemory::new());
@@ -157,16 +172,7 @@ async fn read_into_registered_memory_store() {
     let ctx = SessionContext::new();
     ctx.register_object_store(&url::Url::parse("memory://").unwrap(), mem);
     let env = EnvState::new(ctx.runtime_env());
-    let mut s = get_store(&env, "memory:///dir/data.bin");
-    // The plugin's calls block; run them off the test's runtime threads, as a plugin stream is read.
-    let sp = &s as *const ql_object_store as usize;
-    tokio::task::spawn_blocking(move || {
-        let s = unsafe { &*(sp as *const ql_object_store) };
-        check_store(s, c"dir/data.bin", c"dir/nope.bin");
-    })
-    .await
-    .unwrap();
-    unsafe { s.release.unwrap()(&mut s) };
+    check_registered_store(&env, "memory:///dir/data.bin", c"dir/data.bin".into(), c"dir/nope.bin".into()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -176,18 +182,10 @@ async fn read_into_local_file_store() {
     std::fs::write(dir.join("data.bin"), data()).unwrap();
     let ctx = SessionContext::new(); // file:// is registered by default
     let env = EnvState::new(ctx.runtime_env());
-    let mut s = get_store(&env, "file:///");
     let rel = dir.to_str().unwrap().trim_start_matches('/').to_string();
     let path = CString::new(format!("{rel}/data.bin")).unwrap();
     let missing = CString::new(format!("{rel}/nope.bin")).unwrap();
-    let sp = &s as *const ql_object_store as usize;
-    tokio::task::spawn_blocking(move || {
-        let s = unsafe { &*(sp as *const ql_object_store) };
-        check_store(s, &path, &missing);
-    })
-    .await
-    .unwrap();
-    unsafe { s.release.unwrap()(&mut s) };
+    check_registered_store(&env, "file:///", path, missing).await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -251,14 +249,6 @@ async fn read_into_http_store_with_and_without_range_requests() {
             .build_arc()
             .unwrap();
         let env = EnvState::new(runtime);
-        let mut s = get_store(&env, &format!("{base}/dir/data.bin"));
-        let sp = &s as *const ql_object_store as usize;
-        tokio::task::spawn_blocking(move || {
-            let s = unsafe { &*(sp as *const ql_object_store) };
-            check_store(s, c"dir/data.bin", c"dir/nope.bin");
-        })
-        .await
-        .unwrap();
-        unsafe { s.release.unwrap()(&mut s) };
+        check_registered_store(&env, &format!("{base}/dir/data.bin"), c"dir/data.bin".into(), c"dir/nope.bin".into()).await;
     }
 }

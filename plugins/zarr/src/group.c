@@ -189,6 +189,21 @@ static int escapes(const char *key) {
   return 0;
 }
 
+/* A v3 member's metadata must be an object whose node_type is "array" or
+ * "group" (the v3 specification; xarray refuses the store otherwise): a
+ * member that is neither would silently lose its variable. */
+static int check_node_type(const char *store, const char *name, const char *where, const json_t *doc, const char *nt,
+                           struct ql_error *error) {
+  if (!json_is_object(doc)) {
+    return ql_error_set(error, QL_EDATA, "zarr store %s: %s '%s' is not a JSON object", store, where, name);
+  }
+  if (!nt || (strcmp(nt, "array") != 0 && strcmp(nt, "group") != 0)) {
+    return ql_error_set(error, QL_EDATA, "zarr store %s: %s '%s' has node_type %s%s%s (expected \"array\" or \"group\")",
+                        store, where, name, nt ? "'" : "", nt ? nt : "missing", nt ? "'" : "");
+  }
+  return QL_OK;
+}
+
 static int check_key(const char *what, const char *key, struct ql_error *error) {
   if (escapes(key)) {
     return ql_error_set(error, QL_EINVAL, "zarr store %s: metadata key '%s' lies outside the store", what, key);
@@ -220,8 +235,9 @@ int zr_group_from_consolidated(const char *what, const json_t *root, struct zr_g
       QL_RETURN_NOT_OK(check_key(what, key, error));
       if (!valid_name(key)) continue; /* sub-group members are not in this Dataset */
       const char *nt = json_string_value(json_object_get(value, "node_type"));
-      if (nt && strcmp(nt, "group") == 0) note_subgroup(out, key);
-      if (!nt || strcmp(nt, "array") != 0) continue;
+      QL_RETURN_NOT_OK(check_node_type(what, key, "consolidated metadata entry", value, nt, error));
+      if (strcmp(nt, "group") == 0) note_subgroup(out, key);
+      if (strcmp(nt, "array") != 0) continue;
       QL_RETURN_NOT_OK(parse_one(what, key, 3, value, NULL, out, error));
     }
   } else {
@@ -294,8 +310,9 @@ static int list_arrays(const struct zr_store *store, int32_t format, struct zr_g
     rc = load_json(store, key, &meta, error);
     if (rc == QL_OK && format == 3) {
       const char *nt = json_string_value(json_object_get(meta, "node_type"));
-      if (nt && strcmp(nt, "group") == 0) note_subgroup(out, name);
-      if (!nt || strcmp(nt, "array") != 0) {
+      rc = check_node_type(store->url, name, "zarr.json of", meta, nt, error);
+      if (rc == QL_OK && strcmp(nt, "group") == 0) note_subgroup(out, name);
+      if (rc == QL_OK && strcmp(nt, "array") != 0) {
         json_decref(meta);
         continue;
       }

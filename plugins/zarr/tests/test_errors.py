@@ -360,3 +360,34 @@ def test_directory_without_zarr_metadata(tmp_path):
     for d in (tmp_path / "plain", tmp_path):
         err = fails(d)
         assert err.strip() == f"zarr-scan: open: zarr store {d}: not a Zarr group (no zarr.json, .zmetadata or .zgroup)"
+
+
+# A v3 member whose metadata is no object or has no known node_type used to
+# be skipped, losing its variable without a word (xarray refuses the store).
+@pytest.mark.parametrize("entry,words", [
+    ({"shape": "abc"}, "has node_type missing"),
+    ("abc", "is not a JSON object"),
+    ("node_type:banana", "has node_type 'banana'"),
+])
+@pytest.mark.parametrize("consolidated", [True, False])
+def test_v3_member_without_node_type(tmp_path, entry, words, consolidated):
+    path = make(tmp_path, 3, consolidated=consolidated)
+
+    def damage(doc):
+        if entry == "node_type:banana":
+            doc["node_type"] = "banana"
+            return doc
+        return entry
+
+    if consolidated:
+        edit_json(path / "zarr.json",
+                  lambda d: d["consolidated_metadata"]["metadata"].update(b=damage(d["consolidated_metadata"]["metadata"]["b"])))
+        where = "consolidated metadata entry 'b'"
+    else:
+        with open(meta_file(path, 3, "b")) as f:
+            doc = json.load(f)
+        with open(meta_file(path, 3, "b"), "w") as f:
+            json.dump(damage(doc), f)
+        where = "zarr.json of 'b'"
+    err = fails(path)
+    assert str(path) in err and where in err and words in err, err
