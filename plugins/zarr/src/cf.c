@@ -36,9 +36,23 @@ static int64_t arrow_unit_ns(int64_t unit_ns) {
   return 1000000000LL;
 }
 
+/* The float64 whose 8 little-endian bytes `s` is base64 of (xarray's v3
+ * encoding of a float fill value): QL_OK, QL_EDATA when `s` is not base64
+ * of 8 bytes, QL_ENOMEM. Little-endian hosts only, as qlink targets. */
+static int base64_f64(const char *s, double *f) {
+  uint8_t *raw = NULL;
+  int64_t n = 0;
+  int rc = zr_base64_decode(s, &raw, &n);
+  if (rc == QL_OK && n == 8) memcpy(f, raw, 8);
+  free(raw);
+  if (rc != QL_OK) return rc == QL_ENOMEM ? QL_ENOMEM : QL_EDATA;
+  return n == 8 ? QL_OK : QL_EDATA;
+}
+
 /* A fill value as a double (and int64 when integral): a JSON number,
- * "NaN"/"Infinity" strings, or base64 of a float64 (xarray's v3 encoding).
- * Returns 0 when the value masks nothing (NaN) or cannot be read. */
+ * "NaN"/"Infinity" strings, or (with `base64`) base64 of a float64
+ * (xarray's v3 encoding). Returns 0 when the value masks nothing (NaN) or
+ * cannot be read. */
 static int fill_number(const json_t *v, int base64, double *f, int64_t *i, int *is_int) {
   *is_int = 0;
   if (json_is_integer(v)) {
@@ -63,14 +77,8 @@ static int fill_number(const json_t *v, int base64, double *f, int64_t *i, int *
       *f = INFINITY;
     } else if (strcmp(s, "-Infinity") == 0) {
       *f = -INFINITY;
-    } else {
-      uint8_t *raw = NULL;
-      int64_t n = 0;
-      if (!base64 || zr_base64_decode(s, &raw, &n) != QL_OK) return 0;
-      int ok = n == 8;
-      if (ok) memcpy(f, raw, 8); /* little-endian hosts only, as qlink targets */
-      free(raw);
-      if (!ok) return 0;
+    } else if (!base64 || base64_f64(s, f) != QL_OK) {
+      return 0;
     }
   } else {
     return 0;
@@ -90,14 +98,8 @@ static int fill_is_nan(const json_t *v, int base64) {
   if (!json_is_string(v)) return 0;
   const char *s = json_string_value(v);
   if (strcmp(s, "NaN") == 0) return 1;
-  uint8_t *raw = NULL;
-  int64_t n = 0;
-  if (!base64 || zr_base64_decode(s, &raw, &n) != QL_OK) return 0;
   double f = 0;
-  int ok = n == 8;
-  if (ok) memcpy(&f, raw, 8);
-  free(raw);
-  return ok && isnan(f);
+  return base64 && base64_f64(s, &f) == QL_OK && isnan(f);
 }
 
 /* A mask value given as a string must be "NaN", "Infinity", "-Infinity" or
@@ -113,12 +115,10 @@ static int check_fill_string(const json_t *v, const char *key, struct ql_error *
   uint64_t big;
   if (zr_json_big_uint(v, &big)) return QL_OK;
   if (strcmp(s, "NaN") == 0 || strcmp(s, "Infinity") == 0 || strcmp(s, "-Infinity") == 0) return QL_OK;
-  uint8_t *raw = NULL;
-  int64_t n = 0;
-  int rc = zr_base64_decode(s, &raw, &n);
-  free(raw);
+  double f;
+  int rc = base64_f64(s, &f);
   if (rc == QL_ENOMEM) return ql_error_set(error, QL_ENOMEM, "out of memory");
-  if (rc != QL_OK || n != 8) {
+  if (rc != QL_OK) {
     return ql_error_set(error, QL_EDATA, "%s '%.64s' is not a number, \"NaN\", \"Infinity\" or base64 of a float64", key,
                         s);
   }
