@@ -14,7 +14,7 @@
 //! Public cloud buckets are read the same way, anonymously, through their
 //! HTTPS endpoints: `gs://BUCKET/...` (or `gcs://`) is
 //! `https://storage.googleapis.com/BUCKET/...` and `s3://BUCKET/...` is
-//! `https://BUCKET.s3.amazonaws.com/...` ([`public_bucket_endpoint`]). A
+//! `https://BUCKET.s3.amazonaws.com/...` ([`http_origin`]). A
 //! private bucket answers 403, which the error shows; credentials are the
 //! embedder's business (register an `object_store` store for the bucket).
 //!
@@ -51,28 +51,34 @@ impl RemoteStoreRegistry {
     }
 }
 
-/// The HTTPS base URL serving the public bucket `url` names (`gs://B`,
-/// `gcs://B`: `https://storage.googleapis.com/B`; `s3://B`:
-/// `https://B.s3.amazonaws.com`), or None for any other scheme.
-pub fn public_bucket_endpoint(url: &Url) -> Option<String> {
-    let bucket = url.host_str().filter(|b| !b.is_empty())?;
-    match url.scheme() {
-        "gs" | "gcs" => Some(format!("https://storage.googleapis.com/{bucket}")),
-        "s3" => Some(format!("https://{bucket}.s3.amazonaws.com")),
-        _ => None,
+/// The base URL of the HTTP store that serves `url`: `scheme://host[:port]`
+/// for `http`/`https`; a public bucket's HTTPS endpoint for `gs://B`,
+/// `gcs://B` (`https://storage.googleapis.com/B`) and `s3://B`
+/// (`https://B.s3.amazonaws.com`); None for any other scheme. An error
+/// names a URL of those schemes that names no server or no bucket.
+pub fn http_origin(url: &Url) -> Result<Option<String>> {
+    let (scheme, host) = (url.scheme(), url.host_str().unwrap_or(""));
+    let bad = |what: String| Err(DataFusionError::Plan(format!("bad object store URL {url}: {what}")));
+    match (scheme, host.is_empty()) {
+        ("http" | "https", false) => Ok(Some(format!("{scheme}://{}", &url[url::Position::BeforeHost..url::Position::AfterPort]))),
+        ("gs" | "gcs", false) => Ok(Some(format!("https://storage.googleapis.com/{host}"))),
+        ("s3", false) => Ok(Some(format!("https://{host}.s3.amazonaws.com"))),
+        ("http" | "https", true) => bad("it names no server".to_string()),
+        ("gs" | "gcs" | "s3", true) => bad(format!("it names no bucket (write {scheme}://BUCKET/...)")),
+        _ => Ok(None),
     }
 }
 
-/// An [`HttpStore`] serving every path of `url`'s server (or bucket).
+/// An [`HttpStore`] serving every path of `url`'s server (or bucket); an
+/// error for a URL [`http_origin`] does not serve.
 ///
 /// Retries are few and short (2 retries within 10 s): a wrong host or a
 /// server that is down gives an error in seconds instead of object_store's
 /// default of minutes of back-off. `http://` is allowed because the user
 /// typed it.
 pub fn http_store(url: &Url) -> Result<HttpStore> {
-    let origin = match public_bucket_endpoint(url) {
-        Some(endpoint) => endpoint,
-        None => format!("{}://{}", url.scheme(), &url[url::Position::BeforeHost..url::Position::AfterPort]),
+    let Some(origin) = http_origin(url)? else {
+        return Err(DataFusionError::Plan(format!("{url} is not an http(s), gs, gcs or s3 URL")));
     };
     let retry = RetryConfig { max_retries: 2, retry_timeout: Duration::from_secs(10), ..RetryConfig::default() };
     HttpBuilder::new()
@@ -93,21 +99,16 @@ impl ObjectStoreRegistry for RemoteStoreRegistry {
     }
 
     fn get_store(&self, url: &Url) -> Result<Arc<dyn ObjectStore>> {
-        match self.inner.get_store(url) {
-            Ok(store) => Ok(store),
-            Err(e) if !matches!(url.scheme(), "http" | "https" | "gs" | "gcs" | "s3") => Err(e),
-            Err(_) if url.scheme() != "http" && url.scheme() != "https" && public_bucket_endpoint(url).is_none() => {
-                Err(DataFusionError::Plan(format!("bad object store URL {url}: it names no bucket (write {}://BUCKET/...)", url.scheme())))
-            }
-            Err(_) if url.host_str().is_none_or(str::is_empty) => {
-                Err(DataFusionError::Plan(format!("bad object store URL {url}: it names no server")))
-            }
-            Err(_) => {
-                let store: Arc<dyn ObjectStore> = Arc::new(http_store(url)?);
-                self.inner.register_store(url, Arc::clone(&store));
-                Ok(store)
-            }
+        let missing = match self.inner.get_store(url) {
+            Ok(store) => return Ok(store),
+            Err(e) => e,
+        };
+        if http_origin(url)?.is_none() {
+            return Err(missing);
         }
+        let store: Arc<dyn ObjectStore> = Arc::new(http_store(url)?);
+        self.inner.register_store(url, Arc::clone(&store));
+        Ok(store)
     }
 }
 
@@ -154,11 +155,11 @@ mod tests {
 
     #[test]
     fn public_buckets_map_to_https_endpoints() {
-        let e = |s: &str| public_bucket_endpoint(&url(s));
+        let e = |s: &str| http_origin(&url(s)).unwrap();
         assert_eq!(e("gs://gcp-public-data-arco-era5/ar/x.zarr").as_deref(), Some("https://storage.googleapis.com/gcp-public-data-arco-era5"));
         assert_eq!(e("gcs://b/k").as_deref(), Some("https://storage.googleapis.com/b"));
         assert_eq!(e("s3://noaa-goes16/x").as_deref(), Some("https://noaa-goes16.s3.amazonaws.com"));
-        assert_eq!(e("https://example.org/x"), None);
+        assert_eq!(e("https://example.org:8443/x").as_deref(), Some("https://example.org:8443"));
         assert_eq!(e("file:///tmp/x"), None);
         let r = RemoteStoreRegistry::new();
         let s = r.get_store(&url("gs://bucket-a/x.zarr")).unwrap();
