@@ -58,16 +58,18 @@ test-valgrind: build-release
 test-fuzz: build-fuzz
 	scripts/fuzz-smoke.sh $(BUILD)/fuzz
 
-# The DataFusion host's tests (gaps G1-G8) and the cross-component tests
+# The DataFusion host's tests (gaps G1-G8), in the release profile that
+# `make run` builds (Cargo.toml: one profile, DataFusion compiled once) and the cross-component tests
 # through real DataFusion (tests/datafusion: the fold planner vs stock).
 test-rust:
-	cargo test --locked --manifest-path hosts/datafusion/Cargo.toml
-	cargo test --locked --manifest-path tests/datafusion/Cargo.toml
+	cargo test --release --locked --manifest-path hosts/datafusion/Cargo.toml
+	cargo test --release --locked --manifest-path tests/datafusion/Cargo.toml
 
-# The Python package: an unoptimised wheel (it reuses test-rust's debug
-# DataFusion build), installed into .venv, then its pytest suite.
+# The Python package: the release wheel (the workspace's one profile, so it
+# reuses the DataFusion build of `make run` and test-rust), installed into
+# .venv, then its pytest suite.
 test-python:
-	QLINK_PY_PROFILE=dev python/build.sh
+	python/build.sh
 	$(PY) -m pytest -q python/tests
 
 # ---- benchmarks (print a table, write bench/results/*.json)
