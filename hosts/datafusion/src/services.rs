@@ -898,10 +898,15 @@ impl Visit for FindKey<'_> {
 
 /// The value of one config option by key.
 pub fn config_value(opts: &ConfigOptions, key: &str) -> Option<String> {
-    // The options the ABI's own docs name, without a walk.
+    // The engine-neutral keys every host fills (docs/abi.md R8), then the
+    // DataFusion names of the same settings, without a walk.
     match key {
-        "datafusion.execution.batch_size" => return Some(opts.execution.batch_size.to_string()),
-        "datafusion.execution.target_partitions" => return Some(opts.execution.target_partitions.to_string()),
+        "qlink.execution.batch_size" | "datafusion.execution.batch_size" => {
+            return Some(opts.execution.batch_size.to_string())
+        }
+        "qlink.execution.target_partitions" | "datafusion.execution.target_partitions" => {
+            return Some(opts.execution.target_partitions.to_string())
+        }
         _ => {}
     }
     let mut v = FindKey { key, found: None };
