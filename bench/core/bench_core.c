@@ -14,10 +14,12 @@
  * the best of several rounds is reported (the least disturbed by other
  * processes). Results flow into a volatile sink so nothing is optimized away.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "qlink/lib/arrow.h"
@@ -173,10 +175,33 @@ static double bench_batch_crossing(void) {
   return best;
 }
 
+/* Create the folders leading to `path` (as mkdir -p of its dirname): a
+ * fresh clone has no bench/results/. 0, or -1 with errno set and the
+ * failing folder in `failed`. */
+static int make_parent_dirs(const char *path, char *failed, size_t cap) {
+  snprintf(failed, cap, "%s", path);
+  for (char *p = failed + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(failed, 0777) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: ql_bench_core RESULTS.json\n");
     return 2;
+  }
+  char folder[4096];
+  if (strlen(argv[1]) >= sizeof folder) {
+    fprintf(stderr, "ql_bench_core: results path too long: %s\n", argv[1]);
+    return 2;
+  }
+  if (make_parent_dirs(argv[1], folder, sizeof folder) != 0) {
+    fprintf(stderr, "ql_bench_core: cannot create the folder %s for %s: %s\n", folder, argv[1], strerror(errno));
+    return 1;
   }
   /* The sample plugin is built next to this binary's build tree. */
   char plugin[4096];

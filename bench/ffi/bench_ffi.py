@@ -503,6 +503,7 @@ def plot(r: dict, png: str) -> None:
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     fig.tight_layout()
+    Path(png).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, dpi=120)
 
 

@@ -49,5 +49,6 @@ bx.set_title(f'TPC-H SF1 planning: {data["tpch_planner_overhead_ms_total"]:+.3f}
 bx.legend()
 
 fig.tight_layout()
+dst.parent.mkdir(parents=True, exist_ok=True)
 fig.savefig(dst, dpi=110)
 print(f"wrote {dst}")
