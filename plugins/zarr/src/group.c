@@ -24,7 +24,7 @@ static int has_dims(const struct zr_array *a) { return a->ndim > 0 && a->dims[0]
 
 /* Append a parsed array. 0-d (scalar) arrays are kept: a scalar coordinate
  * (CMIP's `height`, cfgrib's `step`) is a column of every table (model.c);
- * other scalars make no rows and are left out there. */
+ * 0-d data variables make the scalars table there. */
 static int keep_array(struct zr_group *g, struct zr_array *a, struct ql_error *error) {
   struct zr_array *grown = realloc(g->arrays, sizeof(*grown) * (size_t)(g->n_arrays + 1));
   if (!grown) {

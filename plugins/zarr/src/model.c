@@ -490,6 +490,20 @@ static void grow_blocks(const struct zr_dataset *ds, struct zr_table *t) {
   }
 }
 
+/* `n` names joined by `sep` (malloc'd), or NULL without memory. */
+static char *join_dims(char *const *names, int32_t n, const char *sep) {
+  size_t len = 1;
+  for (int32_t i = 0; i < n; i++) len += strlen(names[i]) + strlen(sep);
+  char *out = malloc(len);
+  if (!out) return NULL;
+  out[0] = '\0';
+  for (int32_t i = 0; i < n; i++) {
+    if (i) strcat(out, sep);
+    strcat(out, names[i]);
+  }
+  return out;
+}
+
 static int build_table(struct zr_dataset *ds, const struct zr_array *proto, uint8_t *used, struct ql_error *error) {
   struct zr_table *grown = realloc(ds->tables, sizeof(*grown) * (size_t)(ds->n_tables + 1));
   if (!grown) return ql_error_set(error, QL_ENOMEM, "out of memory");
@@ -497,11 +511,9 @@ static int build_table(struct zr_dataset *ds, const struct zr_array *proto, uint
   struct zr_table *t = &ds->tables[ds->n_tables++];
   memset(t, 0, sizeof(*t));
   t->ndim = proto->ndim;
-  size_t name_len = 1;
   t->n_rows = 1;
   for (int32_t i = 0; i < t->ndim; i++) {
     t->dims[i] = find_dim(ds, proto->dims[i]);
-    name_len += strlen(proto->dims[i]) + 1;
     int64_t size = ds->dims[t->dims[i]].size;
     /* An array's own shape is capped when parsed; a coordinates-only table
      * spans every dimension of the store, whose sizes can multiply past it. */
@@ -513,15 +525,8 @@ static int build_table(struct zr_dataset *ds, const struct zr_array *proto, uint
     }
     t->n_rows *= size;
   }
-  t->default_name = malloc(name_len);
+  t->default_name = t->ndim == 0 ? strdup(ZR_SCALARS_TABLE) : join_dims(proto->dims, t->ndim, "_");
   if (!t->default_name) return ql_error_set(error, QL_ENOMEM, "out of memory");
-  t->default_name[0] = '\0';
-  for (int32_t i = 0; i < t->ndim; i++) {
-    if (i) strcat(t->default_name, "_");
-    strcat(t->default_name, proto->dims[i]);
-  }
-  t->name = strdup(t->default_name);
-  if (!t->name) return ql_error_set(error, QL_ENOMEM, "out of memory");
   for (int32_t i = 0; i < t->ndim; i++) {
     struct zr_dim *d = &ds->dims[t->dims[i]];
     struct zr_column *c;
@@ -589,6 +594,88 @@ static int build_coordinate_table(struct zr_dataset *ds, uint8_t *used, struct q
   return build_table(ds, &proto, used, error);
 }
 
+/* Order of tables for naming: the scalars table first, then by dimension
+ * names (element by element; a prefix first). Depends on the tables'
+ * dimensions only, never on the order or number of their variables. */
+static int table_order(const struct zr_dataset *ds, const struct zr_table *a, const struct zr_table *b) {
+  for (int32_t i = 0; i < a->ndim && i < b->ndim; i++) {
+    int c = strcmp(ds->dims[a->dims[i]].name, ds->dims[b->dims[i]].name);
+    if (c) return c;
+  }
+  return (a->ndim > b->ndim) - (a->ndim < b->ndim);
+}
+
+static int name_taken(const struct zr_dataset *ds, const int32_t *order, int32_t before, const char *name) {
+  for (int32_t j = 0; j < before; j++) {
+    if (strcmp(ds->tables[order[j]].default_name, name) == 0) return 1;
+  }
+  return 0;
+}
+
+/* Make default names unique (README, "Table names"): dimension groups
+ * whose names joined by '_' are equal (a_b x c and a x b_c: a_b_c) are
+ * each named by their dimensions joined by "__" (a_b__c, a__b_c); a name
+ * still taken by a table earlier in table_order (the scalars table, a
+ * dimension named "scalars", pathological underscores) gets "_2", "_3", ...
+ * Then every table's name is its default name. */
+static int name_tables(struct zr_dataset *ds, struct ql_error *error) {
+  int32_t n = ds->n_tables;
+  int32_t *order = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+  uint8_t *clash = calloc((size_t)(n ? n : 1), 1);
+  int rc = order && clash ? QL_OK : ql_error_set(error, QL_ENOMEM, "out of memory");
+  for (int32_t i = 0; rc == QL_OK && i < n; i++) {
+    for (int32_t j = 0; j < n; j++) {
+      if (j != i && ds->tables[i].ndim > 0 && ds->tables[j].ndim > 0 &&
+          strcmp(ds->tables[i].default_name, ds->tables[j].default_name) == 0) {
+        clash[i] = 1;
+      }
+    }
+  }
+  for (int32_t i = 0; rc == QL_OK && i < n; i++) {
+    if (!clash[i]) continue;
+    char *names[ZR_MAX_DIMS];
+    for (int32_t k = 0; k < ds->tables[i].ndim; k++) names[k] = ds->dims[ds->tables[i].dims[k]].name;
+    char *joined = join_dims(names, ds->tables[i].ndim, "__");
+    if (!joined) rc = ql_error_set(error, QL_ENOMEM, "out of memory");
+    if (!joined) break;
+    free(ds->tables[i].default_name);
+    ds->tables[i].default_name = joined;
+  }
+  /* insertion sort: a store has few tables */
+  for (int32_t i = 0; rc == QL_OK && i < n; i++) {
+    int32_t k = i;
+    order[k] = i;
+    while (k > 0 && table_order(ds, &ds->tables[order[k - 1]], &ds->tables[i]) > 0) {
+      order[k] = order[k - 1];
+      order[--k] = i;
+    }
+  }
+  for (int32_t i = 0; rc == QL_OK && i < n; i++) {
+    struct zr_table *t = &ds->tables[order[i]];
+    if (name_taken(ds, order, i, t->default_name)) {
+      size_t len = strlen(t->default_name) + 24;
+      char *unique = malloc(len);
+      if (!unique) {
+        rc = ql_error_set(error, QL_ENOMEM, "out of memory");
+        break;
+      }
+      for (int32_t suffix = 2;; suffix++) {
+        snprintf(unique, len, "%s_%d", t->default_name, (int)suffix);
+        if (!name_taken(ds, order, i, unique)) break;
+      }
+      free(t->default_name);
+      t->default_name = unique;
+    }
+  }
+  for (int32_t i = 0; rc == QL_OK && i < n; i++) {
+    ds->tables[i].name = strdup(ds->tables[i].default_name);
+    if (!ds->tables[i].name) rc = ql_error_set(error, QL_ENOMEM, "out of memory");
+  }
+  free(order);
+  free(clash);
+  return rc;
+}
+
 static int apply_renames(struct zr_dataset *ds, const char *renames, struct ql_error *error) {
   if (!renames || !renames[0]) return QL_OK;
   char *copy = strdup(renames);
@@ -607,7 +694,9 @@ static int apply_renames(struct zr_dataset *ds, const char *renames, struct ql_e
       if (strcmp(ds->tables[i].default_name, item) == 0) found = i;
     }
     if (found < 0) {
-      rc = ql_error_set(error, QL_EINVAL, "option 'tables': zarr store %s has no table '%s'", ds->store.url, item);
+      char list[1024];
+      rc = ql_error_set(error, QL_EINVAL, "option 'tables': zarr store %s has no table '%s' (tables: %s)",
+                        ds->store.url, item, zr_dataset_table_list(ds, list, sizeof(list)));
       break;
     }
     char *name = strdup(eq + 1);
@@ -673,17 +762,23 @@ static int build(struct zr_dataset *ds, const char *renames, struct ql_error *er
       used[k] = 1;
     } else if (is_coordinate(ds, a)) {
       used[k] = 2; /* a scalar one (no dimensions, a subset of any) joins every table */
-    } else if (a->ndim == 0) {
-      used[k] = 3; /* a scalar data variable makes no rows: no table */
     }
   }
   int rc = QL_OK;
+  int scalars = 0; /* 0-d data variables (used 0, ndim 0): the scalars table, built last */
   for (int32_t i = 0; i < ds->n_dims && rc == QL_OK; i++) rc = load_dim_values(ds, &ds->dims[i], error);
   for (int64_t k = 0; k < n && rc == QL_OK; k++) {
-    if (used[k] == 0) rc = build_table(ds, &ds->group.arrays[k], used, error);
+    if (used[k] == 0 && ds->group.arrays[k].ndim == 0) scalars = 1;
+    if (used[k] == 0 && ds->group.arrays[k].ndim > 0) rc = build_table(ds, &ds->group.arrays[k], used, error);
   }
   if (rc == QL_OK && ds->n_tables == 0) rc = build_coordinate_table(ds, used, error);
+  if (rc == QL_OK && scalars) {
+    struct zr_array proto;
+    memset(&proto, 0, sizeof(proto));
+    rc = build_table(ds, &proto, used, error);
+  }
   free(used);
+  if (rc == QL_OK) rc = name_tables(ds, error);
   if (rc == QL_OK) rc = apply_renames(ds, renames, error);
   return rc;
 }
@@ -720,6 +815,26 @@ int zr_dataset_open(const struct ql_object_store_registry *registry, const char 
   return QL_OK;
 }
 
+const char *zr_dataset_table_list(const struct zr_dataset *ds, char *buf, size_t cap) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int32_t i = 0; i < ds->n_tables && at < cap; i++) {
+    const struct zr_table *t = &ds->tables[i];
+    int w = snprintf(buf + at, cap - at, "%s%s (", i ? ", " : "", t->name);
+    at += w > 0 ? (size_t)w : 0;
+    for (int32_t k = 0; k < t->ndim && at < cap; k++) {
+      w = snprintf(buf + at, cap - at, "%s%s", k ? " x " : "", ds->dims[t->dims[k]].name);
+      at += w > 0 ? (size_t)w : 0;
+    }
+    if (at < cap) {
+      w = snprintf(buf + at, cap - at, "%s)", t->ndim ? "" : "0-d variables");
+      at += w > 0 ? (size_t)w : 0;
+    }
+  }
+  if (at >= cap && cap > 4) strcpy(buf + cap - 4, "...");
+  return buf;
+}
+
 int32_t zr_dataset_find_table(const struct zr_dataset *ds, const char *name) {
   if (!name || !name[0]) {
     int32_t best = -1;
@@ -751,6 +866,25 @@ static int consumed_attr(const char *key, const struct zr_decoder *d) {
   return 0;
 }
 
+/* An attribute's metadata value: a string as it is, any other JSON value
+ * as compact JSON text whose numbers are the shortest that read back the
+ * same (298.257223563, as Python and the metadata show it, not jansson's
+ * 17 digits 298.25722356300003). malloc'd; NULL without memory. */
+static char *attr_text(const json_t *v) {
+  if (json_is_string(v)) return strdup(json_string_value(v));
+  for (int p = 1; p <= 17; p++) {
+    size_t flags = JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(p);
+    char *text = json_dumps(v, flags);
+    if (!text || p == 17) return text;
+    json_t *back = json_loads(text, JSON_DECODE_ANY, NULL);
+    int same = back && json_equal(back, (json_t *)v);
+    json_decref(back);
+    if (same) return text;
+    free(text);
+  }
+  return NULL;
+}
+
 static int field_metadata(struct ArrowSchema *f, const json_t *attrs, const struct zr_decoder *d,
                           struct ql_error *error) {
   size_t n = json_object_size(attrs);
@@ -764,7 +898,7 @@ static int field_metadata(struct ArrowSchema *f, const json_t *attrs, const stru
   json_object_foreach((json_t *)attrs, key, v) {
     if (rc != QL_OK) break;
     if (consumed_attr(key, d)) continue;
-    char *text = json_is_string(v) ? strdup(json_string_value(v)) : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    char *text = attr_text(v);
     if (!text) continue;
     keys[k] = key;
     values[k] = text;

@@ -7,7 +7,10 @@
  * a subset of the table's, then the data variables, each group sorted by
  * name. One row per
  * coordinate tuple. A table's default name is its dimension names joined by
- * '_'; the `tables` option ("time_lat_lon=era5,lat_lon=static") renames.
+ * '_' (made unique by name_tables in model.c: README "Table names"); the
+ * `tables` option ("time_lat_lon=era5,lat_lon=static") renames. The 0-d
+ * data variables (a station's elevation, a `crs` grid mapping) make one
+ * one-row table, ZR_SCALARS_TABLE, with the scalar coordinates first.
  *
  * Ownership: a zr_dataset is reference-counted (zr_dataset_ref/unref) and
  * immutable once opened, so providers, plans and streams share it across
@@ -65,6 +68,10 @@ static inline struct zr_value zr_dim_value(const struct zr_dim *d, int64_t i) {
   return v;
 }
 
+/* Default name of the table of a store's 0-d data variables (ndim 0, one
+ * row; only when the store has some). */
+#define ZR_SCALARS_TABLE "scalars"
+
 struct zr_column {
   char *name;
   int32_t role;  /* enum zr_role */
@@ -77,8 +84,8 @@ struct zr_column {
 
 struct zr_table {
   char *name;         /* as exposed (after renaming) */
-  char *default_name; /* dimension names joined by '_' */
-  int32_t ndim;
+  char *default_name; /* dimension names joined by '_' (or "__", "_2" where they clash); ZR_SCALARS_TABLE */
+  int32_t ndim;       /* 0: the scalars table */
   int32_t dims[ZR_MAX_DIMS]; /* indices into dataset.dims */
   int64_t n_rows;
   int64_t step[ZR_MAX_DIMS]; /* partition extent along each dimension: a common multiple of every chunk extent */
@@ -139,6 +146,10 @@ void zr_dataset_unref(struct zr_dataset *ds);
 /* The table named `name` (new or default name); NULL name: the only table,
  * or the one with most rows. -1 if absent. */
 int32_t zr_dataset_find_table(const struct zr_dataset *ds, const char *name);
+
+/* "name (dim x dim), ..., scalars (0-d variables)" for messages, into buf
+ * (cap > 4; cut with "..." when it does not fit). Returns buf. */
+const char *zr_dataset_table_list(const struct zr_dataset *ds, char *buf, size_t cap);
 
 /* Read and decode one whole chunk of array `a` at grid position `chunk`
  * into `out` (prod(a->chunks) elements): a chunk that was never written

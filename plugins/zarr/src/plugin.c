@@ -16,14 +16,14 @@ static const struct ql_option_info table_options[] = {
     {"path", "Zarr store: a local path or a URL the session's object stores serve (file:///x.zarr, memory:///x.zarr)",
      NULL, 1, 0},
     {"table", "which table (a dimension group, by default or new name); default: the only or largest one", NULL, 0, 0},
-    {"tables", "rename tables: OLD=NEW,OLD2=NEW2 with OLD the dimension names joined by '_'", NULL, 0, 0},
+    {"tables", "rename tables: OLD=NEW,OLD2=NEW2 with OLD a default name (dimension names joined by '_', README: Table names)", NULL, 0, 0},
     {"block_rows", "rows a partition block holds at least (blocks of tiny chunks grow; 1: a block per chunk)", "65536", 0,
      0}};
 
 static const struct ql_option_info store_options[] = {
     {"path", "Zarr store: a local path or a URL the session's object stores serve (file:///x.zarr, memory:///x.zarr)",
      NULL, 1, 0},
-    {"tables", "rename tables: OLD=NEW,OLD2=NEW2 with OLD the dimension names joined by '_'", NULL, 0, 0},
+    {"tables", "rename tables: OLD=NEW,OLD2=NEW2 with OLD a default name (dimension names joined by '_', README: Table names)", NULL, 0, 0},
     {"block_rows", "rows a partition block holds at least (blocks of tiny chunks grow; 1: a block per chunk)", "65536", 0,
      0}};
 
@@ -151,10 +151,9 @@ static int plugin_table_provider_open(const struct ql_plugin *self, const char *
   int32_t t = zr_dataset_find_table(ds, want);
   int rc;
   if (t < 0) {
-    rc = ql_error_set(error, QL_ENOTFOUND, "zarr store %s has no table '%s' (tables:%s%s%s%s%s)", ds->store.url,
-                      want ? want : "", ds->n_tables > 0 ? " " : "", ds->n_tables > 0 ? ds->tables[0].name : "",
-                      ds->n_tables > 1 ? ", " : "", ds->n_tables > 1 ? ds->tables[1].name : "",
-                      ds->n_tables > 2 ? ", ..." : "");
+    char list[1024];
+    rc = ql_error_set(error, QL_ENOTFOUND, "zarr store %s has no table '%s' (tables: %s)", ds->store.url,
+                      want ? want : "", zr_dataset_table_list(ds, list, sizeof(list)));
   } else {
     rc = provider_new(ds, t, out, error);
   }
@@ -177,7 +176,11 @@ static int sp_table(const struct ql_schema_provider *self, const char *name, str
                     struct ql_error *error) {
   struct zr_dataset *ds = sp_ds(self);
   int32_t t = name ? zr_dataset_find_table(ds, name) : -1;
-  if (t < 0) return ql_error_set(error, QL_ENOTFOUND, "zarr store %s has no table '%s'", ds->store.url, name ? name : "");
+  if (t < 0) {
+    char list[1024];
+    return ql_error_set(error, QL_ENOTFOUND, "zarr store %s has no table '%s' (tables: %s)", ds->store.url,
+                        name ? name : "", zr_dataset_table_list(ds, list, sizeof(list)));
+  }
   return provider_new(ds, t, out, error);
 }
 

@@ -198,12 +198,25 @@ def test_array_without_dimension_names_names_the_store_and_array(tmp_path, fmt, 
     assert "AddressSanitizer" not in p.stderr
 
 
-def test_store_of_scalars_only_names_the_store(tmp_path):
+def test_store_of_one_unwritten_scalar(tmp_path):
+    # its only table is the scalars table; the chunk never written reads
+    # as the v3 fill_value (no _FillValue attribute: xarray masks nothing)
+    from test_scalars import scalar_expected
+
     g = zarr.open_group(str(tmp_path / "scalars.zarr"), mode="w", zarr_format=3)
-    g.create_array("s", shape=(), dtype="f4", dimension_names=[])
-    p = run_scan(tmp_path / "scalars.zarr", check=False)
+    g.create_array("s", shape=(), dtype="f4", dimension_names=[], fill_value=1.5)
+    zarr.consolidate_metadata(str(tmp_path / "scalars.zarr"))
+    scan = run_scan(tmp_path / "scalars.zarr")
+    assert scan.columns == ["s"]
+    assert scan.rows == [scalar_expected(tmp_path / "scalars.zarr", scan)]
+    assert scan.rows == [[1.5]]
+
+
+def test_store_without_arrays_names_the_store(tmp_path):
+    zarr.open_group(str(tmp_path / "empty.zarr"), mode="w", zarr_format=3)
+    p = run_scan(tmp_path / "empty.zarr", check=False)
     assert p.returncode == 1
-    assert "scalars.zarr" in p.stderr and "no arrays with dimensions" in p.stderr
+    assert "empty.zarr" in p.stderr and "no arrays with dimensions" in p.stderr
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

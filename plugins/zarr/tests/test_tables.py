@@ -410,8 +410,9 @@ def test_variable_length_strings(tmp_path, fmt, chunks):
 def test_scalar_coordinates_are_columns_of_every_table(tmp_path, fmt, chunks):
     # as cfgrib and CMIP write them: 0-d coordinates (a subset of any
     # table's dimensions) repeat on every row, as in to_dataframe(); a 0-d
-    # data variable (a grid mapping) makes no table; a scalar whose chunk
-    # was never written reads as its fill value (NULL)
+    # data variable (a grid mapping) is a column of the scalars table
+    # (test_scalars.py); a scalar whose chunk was never written reads as its
+    # fill value (NULL)
     rng = np.random.default_rng(3)
     ds = xr.Dataset(
         {"t2m": (("latitude", "longitude"), rng.random((3, 4)).astype("f4")),
@@ -424,7 +425,8 @@ def test_scalar_coordinates_are_columns_of_every_table(tmp_path, fmt, chunks):
     for f in (path / "unwritten").iterdir():
         if f.name not in (".zarray", ".zattrs", "zarr.json"):
             f.unlink()
-    assert run_scan(path, "--list").tables == ["latitude_bnds", "latitude_longitude"]
+    assert run_scan(path, "--list").tables == ["latitude_bnds", "latitude_longitude", "scalars"]
+    assert run_scan(path, "--table", "scalars").columns == ["label", "number", "step", "unwritten", "valid_time", "crs"]
     for table in ("latitude_longitude", "latitude_bnds"):
         scan = check_table(path, table)
         assert scan.columns[-6:-1] == ["label", "number", "step", "unwritten", "valid_time"]

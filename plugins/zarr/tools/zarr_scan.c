@@ -60,6 +60,24 @@ static void json_string(const char *s, int64_t n) {
   putchar('"');
 }
 
+/* Every key/value pair of a field's metadata (Arrow's encoding: int32
+ * count, then int32-length-prefixed key and value), as JSON members. */
+static void print_metadata(const char *m) {
+  if (!m) return;
+  int32_t n, len;
+  memcpy(&n, m, 4);
+  size_t pos = 4;
+  for (int32_t i = 0; i < n; i++) {
+    printf("%s", i ? ", " : "");
+    for (int part = 0; part < 2; part++) {
+      memcpy(&len, m + pos, 4);
+      json_string(m + pos + 4, len);
+      pos += 4 + (size_t)len;
+      if (part == 0) printf(": ");
+    }
+  }
+}
+
 static void print_double(double v) {
   if (isnan(v)) {
     printf("NaN");
@@ -246,17 +264,8 @@ static void print_header(const struct ql_execution_plan *plan, const struct Arro
   for (int64_t i = 0; i < out_schema->n_children; i++) printf("%s\"%s\"", i ? ", " : "", out_schema->children[i]->format);
   printf("], \"metadata\": {");
   for (int64_t i = 0; i < out_schema->n_children; i++) {
-    static const char *const keys[] = {"units", "calendar", "long_name"};
     printf("%s\"%s\": {", i ? ", " : "", out_schema->children[i]->name);
-    int first = 1;
-    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
-      char *value = NULL;
-      if (ql_schema_metadata_get(out_schema->children[i], keys[k], &value) != QL_OK) continue;
-      printf("%s\"%s\": ", first ? "" : ", ", keys[k]);
-      json_string(value, (int64_t)strlen(value));
-      first = 0;
-      free(value);
-    }
+    print_metadata(out_schema->children[i]->metadata);
     printf("}");
   }
   printf("}, \"answers\": [");
