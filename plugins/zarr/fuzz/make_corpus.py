@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate the seed corpora in ../fuzz_corpus from stores zarr-python
+"""Regenerate the seed corpora in fuzz/corpus from stores zarr-python
 writes (run with the project venv; the output is kept in the repo):
 
     make_corpus.py [OUT_DIR]
@@ -164,7 +164,7 @@ def chunk_seeds(out, tmp):
 
 
 def main(argv):
-    out = argv[1] if len(argv) > 1 else os.path.join(HERE, "..", "fuzz_corpus")
+    out = argv[1] if len(argv) > 1 else os.path.join(HERE, "corpus")
     with tempfile.TemporaryDirectory() as tmp:
         metadata_seeds(os.path.join(out, "metadata_fuzz"), tmp)
         chunk_seeds(os.path.join(out, "chunk_fuzz"), tmp)

@@ -1,8 +1,8 @@
 /* Test helpers: write objects into the reference host's in-memory store
- * (ql_memory_store_put), failing the test on error. For the zarr ctests that
+ * (ql_memory_store_put), failing the test on error. For the zarr C tests that
  * build small stores byte by byte. */
-#ifndef QLINK_ZARR_CTEST_STORE_PUT_H
-#define QLINK_ZARR_CTEST_STORE_PUT_H
+#ifndef QLINK_ZARR_STORE_PUT_H
+#define QLINK_ZARR_STORE_PUT_H
 
 #include <string.h>
 
