@@ -1,5 +1,5 @@
-//! Builds `qlink_fold.so` and `qlink_sample.so` (plugins/fold and
-//! plugins/sample, each with its own static copy of libqlink and only the
+//! Builds `qlink_fold.so` and `qlink_sample.so` (plugins/fold/src and
+//! plugins/sample/src, each with its own static copy of libqlink and only the
 //! entry point exported, as CMake's `ql_add_plugin` does) without CMake, so
 //! `cargo test --locked` works from a clean checkout. Their paths reach the
 //! tests through the `QLINK_FOLD_PLUGIN` and `QLINK_SAMPLE_PLUGIN`
@@ -27,7 +27,7 @@ fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let repo = manifest.join("../..").canonicalize().expect("repository root");
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
-    for watched in ["src", "include", "plugins/fold", "plugins/sample"] {
+    for watched in ["src", "include", "plugins/fold/src", "plugins/sample/src"] {
         println!("cargo:rerun-if-changed={}", repo.join(watched).display());
     }
     println!("cargo:rerun-if-changed=build.rs");
@@ -41,7 +41,7 @@ fn main() {
     // The cc crate only picks the compiler (honouring CC); each shared
     // object is linked by one direct call.
     let compiler = cc::Build::new().get_compiler();
-    for (name, dir, var) in [("qlink_fold", "plugins/fold", "QLINK_FOLD_PLUGIN"), ("qlink_sample", "plugins/sample", "QLINK_SAMPLE_PLUGIN")] {
+    for (name, dir, var) in [("qlink_fold", "plugins/fold/src", "QLINK_FOLD_PLUGIN"), ("qlink_sample", "plugins/sample/src", "QLINK_SAMPLE_PLUGIN")] {
         let sources = c_files(&repo.join(dir));
         assert!(!sources.is_empty(), "no sources in {dir}");
         let output = out_dir.join(format!("{name}.so"));
