@@ -71,7 +71,7 @@ GRID_SCHEMA = pa.schema([pa.field("y", pa.float64(), nullable=False),
 
 def grid_columns(ny: int = NY, nx: int = NX) -> dict:
     """qlink_sample's `grid` table, computed with the same IEEE operations
-    (plugins/sample/grid.c): row k = i*nx + j."""
+    (plugins/sample/src/grid.c): row k = i*nx + j."""
     k = np.arange(ny * nx, dtype=np.int64)
     i = (k // nx).astype(np.float64)
     y = np.full(ny * nx, -80.0) if ny == 1 else -80.0 + 160.0 * i / float(ny - 1)

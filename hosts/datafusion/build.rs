@@ -68,7 +68,7 @@ fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let repo = manifest.join("../..").canonicalize().expect("repository root");
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
-    for watched in ["src", "include", "plugins/sample"] {
+    for watched in ["src", "include", "plugins/sample/src"] {
         println!("cargo:rerun-if-changed={}", repo.join(watched).display());
     }
     println!("cargo:rerun-if-changed=csrc");
@@ -88,7 +88,7 @@ fn main() {
     println!("cargo:rustc-link-lib=m");
 
     let cc_path = build.get_compiler().path().to_path_buf();
-    let sample = c_files(&repo.join("plugins/sample"));
+    let sample = c_files(&repo.join("plugins/sample/src"));
     if !sample.is_empty() {
         build_plugin(&cc_path, &repo, &out_dir, "qlink_sample", &sample, &libqlink);
     }

@@ -18,7 +18,7 @@ SCHEMA = pa.schema([pa.field("y", pa.float64(), nullable=False),
 
 def grid_partitions(ny, nx, batch_rows=8192, partitions=1):
     """The grid table as lists of batches per partition, computed with the
-    same IEEE operations as plugins/sample/grid.c."""
+    same IEEE operations as plugins/sample/src/grid.c."""
     k = np.arange(ny * nx, dtype=np.int64)
     i = (k // nx).astype(np.float64)
     y = np.full(ny * nx, -80.0) if ny == 1 else -80.0 + 160.0 * i / float(ny - 1)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../plugins/sample/qlink_sample.h"
+#include "qlink_sample.h"
 #include "ql_test.h"
 #include "qlink/lib/arrow.h"
 #include "qlink/lib/check.h"
