@@ -8,6 +8,7 @@ metadata_fuzz: consolidated roots (v2 .zmetadata, v3 zarr.json), single
 .zarray / zarr.json documents, time-unit strings.
 chunk_fuzz: 4 selector bytes (pipeline, dtype, shape) + a real chunk
 written with the matching codecs (chunk_fuzz.c lists them in this order).
+shard_read_fuzz: layout byte + 2 box bytes + a shard zarr-python wrote.
 """
 import hashlib
 import json
@@ -163,10 +164,40 @@ def chunk_seeds(out, tmp):
         save(out, f"p{sel}-filters", bytes([sel, dtype_index, 0, 0]) + bytes(buf))
 
 
+def shard_read_seeds(out, tmp):
+    # shard_read_fuzz.c: layout byte, box bytes (origin, extents), then a
+    # shard zarr-python wrote in that layout (v(8, 8) int32, inner 2 x 4)
+    rng = np.random.default_rng(2)
+    layouts = [
+        (0, {"index_location": "end", "compressors": None}),
+        (1, {"index_location": "start", "compressors": None, "index_codecs": [BytesCodec()]}),
+        (2, {"index_location": "end", "compressors": [ZstdCodec()]}),
+        (3, {"index_location": "start", "compressors": [GzipCodec()]}),
+    ]
+    for i, (sel, kw) in enumerate(layouts):
+        path = os.path.join(tmp, f"shard{i}.zarr")
+        data = rng.integers(-50, 50, (8, 8)).astype("i4")
+        index_codecs = kw.pop("index_codecs", [BytesCodec(), Crc32cCodec()])
+        codecs = [BytesCodec()] + (kw["compressors"] or [])
+        sharding = ShardingCodec(chunk_shape=(2, 4), codecs=codecs, index_codecs=index_codecs,
+                                 index_location=kw["index_location"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            a = zarr.create_array(path, shape=(8, 8), chunks=(8, 8), dtype="i4", serializer=sharding,
+                                  compressors=None, fill_value=-7, dimension_names=["t", "x"],
+                                  config={"write_empty_chunks": False})
+            data[4:6, 4:] = -7  # one inner chunk all fill: not stored
+            a[:] = data
+        shard = chunk_of(path, "c/0/0")
+        for box in (bytes([0x15, 0x00]), bytes([0x00, 0x77]), bytes([0x64, 0x70])):
+            save(out, f"l{sel}", bytes([sel]) + box + shard)
+
+
 def main(argv):
     out = argv[1] if len(argv) > 1 else os.path.join(HERE, "corpus")
     with tempfile.TemporaryDirectory() as tmp:
         metadata_seeds(os.path.join(out, "metadata_fuzz"), tmp)
+        shard_read_seeds(os.path.join(out, "shard_read_fuzz"), tmp)
         chunk_seeds(os.path.join(out, "chunk_fuzz"), tmp)
     return 0
 

@@ -977,10 +977,8 @@ static void untranspose(const struct zr_codec *c, int32_t ndim, const int64_t *d
   }
 }
 
-static int decode_shard(const struct zr_codec *c, const struct zr_dtype *dtype, int32_t ndim, const int64_t *shape,
-                        const uint8_t *fill, const uint8_t *in, int64_t in_size, uint8_t *out, struct zr_heap *heap,
-                        struct ql_error *error) {
-  int64_t grid[ZR_MAX_DIMS + 1];
+int zr_shard_grid(const struct zr_codec *c, int32_t ndim, const int64_t *shape, int64_t *grid, int64_t *n_inner,
+                  int64_t *index_bytes, struct ql_error *error) {
   for (int32_t i = 0; i < ndim; i++) {
     if (shape[i] % c->inner_chunks[i] != 0) {
       return ql_error_set(error, QL_EDATA, "sharding_indexed: shard extent %lld is not a multiple of inner chunk %lld",
@@ -989,10 +987,29 @@ static int decode_shard(const struct zr_codec *c, const struct zr_dtype *dtype, 
     grid[i] = shape[i] / c->inner_chunks[i];
   }
   grid[ndim] = 2;
-  int64_t n_inner = zr_product(grid, ndim);
-  int64_t index_bytes = n_inner * 16;
-  for (int32_t i = 0; i < c->index->n; i++) index_bytes += c->index->codecs[i].id == ZR_CODEC_CRC32C ? 4 : 0;
-  if (n_inner < 0 || index_bytes > in_size) {
+  *n_inner = zr_product(grid, ndim);
+  if (*n_inner < 0 || *n_inner > INT64_MAX / 32) {
+    return ql_error_set(error, QL_EDATA, "sharding_indexed: too many inner chunks per shard");
+  }
+  *index_bytes = *n_inner * 16;
+  for (int32_t i = 0; i < c->index->n; i++) *index_bytes += c->index->codecs[i].id == ZR_CODEC_CRC32C ? 4 : 0;
+  return QL_OK;
+}
+
+int zr_shard_index_decode(const struct zr_codec *c, int32_t ndim, const int64_t *grid, const uint8_t *in,
+                          int64_t index_bytes, uint64_t *index, struct ql_error *error) {
+  struct zr_dtype u64 = {ZR_UINT, 8, 0, 8, 0, ""};
+  int rc = zr_chunk_decode(c->index, &u64, ndim + 1, grid, (const uint8_t *)"\0\0\0\0\0\0\0\0", in, index_bytes,
+                           (uint8_t *)index, NULL, error);
+  return rc == QL_OK ? QL_OK : ql_error_prefix(error, "sharding_indexed index");
+}
+
+static int decode_shard(const struct zr_codec *c, const struct zr_dtype *dtype, int32_t ndim, const int64_t *shape,
+                        const uint8_t *fill, const uint8_t *in, int64_t in_size, uint8_t *out, struct zr_heap *heap,
+                        struct ql_error *error) {
+  int64_t grid[ZR_MAX_DIMS + 1], n_inner = 0, index_bytes = 0;
+  QL_RETURN_NOT_OK(zr_shard_grid(c, ndim, shape, grid, &n_inner, &index_bytes, error));
+  if (index_bytes > in_size) {
     return ql_error_set(error, QL_EDATA, "sharding_indexed: shard of %lld bytes is shorter than its index (%lld)",
                         (long long)in_size, (long long)index_bytes);
   }
@@ -1004,11 +1021,8 @@ static int decode_shard(const struct zr_codec *c, const struct zr_dtype *dtype, 
     free(inner);
     return ql_error_set(error, QL_ENOMEM, "sharding_indexed: out of memory");
   }
-  struct zr_dtype u64 = {ZR_UINT, 8, 0, 8, 0, ""};
   const uint8_t *index_src = c->index_at_end ? in + in_size - index_bytes : in;
-  int rc = zr_chunk_decode(c->index, &u64, ndim + 1, grid, (const uint8_t *)"\0\0\0\0\0\0\0\0", index_src,
-                           index_bytes, (uint8_t *)index, NULL, error);
-  if (rc != QL_OK) ql_error_prefix(error, "sharding_indexed index");
+  int rc = zr_shard_index_decode(c, ndim, grid, index_src, index_bytes, index, error);
   int64_t pos[ZR_MAX_DIMS] = {0}, origin[ZR_MAX_DIMS], zero[ZR_MAX_DIMS] = {0};
   for (int64_t k = 0; rc == QL_OK && k < n_inner; k++) {
     uint64_t off = index[2 * k], nb = index[2 * k + 1];

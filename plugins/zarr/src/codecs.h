@@ -129,6 +129,21 @@ int zr_chunk_decode(const struct zr_pipeline *p, const struct zr_dtype *dtype, i
                     const uint8_t *fill, const uint8_t *in, int64_t in_size, uint8_t *out, struct zr_heap *heap,
                     struct ql_error *error);
 
+/* Shards of sharding_indexed codec `c` (shard extents `shape`, rank
+ * `ndim`): `grid` receives the inner chunks per shard along each axis,
+ * and grid[ndim] = 2 (the index's last axis: offset, nbytes); *n_inner
+ * their product; *index_bytes the stored index's size (16 bytes per inner
+ * chunk, 4 more per crc32c index codec). QL_EDATA when an extent is no
+ * multiple of the inner chunk's. */
+int zr_shard_grid(const struct zr_codec *c, int32_t ndim, const int64_t *shape, int64_t *grid, int64_t *n_inner,
+                  int64_t *index_bytes, struct ql_error *error);
+/* Decode a stored shard index (`in`, index_bytes bytes, checksum
+ * verified) into `index`: 2 * n_inner uint64 (offset, nbytes of each inner
+ * chunk, C order over grid; both UINT64_MAX: not stored). QL_EDATA naming
+ * "sharding_indexed index" and the problem (a checksum mismatch). */
+int zr_shard_index_decode(const struct zr_codec *c, int32_t ndim, const int64_t *grid, const uint8_t *in,
+                          int64_t index_bytes, uint64_t *index, struct ql_error *error);
+
 /* CRC-32C (Castagnoli), as the crc32c codec stores it. */
 uint32_t zr_crc32c(const uint8_t *data, int64_t n);
 /* HDF5's Fletcher-32 (numcodecs' fletcher32 codec). */

@@ -7,6 +7,7 @@
 
 #include "ndcopy.h"
 #include "qlink/lib/arrow.h"
+#include "shard_read.h"
 #include "qlink/lib/status.h"
 
 /* ------------------------------------------------------------- reading */
@@ -58,27 +59,43 @@ static int read_chunk_cached(const struct zr_store *store, const struct zr_array
   if (!cache || cache->n_chunks == 0) return zr_read_chunk(store, a, chunk, out, heap, stored, bytes_read, error);
   int64_t idx = 0;
   for (int32_t i = 0; i < a->ndim; i++) idx = idx * ((a->shape[i] + a->chunks[i] - 1) / a->chunks[i]) + chunk[i];
-  uint8_t *hit = atomic_load_explicit(&cache->chunks[idx], memory_order_acquire);
-  if (hit) {
-    memcpy(out, hit, (size_t)cache->chunk_bytes);
+  if (zr_cache_get(cache, idx, out)) {
     *bytes_read = 0;
     return QL_OK;
   }
   QL_RETURN_NOT_OK(zr_read_chunk(store, a, chunk, out, heap, stored, bytes_read, error));
+  zr_cache_put(cache, idx, out);
+  return QL_OK;
+}
+
+int zr_cache_get(struct zr_chunk_cache *cache, int64_t idx, uint8_t *out) {
+  uint8_t *hit = atomic_load_explicit(&cache->chunks[idx], memory_order_acquire);
+  if (hit) memcpy(out, hit, (size_t)cache->chunk_bytes);
+  return hit != NULL;
+}
+
+void zr_cache_put(struct zr_chunk_cache *cache, int64_t idx, const uint8_t *data) {
   uint8_t *copy = malloc((size_t)cache->chunk_bytes);
-  if (!copy) return QL_OK;
-  memcpy(copy, out, (size_t)cache->chunk_bytes);
+  if (!copy) return;
+  memcpy(copy, data, (size_t)cache->chunk_bytes);
   uint8_t *none = NULL;
   if (!atomic_compare_exchange_strong_explicit(&cache->chunks[idx], &none, copy, memory_order_acq_rel,
                                                memory_order_acquire)) {
     free(copy);
   }
-  return QL_OK;
 }
 
 int zr_read_box(const struct zr_store *store, const struct zr_array *a, struct zr_chunk_cache *cache,
                 const int64_t *lo, const int64_t *count, uint8_t *out, struct zr_heap *heap,
                 struct zr_scratch *scratch, int64_t *chunks, int64_t *bytes, struct ql_error *error) {
+  const struct zr_codec *sharding = zr_shard_partial(a);
+  if (sharding) {
+    struct zr_scratch local = {NULL, 0, {NULL, 0}};
+    int rc = zr_read_box_sharded(store, a, sharding, cache, lo, count, out, heap, scratch ? scratch : &local, chunks,
+                                 bytes, error);
+    zr_scratch_free(&local);
+    return rc;
+  }
   int32_t nd = a->ndim;
   int64_t c0[ZR_MAX_DIMS], c1[ZR_MAX_DIMS], c[ZR_MAX_DIMS];
   for (int32_t i = 0; i < nd; i++) {
@@ -183,11 +200,12 @@ static int caches_init(struct zr_dataset *ds, struct ql_error *error) {
   for (int64_t k = 0; k < ds->group.n_arrays; k++) {
     const struct zr_array *a = &ds->group.arrays[k];
     if (a->dtype.type == ZR_VLEN || a->ndim == 0) continue;
-    int64_t chunk = zr_product(a->chunks, a->ndim);
+    const int64_t *unit = zr_read_unit(a); /* a sharded array caches inner chunks */
+    int64_t chunk = zr_product(unit, a->ndim);
     if (a->dtype.size <= 0 || chunk <= 0 || chunk > ZR_CACHE_ARRAY_BYTES / a->dtype.size) continue;
     int64_t chunk_bytes = chunk * a->dtype.size, most = ZR_CACHE_ARRAY_BYTES / chunk_bytes, n = 1;
     for (int32_t i = 0; i < a->ndim && n > 0; i++) {
-      int64_t along = (a->shape[i] + a->chunks[i] - 1) / a->chunks[i];
+      int64_t along = (a->shape[i] + unit[i] - 1) / unit[i];
       n = along == 0 ? 0 : n > most / along ? -1 : n * along; /* -1: too many chunks */
     }
     if (n <= 0 || n * chunk_bytes > budget) continue;

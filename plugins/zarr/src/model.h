@@ -116,10 +116,18 @@ struct zr_table {
 #define ZR_CACHE_DATASET_BYTES ((int64_t)16 << 20)
 
 struct zr_chunk_cache {
-  int64_t n_chunks;           /* chunks in the array's grid; 0: the array is not cached */
-  int64_t chunk_bytes;        /* decoded bytes of one chunk */
+  int64_t n_chunks;           /* read units (chunks; a sharded array's inner chunks, shard_read.h) in the
+                                 array's grid; 0: the array is not cached */
+  int64_t chunk_bytes;        /* decoded bytes of one read unit */
   _Atomic(uint8_t *) *chunks; /* per chunk (C order over the grid): its decoded elements once read, or NULL */
 };
+
+/* Read unit `idx` of a cached array (C order over its grid): copied
+ * into `out` (chunk_bytes) and 1 when cached, else 0. Thread-safe. */
+int zr_cache_get(struct zr_chunk_cache *cache, int64_t idx, uint8_t *out);
+/* Cache a copy of read unit `idx` (the first copy stays; without memory
+ * nothing is cached). Thread-safe. */
+void zr_cache_put(struct zr_chunk_cache *cache, int64_t idx, const uint8_t *data);
 
 struct zr_dataset {
   atomic_int refs;

@@ -51,17 +51,26 @@ static int full_path(const struct zr_store *store, const char *key, char **out, 
   return ql_path_join(store->root, key, out, error);
 }
 
-int zr_store_get(const struct zr_store *store, const char *key, struct ql_bytes *out, struct ql_error *error) {
-  char *path = NULL;
-  int rc = full_path(store, key, &path, error);
+/* The object-store path of `key`, or an error naming store and key. */
+static int key_path(const struct zr_store *store, const char *key, char **path, struct ql_error *error) {
+  int rc = full_path(store, key, path, error);
   if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: key '%s' lies outside the store", store->url, key);
-  rc = store->os.get_range(&store->os, path, 0, -1, out, error);
-  free(path);
-  if (rc == QL_ENOTFOUND) {
-    return ql_error_set(error, QL_ENOTFOUND, "zarr store %s: no object '%s'", store->url, key);
-  }
+  return QL_OK;
+}
+
+/* A store's answer about `key`, with the store and key in its message. */
+static int named(const struct zr_store *store, const char *key, int rc, struct ql_error *error) {
+  if (rc == QL_ENOTFOUND) return ql_error_set(error, QL_ENOTFOUND, "zarr store %s: no object '%s'", store->url, key);
   if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: reading '%s'", store->url, key);
   return QL_OK;
+}
+
+int zr_store_get(const struct zr_store *store, const char *key, struct ql_bytes *out, struct ql_error *error) {
+  char *path = NULL;
+  QL_RETURN_NOT_OK(key_path(store, key, &path, error));
+  int rc = store->os.get_range(&store->os, path, 0, -1, out, error);
+  free(path);
+  return named(store, key, rc, error);
 }
 
 void zr_readbuf_free(struct zr_readbuf *buf) {
@@ -118,18 +127,45 @@ int zr_store_read(const struct zr_store *store, const char *key, struct zr_readb
   if (!buf || !store_has_read_into(store)) return zr_store_get(store, key, out, error);
   memset(out, 0, sizeof(*out));
   char *path = NULL;
-  int rc = full_path(store, key, &path, error);
-  if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: key '%s' lies outside the store", store->url, key);
+  QL_RETURN_NOT_OK(key_path(store, key, &path, error));
   int64_t got = 0;
-  rc = read_whole(store, path, buf, size_hint, &got, error);
+  int rc = read_whole(store, path, buf, size_hint, &got, error);
   free(path);
-  if (rc == QL_ENOTFOUND) {
-    return ql_error_set(error, QL_ENOTFOUND, "zarr store %s: no object '%s'", store->url, key);
-  }
-  if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: reading '%s'", store->url, key);
+  QL_RETURN_NOT_OK(named(store, key, rc, error));
   out->data = buf->data;
   out->size = got;
   return QL_OK;
+}
+
+int zr_store_size(const struct zr_store *store, const char *key, int64_t *size, struct ql_error *error) {
+  char *path = NULL;
+  QL_RETURN_NOT_OK(key_path(store, key, &path, error));
+  struct ql_object_meta meta;
+  memset(&meta, 0, sizeof(meta));
+  int rc = store->os.head(&store->os, path, &meta, error);
+  free(path);
+  *size = meta.size;
+  return named(store, key, rc, error);
+}
+
+int zr_store_read_range(const struct zr_store *store, const char *key, int64_t offset, int64_t length,
+                        struct zr_readbuf *buf, struct ql_bytes *out, struct ql_error *error) {
+  memset(out, 0, sizeof(*out));
+  char *path = NULL;
+  QL_RETURN_NOT_OK(key_path(store, key, &path, error));
+  int rc;
+  if (buf && store_has_read_into(store)) {
+    rc = readbuf_reserve(buf, length > 0 ? length : 1, 0) == QL_OK ? QL_OK
+                                                                    : ql_error_set(error, QL_ENOMEM, "out of memory");
+    int64_t got = 0;
+    if (rc == QL_OK) rc = store->os.read_into(&store->os, path, offset, length, buf->data, &got, error);
+    out->data = buf->data;
+    out->size = rc == QL_OK ? got : 0;
+  } else {
+    rc = length == 0 ? QL_OK : store->os.get_range(&store->os, path, offset, length, out, error);
+  }
+  free(path);
+  return named(store, key, rc, error);
 }
 
 void zr_store_list_free(char **keys, int64_t n) {

@@ -51,6 +51,17 @@ void zr_readbuf_free(struct zr_readbuf *buf);
 int zr_store_read(const struct zr_store *store, const char *key, struct zr_readbuf *buf, int64_t size_hint,
                   struct ql_bytes *out, struct ql_error *error);
 
+/* The size in bytes of object `key` (the store's `head`): QL_ENOTFOUND if
+ * absent (message naming store and key). */
+int zr_store_size(const struct zr_store *store, const char *key, int64_t *size, struct ql_error *error);
+
+/* Read `length` (>= 0) bytes at `offset` of object `key`: with read_into
+ * into `buf` (grown to `length`; `out` views it, out->release NULL), else
+ * get_range (`out` owned by the caller). out->size is less than `length`
+ * only when the object ends first. Same errors as zr_store_get. */
+int zr_store_read_range(const struct zr_store *store, const char *key, int64_t offset, int64_t length,
+                        struct zr_readbuf *buf, struct ql_bytes *out, struct ql_error *error);
+
 /* Keys (relative to the root) of every object under the root; `*out` is a
  * malloc'd array of malloc'd strings, `*n` entries. */
 int zr_store_list(const struct zr_store *store, char ***out, int64_t *n, struct ql_error *error);

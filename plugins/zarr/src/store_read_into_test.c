@@ -15,80 +15,10 @@
 #include "qlink/lib/status.h"
 #include "qlink/qlink.h"
 #include "store.h"
+#include "counting_store.h"
 #include "store_put.h"
 
 int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
-
-/* A store forwarding to a memory store, with read_into built on its
- * get_range, counting the calls. */
-struct counting {
-  struct ql_object_store inner;
-  atomic_long reads_into, heads, get_ranges;
-};
-
-static int c_head(const struct ql_object_store *self, const char *path, struct ql_object_meta *out,
-                  struct ql_error *error) {
-  struct counting *c = self->private_data;
-  atomic_fetch_add(&c->heads, 1);
-  return c->inner.head(&c->inner, path, out, error);
-}
-
-static int c_get_range(const struct ql_object_store *self, const char *path, int64_t offset, int64_t length,
-                       struct ql_bytes *out, struct ql_error *error) {
-  struct counting *c = self->private_data;
-  atomic_fetch_add(&c->get_ranges, 1);
-  return c->inner.get_range(&c->inner, path, offset, length, out, error);
-}
-
-static int c_read_into(const struct ql_object_store *self, const char *path, int64_t offset, int64_t length,
-                       uint8_t *dst, int64_t *out_len, struct ql_error *error) {
-  struct counting *c = self->private_data;
-  atomic_fetch_add(&c->reads_into, 1);
-  *out_len = 0;
-  if (length < 0) return ql_error_set(error, QL_EINVAL, "read_into: negative length");
-  struct ql_bytes b;
-  QL_RETURN_NOT_OK(c->inner.get_range(&c->inner, path, offset, length, &b, error));
-  if (b.size > length) {
-    b.release(&b);
-    return ql_error_set(error, QL_EINTERNAL, "get_range returned more than asked");
-  }
-  if (b.size) memcpy(dst, b.data, (size_t)b.size);
-  *out_len = b.size;
-  b.release(&b);
-  return QL_OK;
-}
-
-static int c_list(const struct ql_object_store *self, const char *prefix, struct ql_object_list *out,
-                  struct ql_error *error) {
-  struct counting *c = self->private_data;
-  return c->inner.list(&c->inner, prefix, out, error);
-}
-
-static void c_release(struct ql_object_store *self) {
-  struct counting *c = self->private_data;
-  c->inner.release(&c->inner);
-  free(c);
-  self->release = NULL;
-}
-
-/* `mode`: 0 read_into offered; 1 member present but NULL; 2 a store built
- * before the member (struct_size ends at private_data). */
-static struct counting *counting_new(struct ql_object_store *out, int mode) {
-  struct ql_error err = {0};
-  struct counting *c = calloc(1, sizeof(*c));
-  QL_CHECK(c != NULL);
-  QL_CHECK_OK(ql_memory_store_new(&c->inner, &err), err);
-  memset(out, 0, sizeof(*out));
-  out->struct_size = mode == 2 ? (uint32_t)offsetof(struct ql_object_store, read_into) : (uint32_t)sizeof(*out);
-  out->head = c_head;
-  out->get_range = c_get_range;
-  out->list = c_list;
-  out->release = c_release;
-  out->private_data = c;
-  /* mode 2 sets it anyway: a reader must not look past struct_size */
-  out->read_into = mode == 1 ? NULL : c_read_into;
-  return c;
-}
 
 static void test_store_read(void) {
   struct ql_error err = {0};
