@@ -28,8 +28,10 @@ static const struct ql_option_info store_options[] = {
      0}};
 
 static const struct ql_item_info items[] = {
-    {QL_ITEM_TABLE_PROVIDER, 4, "table", "one table (dimension group) of a Zarr v2/v3 store", table_options},
-    {QL_ITEM_SCHEMA_PROVIDER, 3, "store", "every table (dimension group) of a Zarr v2/v3 store", store_options}};
+    {QL_ITEM_TABLE_PROVIDER, 4, "table",
+     "one table (a dimension group, or 'scalars': the 0-d variables) of a Zarr v2/v3 store", table_options},
+    {QL_ITEM_SCHEMA_PROVIDER, 3, "store",
+     "every table (each dimension group, and 'scalars' for the 0-d variables) of a Zarr v2/v3 store", store_options}};
 
 /* ------------------------------------------------------- table provider */
 
