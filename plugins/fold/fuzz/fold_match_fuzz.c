@@ -1,11 +1,11 @@
-/* libFuzzer target for the matcher (ql_fold_find) and the planner call.
+/* libFuzzer target for the matcher (fd_find) and the planner call.
  *
  * The first bytes choose a contraction (keys, groups, projections, aliases,
  * types) built with the test generator; the rest mutate the view in place:
  * node kinds, join types, flags, conditions, column indices, operators,
  * expression kinds, function identities, casts' target types. Whatever
  * ql_ir_validate accepts (the host's side of the contract) goes to
- * ql_fold_find and, when it folds, to the planner with a fake host. Checked:
+ * fd_find and, when it folds, to the planner with a fake host. Checked:
  *   - nothing reads out of bounds or misbehaves (ASan, UBSan);
  *   - a fold's description only names columns that exist in the join
  *     inputs' schemas, with the types it will read.
@@ -124,20 +124,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (ft_build_view(&q, fz_a, fz_b, &view, &ids)) return 0; /* the generator rejects some type mixes */
   while (in.n >= 3) fz_mutate(&in, &view);
   if (ql_ir_validate(&view, NULL) == QL_OK) {
-    struct ql_fold_spec spec;
-    ql_node_id id = ql_fold_find(&view, &spec, 1);
+    struct fd_spec spec;
+    ql_node_id id = fd_find(&view, &spec, 1);
     if (id >= 0) {
       /* Every column the fold reads exists in its join input, typed as promised. */
       for (int k = 0; k < 2; k++) {
         const struct ArrowSchema *s = view.nodes[spec.inputs[k]].schema;
-        const struct ql_fold_operand *ops[] = {&spec.values[k], &spec.keys[k][0]};
+        const struct fd_operand *ops[] = {&spec.values[k], &spec.keys[k][0]};
         for (int i = 0; i < 2; i++)
           if (ops[i]->column < 0 || ops[i]->column >= s->n_children ||
-              ql_fold_format_storage(s->children[ops[i]->column]->format) != ops[i]->storage)
+              fd_format_storage(s->children[ops[i]->column]->format) != ops[i]->storage)
             abort();
       }
       struct ql_planner planner;
-      ql_fold_planner_new(NULL, &planner, NULL);
+      fd_planner_new(NULL, &planner, NULL);
       struct ql_planner_context ctx = {sizeof(ctx), 0, NULL, &view, fz_plan_physical, &ids};
       struct ql_planner_result res;
       memset(&res, 0, sizeof(res));

@@ -4,5 +4,5 @@
 QL_PLUGIN_EXPORT int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
 
 QL_PLUGIN_EXPORT int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error) {
-  return ql_fold_plugin_fill(abi_version, out, error);
+  return fd_plugin_fill(abi_version, out, error);
 }

@@ -46,20 +46,20 @@
  * refusal fails the stream with the pool's QL_ERESOURCES error (errno ENOSPC
  * from get_next, message from get_last_error).
  */
-#ifndef QL_FOLD_EXEC_H
-#define QL_FOLD_EXEC_H
+#ifndef QLINK_FOLD_EXEC_H
+#define QLINK_FOLD_EXEC_H
 
 #include "fold_spec.h"
 #include "qlink/table.h"
 
 /* A FoldExec over `children` (two plans, moved in on success and failure)
  * producing `schema` (copied: the aggregate node's output schema). */
-int ql_fold_exec_new(const struct ql_fold_spec *spec, const struct ArrowSchema *schema,
+int fd_exec_new(const struct fd_spec *spec, const struct ArrowSchema *schema,
                      struct ql_execution_plan *children, struct ql_execution_plan *out, struct ql_error *error);
 
 /* QL_OK if `child`'s schema has the columns `spec` reads from `side` with
  * the types the plan view promised; QL_EINVAL naming the first that differs. */
-int ql_fold_check_child(const struct ql_fold_spec *spec, int side, const struct ql_execution_plan *child,
+int fd_check_child(const struct fd_spec *spec, int side, const struct ql_execution_plan *child,
                         struct ql_error *error);
 
-#endif /* QL_FOLD_EXEC_H */
+#endif /* QLINK_FOLD_EXEC_H */

@@ -143,7 +143,7 @@ static int plan_fold(const struct ft_query *q, struct ft_table *a, struct ft_tab
   struct ql_planner planner;
   struct ql_error err;
   memset(&err, 0, sizeof(err));
-  if (ql_fold_planner_new(NULL, &planner, &err) != QL_OK) return 1;
+  if (fd_planner_new(NULL, &planner, &err) != QL_OK) return 1;
   struct ql_planner_result res;
   memset(&res, 0, sizeof(res));
   res.struct_size = sizeof(res);
@@ -572,22 +572,22 @@ static void km_tables(struct ft_table *a, struct ft_table *b, int64_t K, int64_t
  * whatever the layout the bits are the same (dc_check runs each case
  * again reshuffled, where A is row-major or filled). */
 static void test_key_major(struct ft_table *a, struct ft_table *b, uint64_t *rng) {
-  int64_t before = ql_fold_dense_borrowed_runs();
+  int64_t before = fd_dense_borrowed_runs();
   /* 100 keys x 16 groups (the AVX kernel four rows at a time), in
    * batches of 256 rows (whole key rows) and of 301 (five rows cut by
    * batch boundaries, copied). */
   for (int64_t batch = 256; batch <= 301; batch += 45) {
     km_tables(a, b, 100, 16, batch, 0, -1, rng);
     dc_check("key-major, read in place", a, b, 1, 1, 0, rng);
-    QL_CHECK_INT(ql_fold_dense_borrowed_runs(), before + 1);
-    before = ql_fold_dense_borrowed_runs();
+    QL_CHECK_INT(fd_dense_borrowed_runs(), before + 1);
+    before = fd_dense_borrowed_runs();
   }
   /* 6 groups (the SSE2 kernel), one batch, 600 keys (two steps of the
    * product, 512 keys each). */
   km_tables(a, b, 600, 6, 4096, 0, -1, rng);
   dc_check("key-major, 6 groups", a, b, 1, 1, 0, rng);
-  QL_CHECK_INT(ql_fold_dense_borrowed_runs(), before + 1);
-  before = ql_fold_dense_borrowed_runs();
+  QL_CHECK_INT(fd_dense_borrowed_runs(), before + 1);
+  before = fd_dense_borrowed_runs();
   /* Keys 50..59 missing from a, whole batches of 10 keys each: spans with
    * a gap between them (rows of zeros). */
   km_tables(a, b, 100, 16, 160, 0, -1, rng);
@@ -604,8 +604,8 @@ static void test_key_major(struct ft_table *a, struct ft_table *b, uint64_t *rng
   ft_table_reset_layout(a);
   a->batch_rows = 160;
   dc_check("key-major with a gap", a, b, 1, 1, 0, rng);
-  QL_CHECK_INT(ql_fold_dense_borrowed_runs(), before + 1);
-  before = ql_fold_dense_borrowed_runs();
+  QL_CHECK_INT(fd_dense_borrowed_runs(), before + 1);
+  before = fd_dense_borrowed_runs();
   /* NULL values: A key-major, filled (and sealed before the product). */
   km_tables(a, b, 100, 16, 256, 0, -1, rng);
   for (int64_t r = 0; r < a->n_rows; r += 9) a->cols[4].valid[r] = 0;
@@ -614,7 +614,7 @@ static void test_key_major(struct ft_table *a, struct ft_table *b, uint64_t *rng
    * place; filled, and the duplicates send it to the hash path. */
   km_tables(a, b, 100, 16, 48, 48, -1, rng);
   dc_check("key-major, a batch again", a, b, 1, 0, 1, rng);
-  QL_CHECK_INT(ql_fold_dense_borrowed_runs(), before);
+  QL_CHECK_INT(fd_dense_borrowed_runs(), before);
   /* A cell of b twice (b is sealed by the product, step by step, when A
    * is key-major): the hash path. */
   km_tables(a, b, 100, 16, 256, 0, -1, rng);
@@ -626,15 +626,15 @@ static void test_key_major(struct ft_table *a, struct ft_table *b, uint64_t *rng
   b->n_rows++;
   ft_table_reset_layout(b);
   dc_check("key-major, a cell of b twice", a, b, 1, 0, 1, rng);
-  QL_CHECK_INT(ql_fold_dense_borrowed_runs(), before + 1); /* read in place, then the count of b says no */
-  before = ql_fold_dense_borrowed_runs();
+  QL_CHECK_INT(fd_dense_borrowed_runs(), before + 1); /* read in place, then the count of b says no */
+  before = fd_dense_borrowed_runs();
   /* An infinite value on a key b lacks: it joins nothing, but read in
    * place it makes its row of C NaN, so the run looks at A's values and
    * goes to the hash path, as the fill would. */
   km_tables(a, b, 100, 16, 256, 0, 5, rng);
   a->cols[4].f[5 * 16 + 3] = INFINITY;
   dc_check("key-major, an infinity", a, b, 1, 0, 1, rng);
-  QL_CHECK_INT(ql_fold_dense_borrowed_runs(), before + 1); /* read in place, then C says look */
+  QL_CHECK_INT(fd_dense_borrowed_runs(), before + 1); /* read in place, then C says look */
 }
 
 /* The kernel is chosen from the data read, never from statistics (the
@@ -967,7 +967,7 @@ static void test_chain(uint64_t seed) {
   env.ctx.private_data = &env;
   env.a = a, env.b = b, env.c = c;
   env.scan_a = ids.scans[0], env.scan_b = ids.scans[1], env.scan_c = sc, env.alias_t = t;
-  ql_fold_planner_new(NULL, &env.planner, NULL);
+  fd_planner_new(NULL, &env.planner, NULL);
   struct ql_planner_result res;
   memset(&res, 0, sizeof(res));
   QL_CHECK_OK(env.planner.plan(&env.planner, &env.ctx, &res, &err), err);
@@ -1016,42 +1016,42 @@ static void test_chain(uint64_t seed) {
 }
 
 /* The buffer cache and the output pool: a freed large buffer is reused,
- * zeroed when asked (ql_fold_mem_calloc) and left as it was otherwise
- * (ql_fold_mem_alloc_cached says so); a released output column's block
+ * zeroed when asked (fd_mem_calloc) and left as it was otherwise
+ * (fd_mem_alloc_cached says so); a released output column's block
  * backs the next one; everything is accounted and given back. */
 static void test_buffer_reuse(void) {
   struct ft_host h;
   ft_host_init(&h, 64 << 20, 0, 1024);
-  struct ql_fold_mem mem;
+  struct fd_mem mem;
   struct ql_error err;
   memset(&err, 0, sizeof(err));
-  QL_CHECK_OK(ql_fold_mem_init(&mem, h.ctx.runtime_env->memory_pool, "test", &err), err);
-  int64_t bytes = QL_FOLD_CACHE_MIN + 4096;
+  QL_CHECK_OK(fd_mem_init(&mem, h.ctx.runtime_env->memory_pool, "test", &err), err);
+  int64_t bytes = FD_CACHE_MIN + 4096;
   void *p = NULL, *q = NULL;
   int zeroed = -1;
-  QL_CHECK_OK(ql_fold_mem_alloc_cached(&mem, &p, bytes, &zeroed, &err), err);
+  QL_CHECK_OK(fd_mem_alloc_cached(&mem, &p, bytes, &zeroed, &err), err);
   QL_CHECK_INT(zeroed, 1); /* nothing cached of that size yet: fresh zero pages */
   memset(p, 0xab, (size_t)bytes);
-  ql_fold_mem_cfree(&mem, p, bytes);
-  QL_CHECK_OK(ql_fold_mem_alloc_cached(&mem, &q, bytes, &zeroed, &err), err);
+  fd_mem_cfree(&mem, p, bytes);
+  QL_CHECK_OK(fd_mem_alloc_cached(&mem, &q, bytes, &zeroed, &err), err);
   QL_CHECK(q == p);
   QL_CHECK_INT(zeroed, 0);
   QL_CHECK_INT(((uint8_t *)q)[bytes - 1], 0xab);
-  ql_fold_mem_cfree(&mem, q, bytes);
-  QL_CHECK_OK(ql_fold_mem_calloc(&mem, &q, bytes, &err), err);
+  fd_mem_cfree(&mem, q, bytes);
+  QL_CHECK_OK(fd_mem_calloc(&mem, &q, bytes, &err), err);
   QL_CHECK(q == p);
   int all_zero = 1;
   for (int64_t i = 0; i < bytes; i++) all_zero &= ((uint8_t *)q)[i] == 0;
   QL_CHECK(all_zero);
-  ql_fold_mem_cfree(&mem, q, bytes);
+  fd_mem_cfree(&mem, q, bytes);
   QL_CHECK_INT(mem.bytes, 0);
-  ql_fold_mem_destroy(&mem);
+  fd_mem_destroy(&mem);
   QL_CHECK_INT(ft_host_free(&h), QL_OK);
 
   struct ArrowArray a, b;
   void *data, *data2;
   uint8_t *validity, *validity2;
-  QL_CHECK_OK(ql_fold_out_array(&a, 1000, 8, 1, &data, &validity, &err), err);
+  QL_CHECK_OK(fd_out_array(&a, 1000, 8, 1, &data, &validity, &err), err);
   QL_CHECK(validity != NULL && (uintptr_t)data % 64 == 0);
   memset(data, 0, 8000);
   memset(validity, 0xff, 125);
@@ -1060,10 +1060,10 @@ static void test_buffer_reuse(void) {
   QL_CHECK(a.buffers[1] == data && a.buffers[0] == validity);
   a.release(&a);
   QL_CHECK(a.release == NULL);
-  QL_CHECK_OK(ql_fold_out_array(&b, 900, 8, 0, &data2, &validity2, &err), err);
+  QL_CHECK_OK(fd_out_array(&b, 900, 8, 0, &data2, &validity2, &err), err);
   QL_CHECK(data2 == data && validity2 == NULL && b.buffers[0] == NULL);
   b.release(&b);
-  QL_CHECK_INT(ql_fold_out_array(&b, -1, 8, 0, &data2, &validity2, &err), QL_EINVAL);
+  QL_CHECK_INT(fd_out_array(&b, -1, 8, 0, &data2, &validity2, &err), QL_EINVAL);
   ql_error_release(&err);
 }
 
@@ -1081,20 +1081,20 @@ static void test_avx_same_bits(void) {
       for (int mi = 0; mi < 3; mi++)
         for (int full = 0; full < 2; full++) {
           int64_t N = ns[ni], K = ks[ki], M = ms[mi];
-          struct ql_fold_mem mem;
+          struct fd_mem mem;
           struct ql_error err;
           memset(&err, 0, sizeof(err));
-          QL_CHECK_OK(ql_fold_mem_init(&mem, NULL, "test", &err), err);
-          struct ql_fold_matrix a[4], b[4];
+          QL_CHECK_OK(fd_mem_init(&mem, NULL, "test", &err), err);
+          struct fd_matrix a[4], b[4];
           double *c[4];
           const double **rowp = malloc((size_t)K * sizeof(*rowp));
           uint8_t *e[4], *h[4];
           int64_t counts[4][3], a_held[4] = {0, 0, 0, 0};
           memset(counts, 0, sizeof(counts));
           for (int v = 0; v < 4; v++) {
-            if (v < 2) QL_CHECK_OK(ql_fold_matrix_init(&a[v], M, K, 1, 0, &mem, &err), err);
-            else QL_CHECK_OK(ql_fold_matrix_init(&a[v], K, M, 1, 1, &mem, &err), err); /* key-major */
-            QL_CHECK_OK(ql_fold_matrix_init(&b[v], K, N, 1, 1, &mem, &err), err);
+            if (v < 2) QL_CHECK_OK(fd_matrix_init(&a[v], M, K, 1, 0, &mem, &err), err);
+            else QL_CHECK_OK(fd_matrix_init(&a[v], K, M, 1, 1, &mem, &err), err); /* key-major */
+            QL_CHECK_OK(fd_matrix_init(&b[v], K, N, 1, 1, &mem, &err), err);
             memset(a[v].f, 0, (size_t)(M * K * 8)); /* the caller zeroes dirty (cached) values */
             memset(b[v].f, 0, (size_t)(K * N * 8));
             c[v] = calloc((size_t)(M * N), 8);
@@ -1109,18 +1109,18 @@ static void test_avx_same_bits(void) {
             for (int v = 0; v < 4; v++) {
               /* Cell i of A is (row i / K, key i % K). */
               int64_t cell = i >= M * K ? i - M * K : v < 2 ? i : (i % K) * M + i / K;
-              ql_fold_matrix_put_f(i < M * K ? a[v].f : b[v].f, cell, full || r % 5, x);
+              fd_matrix_put_f(i < M * K ? a[v].f : b[v].f, cell, full || r % 5, x);
             }
           }
           for (int v = 0; v < 4; v++) {
-            ql_fold_matrix_seal_f(&b[v], 0, K);
+            fd_matrix_seal_f(&b[v], 0, K);
             if (v >= 2) {
-              a_held[v] = ql_fold_matrix_seal_f(&a[v], 0, K);
+              a_held[v] = fd_matrix_seal_f(&a[v], 0, K);
               for (int64_t k = 0; k < K; k++) rowp[k] = a[v].f + k * M;
               a[v].rowp = rowp;
             }
-            ql_fold_dense_avx(v % 2 == 0);
-            ql_fold_gemm_rows(&a[v], &b[v], c[v], e[v], h[v], 0, M, counts[v]);
+            fd_dense_avx(v % 2 == 0);
+            fd_gemm_rows(&a[v], &b[v], c[v], e[v], h[v], 0, M, counts[v]);
             a_held[v] += counts[v][2];
           }
           /* The key-major A once more, in steps of 700 keys, then C's bits. */
@@ -1128,8 +1128,8 @@ static void test_avx_same_bits(void) {
           uint8_t *e4 = malloc((size_t)(M * N)), *h4 = malloc((size_t)(M * N));
           int64_t counts4[2] = {0, 0};
           for (int64_t k0 = 0; k0 < K; k0 += 700)
-            ql_fold_gemm_keys(&a[2], &b[2], c4, 0, M, k0, k0 + 700 < K ? k0 + 700 : K);
-          ql_fold_gemm_bits(&a[2], &b[2], e4, h4, 0, M, counts4);
+            fd_gemm_keys(&a[2], &b[2], c4, 0, M, k0, k0 + 700 < K ? k0 + 700 : K);
+          fd_gemm_bits(&a[2], &b[2], e4, h4, 0, M, counts4);
           differ += memcmp(c[0], c4, (size_t)(M * N * 8)) != 0 || memcmp(e[0], e4, (size_t)(M * N)) != 0 ||
                     memcmp(h[0], h4, (size_t)(M * N)) != 0 || counts[0][0] != counts4[0] ||
                     counts[0][1] != counts4[1];
@@ -1145,14 +1145,14 @@ static void test_avx_same_bits(void) {
             free(c[v]);
             free(e[v]);
             free(h[v]);
-            ql_fold_matrix_destroy(&a[v], &mem);
-            ql_fold_matrix_destroy(&b[v], &mem);
+            fd_matrix_destroy(&a[v], &mem);
+            fd_matrix_destroy(&b[v], &mem);
           }
           free(rowp);
           QL_CHECK_INT(mem.bytes, 0);
-          ql_fold_mem_destroy(&mem);
+          fd_mem_destroy(&mem);
         }
-  ql_fold_dense_avx(1);
+  fd_dense_avx(1);
   QL_CHECK_INT(cases, 48);
   QL_CHECK_INT(differ, 0);
 }

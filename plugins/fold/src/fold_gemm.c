@@ -10,21 +10,21 @@
 #include "qlink/lib/arrow.h"
 #include "qlink/lib/status.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(QL_FOLD_NO_AVX)
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(FD_NO_AVX)
 #include <immintrin.h>
-#define QL_FOLD_AVX2 1 /* the fill's and span check's loops in AVX2 where the CPU has it */
+#define FD_AVX2 1 /* the fill's and span check's loops in AVX2 where the CPU has it */
 /* Rows ahead those loops ask for (the columns are read once, from memory). */
-#define QL_FOLD_STREAM_AHEAD 384
+#define FD_STREAM_AHEAD 384
 #endif
 
 /* Longest sampled group range trusted without an exact pass. */
-#define QL_FOLD_SAMPLE_MAX_GROUPS 256
+#define FD_SAMPLE_MAX_GROUPS 256
 
 /* Largest key or group range the dense kernel indexes (one matrix side). */
-#define QL_FOLD_DENSE_MAX_DIM (INT64_C(1) << 24)
+#define FD_DENSE_MAX_DIM (INT64_C(1) << 24)
 
 /* The dense problem the data read describe. */
-struct ql_fold_gemm_shape {
+struct fd_gemm_shape {
   int64_t kmin, klen;       /* the join key range both sides cover */
   int64_t skmin[2], sklen[2]; /* per side: its own key range (kmin, klen within each) */
   int64_t gmin[2], glen[2]; /* per side: its non-NULL group key range (glen 0: none) */
@@ -32,14 +32,14 @@ struct ql_fold_gemm_shape {
 };
 
 /* One side's key and group ranges; 0 when the side cannot be dense. */
-static int ql_fold_gemm_side(const struct ql_fold_input *in, struct ql_fold_gemm_shape *g, int k, int64_t *klo,
+static int fd_gemm_side(const struct fd_input *in, struct fd_gemm_shape *g, int k, int64_t *klo,
                              int64_t *khi) {
-  const struct ql_fold_side *s = &in->side;
+  const struct fd_side *s = &in->side;
   int nulls = 0;
-  if (s->n_groups > 1 || s->keys[0]->storage == QL_FOLD_U64) return 0;
+  if (s->n_groups > 1 || s->keys[0]->storage == FD_U64) return 0;
   /* No row: nothing joins; the hash path handles that at no cost. */
-  if (!ql_fold_input_range(in, 0, 0, klo, khi, &nulls)) return 0;
-  if (ql_fold_input_sampled(in, QL_FOLD_KEYS)) {
+  if (!fd_input_range(in, 0, 0, klo, khi, &nulls)) return 0;
+  if (fd_input_sampled(in, FD_KEYS)) {
     /* Sampled key ranges are widened by 1/64 of their span on each side:
      * a key the sample missed then most likely still has its place in the
      * matrices (empty keys change no sum and no bit; the product skips
@@ -52,10 +52,10 @@ static int ql_fold_gemm_side(const struct ql_fold_input *in, struct ql_fold_gemm
   g->glen[k] = 0;
   g->dim[k] = 1;
   if (s->n_groups == 0) return 1;
-  if (s->groups[0]->storage == QL_FOLD_U64) return 0;
+  if (s->groups[0]->storage == FD_U64) return 0;
   int64_t lo, hi;
-  if (ql_fold_input_range(in, 1, 0, &lo, &hi, &nulls)) {
-    if ((uint64_t)hi - (uint64_t)lo >= (uint64_t)QL_FOLD_DENSE_MAX_DIM) return 0;
+  if (fd_input_range(in, 1, 0, &lo, &hi, &nulls)) {
+    if ((uint64_t)hi - (uint64_t)lo >= (uint64_t)FD_DENSE_MAX_DIM) return 0;
     g->gmin[k] = lo;
     g->glen[k] = hi - lo + 1;
   }
@@ -68,14 +68,14 @@ static int ql_fold_gemm_side(const struct ql_fold_input *in, struct ql_fold_gemm
  * product, and key and group ranges so full that the matrices are about as
  * large as the inputs (sparse ranges would cost memory and time on empty
  * cells; the hash path takes those). */
-static int ql_fold_gemm_shape(const struct ql_fold_run *run, struct ql_fold_gemm_shape *g) {
-  const struct ql_fold_spec *p = &run->plan->spec;
-  if (p->n_keys != 1 || (p->product != QL_FOLD_S64 && p->product != QL_FOLD_F64)) return 0;
+static int fd_gemm_shape(const struct fd_run *run, struct fd_gemm_shape *g) {
+  const struct fd_spec *p = &run->plan->spec;
+  if (p->n_keys != 1 || (p->product != FD_S64 && p->product != FD_F64)) return 0;
   int64_t klo[2], khi[2];
   for (int k = 0; k < 2; k++)
-    if (!ql_fold_gemm_side(&run->in[k], g, k, &klo[k], &khi[k])) return 0;
+    if (!fd_gemm_side(&run->in[k], g, k, &klo[k], &khi[k])) return 0;
   int64_t lo = klo[0] > klo[1] ? klo[0] : klo[1], hi = khi[0] < khi[1] ? khi[0] : khi[1];
-  if (hi < lo || (uint64_t)hi - (uint64_t)lo >= (uint64_t)QL_FOLD_DENSE_MAX_DIM) return 0;
+  if (hi < lo || (uint64_t)hi - (uint64_t)lo >= (uint64_t)FD_DENSE_MAX_DIM) return 0;
   for (int k = 0; k < 2; k++) {
     /* A side's own range may be wide (its rows outside [lo, hi] cannot
      * match); its length is only compared with, so it saturates. */
@@ -90,17 +90,17 @@ static int ql_fold_gemm_shape(const struct ql_fold_run *run, struct ql_fold_gemm
 }
 
 /* Side k's rows into its matrix (A[group][key] for side 0, B[key][group]
- * for side 1); QL_FOLD_FALLBACK on a second or non-finite float value in a
+ * for side 1); FD_FALLBACK on a second or non-finite float value in a
  * cell (the products must each be DataFusion's rounded product). */
-static int ql_fold_gemm_fill(const struct ql_fold_input *in, const struct ql_fold_gemm_shape *g, int k,
-                             struct ql_fold_matrix *m, struct ql_fold_block *blk) {
+static int fd_gemm_fill(const struct fd_input *in, const struct fd_gemm_shape *g, int k,
+                             struct fd_matrix *m, struct fd_block *blk) {
   int has_group = in->side.n_groups == 1;
   for (int64_t p = 0; p < in->n_parts; p++) {
-    const struct ql_fold_part *part = &in->parts[p];
+    const struct fd_part *part = &in->parts[p];
     for (int64_t ci = 0; ci < part->n_chunks; ci++) {
-      const struct ql_fold_chunk *c = part->chunks[ci];
-      for (int64_t from = 0; from < c->batch.length; from += QL_FOLD_BLOCK) {
-        ql_fold_block_decode(in, c, from, blk);
+      const struct fd_chunk *c = part->chunks[ci];
+      for (int64_t from = 0; from < c->batch.length; from += FD_BLOCK) {
+        fd_block_decode(in, c, from, blk);
         for (int64_t r = 0; r < blk->n; r++) {
           uint64_t key = (uint64_t)blk->keys[r] - (uint64_t)g->kmin;
           if (key >= (uint64_t)g->klen) continue; /* cannot match the other side */
@@ -108,9 +108,9 @@ static int ql_fold_gemm_fill(const struct ql_fold_input *in, const struct ql_fol
           if (has_group) gi = (blk->group_nulls[r] & 1u) ? g->glen[k] : blk->groups[r] - g->gmin[k];
           int64_t iv = (int64_t)(uint64_t)blk->ivalue[r]; /* int64 products only on this path */
           double fv = blk->fvalue[r];
-          int dup = k == 0 ? ql_fold_matrix_put(m, gi, (int64_t)key, blk->has[r], iv, fv)
-                           : ql_fold_matrix_put(m, (int64_t)key, gi, blk->has[r], iv, fv);
-          if (dup) return QL_FOLD_FALLBACK;
+          int dup = k == 0 ? fd_matrix_put(m, gi, (int64_t)key, blk->has[r], iv, fv)
+                           : fd_matrix_put(m, (int64_t)key, gi, blk->has[r], iv, fv);
+          if (dup) return FD_FALLBACK;
         }
       }
     }
@@ -119,43 +119,43 @@ static int ql_fold_gemm_fill(const struct ql_fold_input *in, const struct ql_fol
 }
 
 /* Filling A and B: one task per side (the matrices are disjoint). */
-struct ql_fold_fill_task {
-  struct ql_fold_run *run;
-  const struct ql_fold_gemm_shape *shape;
-  struct ql_fold_matrix *m[2];
+struct fd_fill_task {
+  struct fd_run *run;
+  const struct fd_gemm_shape *shape;
+  struct fd_matrix *m[2];
   int rc[2];
   atomic_int next;
 };
 
-static int ql_fold_fill_worker(void *arg, struct ql_error *error) {
-  struct ql_fold_fill_task *t = arg;
-  struct ql_fold_block *blk;
-  QL_RETURN_NOT_OK(ql_fold_block_new(&t->run->mem, &blk, error));
+static int fd_fill_worker(void *arg, struct ql_error *error) {
+  struct fd_fill_task *t = arg;
+  struct fd_block *blk;
+  QL_RETURN_NOT_OK(fd_block_new(&t->run->mem, &blk, error));
   for (;;) {
     int k = atomic_fetch_add(&t->next, 1);
     if (k >= 2) break;
-    t->rc[k] = ql_fold_gemm_fill(&t->run->in[k], t->shape, k, t->m[k], blk);
+    t->rc[k] = fd_gemm_fill(&t->run->in[k], t->shape, k, t->m[k], blk);
   }
-  ql_fold_mem_free(&t->run->mem, blk, (int64_t)sizeof(*blk));
+  fd_mem_free(&t->run->mem, blk, (int64_t)sizeof(*blk));
   return QL_OK;
 }
 
 /* A chunk of side 0 whose rows are consecutive cells of a key-major A:
  * cells [c0, c0 + n) hold values[0..n). */
-struct ql_fold_span {
+struct fd_span {
   int64_t c0, n; /* n < 0: the chunk is not one */
   const double *values;
 };
 
 /* Float matrices: every chunk of both sides is one task, so both workers
  * share the larger side too (see fold_dense.h for why that is safe). */
-struct ql_fold_fill_f_task {
-  struct ql_fold_run *run;
-  const struct ql_fold_gemm_shape *shape;
-  struct ql_fold_matrix *m[2];
+struct fd_fill_f_task {
+  struct fd_run *run;
+  const struct fd_gemm_shape *shape;
+  struct fd_matrix *m[2];
   int64_t n_chunks[2]; /* over all partitions of each side */
   int skip[2];         /* side k's chunks are not filled (done already) */
-  struct ql_fold_span *spans; /* not NULL: side 0's chunks are only checked, into spans[chunk] */
+  struct fd_span *spans; /* not NULL: side 0's chunks are only checked, into spans[chunk] */
   atomic_llong next;
   atomic_llong values;   /* values put */
   atomic_llong values_b; /* of which into b */
@@ -164,7 +164,7 @@ struct ql_fold_fill_f_task {
 };
 
 /* Chunk number i of side k (partitions in order). */
-static const struct ql_fold_chunk *ql_fold_nth_chunk(const struct ql_fold_input *in, int64_t i) {
+static const struct fd_chunk *fd_nth_chunk(const struct fd_input *in, int64_t i) {
   for (int64_t p = 0; p < in->n_parts; p++) {
     if (i < in->parts[p].n_chunks) return in->parts[p].chunks[i];
     i -= in->parts[p].n_chunks;
@@ -173,16 +173,16 @@ static const struct ql_fold_chunk *ql_fold_nth_chunk(const struct ql_fold_input 
 }
 
 /* A float64's exponent bits: all set for infinities and NaNs. */
-#define QL_FOLD_EXP_MASK UINT64_C(0x7ff0000000000000)
+#define FD_EXP_MASK UINT64_C(0x7ff0000000000000)
 
-#ifdef QL_FOLD_AVX2
+#ifdef FD_AVX2
 
 /* The span check of int64 keys and groups, four rows at a time (AVX2,
  * chosen at run time): nonzero when a row is not the cell c0 + r. Keys
  * and groups are compared unsigned against their lengths (sign bits
  * flipped for the signed compare); a key inside its length (< 2^24) and
  * M (< 2^25) multiply exactly in 32 x 32 -> 64 bits. */
-static __attribute__((target("avx2"))) uint64_t ql_fold_span_bad_avx2(const int64_t *kp, const int64_t *gp, int64_t n,
+static __attribute__((target("avx2"))) uint64_t fd_span_bad_avx2(const int64_t *kp, const int64_t *gp, int64_t n,
                                                                       uint64_t kmin, uint64_t klen, uint64_t gmin,
                                                                       uint64_t glen, uint64_t M, uint64_t c0) {
   const __m256i flip = _mm256_set1_epi64x(INT64_MIN), four = _mm256_set1_epi64x(4);
@@ -194,8 +194,8 @@ static __attribute__((target("avx2"))) uint64_t ql_fold_span_bad_avx2(const int6
   __m256i diff = _mm256_setzero_si256(), inside = _mm256_set1_epi64x(-1);
   int64_t r = 0;
   for (; r + 4 <= n; r += 4) {
-    __builtin_prefetch(kp + r + QL_FOLD_STREAM_AHEAD);
-    __builtin_prefetch(gp + r + QL_FOLD_STREAM_AHEAD);
+    __builtin_prefetch(kp + r + FD_STREAM_AHEAD);
+    __builtin_prefetch(gp + r + FD_STREAM_AHEAD);
     __m256i kk = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(kp + r)), vkmin);
     __m256i gi = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(gp + r)), vgmin);
     inside = _mm256_and_si256(inside, _mm256_cmpgt_epi64(vklen, _mm256_xor_si256(kk, flip)));
@@ -211,7 +211,7 @@ static __attribute__((target("avx2"))) uint64_t ql_fold_span_bad_avx2(const int6
   return bad;
 }
 
-static int ql_fold_has_avx2(void) {
+static int fd_has_avx2(void) {
   static atomic_int known = -1;
   int v = atomic_load_explicit(&known, memory_order_relaxed);
   if (v < 0) {
@@ -228,22 +228,22 @@ static int ql_fold_has_avx2(void) {
  * exactly in 32 x 32 -> 64 bits): the rows from the returned one on are
  * left to the scalar loop. *values += the values stored; *nonfinite set
  * when one is not finite. */
-static __attribute__((target("avx2"))) int64_t ql_fold_scatter_avx2(const int64_t *kp, const int64_t *gp,
+static __attribute__((target("avx2"))) int64_t fd_scatter_avx2(const int64_t *kp, const int64_t *gp,
                                                                     const uint64_t *vb, int64_t n, uint64_t *cells,
                                                                     const int64_t lim[6], int64_t *values,
                                                                     uint64_t *nonfinite) {
-  const __m256i flip = _mm256_set1_epi64x(INT64_MIN), exp = _mm256_set1_epi64x((int64_t)QL_FOLD_EXP_MASK);
+  const __m256i flip = _mm256_set1_epi64x(INT64_MIN), exp = _mm256_set1_epi64x((int64_t)FD_EXP_MASK);
   const __m256i vkmin = _mm256_set1_epi64x(lim[0]), vgmin = _mm256_set1_epi64x(lim[2]);
   const __m256i vklen = _mm256_set1_epi64x((int64_t)((uint64_t)lim[1] ^ (UINT64_C(1) << 63)));
   const __m256i vglen = _mm256_set1_epi64x((int64_t)((uint64_t)lim[3] ^ (UINT64_C(1) << 63)));
   const __m256i vgs = _mm256_set1_epi64x(lim[4]), vks = _mm256_set1_epi64x(lim[5]);
-  const __m256i key = _mm256_set1_epi64x((int64_t)QL_FOLD_CELL_KEY);
+  const __m256i key = _mm256_set1_epi64x((int64_t)FD_CELL_KEY);
   __m256i bad = _mm256_setzero_si256();
   int64_t r = 0;
   for (; r + 4 <= n; r += 4) {
-    __builtin_prefetch(kp + r + QL_FOLD_STREAM_AHEAD);
-    __builtin_prefetch(gp + r + QL_FOLD_STREAM_AHEAD);
-    __builtin_prefetch(vb + r + QL_FOLD_STREAM_AHEAD);
+    __builtin_prefetch(kp + r + FD_STREAM_AHEAD);
+    __builtin_prefetch(gp + r + FD_STREAM_AHEAD);
+    __builtin_prefetch(vb + r + FD_STREAM_AHEAD);
     __m256i kk = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(kp + r)), vkmin);
     __m256i gi = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(gp + r)), vgmin);
     __m256i in = _mm256_and_si256(_mm256_cmpgt_epi64(vklen, _mm256_xor_si256(kk, flip)),
@@ -272,7 +272,7 @@ static __attribute__((target("avx2"))) int64_t ql_fold_scatter_avx2(const int64_
  * exponents are OR-ed together and checked once at the end (a non-finite
  * value sends the run to the hash path, so what it stored does not
  * matter), and every row kept is a value. */
-#define QL_FOLD_SCATTER(TK, TG, HAS_GROUP)                                                          \
+#define FD_SCATTER(TK, TG, HAS_GROUP)                                                          \
   do {                                                                                              \
     const TK *kp = (const TK *)key->buffers[1] + key->offset + off;                                 \
     const TG *gp = HAS_GROUP ? (const TG *)grp->buffers[1] + grp->offset + off : NULL;              \
@@ -291,8 +291,8 @@ static __attribute__((target("avx2"))) int64_t ql_fold_scatter_avx2(const int64_
           continue;                                                                                 \
         }                                                                                           \
         uint64_t bits = vb[r];                                                                      \
-        nonfinite |= ~bits & QL_FOLD_EXP_MASK ? 0 : 1;                                              \
-        __atomic_store_n(cells + gi * gstride + (int64_t)kk * kstride, bits ^ QL_FOLD_CELL_KEY,     \
+        nonfinite |= ~bits & FD_EXP_MASK ? 0 : 1;                                              \
+        __atomic_store_n(cells + gi * gstride + (int64_t)kk * kstride, bits ^ FD_CELL_KEY,     \
                          __ATOMIC_RELAXED);                                                         \
         values++;                                                                                   \
       }                                                                                             \
@@ -310,8 +310,8 @@ static __attribute__((target("avx2"))) int64_t ql_fold_scatter_avx2(const int64_
         misses++;                                                                                   \
         continue;                                                                                   \
       }                                                                                             \
-      int has = ql_fold_bit(val, val->offset + off + r);                                            \
-      if (ql_fold_matrix_put_f(mf, gi * gstride + (int64_t)kk * kstride, has, has ? vp[r] : 0.0)) return -1; \
+      int has = fd_bit(val, val->offset + off + r);                                            \
+      if (fd_matrix_put_f(mf, gi * gstride + (int64_t)kk * kstride, has, has ? vp[r] : 0.0)) return -1; \
       values += has;                                                                                \
     }                                                                                               \
   } while (0)
@@ -322,47 +322,47 @@ static __attribute__((target("avx2"))) int64_t ql_fold_scatter_avx2(const int64_
  * case: no decoding pass); -2 when the chunk is not of that kind, -3 when a
  * row lies outside the side's key or group range the matrices were sized
  * by (sampled ranges that missed a value). */
-static int64_t ql_fold_fill_direct_f(const struct ql_fold_input *in, const struct ql_fold_chunk *c,
-                                     const struct ql_fold_gemm_shape *g, int k, struct ql_fold_matrix *m) {
-  const struct ql_fold_side *s = &in->side;
+static int64_t fd_fill_direct_f(const struct fd_input *in, const struct fd_chunk *c,
+                                     const struct fd_gemm_shape *g, int k, struct fd_matrix *m) {
+  const struct fd_side *s = &in->side;
   const struct ArrowArray *batch = &c->batch;
   const struct ArrowArray *key = batch->children[s->keys[0]->column];
   const struct ArrowArray *grp = s->n_groups ? batch->children[s->groups[0]->column] : NULL;
   const struct ArrowArray *val = batch->children[s->value->column];
-  int32_t ks = s->keys[0]->storage, gs = grp ? s->groups[0]->storage : QL_FOLD_S64;
-  if (s->value->storage != QL_FOLD_F64 || (ks != QL_FOLD_S64 && ks != QL_FOLD_S32) ||
-      (gs != QL_FOLD_S64 && gs != QL_FOLD_S32) || ql_fold_has_nulls(key) || (grp && ql_fold_has_nulls(grp)))
+  int32_t ks = s->keys[0]->storage, gs = grp ? s->groups[0]->storage : FD_S64;
+  if (s->value->storage != FD_F64 || (ks != FD_S64 && ks != FD_S32) ||
+      (gs != FD_S64 && gs != FD_S32) || fd_has_nulls(key) || (grp && fd_has_nulls(grp)))
     return -2;
   int64_t off = batch->offset, n = batch->length, values = 0, misses = 0;
   int64_t kmin = g->kmin, klen = g->klen, gmin = g->gmin[k], glen = g->glen[k];
   int64_t skmin = g->skmin[k], sklen = g->sklen[k];
   /* A[group][key] for side 0 (A[key][group] when key-major), B[key][group] for side 1. */
   int64_t gstride = m->transposed ? 1 : m->cols, kstride = m->transposed ? m->cols : 1;
-  int vnull = ql_fold_has_nulls(val);
+  int vnull = fd_has_nulls(val);
   double *mf = m->f;
   const double *vp = (const double *)val->buffers[1] + val->offset + off;
   int64_t r0 = 0; /* rows before r0 are done */
   uint64_t nonfinite = 0;
-#ifdef QL_FOLD_AVX2
-  if (!vnull && ks == QL_FOLD_S64 && grp && gs == QL_FOLD_S64 && ql_fold_has_avx2()) {
+#ifdef FD_AVX2
+  if (!vnull && ks == FD_S64 && grp && gs == FD_S64 && fd_has_avx2()) {
     const int64_t lim[6] = {kmin, klen, gmin, glen, gstride, kstride};
-    r0 = ql_fold_scatter_avx2((const int64_t *)key->buffers[1] + key->offset + off,
+    r0 = fd_scatter_avx2((const int64_t *)key->buffers[1] + key->offset + off,
                               (const int64_t *)grp->buffers[1] + grp->offset + off,
                               (const uint64_t *)(const void *)vp, n, (uint64_t *)(void *)mf, lim, &values, &nonfinite);
   }
 #endif
-  if (ks == QL_FOLD_S64 && !grp) QL_FOLD_SCATTER(int64_t, int64_t, 0);
-  else if (ks == QL_FOLD_S64 && gs == QL_FOLD_S64) QL_FOLD_SCATTER(int64_t, int64_t, 1);
-  else if (ks == QL_FOLD_S64) QL_FOLD_SCATTER(int64_t, int32_t, 1);
-  else if (!grp) QL_FOLD_SCATTER(int32_t, int32_t, 0);
-  else if (gs == QL_FOLD_S64) QL_FOLD_SCATTER(int32_t, int64_t, 1);
-  else QL_FOLD_SCATTER(int32_t, int32_t, 1);
+  if (ks == FD_S64 && !grp) FD_SCATTER(int64_t, int64_t, 0);
+  else if (ks == FD_S64 && gs == FD_S64) FD_SCATTER(int64_t, int64_t, 1);
+  else if (ks == FD_S64) FD_SCATTER(int64_t, int32_t, 1);
+  else if (!grp) FD_SCATTER(int32_t, int32_t, 0);
+  else if (gs == FD_S64) FD_SCATTER(int32_t, int64_t, 1);
+  else FD_SCATTER(int32_t, int32_t, 1);
   return misses ? -3 : values;
 }
 
-/* The check of a chunk's rows for ql_fold_span_of: key type TK, group
+/* The check of a chunk's rows for fd_span_of: key type TK, group
  * type TG. Branch-free: every row is looked at. */
-#define QL_FOLD_SPAN_LOOP(TK, TG)                                                                 \
+#define FD_SPAN_LOOP(TK, TG)                                                                 \
   do {                                                                                            \
     const TK *kp = (const TK *)key->buffers[1] + key->offset + off;                               \
     const TG *gp = (const TG *)grp->buffers[1] + grp->offset + off;                               \
@@ -379,18 +379,18 @@ static int64_t ql_fold_fill_direct_f(const struct ql_fold_input *in, const struc
  * and group inside the matrices, keys and groups int32/int64 and values
  * float64, none NULL? Then its values need no copy: the product reads
  * them where they are. Every row is checked (as the fill would). */
-static struct ql_fold_span ql_fold_span_of(const struct ql_fold_input *in, const struct ql_fold_chunk *c,
-                                           const struct ql_fold_gemm_shape *g, int64_t M) {
-  struct ql_fold_span span = {0, -1, NULL};
-  const struct ql_fold_side *s = &in->side;
+static struct fd_span fd_span_of(const struct fd_input *in, const struct fd_chunk *c,
+                                           const struct fd_gemm_shape *g, int64_t M) {
+  struct fd_span span = {0, -1, NULL};
+  const struct fd_side *s = &in->side;
   const struct ArrowArray *batch = &c->batch;
-  if (s->n_groups != 1 || s->value->storage != QL_FOLD_F64) return span;
+  if (s->n_groups != 1 || s->value->storage != FD_F64) return span;
   const struct ArrowArray *key = batch->children[s->keys[0]->column];
   const struct ArrowArray *grp = batch->children[s->groups[0]->column];
   const struct ArrowArray *val = batch->children[s->value->column];
   int32_t ks = s->keys[0]->storage, gs = s->groups[0]->storage;
-  if ((ks != QL_FOLD_S64 && ks != QL_FOLD_S32) || (gs != QL_FOLD_S64 && gs != QL_FOLD_S32) ||
-      ql_fold_has_nulls(key) || ql_fold_has_nulls(grp) || ql_fold_has_nulls(val))
+  if ((ks != FD_S64 && ks != FD_S32) || (gs != FD_S64 && gs != FD_S32) ||
+      fd_has_nulls(key) || fd_has_nulls(grp) || fd_has_nulls(val))
     return span;
   int64_t off = batch->offset, n = batch->length;
   const double *vp = (const double *)val->buffers[1] + val->offset + off;
@@ -401,18 +401,18 @@ static struct ql_fold_span ql_fold_span_of(const struct ql_fold_input *in, const
   if ((uintptr_t)(const void *)vp % _Alignof(double) != 0) return span;
   uint64_t kmin = (uint64_t)g->kmin, klen = (uint64_t)g->klen, gmin = (uint64_t)g->gmin[0];
   uint64_t glen = (uint64_t)g->glen[0], c0 = 0, bad = 0;
-#ifdef QL_FOLD_AVX2
-  if (ks == QL_FOLD_S64 && gs == QL_FOLD_S64 && ql_fold_has_avx2()) {
+#ifdef FD_AVX2
+  if (ks == FD_S64 && gs == FD_S64 && fd_has_avx2()) {
     const int64_t *kp = (const int64_t *)key->buffers[1] + key->offset + off;
     const int64_t *gp = (const int64_t *)grp->buffers[1] + grp->offset + off;
     c0 = ((uint64_t)kp[0] - kmin) * (uint64_t)M + ((uint64_t)gp[0] - gmin);
-    bad = ql_fold_span_bad_avx2(kp, gp, n, kmin, klen, gmin, glen, (uint64_t)M, c0);
+    bad = fd_span_bad_avx2(kp, gp, n, kmin, klen, gmin, glen, (uint64_t)M, c0);
   } else
 #endif
-  if (ks == QL_FOLD_S64 && gs == QL_FOLD_S64) QL_FOLD_SPAN_LOOP(int64_t, int64_t);
-  else if (ks == QL_FOLD_S64) QL_FOLD_SPAN_LOOP(int64_t, int32_t);
-  else if (gs == QL_FOLD_S64) QL_FOLD_SPAN_LOOP(int32_t, int64_t);
-  else QL_FOLD_SPAN_LOOP(int32_t, int32_t);
+  if (ks == FD_S64 && gs == FD_S64) FD_SPAN_LOOP(int64_t, int64_t);
+  else if (ks == FD_S64) FD_SPAN_LOOP(int64_t, int32_t);
+  else if (gs == FD_S64) FD_SPAN_LOOP(int32_t, int64_t);
+  else FD_SPAN_LOOP(int32_t, int32_t);
   if (bad) return span;
   span.c0 = (int64_t)c0;
   span.n = n;
@@ -423,16 +423,16 @@ static struct ql_fold_span ql_fold_span_of(const struct ql_fold_input *in, const
 /* The rows of chunk c of side k into its matrix; the number of values put,
  * -1 when a value is not finite, -3 when a row lies outside the ranges the
  * matrices were sized by. */
-static int64_t ql_fold_fill_chunk_f(const struct ql_fold_input *in, const struct ql_fold_chunk *c,
-                                    const struct ql_fold_gemm_shape *g, int k, struct ql_fold_matrix *m,
-                                    struct ql_fold_block *blk) {
-  int64_t direct = ql_fold_fill_direct_f(in, c, g, k, m);
+static int64_t fd_fill_chunk_f(const struct fd_input *in, const struct fd_chunk *c,
+                                    const struct fd_gemm_shape *g, int k, struct fd_matrix *m,
+                                    struct fd_block *blk) {
+  int64_t direct = fd_fill_direct_f(in, c, g, k, m);
   if (direct != -2) return direct;
   int has_group = in->side.n_groups == 1;
   int64_t values = 0, kmin = g->kmin, klen = g->klen, gmin = g->gmin[k], gnull = g->glen[k], cols = m->cols;
   int64_t gdim = g->dim[k], skmin = g->skmin[k], sklen = g->sklen[k];
-  for (int64_t from = 0; from < c->batch.length; from += QL_FOLD_BLOCK) {
-    ql_fold_block_decode(in, c, from, blk);
+  for (int64_t from = 0; from < c->batch.length; from += FD_BLOCK) {
+    fd_block_decode(in, c, from, blk);
     for (int64_t r = 0; r < blk->n; r++) {
       uint64_t key = (uint64_t)blk->keys[r] - (uint64_t)kmin;
       if (key >= (uint64_t)klen) { /* cannot match the other side, if within this side's range */
@@ -448,53 +448,53 @@ static int64_t ql_fold_fill_chunk_f(const struct ql_fold_input *in, const struct
         if ((uint64_t)gi >= (uint64_t)gnull) return -3;
       }
       int64_t cell = m->transposed ? (int64_t)key * cols + gi : gi * cols + (int64_t)key;
-      if (ql_fold_matrix_put_f(m->f, cell, blk->has[r], blk->fvalue[r])) return -1;
+      if (fd_matrix_put_f(m->f, cell, blk->has[r], blk->fvalue[r])) return -1;
       values += blk->has[r];
     }
   }
   return values;
 }
 
-static int ql_fold_fill_f_worker(void *arg, struct ql_error *error) {
-  struct ql_fold_fill_f_task *t = arg;
-  struct ql_fold_block *blk;
-  QL_RETURN_NOT_OK(ql_fold_block_new(&t->run->mem, &blk, error));
+static int fd_fill_f_worker(void *arg, struct ql_error *error) {
+  struct fd_fill_f_task *t = arg;
+  struct fd_block *blk;
+  QL_RETURN_NOT_OK(fd_block_new(&t->run->mem, &blk, error));
   int64_t total = t->n_chunks[0] + t->n_chunks[1], values = 0, values_b = 0;
   while (!atomic_load_explicit(&t->fallback, memory_order_relaxed)) {
     int64_t i = atomic_fetch_add(&t->next, 1);
     if (i >= total) break;
     int k = i < t->n_chunks[0] ? 0 : 1;
     if (t->skip[k]) continue;
-    const struct ql_fold_chunk *c = ql_fold_nth_chunk(&t->run->in[k], k ? i - t->n_chunks[0] : i);
+    const struct fd_chunk *c = fd_nth_chunk(&t->run->in[k], k ? i - t->n_chunks[0] : i);
     if (k == 0 && t->spans) {
-      t->spans[i] = ql_fold_span_of(&t->run->in[0], c, t->shape, t->m[0]->cols);
+      t->spans[i] = fd_span_of(&t->run->in[0], c, t->shape, t->m[0]->cols);
       continue;
     }
-    int64_t v = ql_fold_fill_chunk_f(&t->run->in[k], c, t->shape, k, t->m[k], blk);
+    int64_t v = fd_fill_chunk_f(&t->run->in[k], c, t->shape, k, t->m[k], blk);
     if (v == -3) atomic_store(&t->miss, 1);
     if (v < 0) atomic_store(&t->fallback, 1);
     else values += v, values_b += k ? v : 0;
   }
   atomic_fetch_add(&t->values, values);
   atomic_fetch_add(&t->values_b, values_b);
-  ql_fold_mem_free(&t->run->mem, blk, (int64_t)sizeof(*blk));
+  fd_mem_free(&t->run->mem, blk, (int64_t)sizeof(*blk));
   return QL_OK;
 }
 
-/* Sealing both float matrices: tasks of about QL_FOLD_SEAL_CELLS cells,
+/* Sealing both float matrices: tasks of about FD_SEAL_CELLS cells,
  * row ranges of A, then 64-row multiples of B. */
-#define QL_FOLD_SEAL_CELLS (INT64_C(1) << 16)
+#define FD_SEAL_CELLS (INT64_C(1) << 16)
 
-struct ql_fold_seal_task {
-  struct ql_fold_matrix *m[2];
+struct fd_seal_task {
+  struct fd_matrix *m[2];
   int64_t step[2], n_tasks[2];
   atomic_llong next;
   atomic_llong values[2]; /* cells holding a value, per matrix */
 };
 
-static int ql_fold_seal_worker(void *arg, struct ql_error *error) {
+static int fd_seal_worker(void *arg, struct ql_error *error) {
   (void)error;
-  struct ql_fold_seal_task *t = arg;
+  struct fd_seal_task *t = arg;
   int64_t values[2] = {0, 0};
   for (;;) {
     int64_t i = atomic_fetch_add(&t->next, 1);
@@ -502,22 +502,22 @@ static int ql_fold_seal_worker(void *arg, struct ql_error *error) {
     int k = i < t->n_tasks[0] ? 0 : 1;
     int64_t from = (k ? i - t->n_tasks[0] : i) * t->step[k];
     int64_t to = from + t->step[k] < t->m[k]->rows ? from + t->step[k] : t->m[k]->rows;
-    values[k] += ql_fold_matrix_seal_f(t->m[k], from, to);
+    values[k] += fd_matrix_seal_f(t->m[k], from, to);
   }
   atomic_fetch_add(&t->values[0], values[0]);
   atomic_fetch_add(&t->values[1], values[1]);
   return QL_OK;
 }
 
-static int ql_fold_zero(struct ql_fold_run *run, struct ql_fold_matrix *a, struct ql_fold_matrix *b, void *c,
+static int fd_zero(struct fd_run *run, struct fd_matrix *a, struct fd_matrix *b, void *c,
                         int64_t c_bytes, struct ql_error *error);
 
 /* Value r of an int32/int64 column without NULLs (offset included by the
  * caller) into *out; 0 for any other column. */
-static int ql_fold_int_at(const struct ArrowArray *col, int32_t storage, int64_t r, int64_t *out) {
-  if (ql_fold_has_nulls(col)) return 0;
-  if (storage == QL_FOLD_S64) *out = ((const int64_t *)col->buffers[1])[col->offset + r];
-  else if (storage == QL_FOLD_S32) *out = ((const int32_t *)col->buffers[1])[col->offset + r];
+static int fd_int_at(const struct ArrowArray *col, int32_t storage, int64_t r, int64_t *out) {
+  if (fd_has_nulls(col)) return 0;
+  if (storage == FD_S64) *out = ((const int64_t *)col->buffers[1])[col->offset + r];
+  else if (storage == FD_S32) *out = ((const int32_t *)col->buffers[1])[col->offset + r];
   else return 0;
   return 1;
 }
@@ -525,12 +525,12 @@ static int ql_fold_int_at(const struct ArrowArray *col, int32_t storage, int64_t
 /* Store a float A key-major? When the left input comes ordered by (key,
  * group), as its first chunk's first two rows tell (one key, consecutive
  * groups): the fill then writes A in order, and may not need to copy it at
- * all (ql_fold_borrow_rows). Either layout gives the same bits, so this
+ * all (fd_borrow_rows). Either layout gives the same bits, so this
  * guess from one chunk cannot change a result. */
-static int ql_fold_gemm_key_major(const struct ql_fold_run *run) {
-  const struct ql_fold_input *in = &run->in[0];
+static int fd_gemm_key_major(const struct fd_run *run) {
+  const struct fd_input *in = &run->in[0];
   if (in->side.n_groups != 1) return 0;
-  const struct ql_fold_chunk *c = NULL;
+  const struct fd_chunk *c = NULL;
   for (int64_t p = 0; p < in->n_parts && !c; p++)
     for (int64_t i = 0; i < in->parts[p].n_chunks && !c; i++)
       if (in->parts[p].chunks[i]->batch.length >= 2) c = in->parts[p].chunks[i];
@@ -539,41 +539,41 @@ static int ql_fold_gemm_key_major(const struct ql_fold_run *run) {
   const struct ArrowArray *grp = c->batch.children[in->side.groups[0]->column];
   int64_t k0, k1, g0, g1, off = c->batch.offset;
   int32_t ks = in->side.keys[0]->storage, gs = in->side.groups[0]->storage;
-  if (!ql_fold_int_at(key, ks, off, &k0) || !ql_fold_int_at(key, ks, off + 1, &k1) ||
-      !ql_fold_int_at(grp, gs, off, &g0) || !ql_fold_int_at(grp, gs, off + 1, &g1))
+  if (!fd_int_at(key, ks, off, &k0) || !fd_int_at(key, ks, off + 1, &k1) ||
+      !fd_int_at(grp, gs, off, &g0) || !fd_int_at(grp, gs, off + 1, &g1))
     return 0;
   return k0 == k1 && (uint64_t)g1 - (uint64_t)g0 == 1;
 }
 
 /* Does one of the n doubles fail to be finite? */
-static int ql_fold_any_nonfinite(const void *values, int64_t n) {
+static int fd_any_nonfinite(const void *values, int64_t n) {
   const double *v = values;
   for (int64_t i = 0; i < n; i++)
     if (!__builtin_isfinite(v[i])) return 1;
   return 0;
 }
 
-/* How the product reads a key-major A's rows (ql_fold_matrix.rowp): into
+/* How the product reads a key-major A's rows (fd_matrix.rowp): into
  * its own values, or borrowed from side 0's chunks (extra: the rows no
  * chunk holds whole, copied; row 0 of it is all zeros). rowp comes from
  * the buffer cache (W̄'s 400 KB of fresh pages cost page faults on every
  * run). */
-struct ql_fold_arows {
+struct fd_arows {
   const double **rowp;
   double *extra;
   int64_t rowp_bytes, extra_bytes;
   int borrowed;
 };
 
-static int ql_fold_span_cmp(const void *x, const void *y) {
-  const struct ql_fold_span *p = x, *q = y;
+static int fd_span_cmp(const void *x, const void *y) {
+  const struct fd_span *p = x, *q = y;
   return (p->c0 > q->c0) - (p->c0 < q->c0);
 }
 
 /* How many rows of a key-major A (M groups per key) the sorted,
  * disjoint spans cut (touch without one of them holding it whole): only a
  * span's first and last rows can be. */
-static int64_t ql_fold_cut_rows(const struct ql_fold_span *spans, int64_t m, int64_t M) {
+static int64_t fd_cut_rows(const struct fd_span *spans, int64_t m, int64_t M) {
   int64_t cut = 0, last = -1;
   for (int64_t j = 0; j < m; j++) {
     int64_t lo = spans[j].c0, hi = lo + spans[j].n, r0 = lo / M, r1 = (hi - 1) / M;
@@ -585,7 +585,7 @@ static int64_t ql_fold_cut_rows(const struct ql_fold_span *spans, int64_t m, int
 
 /* Row k of a key-major A assembled from the spans (from j on) into row,
  * zeroed before; the bits of the cells held set in a's bitsets. */
-static void ql_fold_row_copy(struct ql_fold_matrix *a, const struct ql_fold_span *spans, int64_t n, int64_t j,
+static void fd_row_copy(struct fd_matrix *a, const struct fd_span *spans, int64_t n, int64_t j,
                              int64_t k, double *row) {
   int64_t M = a->cols, lo = k * M, hi = lo + M;
   for (; j < n && spans[j].c0 < hi; j++) {
@@ -608,27 +608,27 @@ static void ql_fold_row_copy(struct ql_fold_matrix *a, const struct ql_fold_span
  * few rows a chunk boundary cuts); every cell a span holds has a value.
  * No two spans overlap, so no cell gets two values. *borrowed 0: the
  * spans do not qualify (A must be filled). */
-static int ql_fold_borrow_rows(struct ql_fold_run *run, struct ql_fold_matrix *a, struct ql_fold_span *spans,
-                               int64_t n, struct ql_fold_arows *ar, struct ql_error *error) {
+static int fd_borrow_rows(struct fd_run *run, struct fd_matrix *a, struct fd_span *spans,
+                               int64_t n, struct fd_arows *ar, struct ql_error *error) {
   int64_t K = a->rows, M = a->cols, m = 0, cut = 0;
   for (int64_t i = 0; i < n; i++) {
     if (spans[i].n < 0) return QL_OK;
     if (spans[i].n > 0) spans[m++] = spans[i];
   }
-  qsort(spans, (size_t)m, sizeof(*spans), ql_fold_span_cmp);
+  qsort(spans, (size_t)m, sizeof(*spans), fd_span_cmp);
   for (int64_t i = 1; i < m; i++)
     if (spans[i].c0 < spans[i - 1].c0 + spans[i - 1].n) return QL_OK;
-  cut = ql_fold_cut_rows(spans, m, M);
+  cut = fd_cut_rows(spans, m, M);
   if (cut * 8 > K) return QL_OK; /* mostly cut rows: filling A costs less */
   ar->rowp_bytes = K * (int64_t)sizeof(double *);
   ar->extra_bytes = (cut + 1) * M * 8;
   void *p = NULL, *q = NULL, *full = NULL;
   int64_t full_bytes = a->words * 8;
-  QL_RETURN_NOT_OK(ql_fold_mem_alloc_cached(&run->mem, &p, ar->rowp_bytes, NULL, error));
+  QL_RETURN_NOT_OK(fd_mem_alloc_cached(&run->mem, &p, ar->rowp_bytes, NULL, error));
   ar->rowp = p;
-  QL_RETURN_NOT_OK(ql_fold_mem_calloc(&run->mem, &q, ar->extra_bytes, error));
+  QL_RETURN_NOT_OK(fd_mem_calloc(&run->mem, &q, ar->extra_bytes, error));
   ar->extra = q;
-  QL_RETURN_NOT_OK(ql_fold_mem_calloc(&run->mem, &full, full_bytes, error));
+  QL_RETURN_NOT_OK(fd_mem_calloc(&run->mem, &full, full_bytes, error));
   uint64_t *whole = full; /* bit k: row k held whole by a span */
   double *next = ar->extra + M;
   /* Rows in order, span by span: those before a span's first row no span
@@ -643,7 +643,7 @@ static int ql_fold_borrow_rows(struct ql_fold_run *run, struct ql_fold_matrix *a
         ar->rowp[k] = spans[j].values + (k * M - lo);
         whole[k / 64] |= UINT64_C(1) << (k % 64);
       } else {
-        ql_fold_row_copy(a, spans, m, j, k, next);
+        fd_row_copy(a, spans, m, j, k, next);
         ar->rowp[k] = next;
         next += M;
       }
@@ -655,20 +655,20 @@ static int ql_fold_borrow_rows(struct ql_fold_run *run, struct ql_fold_matrix *a
       a->exist[i * a->words + w] |= whole[w];
       a->has[i * a->words + w] |= whole[w];
     }
-  ql_fold_mem_cfree(&run->mem, full, full_bytes);
+  fd_mem_cfree(&run->mem, full, full_bytes);
   ar->borrowed = 1;
   return QL_OK;
 }
 
-static atomic_llong ql_fold_borrowed_count;
+static atomic_llong fd_borrowed_count;
 
-int64_t ql_fold_dense_borrowed_runs(void) {
-  return atomic_load(&ql_fold_borrowed_count);
+int64_t fd_dense_borrowed_runs(void) {
+  return atomic_load(&fd_borrowed_count);
 }
 
 /* Is some value of a borrowed A not finite? (Only asked when C holds a
  * non-finite sum, which finite values can also give by overflowing.) */
-static int ql_fold_borrowed_nonfinite(const struct ql_fold_matrix *a) {
+static int fd_borrowed_nonfinite(const struct fd_matrix *a) {
   for (int64_t k = 0; k < a->rows; k++)
     for (int64_t i = 0; i < a->cols; i++)
       if (!__builtin_isfinite(a->rowp[k][i])) return 1;
@@ -679,47 +679,47 @@ static int ql_fold_borrowed_nonfinite(const struct ql_fold_matrix *a) {
  * *b_put values in it), and a when it is key-major with values of its own
  * (a row-major A is sealed by the product); *a_values: the number of
  * values the product must find in a (values put minus those sealed).
- * QL_FOLD_FALLBACK when b, or a sealed here, holds fewer values than were
+ * FD_FALLBACK when b, or a sealed here, holds fewer values than were
  * put into it (a cell got two, or a NULL after a value). */
-static int ql_fold_gemm_seal(struct ql_fold_run *run, struct ql_fold_matrix *a, struct ql_fold_matrix *b,
-                             const struct ql_fold_fill_f_task *fill, int64_t *a_values, int64_t *b_put,
+static int fd_gemm_seal(struct fd_run *run, struct fd_matrix *a, struct fd_matrix *b,
+                             const struct fd_fill_f_task *fill, int64_t *a_values, int64_t *b_put,
                              struct ql_error *error) {
-  struct ql_fold_seal_task seal;
+  struct fd_seal_task seal;
   memset(&seal, 0, sizeof(seal));
   seal.m[0] = a;
   seal.m[1] = b;
   for (int k = 0; k < 2; k++) {
-    int64_t rows = QL_FOLD_SEAL_CELLS / (seal.m[k]->cols ? seal.m[k]->cols : 1);
+    int64_t rows = FD_SEAL_CELLS / (seal.m[k]->cols ? seal.m[k]->cols : 1);
     seal.step[k] = rows < 64 ? 64 : rows / 64 * 64;
   }
   seal.n_tasks[0] = a->transposed && a->f ? (a->rows + seal.step[0] - 1) / seal.step[0] : 0;
   seal.n_tasks[1] = b_put ? 0 : (b->rows + seal.step[1] - 1) / seal.step[1];
   QL_RETURN_NOT_OK(
-      ql_fold_parallel(&run->ctx, seal.n_tasks[0] + seal.n_tasks[1], ql_fold_seal_worker, &seal, error));
+      fd_parallel(&run->ctx, seal.n_tasks[0] + seal.n_tasks[1], fd_seal_worker, &seal, error));
   int64_t put_b = atomic_load(&fill->values_b), put_a = atomic_load(&fill->values) - put_b;
   *a_values = put_a;
   if (seal.n_tasks[0]) {
-    if (atomic_load(&seal.values[0]) != put_a) return QL_FOLD_FALLBACK;
+    if (atomic_load(&seal.values[0]) != put_a) return FD_FALLBACK;
     *a_values = 0;
   }
   if (b_put) {
     *b_put = put_b;
     return QL_OK;
   }
-  return atomic_load(&seal.values[1]) == put_b ? QL_OK : QL_FOLD_FALLBACK;
+  return atomic_load(&seal.values[1]) == put_b ? QL_OK : FD_FALLBACK;
 }
 
 /* Fill the float matrices a and b and seal b (unless b_put is not NULL:
- * see ql_fold_gemm_seal) and a key-major a; *a_values: the number of
+ * see fd_gemm_seal) and a key-major a; *a_values: the number of
  * values the product must find in a row-major a.
- * QL_FOLD_FALLBACK when a value was not finite or a cell got two;
- * QL_FOLD_GUESS_MISS when a row lies outside the sampled ranges. A
+ * FD_FALLBACK when a value was not finite or a cell got two;
+ * FD_GUESS_MISS when a row lies outside the sampled ranges. A
  * key-major a without values first tries to borrow side 0's chunks as its
  * rows (ar); when they do not qualify, it gets values and is filled. */
-static int ql_fold_gemm_fill_f(struct ql_fold_run *run, const struct ql_fold_gemm_shape *g, struct ql_fold_matrix *a,
-                               struct ql_fold_matrix *b, struct ql_fold_arows *ar, int64_t *a_values,
+static int fd_gemm_fill_f(struct fd_run *run, const struct fd_gemm_shape *g, struct fd_matrix *a,
+                               struct fd_matrix *b, struct fd_arows *ar, int64_t *a_values,
                                int64_t *b_put, struct ql_error *error) {
-  struct ql_fold_fill_f_task fill;
+  struct fd_fill_f_task fill;
   memset(&fill, 0, sizeof(fill));
   fill.run = run;
   fill.shape = g;
@@ -727,43 +727,43 @@ static int ql_fold_gemm_fill_f(struct ql_fold_run *run, const struct ql_fold_gem
   fill.m[1] = b;
   for (int k = 0; k < 2; k++)
     for (int64_t p = 0; p < run->in[k].n_parts; p++) fill.n_chunks[k] += run->in[k].parts[p].n_chunks;
-  int64_t spans_bytes = (fill.n_chunks[0] ? fill.n_chunks[0] : 1) * (int64_t)sizeof(struct ql_fold_span);
+  int64_t spans_bytes = (fill.n_chunks[0] ? fill.n_chunks[0] : 1) * (int64_t)sizeof(struct fd_span);
   void *p = NULL;
   if (a->transposed && !a->f) {
-    QL_RETURN_NOT_OK(ql_fold_mem_alloc(&run->mem, &p, spans_bytes, error));
+    QL_RETURN_NOT_OK(fd_mem_alloc(&run->mem, &p, spans_bytes, error));
     fill.spans = p;
   }
-  int rc = ql_fold_parallel(&run->ctx, fill.n_chunks[0] + fill.n_chunks[1], ql_fold_fill_f_worker, &fill, error);
-  if (rc == QL_OK && fill.spans) rc = ql_fold_borrow_rows(run, a, fill.spans, fill.n_chunks[0], ar, error);
-  ql_fold_mem_free(&run->mem, p, spans_bytes);
+  int rc = fd_parallel(&run->ctx, fill.n_chunks[0] + fill.n_chunks[1], fd_fill_f_worker, &fill, error);
+  if (rc == QL_OK && fill.spans) rc = fd_borrow_rows(run, a, fill.spans, fill.n_chunks[0], ar, error);
+  fd_mem_free(&run->mem, p, spans_bytes);
   if (rc == QL_OK && a->transposed && !ar->borrowed && atomic_load(&fill.fallback) == 0 &&
       atomic_load(&fill.miss) == 0) {
     /* Side 0 is not made of spans: A gets values and is filled. */
     fill.spans = NULL;
     fill.skip[1] = 1;
     atomic_store(&fill.next, 0);
-    rc = ql_fold_matrix_add_values(a, &run->mem, error);
-    struct ql_fold_matrix zeroed_b = *b;
+    rc = fd_matrix_add_values(a, &run->mem, error);
+    struct fd_matrix zeroed_b = *b;
     zeroed_b.dirty = 0;
-    if (rc == QL_OK) rc = ql_fold_zero(run, a, &zeroed_b, NULL, 0, error);
-    if (rc == QL_OK) rc = ql_fold_parallel(&run->ctx, fill.n_chunks[0], ql_fold_fill_f_worker, &fill, error);
+    if (rc == QL_OK) rc = fd_zero(run, a, &zeroed_b, NULL, 0, error);
+    if (rc == QL_OK) rc = fd_parallel(&run->ctx, fill.n_chunks[0], fd_fill_f_worker, &fill, error);
   }
   QL_RETURN_NOT_OK(rc);
-  if (atomic_load(&fill.miss)) return QL_FOLD_GUESS_MISS;
-  if (atomic_load(&fill.fallback)) return QL_FOLD_FALLBACK;
+  if (atomic_load(&fill.miss)) return FD_GUESS_MISS;
+  if (atomic_load(&fill.fallback)) return FD_FALLBACK;
   if (a->transposed && !ar->borrowed) {
     ar->rowp_bytes = a->rows * (int64_t)sizeof(double *);
-    QL_RETURN_NOT_OK(ql_fold_mem_alloc_cached(&run->mem, &p, ar->rowp_bytes, NULL, error));
+    QL_RETURN_NOT_OK(fd_mem_alloc_cached(&run->mem, &p, ar->rowp_bytes, NULL, error));
     ar->rowp = p;
     for (int64_t k = 0; k < a->rows; k++) ar->rowp[k] = a->f + k * a->cols;
   }
   a->rowp = ar->rowp;
-  return ql_fold_gemm_seal(run, a, b, &fill, a_values, b_put, error);
+  return fd_gemm_seal(run, a, b, &fill, a_values, b_put, error);
 }
 
-struct ql_fold_gemm_task {
-  struct ql_fold_matrix *a;
-  struct ql_fold_matrix *b; /* sealed by the product when b_put >= 0 */
+struct fd_gemm_task {
+  struct fd_matrix *a;
+  struct fd_matrix *b; /* sealed by the product when b_put >= 0 */
   void *c;
   uint8_t *exist, *has;
   int64_t rows, block; /* rows of C, rows per task */
@@ -774,15 +774,15 @@ struct ql_fold_gemm_task {
   atomic_llong b_values;       /* then: the cells of B holding a value */
 };
 
-static int ql_fold_gemm_worker(void *arg, struct ql_error *error) {
+static int fd_gemm_worker(void *arg, struct ql_error *error) {
   (void)error;
-  struct ql_fold_gemm_task *t = arg;
+  struct fd_gemm_task *t = arg;
   int64_t counts[3] = {0, 0, 0};
   for (;;) {
     int64_t from = atomic_fetch_add(&t->next, t->block);
     if (from >= t->rows) break;
     int64_t to = from + t->block < t->rows ? from + t->block : t->rows;
-    ql_fold_gemm_rows(t->a, t->b, t->c, t->exist, t->has, from, to, counts);
+    fd_gemm_rows(t->a, t->b, t->c, t->exist, t->has, from, to, counts);
   }
   atomic_fetch_add(&t->n_exist, counts[0]);
   atomic_fetch_add(&t->n_has, counts[1]);
@@ -791,30 +791,30 @@ static int ql_fold_gemm_worker(void *arg, struct ql_error *error) {
 }
 
 /* A key-major A with few row blocks (W̄'s 16 rows: two): each block's keys
- * in steps of QL_FOLD_KM_STEP, a worker taking the free block furthest
+ * in steps of FD_KM_STEP, a worker taking the free block furthest
  * behind, so that one worker alone takes the blocks in turn, reading each
  * step's rows of B from memory once and from cache for the other blocks
  * (with a block per task, one worker read all of B once per block), while
  * two workers take a block each. A block's steps run one at a time, in
  * ascending keys: the summation order. */
-#define QL_FOLD_KM_STEP 512
-#define QL_FOLD_KM_BLOCKS 8
+#define FD_KM_STEP 512
+#define FD_KM_BLOCKS 8
 
-struct ql_fold_km_task {
-  struct ql_fold_gemm_task *t;
+struct fd_km_task {
+  struct fd_gemm_task *t;
   int64_t blocks, K;
-  atomic_int busy[QL_FOLD_KM_BLOCKS];
-  atomic_llong next[QL_FOLD_KM_BLOCKS]; /* the block's next key; K + 1: done, C's bits too */
+  atomic_int busy[FD_KM_BLOCKS];
+  atomic_llong next[FD_KM_BLOCKS]; /* the block's next key; K + 1: done, C's bits too */
   atomic_int *sealed; /* per step, when the product seals B: 0 not yet, 1 under way, 2 sealed */
 };
 
 /* Seal B's rows of step s (a multiple of 64 keys on) if no worker has
  * claimed them; 1 when this call sealed them. */
-static int ql_fold_km_try_seal(struct ql_fold_km_task *km, int64_t s) {
+static int fd_km_try_seal(struct fd_km_task *km, int64_t s) {
   int expected = 0;
   if (atomic_load(&km->sealed[s]) != 0 || !atomic_compare_exchange_strong(&km->sealed[s], &expected, 1)) return 0;
-  int64_t kb = s * QL_FOLD_KM_STEP, ke = kb + QL_FOLD_KM_STEP < km->K ? kb + QL_FOLD_KM_STEP : km->K;
-  atomic_fetch_add(&km->t->b_values, ql_fold_matrix_seal_f(km->t->b, kb, ke));
+  int64_t kb = s * FD_KM_STEP, ke = kb + FD_KM_STEP < km->K ? kb + FD_KM_STEP : km->K;
+  atomic_fetch_add(&km->t->b_values, fd_matrix_seal_f(km->t->b, kb, ke));
   atomic_store(&km->sealed[s], 2);
   return 1;
 }
@@ -824,20 +824,20 @@ static int ql_fold_km_try_seal(struct ql_fold_km_task *km, int64_t s) {
  * less). A worker that finds another sealing them seals the steps after
  * it meanwhile, so that two workers in step take turns instead of one
  * waiting for the other. */
-static void ql_fold_km_seal_step(struct ql_fold_km_task *km, int64_t s) {
-  int64_t steps = (km->K + QL_FOLD_KM_STEP - 1) / QL_FOLD_KM_STEP, ahead = s + 1;
+static void fd_km_seal_step(struct fd_km_task *km, int64_t s) {
+  int64_t steps = (km->K + FD_KM_STEP - 1) / FD_KM_STEP, ahead = s + 1;
   while (atomic_load(&km->sealed[s]) != 2) {
-    if (ql_fold_km_try_seal(km, s)) return;
+    if (fd_km_try_seal(km, s)) return;
     while (ahead < steps && ahead <= s + 2 && atomic_load(&km->sealed[ahead]) != 0) ahead++;
-    if (ahead < steps && ahead <= s + 2) ql_fold_km_try_seal(km, ahead);
+    if (ahead < steps && ahead <= s + 2) fd_km_try_seal(km, ahead);
     else sched_yield();
   }
 }
 
-static int ql_fold_km_worker(void *arg, struct ql_error *error) {
+static int fd_km_worker(void *arg, struct ql_error *error) {
   (void)error;
-  struct ql_fold_km_task *km = arg;
-  struct ql_fold_gemm_task *t = km->t;
+  struct fd_km_task *km = arg;
+  struct fd_gemm_task *t = km->t;
   int64_t counts[2] = {0, 0}, K = km->K;
   for (;;) {
     int64_t g = -1, behind = INT64_MAX;
@@ -851,12 +851,12 @@ static int ql_fold_km_worker(void *arg, struct ql_error *error) {
     int64_t kb = atomic_load(&km->next[g]), from = g * t->block;
     int64_t to = from + t->block < t->rows ? from + t->block : t->rows, ke = K;
     if (kb < K) {
-      ke = kb + QL_FOLD_KM_STEP < K ? kb + QL_FOLD_KM_STEP : K;
-      if (km->sealed) ql_fold_km_seal_step(km, kb / QL_FOLD_KM_STEP);
-      ql_fold_gemm_keys(t->a, t->b, t->c, from, to, kb, ke);
+      ke = kb + FD_KM_STEP < K ? kb + FD_KM_STEP : K;
+      if (km->sealed) fd_km_seal_step(km, kb / FD_KM_STEP);
+      fd_gemm_keys(t->a, t->b, t->c, from, to, kb, ke);
     }
     if (kb <= K && ke == K) {
-      ql_fold_gemm_bits(t->a, t->b, t->exist, t->has, from, to, counts);
+      fd_gemm_bits(t->a, t->b, t->exist, t->has, from, to, counts);
       ke = K + 1;
     }
     if (kb <= K) atomic_store(&km->next[g], ke);
@@ -869,48 +869,48 @@ static int ql_fold_km_worker(void *arg, struct ql_error *error) {
 
 /* Is the product over task's row blocks the stepped one (a key-major A,
  * few blocks), which can seal B itself? */
-static int ql_fold_gemm_stepped(const struct ql_fold_gemm_task *task) {
-  return task->a->transposed && (task->rows + task->block - 1) / task->block <= QL_FOLD_KM_BLOCKS;
+static int fd_gemm_stepped(const struct fd_gemm_task *task) {
+  return task->a->transposed && (task->rows + task->block - 1) / task->block <= FD_KM_BLOCKS;
 }
 
 /* The product over task's row blocks (sealing B in steps when
  * task->b_put >= 0). */
-static int ql_fold_gemm_product(struct ql_fold_run *run, struct ql_fold_gemm_task *task, struct ql_error *error) {
+static int fd_gemm_product(struct fd_run *run, struct fd_gemm_task *task, struct ql_error *error) {
   int64_t blocks = (task->rows + task->block - 1) / task->block;
-  if (!ql_fold_gemm_stepped(task)) return ql_fold_parallel(&run->ctx, blocks, ql_fold_gemm_worker, task, error);
-  struct ql_fold_km_task km;
+  if (!fd_gemm_stepped(task)) return fd_parallel(&run->ctx, blocks, fd_gemm_worker, task, error);
+  struct fd_km_task km;
   memset(&km, 0, sizeof(km));
   km.t = task;
   km.blocks = blocks;
   km.K = task->a->rows;
-  int64_t steps = (km.K + QL_FOLD_KM_STEP - 1) / QL_FOLD_KM_STEP, bytes = (steps ? steps : 1) * (int64_t)sizeof(atomic_int);
+  int64_t steps = (km.K + FD_KM_STEP - 1) / FD_KM_STEP, bytes = (steps ? steps : 1) * (int64_t)sizeof(atomic_int);
   void *p = NULL;
   if (task->b_put >= 0) {
-    QL_RETURN_NOT_OK(ql_fold_mem_calloc(&run->mem, &p, bytes, error));
+    QL_RETURN_NOT_OK(fd_mem_calloc(&run->mem, &p, bytes, error));
     km.sealed = p;
   }
-  int rc = ql_fold_parallel(&run->ctx, blocks, ql_fold_km_worker, &km, error);
-  ql_fold_mem_cfree(&run->mem, p, bytes);
+  int rc = fd_parallel(&run->ctx, blocks, fd_km_worker, &km, error);
+  fd_mem_cfree(&run->mem, p, bytes);
   /* B holding fewer values than were put: a cell got two. */
-  if (rc == QL_OK && task->b_put >= 0 && atomic_load(&task->b_values) != task->b_put) rc = QL_FOLD_FALLBACK;
+  if (rc == QL_OK && task->b_put >= 0 && atomic_load(&task->b_values) != task->b_put) rc = FD_FALLBACK;
   return rc;
 }
 
-void ql_fold_dense_destroy(struct ql_fold_run *run) {
-  struct ql_fold_dense_out *d = &run->dense;
+void fd_dense_destroy(struct fd_run *run) {
+  struct fd_dense_out *d = &run->dense;
   for (int64_t i = d->next_ready; i < d->n_ready; i++)
     if (d->ready[i].release) d->ready[i].release(&d->ready[i]);
   int64_t cells = d->rows * d->cols;
-  ql_fold_mem_cfree(&run->mem, d->c, cells * 8);
-  ql_fold_mem_cfree(&run->mem, d->exist, cells);
-  ql_fold_mem_cfree(&run->mem, d->has, cells);
+  fd_mem_cfree(&run->mem, d->c, cells * 8);
+  fd_mem_cfree(&run->mem, d->exist, cells);
+  fd_mem_cfree(&run->mem, d->has, cells);
   memset(d, 0, sizeof(*d));
 }
 
 /* Where the n rows of a batch come from: the cells sel[r] of C, at row
  * ii[r] and column jj[r]; or, when every cell of C is a group (sel NULL),
  * the n cells from `first` on. */
-struct ql_fold_dense_rows {
+struct fd_dense_rows {
   const int64_t *sel, *ii, *jj;
   int64_t first, ncols, n;
 };
@@ -919,7 +919,7 @@ struct ql_fold_dense_rows {
  * each row's cell: gmin + index. With every cell a group, a row index
  * repeats over runs of ncols rows and a column index counts up within
  * them, written run by run without a division per row. */
-#define QL_FOLD_KEY_LOOP(T)                                                   \
+#define FD_KEY_LOOP(T)                                                   \
   do {                                                                        \
     T *out_ = data;                                                           \
     if (idx) {                                                                \
@@ -943,15 +943,15 @@ struct ql_fold_dense_rows {
  * little-endian) into data, NULL where the index is glen (the side's NULL
  * group, when it has one: glen < dim), validity written in full. Returns
  * the NULL count. */
-static int64_t ql_fold_dense_key(const struct ql_fold_dense_rows *rows, int side, int64_t gmin, int64_t glen,
+static int64_t fd_dense_key(const struct fd_dense_rows *rows, int side, int64_t gmin, int64_t glen,
                                  int64_t dim, int64_t width, void *data, uint8_t *validity) {
   const int64_t *idx = rows->sel ? (side == 0 ? rows->ii : rows->jj) : NULL;
   int64_t n = rows->n;
   switch (width) {
-    case 1: QL_FOLD_KEY_LOOP(uint8_t); break;
-    case 2: QL_FOLD_KEY_LOOP(uint16_t); break;
-    case 4: QL_FOLD_KEY_LOOP(uint32_t); break;
-    default: QL_FOLD_KEY_LOOP(uint64_t); break;
+    case 1: FD_KEY_LOOP(uint8_t); break;
+    case 2: FD_KEY_LOOP(uint16_t); break;
+    case 4: FD_KEY_LOOP(uint32_t); break;
+    default: FD_KEY_LOOP(uint64_t); break;
   }
   if (glen >= dim) return 0; /* no NULL group on this side */
   memset(validity, 0xff, (size_t)(n + 7) / 8);
@@ -971,7 +971,7 @@ static int64_t ql_fold_dense_key(const struct ql_fold_dense_rows *rows, int side
 /* The sum column from each row's cell of C (8 bytes each: a double or the
  * int64 sum), NULL (and 0) where no product was non-NULL; validity written
  * in full. Returns the NULL count. */
-static int64_t ql_fold_dense_sum(const struct ql_fold_dense_out *d, const struct ql_fold_dense_rows *rows,
+static int64_t fd_dense_sum(const struct fd_dense_out *d, const struct fd_dense_rows *rows,
                                  uint8_t *data, uint8_t *validity) {
   const uint64_t *c = d->c;
   uint64_t *out = (uint64_t *)data;
@@ -992,10 +992,10 @@ static int64_t ql_fold_dense_sum(const struct ql_fold_dense_out *d, const struct
 }
 
 /* One batch from `rows` into out (released on failure). */
-static int ql_fold_dense_batch(const struct ql_fold_run *run, const struct ql_fold_dense_rows *rows,
+static int fd_dense_batch(const struct fd_run *run, const struct fd_dense_rows *rows,
                                struct ArrowArray *out, struct ql_error *error) {
-  const struct ql_fold_dense_out *d = &run->dense;
-  const struct ql_fold_spec *s = &run->plan->spec;
+  const struct fd_dense_out *d = &run->dense;
+  const struct fd_spec *s = &run->plan->spec;
   int32_t ng = s->n_groups;
   int64_t n = rows->n, cells = d->rows * d->cols;
   int rc = ql_array_init_struct(out, n, ng + 1, error);
@@ -1004,18 +1004,18 @@ static int ql_fold_dense_batch(const struct ql_fold_run *run, const struct ql_fo
     int64_t width = k < ng ? ql_format_byte_width(s->groups[k].format) : 8;
     void *data;
     uint8_t *validity;
-    rc = ql_fold_out_array(col, n, width, 1, &data, &validity, error);
+    rc = fd_out_array(col, n, width, 1, &data, &validity, error);
     if (rc != QL_OK) break;
     if (k < ng) {
       int side = s->groups[k].side;
-      col->null_count = ql_fold_dense_key(rows, side, d->gmin[side], d->glen[side], side == 0 ? d->rows : d->cols,
+      col->null_count = fd_dense_key(rows, side, d->gmin[side], d->glen[side], side == 0 ? d->rows : d->cols,
                                           width, data, validity);
     } else if (!rows->sel && d->with_value == cells) {
       /* Every cell holds a sum: the batch's cells are the column. */
       memcpy(data, (const uint64_t *)d->c + rows->first, (size_t)n * 8);
       col->null_count = 0;
     } else {
-      col->null_count = ql_fold_dense_sum(d, rows, data, validity);
+      col->null_count = fd_dense_sum(d, rows, data, validity);
     }
     if (col->null_count == 0) col->buffers[0] = NULL;
   }
@@ -1025,23 +1025,23 @@ static int ql_fold_dense_batch(const struct ql_fold_run *run, const struct ql_fo
 
 /* Building a window of batches: batch i covers cells [first + i * batch,
  * ...), each task one batch. */
-struct ql_fold_emit_task {
-  const struct ql_fold_run *run;
+struct fd_emit_task {
+  const struct fd_run *run;
   struct ArrowArray *out;
   int64_t first, batch, cells, n_batches;
   atomic_llong next;
   atomic_int failed;
 };
 
-static int ql_fold_emit_worker(void *arg, struct ql_error *error) {
-  struct ql_fold_emit_task *t = arg;
+static int fd_emit_worker(void *arg, struct ql_error *error) {
+  struct fd_emit_task *t = arg;
   while (!atomic_load(&t->failed)) {
     int64_t i = atomic_fetch_add(&t->next, 1);
     if (i >= t->n_batches) break;
     int64_t first = t->first + i * t->batch;
-    struct ql_fold_dense_rows rows = {NULL, NULL, NULL, first, t->run->dense.cols,
+    struct fd_dense_rows rows = {NULL, NULL, NULL, first, t->run->dense.cols,
                                       t->cells - first < t->batch ? t->cells - first : t->batch};
-    int rc = ql_fold_dense_batch(t->run, &rows, &t->out[i], error);
+    int rc = fd_dense_batch(t->run, &rows, &t->out[i], error);
     if (rc != QL_OK) {
       atomic_store(&t->failed, 1);
       return rc;
@@ -1053,11 +1053,11 @@ static int ql_fold_emit_worker(void *arg, struct ql_error *error) {
 /* Every cell a group: the next n cells, from a window of batches built
  * ahead on the executor's workers (writing 800,000 rows of three columns
  * took ~3 ms on one thread while the other core idled). */
-static int ql_fold_dense_emit_window(struct ql_fold_run *run, int64_t n, struct ArrowArray *out,
+static int fd_dense_emit_window(struct fd_run *run, int64_t n, struct ArrowArray *out,
                                      struct ql_error *error) {
-  struct ql_fold_dense_out *d = &run->dense;
+  struct fd_dense_out *d = &run->dense;
   if (d->next_ready == d->n_ready) {
-    struct ql_fold_emit_task t;
+    struct fd_emit_task t;
     memset(&t, 0, sizeof(t));
     t.run = run;
     t.out = d->ready;
@@ -1065,9 +1065,9 @@ static int ql_fold_dense_emit_window(struct ql_fold_run *run, int64_t n, struct 
     t.batch = n; /* every batch but the last has the full size */
     t.cells = d->rows * d->cols;
     int64_t left = (t.cells - t.first + n - 1) / n;
-    t.n_batches = left < QL_FOLD_EMIT_WINDOW ? left : QL_FOLD_EMIT_WINDOW;
+    t.n_batches = left < FD_EMIT_WINDOW ? left : FD_EMIT_WINDOW;
     memset(d->ready, 0, sizeof(d->ready));
-    int rc = ql_fold_parallel(&run->ctx, t.n_batches, ql_fold_emit_worker, &t, error);
+    int rc = fd_parallel(&run->ctx, t.n_batches, fd_emit_worker, &t, error);
     if (rc != QL_OK) {
       for (int64_t i = 0; i < t.n_batches; i++)
         if (d->ready[i].release) d->ready[i].release(&d->ready[i]);
@@ -1084,10 +1084,10 @@ static int ql_fold_dense_emit_window(struct ql_fold_run *run, int64_t n, struct 
   return QL_OK;
 }
 
-int ql_fold_dense_emit(struct ql_fold_run *run, int64_t n, struct ArrowArray *out, struct ql_error *error) {
-  struct ql_fold_dense_out *d = &run->dense;
+int fd_dense_emit(struct fd_run *run, int64_t n, struct ArrowArray *out, struct ql_error *error) {
+  struct fd_dense_out *d = &run->dense;
   int64_t ncols = d->cols, cells = d->rows * d->cols;
-  if (d->count == cells) return ql_fold_dense_emit_window(run, n, out, error);
+  if (d->count == cells) return fd_dense_emit_window(run, n, out, error);
   /* Some cells are not groups: list the batch's cells and their row and
    * column in C. */
   int64_t *sel = malloc((size_t)(n ? n : 1) * 3 * sizeof(int64_t));
@@ -1106,42 +1106,42 @@ int ql_fold_dense_emit(struct ql_fold_run *run, int64_t n, struct ArrowArray *ou
       i++;
     }
   }
-  struct ql_fold_dense_rows rows = {sel, ii, jj, 0, ncols, n};
-  int rc = ql_fold_dense_batch(run, &rows, out, error);
+  struct fd_dense_rows rows = {sel, ii, jj, 0, ncols, n};
+  int rc = fd_dense_batch(run, &rows, out, error);
   free(sel);
   return rc;
 }
 
 /* Zeroing the matrices' values and C from the buffer cache: pieces of
- * QL_FOLD_ZERO_PIECE bytes shared by the workers (one thread wrote ~10 MB
+ * FD_ZERO_PIECE bytes shared by the workers (one thread wrote ~10 MB
  * for W̄ while the other waited). */
-#define QL_FOLD_ZERO_PIECE (INT64_C(256) << 10)
+#define FD_ZERO_PIECE (INT64_C(256) << 10)
 
-struct ql_fold_zero_task {
+struct fd_zero_task {
   char *buf[3];
   int64_t bytes[3], pieces[3];
   atomic_llong next;
 };
 
-static int ql_fold_zero_worker(void *arg, struct ql_error *error) {
+static int fd_zero_worker(void *arg, struct ql_error *error) {
   (void)error;
-  struct ql_fold_zero_task *t = arg;
+  struct fd_zero_task *t = arg;
   for (;;) {
     int64_t i = atomic_fetch_add(&t->next, 1), b = 0;
     while (b < 3 && i >= t->pieces[b]) i -= t->pieces[b++];
     if (b == 3) return QL_OK;
-    int64_t from = i * QL_FOLD_ZERO_PIECE;
-    int64_t len = t->bytes[b] - from < QL_FOLD_ZERO_PIECE ? t->bytes[b] - from : QL_FOLD_ZERO_PIECE;
+    int64_t from = i * FD_ZERO_PIECE;
+    int64_t len = t->bytes[b] - from < FD_ZERO_PIECE ? t->bytes[b] - from : FD_ZERO_PIECE;
     memset(t->buf[b] + from, 0, (size_t)len);
   }
 }
 
 /* Zero what is dirty of a's and b's values and of c (NULL: zeroed). */
-static int ql_fold_zero(struct ql_fold_run *run, struct ql_fold_matrix *a, struct ql_fold_matrix *b, void *c,
+static int fd_zero(struct fd_run *run, struct fd_matrix *a, struct fd_matrix *b, void *c,
                         int64_t c_bytes, struct ql_error *error) {
-  struct ql_fold_zero_task t;
+  struct fd_zero_task t;
   memset(&t, 0, sizeof(t));
-  struct ql_fold_matrix *m[2] = {a, b};
+  struct fd_matrix *m[2] = {a, b};
   for (int k = 0; k < 2; k++) {
     if (!m[k]->dirty) continue;
     t.buf[k] = m[k]->is_float ? (char *)m[k]->f : (char *)m[k]->i;
@@ -1151,40 +1151,40 @@ static int ql_fold_zero(struct ql_fold_run *run, struct ql_fold_matrix *a, struc
   t.buf[2] = c;
   t.bytes[2] = c ? c_bytes : 0;
   int64_t total = 0;
-  for (int k = 0; k < 3; k++) total += t.pieces[k] = (t.bytes[k] + QL_FOLD_ZERO_PIECE - 1) / QL_FOLD_ZERO_PIECE;
+  for (int k = 0; k < 3; k++) total += t.pieces[k] = (t.bytes[k] + FD_ZERO_PIECE - 1) / FD_ZERO_PIECE;
   if (total == 0) return QL_OK;
-  return ql_fold_parallel(&run->ctx, total, ql_fold_zero_worker, &t, error);
+  return fd_parallel(&run->ctx, total, fd_zero_worker, &t, error);
 }
 
 /* One attempt at the dense path with the chunks' ranges as they are. */
-static int ql_fold_gemm_try(struct ql_fold_run *run, struct ql_error *error) {
-  struct ql_fold_gemm_shape g;
-  if (!ql_fold_gemm_shape(run, &g)) {
+static int fd_gemm_try(struct fd_run *run, struct ql_error *error) {
+  struct fd_gemm_shape g;
+  if (!fd_gemm_shape(run, &g)) {
     /* Sampled ranges (widened keys) may fail where exact ones pass: the
      * choice must be the exact ranges' (the same data, the same path). */
-    const int all = QL_FOLD_KEYS | QL_FOLD_GROUPS;
-    return ql_fold_input_sampled(&run->in[0], all) || ql_fold_input_sampled(&run->in[1], all) ? QL_FOLD_SHAPE_UNSURE
-                                                                                              : QL_FOLD_FALLBACK;
+    const int all = FD_KEYS | FD_GROUPS;
+    return fd_input_sampled(&run->in[0], all) || fd_input_sampled(&run->in[1], all) ? FD_SHAPE_UNSURE
+                                                                                              : FD_FALLBACK;
   }
-  int is_float = run->plan->spec.value_type == QL_FOLD_FLOAT64;
+  int is_float = run->plan->spec.value_type == FD_FLOAT64;
   int64_t rows = g.dim[0], cols = g.dim[1], cells = rows * cols;
-  struct ql_fold_matrix a, b;
+  struct fd_matrix a, b;
   memset(&a, 0, sizeof(a));
   memset(&b, 0, sizeof(b));
-  struct ql_fold_gemm_task task;
+  struct fd_gemm_task task;
   memset(&task, 0, sizeof(task));
   void *c = NULL, *exist = NULL, *has = NULL;
-  struct ql_fold_arows ar;
+  struct fd_arows ar;
   memset(&ar, 0, sizeof(ar));
-  int rc = is_float && ql_fold_gemm_key_major(run) ? ql_fold_matrix_init_bits(&a, g.klen, rows, &run->mem, error)
-                                                   : ql_fold_matrix_init(&a, rows, g.klen, is_float, 0, &run->mem, error);
-  if (rc == QL_OK) rc = ql_fold_matrix_init(&b, g.klen, cols, is_float, 1, &run->mem, error);
+  int rc = is_float && fd_gemm_key_major(run) ? fd_matrix_init_bits(&a, g.klen, rows, &run->mem, error)
+                                                   : fd_matrix_init(&a, rows, g.klen, is_float, 0, &run->mem, error);
+  if (rc == QL_OK) rc = fd_matrix_init(&b, g.klen, cols, is_float, 1, &run->mem, error);
   int c_zeroed = 1;
-  if (rc == QL_OK) rc = ql_fold_mem_alloc_cached(&run->mem, &c, cells * 8, &c_zeroed, error);
-  if (rc == QL_OK) rc = ql_fold_zero(run, &a, &b, c_zeroed ? NULL : c, cells * 8, error); /* C accumulates */
+  if (rc == QL_OK) rc = fd_mem_alloc_cached(&run->mem, &c, cells * 8, &c_zeroed, error);
+  if (rc == QL_OK) rc = fd_zero(run, &a, &b, c_zeroed ? NULL : c, cells * 8, error); /* C accumulates */
   /* Written in full by the product. */
-  if (rc == QL_OK) rc = ql_fold_mem_alloc_cached(&run->mem, &exist, cells, NULL, error);
-  if (rc == QL_OK) rc = ql_fold_mem_alloc_cached(&run->mem, &has, cells, NULL, error);
+  if (rc == QL_OK) rc = fd_mem_alloc_cached(&run->mem, &exist, cells, NULL, error);
+  if (rc == QL_OK) rc = fd_mem_alloc_cached(&run->mem, &has, cells, NULL, error);
   int64_t a_values = 0;
   task.a = &a;
   task.b = &b;
@@ -1198,37 +1198,37 @@ static int ql_fold_gemm_try(struct ql_fold_run *run, struct ql_error *error) {
   task.block = rows / 8 < 8 ? 8 : rows / 8 > 64 ? 64 : rows / 8;
   task.b_put = -1;
   if (rc == QL_OK && is_float) {
-    rc = ql_fold_gemm_fill_f(run, &g, &a, &b, &ar, &a_values, ql_fold_gemm_stepped(&task) ? &task.b_put : NULL,
+    rc = fd_gemm_fill_f(run, &g, &a, &b, &ar, &a_values, fd_gemm_stepped(&task) ? &task.b_put : NULL,
                              error);
   } else if (rc == QL_OK) {
-    struct ql_fold_fill_task fill = {run, &g, {&a, &b}, {QL_OK, QL_OK}, 0};
-    rc = ql_fold_parallel(&run->ctx, 2, ql_fold_fill_worker, &fill, error);
+    struct fd_fill_task fill = {run, &g, {&a, &b}, {QL_OK, QL_OK}, 0};
+    rc = fd_parallel(&run->ctx, 2, fd_fill_worker, &fill, error);
     if (rc == QL_OK) rc = fill.rc[0] != QL_OK ? fill.rc[0] : fill.rc[1];
   }
   if (rc == QL_OK) {
-    rc = ql_fold_gemm_product(run, &task, error);
-    if (ar.borrowed) atomic_fetch_add(&ql_fold_borrowed_count, 1);
+    rc = fd_gemm_product(run, &task, error);
+    if (ar.borrowed) atomic_fetch_add(&fd_borrowed_count, 1);
     /* A float A holding fewer values than were put: a cell got two. */
-    if (rc == QL_OK && is_float && atomic_load(&task.a_values) != a_values) rc = QL_FOLD_FALLBACK;
+    if (rc == QL_OK && is_float && atomic_load(&task.a_values) != a_values) rc = FD_FALLBACK;
     /* A borrowed A's values were not looked at before: a non-finite one
      * makes its row of C non-finite (no finite sum comes back from an
      * infinity or a NaN), and sends the run to the hash path as the fill
      * would have. */
-    if (rc == QL_OK && ar.borrowed && ql_fold_any_nonfinite(c, cells) && ql_fold_borrowed_nonfinite(&a))
-      rc = QL_FOLD_FALLBACK;
+    if (rc == QL_OK && ar.borrowed && fd_any_nonfinite(c, cells) && fd_borrowed_nonfinite(&a))
+      rc = FD_FALLBACK;
   }
-  ql_fold_matrix_destroy(&a, &run->mem);
-  ql_fold_matrix_destroy(&b, &run->mem);
-  ql_fold_mem_cfree(&run->mem, ar.rowp, ar.rowp_bytes);
-  ql_fold_mem_cfree(&run->mem, ar.extra, ar.extra_bytes);
+  fd_matrix_destroy(&a, &run->mem);
+  fd_matrix_destroy(&b, &run->mem);
+  fd_mem_cfree(&run->mem, ar.rowp, ar.rowp_bytes);
+  fd_mem_cfree(&run->mem, ar.extra, ar.extra_bytes);
   if (rc != QL_OK) {
-    ql_fold_mem_cfree(&run->mem, c, cells * 8);
-    ql_fold_mem_cfree(&run->mem, exist, cells);
-    ql_fold_mem_cfree(&run->mem, has, cells);
+    fd_mem_cfree(&run->mem, c, cells * 8);
+    fd_mem_cfree(&run->mem, exist, cells);
+    fd_mem_cfree(&run->mem, has, cells);
     return rc;
   }
   /* C is the result: emitted from it directly, batch by batch. */
-  struct ql_fold_dense_out *d = &run->dense;
+  struct fd_dense_out *d = &run->dense;
   d->rows = rows;
   d->cols = cols;
   d->c = c;
@@ -1245,14 +1245,14 @@ static int ql_fold_gemm_try(struct ql_fold_run *run, struct ql_error *error) {
   return QL_OK;
 }
 
-int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
+int fd_run_gemm(struct fd_run *run, struct ql_error *error) {
   /* The float fill checks every row against the ranges it was sized by, so
    * it may start from sampled ones: they are a subset of the exact ranges,
    * and if no row lies outside them they are exact (the same matrices,
    * the same bits). Otherwise (or for int64 products, whose fill does not
    * check) the exact ranges decide, as they always do in the end. */
-  const int all = QL_FOLD_KEYS | QL_FOLD_GROUPS;
-  if (run->plan->spec.value_type != QL_FOLD_FLOAT64) QL_RETURN_NOT_OK(ql_fold_inputs_exact(run, all, 3, error));
+  const int all = FD_KEYS | FD_GROUPS;
+  if (run->plan->spec.value_type != FD_FLOAT64) QL_RETURN_NOT_OK(fd_inputs_exact(run, all, 3, error));
   /* Sampled group ranges are trusted only when short (a column index):
    * every value then recurs so often that the sample sees them all. A
    * long one (as z̄'s s for Ā, from an aggregate's output) is made exact:
@@ -1262,16 +1262,16 @@ int ql_fold_run_gemm(struct ql_fold_run *run, struct ql_error *error) {
   for (int k = 0; k < 2; k++) {
     int64_t lo, hi;
     int nulls;
-    if (ql_fold_input_sampled(&run->in[k], QL_FOLD_GROUPS) && ql_fold_input_range(&run->in[k], 1, 0, &lo, &hi, &nulls) &&
-        (uint64_t)hi - (uint64_t)lo >= QL_FOLD_SAMPLE_MAX_GROUPS)
+    if (fd_input_sampled(&run->in[k], FD_GROUPS) && fd_input_range(&run->in[k], 1, 0, &lo, &hi, &nulls) &&
+        (uint64_t)hi - (uint64_t)lo >= FD_SAMPLE_MAX_GROUPS)
       sides |= 1 << k;
   }
-  if (sides) QL_RETURN_NOT_OK(ql_fold_inputs_exact(run, QL_FOLD_GROUPS, sides, error));
-  int rc = ql_fold_gemm_try(run, error);
-  if (rc != QL_FOLD_GUESS_MISS && rc != QL_FOLD_SHAPE_UNSURE) return rc;
-  if (rc == QL_FOLD_GUESS_MISS) atomic_fetch_add(&run->plan->range_misses, 1);
-  QL_RETURN_NOT_OK(ql_fold_inputs_exact(run, all, 3, error));
-  rc = ql_fold_gemm_try(run, error);
+  if (sides) QL_RETURN_NOT_OK(fd_inputs_exact(run, FD_GROUPS, sides, error));
+  int rc = fd_gemm_try(run, error);
+  if (rc != FD_GUESS_MISS && rc != FD_SHAPE_UNSURE) return rc;
+  if (rc == FD_GUESS_MISS) atomic_fetch_add(&run->plan->range_misses, 1);
+  QL_RETURN_NOT_OK(fd_inputs_exact(run, all, 3, error));
+  rc = fd_gemm_try(run, error);
   /* Exact ranges neither miss nor leave the shape unsure. */
-  return rc == QL_FOLD_GUESS_MISS || rc == QL_FOLD_SHAPE_UNSURE ? QL_FOLD_FALLBACK : rc;
+  return rc == FD_GUESS_MISS || rc == FD_SHAPE_UNSURE ? FD_FALLBACK : rc;
 }

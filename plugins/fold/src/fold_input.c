@@ -9,7 +9,7 @@
 #include "qlink/lib/arrow.h"
 #include "qlink/lib/status.h"
 
-void ql_fold_side_init(const struct ql_fold_spec *spec, int side, struct ql_fold_side *out) {
+void fd_side_init(const struct fd_spec *spec, int side, struct fd_side *out) {
   memset(out, 0, sizeof(*out));
   out->n_keys = spec->n_keys;
   for (int32_t i = 0; i < spec->n_keys; i++) out->keys[i] = &spec->keys[side][i];
@@ -18,13 +18,13 @@ void ql_fold_side_init(const struct ql_fold_spec *spec, int side, struct ql_fold
   out->value = &spec->values[side];
 }
 
-static int ql_fold_cancelled(const struct ql_task_context *ctx) {
+static int fd_cancelled(const struct ql_task_context *ctx) {
   return ctx->is_cancelled && ctx->is_cancelled(ctx);
 }
 
 /* Drain partition p of child `side`, calling fn on each batch. */
-int ql_fold_drain(struct ql_fold_run *run, int side, int64_t p,
-                         int (*fn)(struct ql_fold_run *run, void *arg, struct ArrowArray *batch,
+int fd_drain(struct fd_run *run, int side, int64_t p,
+                         int (*fn)(struct fd_run *run, void *arg, struct ArrowArray *batch,
                                    struct ql_error *error),
                          void *arg, struct ql_error *error) {
   const struct ql_execution_plan *child = &run->plan->children[side];
@@ -35,7 +35,7 @@ int ql_fold_drain(struct ql_fold_run *run, int side, int64_t p,
   int rc = child->execute(child, p, &ctx, &stream, error);
   if (rc != QL_OK) return ql_error_prefix(error, "qlink_fold: input %d partition %lld", side, (long long)p);
   for (;;) {
-    if (ql_fold_cancelled(&run->ctx)) {
+    if (fd_cancelled(&run->ctx)) {
       rc = ql_error_set(error, QL_ECANCELLED, "qlink_fold: query cancelled");
       break;
     }
@@ -60,10 +60,10 @@ int ql_fold_drain(struct ql_fold_run *run, int side, int64_t p,
 /* A batch from a child must have the columns the fold reads, each a
  * fixed-width array with a data buffer: a malformed batch is an error, never
  * a crash. */
-int ql_fold_check_batch(const struct ql_fold_run *run, int side, const struct ArrowArray *batch,
+int fd_check_batch(const struct fd_run *run, int side, const struct ArrowArray *batch,
                                struct ql_error *error) {
-  const struct ql_fold_spec *s = &run->plan->spec;
-  const struct ql_fold_operand *ops[QL_FOLD_MAX_KEYS + QL_FOLD_MAX_GROUPS + 1];
+  const struct fd_spec *s = &run->plan->spec;
+  const struct fd_operand *ops[FD_MAX_KEYS + FD_MAX_GROUPS + 1];
   int n = 0;
   for (int32_t i = 0; i < s->n_keys; i++) ops[n++] = &s->keys[side][i];
   for (int32_t i = 0; i < s->n_groups; i++)
@@ -82,7 +82,7 @@ int ql_fold_check_batch(const struct ql_fold_run *run, int side, const struct Ar
   return QL_OK;
 }
 
-int64_t ql_fold_partition_count(const struct ql_execution_plan *child, struct ql_error *error) {
+int64_t fd_partition_count(const struct ql_execution_plan *child, struct ql_error *error) {
   struct ql_plan_properties props;
   memset(&props, 0, sizeof(props));
   props.struct_size = sizeof(props);
@@ -91,7 +91,7 @@ int64_t ql_fold_partition_count(const struct ql_execution_plan *child, struct ql
 }
 
 /* Run fn(arg) on this thread and up to parallelism - 1 executor workers. */
-int ql_fold_parallel(const struct ql_task_context *ctx, int64_t max_workers, int (*fn)(void *, struct ql_error *),
+int fd_parallel(const struct ql_task_context *ctx, int64_t max_workers, int (*fn)(void *, struct ql_error *),
                             void *arg, struct ql_error *error) {
   const struct ql_executor *ex = ctx->executor;
   int64_t want = ex && ex->spawn ? (ex->parallelism ? ex->parallelism(ex) : 1) : 1;

@@ -6,14 +6,14 @@
  * tuples. Open addressing with linear probing; memory through the fold
  * accounting. Single owner.
  */
-#ifndef QL_FOLD_KEYS_H
-#define QL_FOLD_KEYS_H
+#ifndef QLINK_FOLD_KEYS_H
+#define QLINK_FOLD_KEYS_H
 
 #include <stdint.h>
 
 #include "fold_mem.h"
 
-struct ql_fold_keys {
+struct fd_keys {
   int32_t width;
   int32_t reserved_;
   int64_t count;    /* tuples stored, numbered 0..count-1 */
@@ -26,21 +26,21 @@ struct ql_fold_keys {
   uint64_t *slot_hashes;
 };
 
-void ql_fold_keys_init(struct ql_fold_keys *keys, int32_t width);
-void ql_fold_keys_destroy(struct ql_fold_keys *keys, struct ql_fold_mem *mem);
-uint64_t ql_fold_keys_hash(const int64_t *values, uint32_t nulls, int32_t width);
+void fd_keys_init(struct fd_keys *keys, int32_t width);
+void fd_keys_destroy(struct fd_keys *keys, struct fd_mem *mem);
+uint64_t fd_keys_hash(const int64_t *values, uint32_t nulls, int32_t width);
 /* The number of the tuple, or -1. Only valid when every tuple is indexed
- * (no ql_fold_keys_append since the last insert or ql_fold_keys_index). */
-int64_t ql_fold_keys_find(const struct ql_fold_keys *keys, const int64_t *values, uint32_t nulls, uint64_t hash);
+ * (no fd_keys_append since the last insert or fd_keys_index). */
+int64_t fd_keys_find(const struct fd_keys *keys, const int64_t *values, uint32_t nulls, uint64_t hash);
 /* The number of the tuple, inserting it if new (*added = 1). */
-int ql_fold_keys_insert(struct ql_fold_keys *keys, const int64_t *values, uint32_t nulls, uint64_t hash,
-                        int64_t *number, int *added, struct ql_fold_mem *mem, struct ql_error *error);
+int fd_keys_insert(struct fd_keys *keys, const int64_t *values, uint32_t nulls, uint64_t hash,
+                        int64_t *number, int *added, struct fd_mem *mem, struct ql_error *error);
 
 /* Append a tuple known to be new, without indexing it (cheaper when the
  * caller deduplicates by other means); *number receives its number. */
-int ql_fold_keys_append(struct ql_fold_keys *keys, const int64_t *values, uint32_t nulls, int64_t *number,
-                        struct ql_fold_mem *mem, struct ql_error *error);
+int fd_keys_append(struct fd_keys *keys, const int64_t *values, uint32_t nulls, int64_t *number,
+                        struct fd_mem *mem, struct ql_error *error);
 /* Index every appended tuple (insert does this itself when needed). */
-int ql_fold_keys_index(struct ql_fold_keys *keys, struct ql_fold_mem *mem, struct ql_error *error);
+int fd_keys_index(struct fd_keys *keys, struct fd_mem *mem, struct ql_error *error);
 
-#endif /* QL_FOLD_KEYS_H */
+#endif /* QLINK_FOLD_KEYS_H */

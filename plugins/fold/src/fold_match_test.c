@@ -51,8 +51,8 @@ static int plan_action_on(const struct ft_query *q, int lazy, char *why, size_t 
   if (ft_build_view(q, ta, tb, &full, &ids)) return -1;
   if (lazy && ql_ir_lazy_twin(&full, &twin, NULL) != QL_OK) return -1;
   struct ql_plan_view *v = lazy ? &twin : &full;
-  struct ql_fold_spec spec;
-  ql_fold_find(v, &spec, 1);
+  struct fd_spec spec;
+  fd_find(v, &spec, 1);
   snprintf(why, cap, "%s", spec.why);
   if (lazy) { /* a fresh twin for the planner call: nothing expanded yet */
     twin.release(&twin);
@@ -61,7 +61,7 @@ static int plan_action_on(const struct ft_query *q, int lazy, char *why, size_t 
   struct ft_planner_env env;
   ft_planner_env_init(&env, v, &ids, ta, tb);
   struct ql_planner planner;
-  ql_fold_planner_new(NULL, &planner, NULL);
+  fd_planner_new(NULL, &planner, NULL);
   struct ql_planner_result res;
   memset(&res, 0, sizeof(res));
   res.struct_size = sizeof(res);
@@ -257,16 +257,16 @@ static void narrow_product(const char *factor, int expect_fold) {
   struct ql_error err;
   memset(&err, 0, sizeof(err));
   QL_CHECK_OK(ql_ir_builder_finish(b, root, &view, &err), err);
-  struct ql_fold_spec spec;
+  struct fd_spec spec;
   if (expect_fold) {
-    QL_CHECK_INT(ql_fold_find(&view, &spec, 1), root);
-    QL_CHECK_INT(spec.product, QL_FOLD_S32);
-    QL_CHECK_INT(spec.value_type, QL_FOLD_INT64);
+    QL_CHECK_INT(fd_find(&view, &spec, 1), root);
+    QL_CHECK_INT(spec.product, FD_S32);
+    QL_CHECK_INT(spec.value_type, FD_INT64);
   } else {
-    QL_CHECK_INT(ql_fold_find(&view, &spec, 1), -1);
+    QL_CHECK_INT(fd_find(&view, &spec, 1), -1);
     QL_CHECK(strstr(spec.why, "not supported") != NULL);
     /* The planner's path without tracing: the same decision, no message. */
-    QL_CHECK_INT(ql_fold_find(&view, &spec, 0), -1);
+    QL_CHECK_INT(fd_find(&view, &spec, 0), -1);
     QL_CHECK_STR(spec.why, "");
   }
   view.release(&view);
@@ -287,8 +287,8 @@ static void test_chain(void) {
   /* Build the outer plan around a copy of the inner one by re-adding its nodes
    * through a builder is long-winded; instead check the matcher on the
    * inner view rooted at an alias: */
-  struct ql_fold_spec spec;
-  QL_CHECK_INT(ql_fold_find(&inner_view, &spec, 1), inner_ids.aggregate);
+  struct fd_spec spec;
+  QL_CHECK_INT(fd_find(&inner_view, &spec, 1), inner_ids.aggregate);
   QL_CHECK_INT(spec.inputs[0], inner_ids.inputs[0]);
   QL_CHECK_INT(spec.inputs[1], inner_ids.inputs[1]);
   QL_CHECK_INT(spec.n_groups, 2);
@@ -299,7 +299,7 @@ static void test_chain(void) {
   QL_CHECK_INT(spec.keys[0][0].column, 0);
   QL_CHECK_INT(spec.keys[1][0].column, 0);
   QL_CHECK_INT(spec.values[0].column, 4);
-  QL_CHECK_INT(spec.value_type, QL_FOLD_FLOAT64);
+  QL_CHECK_INT(spec.value_type, FD_FLOAT64);
   inner_view.release(&inner_view);
 }
 
@@ -368,8 +368,8 @@ static void test_lazy_expands_what_it_reads(void) {
   QL_CHECK_INT(ft_build_view(&q, ta, tb, &full, &ids), 0);
   struct ql_error err = {0};
   QL_CHECK_OK(ql_ir_lazy_twin(&full, &twin, &err), err);
-  struct ql_fold_spec spec;
-  QL_CHECK_INT(ql_fold_find(&twin, &spec, 1), ids.aggregate);
+  struct fd_spec spec;
+  QL_CHECK_INT(fd_find(&twin, &spec, 1), ids.aggregate);
   int expanded = 0;
   for (int32_t i = 0; i < twin.n_nodes; i++) expanded += !(twin.nodes[i].flags & QL_NODE_UNEXPANDED);
   QL_CHECK_INT(twin.n_nodes, 5);
@@ -386,7 +386,7 @@ static void test_lazy_expands_what_it_reads(void) {
     else q.with_condition = 1;
     QL_CHECK_INT(ft_build_view(&q, ta, tb, &full, &ids), 0);
     QL_CHECK_OK(ql_ir_lazy_twin(&full, &twin, &err), err);
-    QL_CHECK_INT(ql_fold_find(&twin, &spec, 1), -1);
+    QL_CHECK_INT(fd_find(&twin, &spec, 1), -1);
     QL_CHECK(strstr(spec.why, c == 0 ? "not a product" : "non-equi condition") != NULL);
     expanded = 0;
     for (int32_t i = 0; i < twin.n_nodes; i++) expanded += !(twin.nodes[i].flags & QL_NODE_UNEXPANDED);

@@ -14,7 +14,7 @@
 
 /* QLINK_FOLD_TRACE=1 in the environment: one line on stderr per planner
  * call saying what was folded or why not (for people integrating hosts). */
-static int ql_fold_tracing(void) {
+static int fd_tracing(void) {
   /* Read once: getenv scans the environment, and declining must cost the
    * host next to nothing. -1: not read yet (racing readers agree). */
   static atomic_int tracing = -1;
@@ -27,15 +27,15 @@ static int ql_fold_tracing(void) {
   return t;
 }
 
-static int ql_fold_plan(const struct ql_planner *self, const struct ql_planner_context *ctx,
+static int fd_plan(const struct ql_planner *self, const struct ql_planner_context *ctx,
                         struct ql_planner_result *out, struct ql_error *error) {
   (void)self;
   out->action = QL_PLANNER_DECLINE;
   if (!ctx || !QL_HAS_MEMBER(ctx, struct ql_planner_context, plan_physical) || !ctx->plan || !ctx->plan_physical)
     return QL_OK;
-  struct ql_fold_spec spec;
-  int tracing = ql_fold_tracing();
-  ql_node_id id = ql_fold_find(ctx->plan, &spec, tracing);
+  struct fd_spec spec;
+  int tracing = fd_tracing();
+  ql_node_id id = fd_find(ctx->plan, &spec, tracing);
   if (tracing) {
     if (id < 0) fprintf(stderr, "qlink_fold: plan rooted at node %d: declined: %s\n", ctx->plan->root, spec.why);
     else fprintf(stderr, "qlink_fold: plan rooted at node %d: folding aggregate node %d\n", ctx->plan->root, id);
@@ -55,8 +55,8 @@ static int ql_fold_plan(const struct ql_planner *self, const struct ql_planner_c
   for (int k = 0; k < 2; k++) {
     struct ql_error ignored;
     memset(&ignored, 0, sizeof(ignored));
-    int rc = ql_fold_check_child(&spec, k, &children[k], &ignored);
-    if (rc != QL_OK && ql_fold_tracing()) fprintf(stderr, "qlink_fold: declined: %s\n", ql_error_message(&ignored));
+    int rc = fd_check_child(&spec, k, &children[k], &ignored);
+    if (rc != QL_OK && fd_tracing()) fprintf(stderr, "qlink_fold: declined: %s\n", ql_error_message(&ignored));
     ql_error_release(&ignored);
     if (rc != QL_OK) {
       for (int j = 0; j < 2; j++)
@@ -64,41 +64,41 @@ static int ql_fold_plan(const struct ql_planner *self, const struct ql_planner_c
       return QL_OK;
     }
   }
-  QL_RETURN_NOT_OK(ql_fold_exec_new(&spec, ctx->plan->nodes[id].schema, children, &out->physical, error));
+  QL_RETURN_NOT_OK(fd_exec_new(&spec, ctx->plan->nodes[id].schema, children, &out->physical, error));
   out->action = QL_PLANNER_PHYSICAL;
   out->node = id;
   return QL_OK;
 }
 
-static void ql_fold_planner_release(struct ql_planner *self) { self->release = NULL; }
+static void fd_planner_release(struct ql_planner *self) { self->release = NULL; }
 
-int ql_fold_planner_new(const struct ql_options *options, struct ql_planner *out, struct ql_error *error) {
+int fd_planner_new(const struct ql_options *options, struct ql_planner *out, struct ql_error *error) {
   QL_RETURN_NOT_OK(ql_options_check(options, NULL, 0, "qlink_fold/fold", error));
   memset(out, 0, sizeof(*out));
   out->struct_size = sizeof(*out);
   out->interest = QL_NODE_BIT(QL_NODE_AGGREGATE);
   out->flags = QL_PLANNER_LAZY_VIEW; /* fold_match.c expands what it reads */
-  out->plan = ql_fold_plan;
-  out->release = ql_fold_planner_release;
+  out->plan = fd_plan;
+  out->release = fd_planner_release;
   return QL_OK;
 }
 
-static const struct ql_item_info ql_fold_items[] = {
+static const struct ql_item_info fd_items[] = {
     {QL_ITEM_PLANNER, 0, "fold",
      "folds SUM(x * y) over an inner equi-join into one operator that never materialises joined rows (einsum)",
      NULL},
 };
 
-static int ql_fold_planner_open(const struct ql_plugin *self, const char *name, const struct ql_options *options,
+static int fd_planner_open(const struct ql_plugin *self, const char *name, const struct ql_options *options,
                                 struct ql_planner *out, struct ql_error *error) {
   (void)self;
   if (!name || strcmp(name, "fold")) return ql_error_set(error, QL_ENOTFOUND, "qlink_fold has no planner '%s'", name ? name : "(null)");
-  return ql_fold_planner_new(options, out, error);
+  return fd_planner_new(options, out, error);
 }
 
-static void ql_fold_plugin_release(struct ql_plugin *self) { self->release = NULL; }
+static void fd_plugin_release(struct ql_plugin *self) { self->release = NULL; }
 
-int ql_fold_plugin_fill(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error) {
+int fd_plugin_fill(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error) {
   if (abi_version != QL_ABI_VERSION_0_1)
     return ql_error_set(error, QL_EVERSION, "qlink_fold serves ABI 0.1 only, asked for %u.%u",
                         QL_ABI_VERSION_MAJOR(abi_version), QL_ABI_VERSION_MINOR(abi_version));
@@ -110,8 +110,8 @@ int ql_fold_plugin_fill(uint32_t abi_version, struct ql_plugin *out, struct ql_e
   out->name = "qlink_fold";
   out->version = "0.1.0";
   out->description = "einsum planner: SUM(x * y) over a join, folded";
-  out->items = ql_fold_items;
-  out->planner_open = ql_fold_planner_open;
-  out->release = ql_fold_plugin_release;
+  out->items = fd_items;
+  out->planner_open = fd_planner_open;
+  out->release = fd_plugin_release;
   return QL_OK;
 }

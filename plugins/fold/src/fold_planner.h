@@ -9,16 +9,16 @@
  * one step at a time: the host calls the planner again on each input it
  * plans, where the next contraction is found.
  */
-#ifndef QL_FOLD_PLANNER_H
-#define QL_FOLD_PLANNER_H
+#ifndef QLINK_FOLD_PLANNER_H
+#define QLINK_FOLD_PLANNER_H
 
 #include "qlink/plugin.h"
 
 /* Fill `out` (the `fold` planner); no options are accepted (QL_EINVAL
  * naming the first one given). `out` is owned by the caller. */
-int ql_fold_planner_new(const struct ql_options *options, struct ql_planner *out, struct ql_error *error);
+int fd_planner_new(const struct ql_options *options, struct ql_planner *out, struct ql_error *error);
 
 /* Fill the plugin descriptor for `abi_version` (QL_EVERSION unless 0.1). */
-int ql_fold_plugin_fill(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
+int fd_plugin_fill(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
 
-#endif /* QL_FOLD_PLANNER_H */
+#endif /* QLINK_FOLD_PLANNER_H */

@@ -23,62 +23,62 @@
  *
  * Thread-safety: pure functions of the view.
  */
-#ifndef QL_FOLD_SPEC_H
-#define QL_FOLD_SPEC_H
+#ifndef QLINK_FOLD_SPEC_H
+#define QLINK_FOLD_SPEC_H
 
 #include "qlink/plan.h"
 
-#define QL_FOLD_MAX_KEYS 8
-#define QL_FOLD_MAX_GROUPS 16
-#define QL_FOLD_FORMAT_MAX 32
+#define FD_MAX_KEYS 8
+#define FD_MAX_GROUPS 16
+#define FD_FORMAT_MAX 32
 
 /* How a column's values are stored (Arrow physical layout). */
-enum ql_fold_storage {
-  QL_FOLD_S8 = 1, QL_FOLD_S16, QL_FOLD_S32, QL_FOLD_S64,
-  QL_FOLD_U8, QL_FOLD_U16, QL_FOLD_U32, QL_FOLD_U64,
-  QL_FOLD_F32, QL_FOLD_F64,
-  QL_FOLD_D128 /* decimal128 ("d:p,s"): 16-byte two's-complement unscaled values */
+enum fd_storage {
+  FD_S8 = 1, FD_S16, FD_S32, FD_S64,
+  FD_U8, FD_U16, FD_U32, FD_U64,
+  FD_F32, FD_F64,
+  FD_D128 /* decimal128 ("d:p,s"): 16-byte two's-complement unscaled values */
 };
 
-enum ql_fold_value_type { QL_FOLD_INT64 = 1, QL_FOLD_FLOAT64 = 2, QL_FOLD_DECIMAL128 = 3 };
+enum fd_value_type { FD_INT64 = 1, FD_FLOAT64 = 2, FD_DECIMAL128 = 3 };
 
 /* A column of one join input, read after exact casts. */
-struct ql_fold_operand {
+struct fd_operand {
   int32_t side;    /* 0: the join's left input, 1: its right input */
   int32_t column;  /* index in that input's output schema */
-  int32_t storage; /* enum ql_fold_storage of the column itself */
+  int32_t storage; /* enum fd_storage of the column itself */
   int32_t as_f64;  /* 1: read as float64 (a value of a float64 sum) */
-  char format[QL_FOLD_FORMAT_MAX]; /* the type after casts (Arrow format) */
+  char format[FD_FORMAT_MAX]; /* the type after casts (Arrow format) */
   char name[64];   /* "qualifier.name" for EXPLAIN, truncated */
 };
 
-struct ql_fold_spec {
+struct fd_spec {
   ql_node_id aggregate; /* the node replaced */
   ql_node_id join;
   ql_node_id inputs[2]; /* the join's inputs: the children the host plans */
   int32_t n_keys;
   int32_t n_groups;
-  int32_t value_type; /* enum ql_fold_value_type: the sum's type */
-  int32_t product;    /* enum ql_fold_storage: the product's type (S8..S64, F32, F64) */
-  struct ql_fold_operand keys[2][QL_FOLD_MAX_KEYS]; /* keys[side][i] pairs with keys[1 - side][i] */
-  struct ql_fold_operand groups[QL_FOLD_MAX_GROUPS]; /* in output order */
-  struct ql_fold_operand values[2];                  /* values[side] */
+  int32_t value_type; /* enum fd_value_type: the sum's type */
+  int32_t product;    /* enum fd_storage: the product's type (S8..S64, F32, F64) */
+  struct fd_operand keys[2][FD_MAX_KEYS]; /* keys[side][i] pairs with keys[1 - side][i] */
+  struct fd_operand groups[FD_MAX_GROUPS]; /* in output order */
+  struct fd_operand values[2];                  /* values[side] */
   char why[200]; /* after a decline: the reason (when want_why) */
   int32_t want_why; /* 0: leave why empty (declining then formats nothing) */
 };
 
 /* Does the subtree at `aggregate` fold? 1 with `out` filled, or 0 with
  * out->why saying why not when out->want_why is set (kept). */
-int ql_fold_match(const struct ql_plan_view *view, ql_node_id aggregate, struct ql_fold_spec *out);
+int fd_match(const struct ql_plan_view *view, ql_node_id aggregate, struct fd_spec *out);
 
 /* The first node in pre-order from the view's root that folds (subtrees of
  * QL_NODE_OTHER nodes are never entered), or -1. When none folds and
  * want_why is set, out->why gives the reason the first Aggregate seen was
  * declined (or says there is none); without want_why, declining formats no
  * message (the planner's decline path: no vsnprintf, no allocation). */
-ql_node_id ql_fold_find(const struct ql_plan_view *view, struct ql_fold_spec *out, int want_why);
+ql_node_id fd_find(const struct ql_plan_view *view, struct fd_spec *out, int want_why);
 
 /* Storage of an Arrow format, 0 if the fold does not read that type. */
-int32_t ql_fold_format_storage(const char *format);
+int32_t fd_format_storage(const char *format);
 
-#endif /* QL_FOLD_SPEC_H */
+#endif /* QLINK_FOLD_SPEC_H */

@@ -17,48 +17,48 @@
  * Single owner; not thread-safe. Limbs beyond the inline ones are allocated
  * through the fold memory accounting.
  */
-#ifndef QL_FOLD_XSUM_H
-#define QL_FOLD_XSUM_H
+#ifndef QLINK_FOLD_XSUM_H
+#define QLINK_FOLD_XSUM_H
 
 #include <stdint.h>
 
 #include "fold_mem.h"
 
-#define QL_FOLD_XSUM_INLINE 4
+#define FD_XSUM_INLINE 4
 
-struct ql_fold_xsum {
+struct fd_xsum {
   int32_t lo;     /* global index of limbs[0]; limb i holds bits [64 (lo+i), 64 (lo+i) + 64) */
   int16_t n;      /* limbs in the window (0: exactly zero); the top limb is 0 or ~0 (the sign) */
-  uint8_t flags;  /* QL_FOLD_XSUM_NAN | _PINF | _NINF */
+  uint8_t flags;  /* FD_XSUM_NAN | _PINF | _NINF */
   uint8_t reserved_;
-  uint64_t *heap; /* the limbs when n > QL_FOLD_XSUM_INLINE, else NULL */
-  uint64_t inl[QL_FOLD_XSUM_INLINE];
+  uint64_t *heap; /* the limbs when n > FD_XSUM_INLINE, else NULL */
+  uint64_t inl[FD_XSUM_INLINE];
 };
 
-/* A zeroed struct is an empty sum (0). ql_fold_xsum_add is the general
- * path; ql_fold_xsum_add_fast (below) handles the common case inline. */
-int ql_fold_xsum_add(struct ql_fold_xsum *x, double v, struct ql_fold_mem *mem, struct ql_error *error);
+/* A zeroed struct is an empty sum (0). fd_xsum_add is the general
+ * path; fd_xsum_add_fast (below) handles the common case inline. */
+int fd_xsum_add(struct fd_xsum *x, double v, struct fd_mem *mem, struct ql_error *error);
 /* Restore the invariant that the top limb is only the sign (internal). */
-int ql_fold_xsum_fix_top(struct ql_fold_xsum *x, struct ql_fold_mem *mem, struct ql_error *error);
+int fd_xsum_fix_top(struct fd_xsum *x, struct fd_mem *mem, struct ql_error *error);
 /* x += y exactly (y unchanged). */
-int ql_fold_xsum_merge(struct ql_fold_xsum *x, const struct ql_fold_xsum *y, struct ql_fold_mem *mem,
+int fd_xsum_merge(struct fd_xsum *x, const struct fd_xsum *y, struct fd_mem *mem,
                        struct ql_error *error);
 /* The exact sum rounded to nearest, ties to even. */
-double ql_fold_xsum_value(const struct ql_fold_xsum *x);
+double fd_xsum_value(const struct fd_xsum *x);
 /* Free heap limbs (the struct is then an empty sum again). */
-void ql_fold_xsum_clear(struct ql_fold_xsum *x, struct ql_fold_mem *mem);
+void fd_xsum_clear(struct fd_xsum *x, struct fd_mem *mem);
 
-/* The hot path of ql_fold_xsum_add: a finite non-zero value landing inside
+/* The hot path of fd_xsum_add: a finite non-zero value landing inside
  * the current window (limbs idx..idx+2 present) with no carry into the top
  * limb's sign; anything else goes to the general function. Same result. */
-static inline int ql_fold_xsum_add_fast(struct ql_fold_xsum *x, double v, struct ql_fold_mem *mem,
+static inline int fd_xsum_add_fast(struct fd_xsum *x, double v, struct fd_mem *mem,
                                         struct ql_error *error) {
   uint64_t b;
   __builtin_memcpy(&b, &v, 8);
   uint32_t e = (uint32_t)(b >> 52) & 0x7ffu;
   uint32_t p = (e ? e : 1) - 1;
   int32_t idx = (int32_t)(p / 64);
-  if (e == 0x7ffu || x->n == 0 || idx < x->lo || idx + 2 >= x->lo + x->n) return ql_fold_xsum_add(x, v, mem, error);
+  if (e == 0x7ffu || x->n == 0 || idx < x->lo || idx + 2 >= x->lo + x->n) return fd_xsum_add(x, v, mem, error);
   uint64_t m = b & ((UINT64_C(1) << 52) - 1);
   if (e) m |= UINT64_C(1) << 52;
   uint32_t s = p % 64;
@@ -88,9 +88,9 @@ static inline int ql_fold_xsum_add_fast(struct ql_fold_xsum *x, double v, struct
   if (top != 0 && top != ~(uint64_t)0) {
     /* Undo is not needed: widening keeps the value; let the general path
      * re-establish the sign-limb invariant by adding zero. */
-    return ql_fold_xsum_fix_top(x, mem, error);
+    return fd_xsum_fix_top(x, mem, error);
   }
   return 0;
 }
 
-#endif /* QL_FOLD_XSUM_H */
+#endif /* QLINK_FOLD_XSUM_H */

@@ -10,16 +10,16 @@
 #include "ql_test.h"
 #include "qlink/lib/status.h"
 
-static struct ql_fold_mem mem;
+static struct fd_mem mem;
 
 static double sum_of(const double *v, int n) {
-  struct ql_fold_xsum x;
+  struct fd_xsum x;
   memset(&x, 0, sizeof(x));
   for (int i = 0; i < n; i++)
     /* Alternate the inline fast path and the general one: same sums. */
-    if ((i % 2 ? ql_fold_xsum_add_fast(&x, v[i], &mem, NULL) : ql_fold_xsum_add(&x, v[i], &mem, NULL)) != QL_OK) abort();
-  double r = ql_fold_xsum_value(&x);
-  ql_fold_xsum_clear(&x, &mem);
+    if ((i % 2 ? fd_xsum_add_fast(&x, v[i], &mem, NULL) : fd_xsum_add(&x, v[i], &mem, NULL)) != QL_OK) abort();
+  double r = fd_xsum_value(&x);
+  fd_xsum_clear(&x, &mem);
   return r;
 }
 
@@ -84,15 +84,15 @@ static void test_against_int128(void) {
       v[j] = t;
     }
     QL_CHECK(same_bits(sum_of(v, n), expect));
-    struct ql_fold_xsum x, y;
+    struct fd_xsum x, y;
     memset(&x, 0, sizeof(x));
     memset(&y, 0, sizeof(y));
     int cut = (int)ft_rand_range(&rng, 0, n);
-    for (int i = 0; i < n; i++) ql_fold_xsum_add(i < cut ? &x : &y, v[i], &mem, NULL);
-    QL_CHECK_OK(ql_fold_xsum_merge(&x, &y, &mem, NULL), (struct ql_error){0});
-    QL_CHECK(same_bits(ql_fold_xsum_value(&x), expect));
-    ql_fold_xsum_clear(&x, &mem);
-    ql_fold_xsum_clear(&y, &mem);
+    for (int i = 0; i < n; i++) fd_xsum_add(i < cut ? &x : &y, v[i], &mem, NULL);
+    QL_CHECK_OK(fd_xsum_merge(&x, &y, &mem, NULL), (struct ql_error){0});
+    QL_CHECK(same_bits(fd_xsum_value(&x), expect));
+    fd_xsum_clear(&x, &mem);
+    fd_xsum_clear(&y, &mem);
   }
 }
 
@@ -127,28 +127,28 @@ static void test_order_independent(void) {
 static void test_memory(void) {
   struct ql_ref_memory_pool *pool;
   QL_CHECK_OK(ql_ref_memory_pool_new(16, &pool, NULL), (struct ql_error){0});
-  struct ql_fold_mem m;
-  QL_CHECK_OK(ql_fold_mem_init(&m, ql_ref_memory_pool_view(pool), "xsum", NULL), (struct ql_error){0});
-  struct ql_fold_xsum x;
+  struct fd_mem m;
+  QL_CHECK_OK(fd_mem_init(&m, ql_ref_memory_pool_view(pool), "xsum", NULL), (struct ql_error){0});
+  struct fd_xsum x;
   memset(&x, 0, sizeof(x));
-  QL_CHECK_INT(ql_fold_xsum_add(&x, 1.0, &m, NULL), QL_OK);
+  QL_CHECK_INT(fd_xsum_add(&x, 1.0, &m, NULL), QL_OK);
   struct ql_error err;
   memset(&err, 0, sizeof(err));
-  QL_CHECK_INT(ql_fold_xsum_add(&x, 1e300, &m, &err), QL_ERESOURCES); /* needs ~17 limbs */
+  QL_CHECK_INT(fd_xsum_add(&x, 1e300, &m, &err), QL_ERESOURCES); /* needs ~17 limbs */
   ql_error_release(&err);
-  QL_CHECK(ql_fold_xsum_value(&x) == 1.0); /* unchanged */
-  ql_fold_xsum_clear(&x, &m);
-  ql_fold_mem_destroy(&m);
+  QL_CHECK(fd_xsum_value(&x) == 1.0); /* unchanged */
+  fd_xsum_clear(&x, &m);
+  fd_mem_destroy(&m);
   QL_CHECK_INT(ql_ref_memory_pool_free(pool, NULL), QL_OK);
 }
 
 int main(void) {
-  ql_fold_mem_init(&mem, NULL, "test", NULL);
+  fd_mem_init(&mem, NULL, "test", NULL);
   test_exact_cases();
   test_against_int128();
   test_order_independent();
   test_memory();
   QL_CHECK_INT(mem.bytes, 0);
-  ql_fold_mem_destroy(&mem);
+  fd_mem_destroy(&mem);
   QL_TEST_END();
 }

@@ -2,8 +2,8 @@
  * host (memory pool with a limit, pthread executor, task context), a plan
  * view generator for contractions, a brute-force reference (nested-loop join
  * plus group sum) and result comparison. */
-#ifndef QL_FOLD_TEST_UTIL_H
-#define QL_FOLD_TEST_UTIL_H
+#ifndef QLINK_FOLD_TEST_UTIL_H
+#define QLINK_FOLD_TEST_UTIL_H
 
 #include <stdint.h>
 
@@ -136,4 +136,4 @@ int64_t ft_collect(const struct ql_execution_plan *plan, struct ft_host *h, int 
 /* Sort rows by keys. */
 void ft_sort_rows(struct ft_row *rows, int64_t n);
 
-#endif /* QL_FOLD_TEST_UTIL_H */
+#endif /* QLINK_FOLD_TEST_UTIL_H */
