@@ -83,7 +83,7 @@ static int check_arg_types(const struct ArrowSchema *args, int64_t n, const char
 }
 
 static struct ql_function_id sample_id(int32_t kind, const char *name, uint64_t uid) {
-  struct ql_function_id id = {QL_ORIGIN_USER, kind, name, QL_SAMPLE_NAME, uid};
+  struct ql_function_id id = {QL_ORIGIN_USER, kind, name, SMP_NAME, uid};
   return id;
 }
 
@@ -127,13 +127,13 @@ static int add_one_invoke(const struct ql_scalar_function *self, const struct Ar
 
 static void scalar_release(struct ql_scalar_function *self) { self->release = NULL; }
 
-int ql_sample_scalar_open(const char *name, struct ql_scalar_function *out, struct ql_error *error) {
+int smp_scalar_open(const char *name, struct ql_scalar_function *out, struct ql_error *error) {
   if (name == NULL || strcmp(name, "add_one") != 0) {
     return ql_error_set(error, QL_ENOTFOUND, "qlink_sample has no scalar function '%s'", name ? name : "(null)");
   }
   memset(out, 0, sizeof *out);
   out->struct_size = sizeof *out;
-  out->id = sample_id(QL_FUNCTION_SCALAR, "add_one", QL_SAMPLE_UID_ADD_ONE);
+  out->id = sample_id(QL_FUNCTION_SCALAR, "add_one", SMP_UID_ADD_ONE);
   out->signature.n_args = 1;
   out->signature.volatility = QL_IMMUTABLE;
   out->signature.arg_formats = k_int64_arg;
@@ -362,13 +362,13 @@ static int sum_sq_groups_new(const struct ql_aggregate_function *self, const str
 
 static void aggregate_release(struct ql_aggregate_function *self) { self->release = NULL; }
 
-int ql_sample_aggregate_open(const char *name, struct ql_aggregate_function *out, struct ql_error *error) {
+int smp_aggregate_open(const char *name, struct ql_aggregate_function *out, struct ql_error *error) {
   if (name == NULL || strcmp(name, "sum_sq") != 0) {
     return ql_error_set(error, QL_ENOTFOUND, "qlink_sample has no aggregate function '%s'", name ? name : "(null)");
   }
   memset(out, 0, sizeof *out);
   out->struct_size = sizeof *out;
-  out->id = sample_id(QL_FUNCTION_AGGREGATE, "sum_sq", QL_SAMPLE_UID_SUM_SQ);
+  out->id = sample_id(QL_FUNCTION_AGGREGATE, "sum_sq", SMP_UID_SUM_SQ);
   out->signature.n_args = 1;
   out->signature.volatility = QL_IMMUTABLE;
   out->signature.arg_formats = k_int64_arg;
@@ -415,13 +415,13 @@ static int running_count_evaluator_new(const struct ql_window_function *self, co
 
 static void window_release(struct ql_window_function *self) { self->release = NULL; }
 
-int ql_sample_window_open(const char *name, struct ql_window_function *out, struct ql_error *error) {
+int smp_window_open(const char *name, struct ql_window_function *out, struct ql_error *error) {
   if (name == NULL || strcmp(name, "running_count") != 0) {
     return ql_error_set(error, QL_ENOTFOUND, "qlink_sample has no window function '%s'", name ? name : "(null)");
   }
   memset(out, 0, sizeof *out);
   out->struct_size = sizeof *out;
-  out->id = sample_id(QL_FUNCTION_WINDOW, "running_count", QL_SAMPLE_UID_RUNNING_COUNT);
+  out->id = sample_id(QL_FUNCTION_WINDOW, "running_count", SMP_UID_RUNNING_COUNT);
   out->signature.n_args = 0;
   out->signature.volatility = QL_IMMUTABLE;
   out->signature.arg_formats = NULL;

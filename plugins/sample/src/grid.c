@@ -45,13 +45,13 @@
  * keeps EXPLAIN's display line finite. */
 #define QL_GRID_MAX_PROJECTION 12
 
-const struct ql_option_info ql_sample_grid_options[] = {
+const struct ql_option_info smp_grid_options[] = {
     {"ny", "rows of the grid (the y axis), 1..2^28", "65", 0, 0},
     {"nx", "columns of the grid (the x axis), 1..2^28; ny*nx <= 2^28", "16", 0, 0},
     {"batch_rows", "rows per record batch, >= 1", "8192", 0, 0},
     {"partitions", "number of partitions (contiguous row ranges), 1..1024", "1", 0, 0},
 };
-const int32_t ql_sample_grid_n_options = 4;
+const int32_t smp_grid_n_options = 4;
 
 static const char *const k_names[QL_GRID_COLUMNS] = {"y", "x", "v"};
 static const char *const k_formats[QL_GRID_COLUMNS] = {"g", "l", "g"};
@@ -101,7 +101,7 @@ static void grid_fill(struct grid *g) {
 }
 
 static int grid_new(const struct ql_options *options, struct grid **out, struct ql_error *error) {
-  QL_RETURN_NOT_OK(ql_options_check(options, ql_sample_grid_options, ql_sample_grid_n_options, "qlink_sample/grid",
+  QL_RETURN_NOT_OK(ql_options_check(options, smp_grid_options, smp_grid_n_options, "qlink_sample/grid",
                                     error));
   int64_t ny, nx, batch_rows, partitions;
   QL_RETURN_NOT_OK(option_in_range(options, "ny", 65, 1, QL_GRID_MAX_ROWS, &ny, error));
@@ -408,7 +408,7 @@ static const char *plan_display(const struct ql_execution_plan *self) {
   struct grid_scan *s = plan_scan(self);
   char *text = atomic_load(&s->display);
   if (text != NULL) return text;
-  return ql_sample_display_keep(&s->display, display_new(s), "GridScanExec (out of memory for the display)");
+  return smp_display_keep(&s->display, display_new(s), "GridScanExec (out of memory for the display)");
 }
 
 static int plan_get_schema(const struct ql_execution_plan *self, struct ArrowSchema *out, struct ql_error *error) {
@@ -434,7 +434,7 @@ static void plan_init(struct grid_scan *s, struct ql_execution_plan *out);
 
 static int plan_with_new_children(const struct ql_execution_plan *self, struct ql_execution_plan *children,
                                   int64_t n_children, struct ql_execution_plan *out, struct ql_error *error) {
-  QL_RETURN_NOT_OK(ql_sample_leaf_take_children("GridScanExec", children, n_children, error));
+  QL_RETURN_NOT_OK(smp_leaf_take_children("GridScanExec", children, n_children, error));
   scan_ref(plan_scan(self));
   plan_init(plan_scan(self), out);
   return QL_OK;
@@ -479,8 +479,8 @@ static void plan_init(struct grid_scan *s, struct ql_execution_plan *out) {
   out->display = plan_display;
   out->get_schema = plan_get_schema;
   out->get_properties = plan_get_properties;
-  out->child_count = ql_sample_leaf_child_count;
-  out->child = ql_sample_leaf_child;
+  out->child_count = smp_leaf_child_count;
+  out->child = smp_leaf_child;
   out->with_new_children = plan_with_new_children;
   out->execute = plan_execute;
   out->get_statistics = plan_get_statistics;
@@ -518,7 +518,7 @@ static void provider_release(struct ql_table_provider *self) {
   self->release = NULL;
 }
 
-int ql_sample_grid_open(const struct ql_options *options, struct ql_table_provider *out, struct ql_error *error) {
+int smp_grid_open(const struct ql_options *options, struct ql_table_provider *out, struct ql_error *error) {
   struct grid *g = NULL;
   QL_RETURN_NOT_OK(grid_new(options, &g, error));
   memset(out, 0, sizeof *out);

@@ -8,18 +8,18 @@
 #include "qlink/lib/status.h"
 #include "sample_internal.h"
 
-int64_t ql_sample_leaf_child_count(const struct ql_execution_plan *self) {
+int64_t smp_leaf_child_count(const struct ql_execution_plan *self) {
   (void)self;
   return 0;
 }
 
-const struct ql_execution_plan *ql_sample_leaf_child(const struct ql_execution_plan *self, int64_t i) {
+const struct ql_execution_plan *smp_leaf_child(const struct ql_execution_plan *self, int64_t i) {
   (void)self;
   (void)i;
   return NULL;
 }
 
-int ql_sample_leaf_take_children(const char *plan, struct ql_execution_plan *children, int64_t n_children,
+int smp_leaf_take_children(const char *plan, struct ql_execution_plan *children, int64_t n_children,
                                  struct ql_error *error) {
   for (int64_t i = 0; i < n_children; i++) {
     if (children[i].release) children[i].release(&children[i]);
@@ -30,7 +30,7 @@ int ql_sample_leaf_take_children(const char *plan, struct ql_execution_plan *chi
   return QL_OK;
 }
 
-const char *ql_sample_display_keep(_Atomic(char *) *slot, char *built, const char *out_of_memory) {
+const char *smp_display_keep(_Atomic(char *) *slot, char *built, const char *out_of_memory) {
   if (built == NULL) return out_of_memory;
   char *expected = NULL;
   /* Another thread may have built it first: keep theirs. */

@@ -153,7 +153,7 @@ static int decline_all_plan(const struct ql_planner *self, const struct ql_plann
 
 static void planner_release(struct ql_planner *self) { self->release = NULL; }
 
-int ql_sample_planner_open(const char *name, const struct ql_options *options, struct ql_planner *out,
+int smp_planner_open(const char *name, const struct ql_options *options, struct ql_planner *out,
                            struct ql_error *error) {
   int (*plan)(const struct ql_planner *, const struct ql_planner_context *, struct ql_planner_result *,
               struct ql_error *) = NULL;

@@ -14,7 +14,7 @@
  * Executor hooks: this plugin needs no runtime of its own, but declares
  * enter/leave hooks that count calls per thread so tests can check a host
  * brackets every call. The token enter returns points at the calling
- * thread's struct ql_sample_hook_counts (plugins/sample/qlink_sample.h).
+ * thread's struct smp_hook_counts (plugins/sample/qlink_sample.h).
  */
 #include <string.h>
 
@@ -25,10 +25,10 @@
 
 static const struct ql_item_info k_items[] = {
     {QL_ITEM_TABLE_PROVIDER, 4, "series", "integers start, start+step, ... below stop, with square and parity",
-     ql_sample_series_options},
+     smp_series_options},
     {QL_ITEM_TABLE_PROVIDER, 4, "grid",
      "in-memory ny x nx grid (y float64, x int64, v float64), built at open; scans share its buffers",
-     ql_sample_grid_options},
+     smp_grid_options},
     {QL_ITEM_SCALAR_FUNCTION, 0, "add_one", "add_one(int64) -> int64: x + 1, NULL in NULL out", NULL},
     {QL_ITEM_AGGREGATE_FUNCTION, 0, "sum_sq", "sum_sq(int64) -> int64: sum of squares of the non-NULL values", NULL},
     {QL_ITEM_WINDOW_FUNCTION, 0, "running_count", "running_count() -> int64: row number within the partition", NULL},
@@ -38,7 +38,7 @@ static const struct ql_item_info k_items[] = {
 
 /* ------------------------------------------------------ executor hooks */
 
-static _Thread_local struct ql_sample_hook_counts t_counts;
+static _Thread_local struct smp_hook_counts t_counts;
 
 static void *sample_enter(const struct ql_plugin *self) {
   (void)self;
@@ -66,8 +66,8 @@ static int open_table_provider(const struct ql_plugin *self, const char *name, c
   (void)self;
   (void)session;
   if (out == NULL) return ql_error_set(error, QL_EINVAL, "qlink_sample: table_provider_open: out is NULL");
-  if (name != NULL && strcmp(name, "series") == 0) return ql_sample_series_open(options, out, error);
-  if (name != NULL && strcmp(name, "grid") == 0) return ql_sample_grid_open(options, out, error);
+  if (name != NULL && strcmp(name, "series") == 0) return smp_series_open(options, out, error);
+  if (name != NULL && strcmp(name, "grid") == 0) return smp_grid_open(options, out, error);
   return ql_error_set(error, QL_ENOTFOUND, "qlink_sample has no table provider '%s'", name ? name : "(null)");
 }
 
@@ -85,21 +85,21 @@ static int open_scalar(const struct ql_plugin *self, const char *name, struct ql
                        struct ql_error *error) {
   (void)self;
   if (out == NULL) return ql_error_set(error, QL_EINVAL, "qlink_sample: scalar_function_open: out is NULL");
-  return ql_sample_scalar_open(name, out, error);
+  return smp_scalar_open(name, out, error);
 }
 
 static int open_aggregate(const struct ql_plugin *self, const char *name, struct ql_aggregate_function *out,
                           struct ql_error *error) {
   (void)self;
   if (out == NULL) return ql_error_set(error, QL_EINVAL, "qlink_sample: aggregate_function_open: out is NULL");
-  return ql_sample_aggregate_open(name, out, error);
+  return smp_aggregate_open(name, out, error);
 }
 
 static int open_window(const struct ql_plugin *self, const char *name, struct ql_window_function *out,
                        struct ql_error *error) {
   (void)self;
   if (out == NULL) return ql_error_set(error, QL_EINVAL, "qlink_sample: window_function_open: out is NULL");
-  return ql_sample_window_open(name, out, error);
+  return smp_window_open(name, out, error);
 }
 
 static int open_table_function(const struct ql_plugin *self, const char *name, struct ql_table_function *out,
@@ -113,7 +113,7 @@ static int open_planner(const struct ql_plugin *self, const char *name, const st
                         struct ql_planner *out, struct ql_error *error) {
   (void)self;
   if (out == NULL) return ql_error_set(error, QL_EINVAL, "qlink_sample: planner_open: out is NULL");
-  return ql_sample_planner_open(name, options, out, error);
+  return smp_planner_open(name, options, out, error);
 }
 
 static int open_object_store(const struct ql_plugin *self, const char *name, const char *url,
@@ -132,7 +132,7 @@ QL_PLUGIN_EXPORT int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *o
 QL_PLUGIN_EXPORT int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error) {
   if (abi_version != QL_ABI_VERSION) {
     return ql_error_set(error, QL_EVERSION, "qlink_sample %s serves ABI %u.%u only, asked for %u.%u",
-                        QL_SAMPLE_VERSION, QL_ABI_VERSION_MAJOR(QL_ABI_VERSION), QL_ABI_VERSION_MINOR(QL_ABI_VERSION),
+                        SMP_VERSION, QL_ABI_VERSION_MAJOR(QL_ABI_VERSION), QL_ABI_VERSION_MINOR(QL_ABI_VERSION),
                         QL_ABI_VERSION_MAJOR(abi_version), QL_ABI_VERSION_MINOR(abi_version));
   }
   if (out == NULL) return ql_error_set(error, QL_EINVAL, "qlink_plugin_init: out is NULL");
@@ -141,8 +141,8 @@ QL_PLUGIN_EXPORT int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *o
   out->magic = QL_PLUGIN_MAGIC;
   out->abi_version = abi_version;
   out->n_items = (int32_t)(sizeof k_items / sizeof k_items[0]);
-  out->name = QL_SAMPLE_NAME;
-  out->version = QL_SAMPLE_VERSION;
+  out->name = SMP_NAME;
+  out->version = SMP_VERSION;
   out->description = "qlink's sample plugin: a series table, an in-memory grid table, three functions and two planners";
   out->items = k_items;
   out->executor_enter = sample_enter;

@@ -588,7 +588,7 @@ int main(void) {
   g_plugin = &lp->plugin;
   struct ql_ref_host_options o = {-1, 4, 2}; /* 4-row batches: streams cross many batches */
   QL_CHECK_OK(ql_ref_host_new(&o, &g_host, &err), err);
-  struct ql_sample_hook_counts *counts = ql_plugin_enter(g_plugin);
+  struct smp_hook_counts *counts = ql_plugin_enter(g_plugin);
   ql_plugin_leave(g_plugin, counts);
   int64_t enters_before = counts->enters;
 

@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-struct ql_sample_hook_counts {
+struct smp_hook_counts {
   int64_t enters;     /* executor_enter calls on this thread */
   int64_t leaves;     /* matched executor_leave calls */
   int64_t depth;      /* enters not yet left */

@@ -5,7 +5,7 @@
  * half-open, with columns value, square = value*value and parity
  * ("even"/"odd"). Its P partitions are contiguous row ranges. The scan
  * pushes down projection, limit and filters on `value` (see
- * ql_sample_filter_pushdown), and reports exact statistics.
+ * smp_filter_pushdown), and reports exact statistics.
  */
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -19,21 +19,21 @@
 #include "sample_internal.h"
 
 /* Largest |value| whose square fits in int64 (floor(sqrt(INT64_MAX))). */
-#define QL_SAMPLE_MAX_ABS INT64_C(3037000499)
-#define QL_SAMPLE_MAX_PARTITIONS 1024
+#define SMP_MAX_ABS INT64_C(3037000499)
+#define SMP_MAX_PARTITIONS 1024
 
-const struct ql_option_info ql_sample_series_options[] = {
+const struct ql_option_info smp_series_options[] = {
     {"start", "first value (int64)", "0", 0, 0},
     {"stop", "end of the series, exclusive (int64)", NULL, 1, 0},
     {"step", "difference between consecutive values (non-zero int64)", "1", 0, 0},
     {"partitions", "number of partitions (contiguous row ranges), 1..1024", "4", 0, 0},
 };
-const int32_t ql_sample_series_n_options = 4;
+const int32_t smp_series_n_options = 4;
 
 static const char *const k_column_names[3] = {"value", "square", "parity"};
 static const char *const k_column_formats[3] = {"l", "l", "u"};
 
-int ql_sample_series_schema(struct ArrowSchema *out, struct ql_error *error) {
+int smp_series_schema(struct ArrowSchema *out, struct ql_error *error) {
   QL_RETURN_NOT_OK(ql_schema_init_struct(out, "", 3, error));
   for (int i = 0; i < 3; i++) {
     int rc = ql_schema_init(out->children[i], k_column_formats[i], k_column_names[i], 0, error);
@@ -48,17 +48,17 @@ int ql_sample_series_schema(struct ArrowSchema *out, struct ql_error *error) {
 /* ------------------------------------------------------------- options */
 
 static int check_bound(const char *key, int64_t v, struct ql_error *error) {
-  if (v > QL_SAMPLE_MAX_ABS || v < -QL_SAMPLE_MAX_ABS) {
+  if (v > SMP_MAX_ABS || v < -SMP_MAX_ABS) {
     return ql_error_set(error, QL_EINVAL,
                         "qlink_sample/series: option '%s' = %" PRId64 " out of range: |%s| must be <= %" PRId64
                         " so that square fits in int64",
-                        key, v, key, QL_SAMPLE_MAX_ABS);
+                        key, v, key, SMP_MAX_ABS);
   }
   return QL_OK;
 }
 
-static int series_from_options(const struct ql_options *options, struct ql_sample_series *s, struct ql_error *error) {
-  QL_RETURN_NOT_OK(ql_options_check(options, ql_sample_series_options, ql_sample_series_n_options,
+static int series_from_options(const struct ql_options *options, struct smp_series *s, struct ql_error *error) {
+  QL_RETURN_NOT_OK(ql_options_check(options, smp_series_options, smp_series_n_options,
                                     "qlink_sample/series", error));
   QL_RETURN_NOT_OK(ql_options_get_i64(options, "start", 0, &s->start, error));
   QL_RETURN_NOT_OK(ql_options_get_i64(options, "stop", 0, &s->stop, error));
@@ -68,9 +68,9 @@ static int series_from_options(const struct ql_options *options, struct ql_sampl
   QL_RETURN_NOT_OK(check_bound("stop", s->stop, error));
   if (s->step == 0) return ql_error_set(error, QL_EINVAL, "qlink_sample/series: option 'step' must not be 0");
   QL_RETURN_NOT_OK(check_bound("step", s->step, error));
-  if (s->partitions < 1 || s->partitions > QL_SAMPLE_MAX_PARTITIONS) {
+  if (s->partitions < 1 || s->partitions > SMP_MAX_PARTITIONS) {
     return ql_error_set(error, QL_EINVAL, "qlink_sample/series: option 'partitions' = %" PRId64 " must be in 1..%d",
-                        s->partitions, QL_SAMPLE_MAX_PARTITIONS);
+                        s->partitions, SMP_MAX_PARTITIONS);
   }
   int64_t span = s->stop - s->start;
   if ((s->step > 0 && span <= 0) || (s->step < 0 && span >= 0)) {
@@ -97,14 +97,14 @@ static void scalar_i64(struct ql_scalar *out, int64_t v) {
   out->value.i64 = v;
 }
 
-int ql_sample_statistics_fill(const struct ql_sample_series *s, const struct ql_sample_ranges *r,
+int smp_statistics_fill(const struct smp_series *s, const struct smp_ranges *r,
                               const int32_t *columns, int64_t n_columns, struct ql_statistics *out,
                               struct ql_error *error) {
   struct ql_column_statistics *cols = calloc((size_t)(n_columns > 0 ? n_columns : 1), sizeof *cols);
   if (!cols) return ql_error_set(error, QL_ENOMEM, "qlink_sample: out of memory for statistics");
-  int64_t rows = ql_sample_ranges_rows(r);
+  int64_t rows = smp_ranges_rows(r);
   int64_t vmin = 0, vmax = 0, sqmin = 0, sqmax = 0;
-  if (rows > 0) ql_sample_ranges_minmax(s, r, &vmin, &vmax, &sqmin, &sqmax);
+  if (rows > 0) smp_ranges_minmax(s, r, &vmin, &vmax, &sqmin, &sqmax);
   for (int64_t i = 0; i < n_columns; i++) {
     struct ql_column_statistics *c = &cols[i];
     c->null_count_precision = QL_PRECISION_EXACT;
@@ -136,22 +136,22 @@ int ql_sample_statistics_fill(const struct ql_sample_series *s, const struct ql_
 
 /* -------------------------------------------------------- the scan state */
 
-void ql_sample_scan_ref(struct ql_sample_scan *scan) { atomic_fetch_add(&scan->refs, 1); }
+void smp_scan_ref(struct smp_scan *scan) { atomic_fetch_add(&scan->refs, 1); }
 
-void ql_sample_scan_unref(struct ql_sample_scan *scan) {
+void smp_scan_unref(struct smp_scan *scan) {
   if (scan == NULL || atomic_fetch_sub(&scan->refs, 1) != 1) return;
   free(scan->columns);
-  ql_sample_ranges_free(&scan->rows);
+  smp_ranges_free(&scan->rows);
   ql_schema_release(&scan->schema);
   free(atomic_load(&scan->display));
   free(scan);
 }
 
 /* The rows that pass every EXACT filter, then the limit. */
-static int scan_rows(const struct ql_sample_series *s, const struct ql_scan_args *args, struct ql_sample_ranges *out,
+static int scan_rows(const struct smp_series *s, const struct ql_scan_args *args, struct smp_ranges *out,
                      struct ql_error *error) {
-  struct ql_sample_ranges all = {0, NULL};
-  struct ql_sample_range whole = {0, s->count};
+  struct smp_ranges all = {0, NULL};
+  struct smp_range whole = {0, s->count};
   if (s->count > 0) {
     all.items = malloc(sizeof *all.items);
     if (!all.items) return ql_error_set(error, QL_ENOMEM, "qlink_sample: out of memory");
@@ -161,40 +161,40 @@ static int scan_rows(const struct ql_sample_series *s, const struct ql_scan_args
   for (int32_t i = 0; i < args->filters.n_exprs; i++) {
     ql_expr_id f = args->filters.exprs[i];
     /* Filters the scan does not support are the host's to apply. */
-    if (ql_sample_filter_pushdown(args->filters.view, f) != QL_PUSHDOWN_EXACT) continue;
-    struct ql_sample_ranges one, both;
-    int rc = ql_sample_filter_rows(s, args->filters.view, f, &one, error);
+    if (smp_filter_pushdown(args->filters.view, f) != QL_PUSHDOWN_EXACT) continue;
+    struct smp_ranges one, both;
+    int rc = smp_filter_rows(s, args->filters.view, f, &one, error);
     if (rc == QL_OK) {
-      rc = ql_sample_ranges_intersect(&all, &one, &both, error);
-      ql_sample_ranges_free(&one);
+      rc = smp_ranges_intersect(&all, &one, &both, error);
+      smp_ranges_free(&one);
     }
-    ql_sample_ranges_free(&all);
+    smp_ranges_free(&all);
     if (rc != QL_OK) return rc;
     all = both;
   }
-  if (args->limit >= 0) ql_sample_ranges_truncate(&all, args->limit);
+  if (args->limit >= 0) smp_ranges_truncate(&all, args->limit);
   *out = all;
   return QL_OK;
 }
 
 /* One line for EXPLAIN, or NULL without memory. */
-static char *scan_display(const struct ql_sample_scan *scan) {
+static char *scan_display(const struct smp_scan *scan) {
   char cols[128] = "";
   for (int32_t i = 0; i < scan->n_columns; i++) {
     strcat(cols, i ? "," : "");
     strcat(cols, k_column_names[scan->columns[i]]);
   }
-  const struct ql_sample_series *s = &scan->series;
+  const struct smp_series *s = &scan->series;
   char buf[512];
   snprintf(buf, sizeof buf,
            "start=%" PRId64 " stop=%" PRId64 " step=%" PRId64 " partitions=%" PRId64
            " projection=[%s] filters=%" PRId64 " limit=%" PRId64 " rows=%" PRId64,
            s->start, s->stop, s->step, s->partitions, cols, scan->n_filters, scan->limit,
-           ql_sample_ranges_rows(&scan->rows));
+           smp_ranges_rows(&scan->rows));
   return strdup(buf);
 }
 
-static int scan_new(const struct ql_sample_series *s, const struct ql_scan_args *args, struct ql_sample_scan **out,
+static int scan_new(const struct smp_series *s, const struct ql_scan_args *args, struct smp_scan **out,
                     struct ql_error *error) {
   int32_t n = args->n_projection < 0 ? 3 : args->n_projection;
   /* Projections beyond a few copies of the 3 columns serve no query; the
@@ -206,7 +206,7 @@ static int scan_new(const struct ql_sample_series *s, const struct ql_scan_args 
                           args->projection ? args->projection[i] : -1);
     }
   }
-  struct ql_sample_scan *scan = calloc(1, sizeof *scan);
+  struct smp_scan *scan = calloc(1, sizeof *scan);
   if (!scan) return ql_error_set(error, QL_ENOMEM, "qlink_sample: out of memory");
   atomic_init(&scan->refs, 1);
   atomic_init(&scan->output_rows, 0);
@@ -234,7 +234,7 @@ static int scan_new(const struct ql_sample_series *s, const struct ql_scan_args 
   scan->n_filters = args->filters.n_exprs;
   scan->limit = args->limit;
   if (rc != QL_OK) {
-    ql_sample_scan_unref(scan);
+    smp_scan_unref(scan);
     return rc;
   }
   *out = scan;
@@ -243,7 +243,7 @@ static int scan_new(const struct ql_sample_series *s, const struct ql_scan_args 
 
 /* ------------------------------------------------------ execution plan */
 
-static struct ql_sample_scan *plan_scan(const struct ql_execution_plan *self) { return self->private_data; }
+static struct smp_scan *plan_scan(const struct ql_execution_plan *self) { return self->private_data; }
 
 static const char *plan_name(const struct ql_execution_plan *self) {
   (void)self;
@@ -251,10 +251,10 @@ static const char *plan_name(const struct ql_execution_plan *self) {
 }
 
 static const char *plan_display(const struct ql_execution_plan *self) {
-  struct ql_sample_scan *scan = plan_scan(self);
+  struct smp_scan *scan = plan_scan(self);
   char *text = atomic_load(&scan->display);
   if (text != NULL) return text;
-  return ql_sample_display_keep(&scan->display, scan_display(scan), "SeriesScanExec (out of memory for the display)");
+  return smp_display_keep(&scan->display, scan_display(scan), "SeriesScanExec (out of memory for the display)");
 }
 
 static int plan_get_schema(const struct ql_execution_plan *self, struct ArrowSchema *out, struct ql_error *error) {
@@ -264,7 +264,7 @@ static int plan_get_schema(const struct ql_execution_plan *self, struct ArrowSch
 static int plan_get_properties(const struct ql_execution_plan *self, struct ql_plan_properties *out,
                                struct ql_error *error) {
   (void)error;
-  const struct ql_sample_scan *scan = plan_scan(self);
+  const struct smp_scan *scan = plan_scan(self);
   memset(out, 0, sizeof *out);
   out->struct_size = sizeof *out;
   out->boundedness = QL_BOUNDED;
@@ -274,17 +274,17 @@ static int plan_get_properties(const struct ql_execution_plan *self, struct ql_p
   return QL_OK;
 }
 
-static void plan_init(struct ql_sample_scan *scan, struct ql_execution_plan *out);
+static void plan_init(struct smp_scan *scan, struct ql_execution_plan *out);
 
 static int plan_with_new_children(const struct ql_execution_plan *self, struct ql_execution_plan *children,
                                   int64_t n_children, struct ql_execution_plan *out, struct ql_error *error) {
-  QL_RETURN_NOT_OK(ql_sample_leaf_take_children("SeriesScanExec", children, n_children, error));
-  ql_sample_scan_ref(plan_scan(self));
+  QL_RETURN_NOT_OK(smp_leaf_take_children("SeriesScanExec", children, n_children, error));
+  smp_scan_ref(plan_scan(self));
   plan_init(plan_scan(self), out);
   return QL_OK;
 }
 
-static int check_partition(const struct ql_sample_scan *scan, int64_t partition, struct ql_error *error) {
+static int check_partition(const struct smp_scan *scan, int64_t partition, struct ql_error *error) {
   if (partition < 0 || partition >= scan->series.partitions) {
     return ql_error_set(error, QL_EINVAL, "SeriesScanExec: partition %" PRId64 " out of range (0..%" PRId64 ")",
                         partition, scan->series.partitions - 1);
@@ -294,24 +294,24 @@ static int check_partition(const struct ql_sample_scan *scan, int64_t partition,
 
 static int plan_execute(const struct ql_execution_plan *self, int64_t partition, const struct ql_task_context *ctx,
                         struct ArrowArrayStream *out, struct ql_error *error) {
-  struct ql_sample_scan *scan = plan_scan(self);
+  struct smp_scan *scan = plan_scan(self);
   QL_RETURN_NOT_OK(check_partition(scan, partition, error));
   if (ctx == NULL) return ql_error_set(error, QL_EINVAL, "SeriesScanExec: execute needs a task context");
-  return ql_sample_series_stream_new(scan, partition, ctx, out, error);
+  return smp_series_stream_new(scan, partition, ctx, out, error);
 }
 
 static int plan_get_statistics(const struct ql_execution_plan *self, int64_t partition, struct ql_statistics *out,
                                struct ql_error *error) {
-  struct ql_sample_scan *scan = plan_scan(self);
+  struct smp_scan *scan = plan_scan(self);
   if (partition == -1) {
-    return ql_sample_statistics_fill(&scan->series, &scan->rows, scan->columns, scan->n_columns, out, error);
+    return smp_statistics_fill(&scan->series, &scan->rows, scan->columns, scan->n_columns, out, error);
   }
   QL_RETURN_NOT_OK(check_partition(scan, partition, error));
-  struct ql_sample_range pr = ql_sample_partition_range(&scan->series, partition);
-  struct ql_sample_ranges part = {pr.lo < pr.hi ? 1 : 0, &pr}, rows;
-  QL_RETURN_NOT_OK(ql_sample_ranges_intersect(&scan->rows, &part, &rows, error));
-  int rc = ql_sample_statistics_fill(&scan->series, &rows, scan->columns, scan->n_columns, out, error);
-  ql_sample_ranges_free(&rows);
+  struct smp_range pr = smp_partition_range(&scan->series, partition);
+  struct smp_ranges part = {pr.lo < pr.hi ? 1 : 0, &pr}, rows;
+  QL_RETURN_NOT_OK(smp_ranges_intersect(&scan->rows, &part, &rows, error));
+  int rc = smp_statistics_fill(&scan->series, &rows, scan->columns, scan->n_columns, out, error);
+  smp_ranges_free(&rows);
   return rc;
 }
 
@@ -336,20 +336,20 @@ static int plan_get_metrics(const struct ql_execution_plan *self, struct ql_metr
 }
 
 static void plan_release(struct ql_execution_plan *self) {
-  ql_sample_scan_unref(plan_scan(self));
+  smp_scan_unref(plan_scan(self));
   self->private_data = NULL;
   self->release = NULL;
 }
 
-static void plan_init(struct ql_sample_scan *scan, struct ql_execution_plan *out) {
+static void plan_init(struct smp_scan *scan, struct ql_execution_plan *out) {
   memset(out, 0, sizeof *out);
   out->struct_size = sizeof *out;
   out->name = plan_name;
   out->display = plan_display;
   out->get_schema = plan_get_schema;
   out->get_properties = plan_get_properties;
-  out->child_count = ql_sample_leaf_child_count;
-  out->child = ql_sample_leaf_child;
+  out->child_count = smp_leaf_child_count;
+  out->child = smp_leaf_child;
   out->with_new_children = plan_with_new_children;
   out->execute = plan_execute;
   out->get_statistics = plan_get_statistics;
@@ -360,22 +360,22 @@ static void plan_init(struct ql_sample_scan *scan, struct ql_execution_plan *out
 
 /* ------------------------------------------------------- table provider */
 
-static const struct ql_sample_series *provider_series(const struct ql_table_provider *self) {
+static const struct smp_series *provider_series(const struct ql_table_provider *self) {
   return self->private_data;
 }
 
 static int provider_get_schema(const struct ql_table_provider *self, struct ArrowSchema *out, struct ql_error *error) {
   (void)self;
-  return ql_sample_series_schema(out, error);
+  return smp_series_schema(out, error);
 }
 
 static int provider_get_statistics(const struct ql_table_provider *self, struct ql_statistics *out,
                                    struct ql_error *error) {
-  const struct ql_sample_series *s = provider_series(self);
-  struct ql_sample_range whole = {0, s->count};
-  struct ql_sample_ranges all = {s->count > 0 ? 1 : 0, &whole};
+  const struct smp_series *s = provider_series(self);
+  struct smp_range whole = {0, s->count};
+  struct smp_ranges all = {s->count > 0 ? 1 : 0, &whole};
   static const int32_t columns[3] = {0, 1, 2};
-  return ql_sample_statistics_fill(s, &all, columns, 3, out, error);
+  return smp_statistics_fill(s, &all, columns, 3, out, error);
 }
 
 static int provider_supports_filters(const struct ql_table_provider *self, const struct ql_expr_list *filters,
@@ -384,7 +384,7 @@ static int provider_supports_filters(const struct ql_table_provider *self, const
   if (filters == NULL || (filters->n_exprs > 0 && (answers == NULL || filters->exprs == NULL))) {
     return ql_error_set(error, QL_EINVAL, "qlink_sample/series: supports_filters needs filters and answers");
   }
-  for (int32_t i = 0; i < filters->n_exprs; i++) answers[i] = ql_sample_filter_pushdown(filters->view, filters->exprs[i]);
+  for (int32_t i = 0; i < filters->n_exprs; i++) answers[i] = smp_filter_pushdown(filters->view, filters->exprs[i]);
   return QL_OK;
 }
 
@@ -395,7 +395,7 @@ static int provider_scan(const struct ql_table_provider *self, const struct ql_s
   if (args->filters.n_exprs > 0 && (args->filters.view == NULL || args->filters.exprs == NULL)) {
     return ql_error_set(error, QL_EINVAL, "qlink_sample/series: %d filters without a view", args->filters.n_exprs);
   }
-  struct ql_sample_scan *scan = NULL;
+  struct smp_scan *scan = NULL;
   QL_RETURN_NOT_OK(scan_new(provider_series(self), args, &scan, error));
   plan_init(scan, out);
   return QL_OK;
@@ -407,10 +407,10 @@ static void provider_release(struct ql_table_provider *self) {
   self->release = NULL;
 }
 
-int ql_sample_series_open(const struct ql_options *options, struct ql_table_provider *out, struct ql_error *error) {
-  struct ql_sample_series s;
+int smp_series_open(const struct ql_options *options, struct ql_table_provider *out, struct ql_error *error) {
+  struct smp_series s;
   QL_RETURN_NOT_OK(series_from_options(options, &s, error));
-  struct ql_sample_series *copy = malloc(sizeof *copy);
+  struct smp_series *copy = malloc(sizeof *copy);
   if (!copy) return ql_error_set(error, QL_ENOMEM, "qlink_sample: out of memory");
   *copy = s;
   memset(out, 0, sizeof *out);

@@ -14,12 +14,12 @@
 
 /* Values outside the series' bounds are clamped to this before arithmetic,
  * which keeps every difference below 2^63. */
-#define QL_SAMPLE_CLAMP (INT64_C(1) << 40)
+#define SMP_CLAMP (INT64_C(1) << 40)
 
-int64_t ql_sample_series_value(const struct ql_sample_series *s, int64_t k) { return s->start + k * s->step; }
+int64_t smp_series_value(const struct smp_series *s, int64_t k) { return s->start + k * s->step; }
 
-struct ql_sample_range ql_sample_partition_range(const struct ql_sample_series *s, int64_t p) {
-  struct ql_sample_range r = {s->count * p / s->partitions, s->count * (p + 1) / s->partitions};
+struct smp_range smp_partition_range(const struct smp_series *s, int64_t p) {
+  struct smp_range r = {s->count * p / s->partitions, s->count * (p + 1) / s->partitions};
   return r;
 }
 
@@ -32,14 +32,14 @@ static int64_t floor_div(int64_t a, int64_t b) {
 static int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
 static int64_t clamp_value(int64_t v) {
-  if (v > QL_SAMPLE_CLAMP) return QL_SAMPLE_CLAMP;
-  if (v < -QL_SAMPLE_CLAMP) return -QL_SAMPLE_CLAMP;
+  if (v > SMP_CLAMP) return SMP_CLAMP;
+  if (v < -SMP_CLAMP) return -SMP_CLAMP;
   return v;
 }
 
 /* The k range whose values lie in [vlo, vhi] (inclusive), clipped to [0, count). */
-static struct ql_sample_range value_interval_rows(const struct ql_sample_series *s, int64_t vlo, int64_t vhi) {
-  struct ql_sample_range r = {0, 0};
+static struct smp_range value_interval_rows(const struct smp_series *s, int64_t vlo, int64_t vhi) {
+  struct smp_range r = {0, 0};
   if (vlo > vhi) return r;
   vlo = clamp_value(vlo);
   vhi = clamp_value(vhi);
@@ -59,7 +59,7 @@ static struct ql_sample_range value_interval_rows(const struct ql_sample_series 
   return r;
 }
 
-static int ranges_alloc(struct ql_sample_ranges *out, int64_t n, struct ql_error *error) {
+static int ranges_alloc(struct smp_ranges *out, int64_t n, struct ql_error *error) {
   out->n = 0;
   out->items = NULL;
   if (n == 0) return QL_OK;
@@ -68,7 +68,7 @@ static int ranges_alloc(struct ql_sample_ranges *out, int64_t n, struct ql_error
   return QL_OK;
 }
 
-static int ranges_single(struct ql_sample_range r, struct ql_sample_ranges *out, struct ql_error *error) {
+static int ranges_single(struct smp_range r, struct smp_ranges *out, struct ql_error *error) {
   if (r.lo >= r.hi) return ranges_alloc(out, 0, error);
   QL_RETURN_NOT_OK(ranges_alloc(out, 1, error));
   out->items[0] = r;
@@ -76,19 +76,19 @@ static int ranges_single(struct ql_sample_range r, struct ql_sample_ranges *out,
   return QL_OK;
 }
 
-void ql_sample_ranges_free(struct ql_sample_ranges *r) {
+void smp_ranges_free(struct smp_ranges *r) {
   free(r->items);
   r->items = NULL;
   r->n = 0;
 }
 
-int64_t ql_sample_ranges_rows(const struct ql_sample_ranges *r) {
+int64_t smp_ranges_rows(const struct smp_ranges *r) {
   int64_t rows = 0;
   for (int64_t i = 0; i < r->n; i++) rows += r->items[i].hi - r->items[i].lo;
   return rows;
 }
 
-void ql_sample_ranges_truncate(struct ql_sample_ranges *r, int64_t limit) {
+void smp_ranges_truncate(struct smp_ranges *r, int64_t limit) {
   int64_t left = limit;
   for (int64_t i = 0; i < r->n; i++) {
     int64_t len = r->items[i].hi - r->items[i].lo;
@@ -101,14 +101,14 @@ void ql_sample_ranges_truncate(struct ql_sample_ranges *r, int64_t limit) {
   }
 }
 
-int ql_sample_ranges_intersect(const struct ql_sample_ranges *a, const struct ql_sample_ranges *b,
-                               struct ql_sample_ranges *out, struct ql_error *error) {
+int smp_ranges_intersect(const struct smp_ranges *a, const struct smp_ranges *b,
+                               struct smp_ranges *out, struct ql_error *error) {
   QL_RETURN_NOT_OK(ranges_alloc(out, a->n + b->n, error));
   int64_t i = 0, j = 0;
   while (i < a->n && j < b->n) {
     int64_t lo = a->items[i].lo > b->items[j].lo ? a->items[i].lo : b->items[j].lo;
     int64_t hi = a->items[i].hi < b->items[j].hi ? a->items[i].hi : b->items[j].hi;
-    if (lo < hi) out->items[out->n++] = (struct ql_sample_range){lo, hi};
+    if (lo < hi) out->items[out->n++] = (struct smp_range){lo, hi};
     if (a->items[i].hi < b->items[j].hi) {
       i++;
     } else {
@@ -123,15 +123,15 @@ int ql_sample_ranges_intersect(const struct ql_sample_ranges *a, const struct ql
 static int64_t abs_i64(int64_t v) { return v < 0 ? -v : v; }
 
 /* Smallest |value| over rows [lo, hi) (the series is monotonic in k). */
-static int64_t range_min_abs(const struct ql_sample_series *s, struct ql_sample_range r) {
-  int64_t first = ql_sample_series_value(s, r.lo), last = ql_sample_series_value(s, r.hi - 1);
+static int64_t range_min_abs(const struct smp_series *s, struct smp_range r) {
+  int64_t first = smp_series_value(s, r.lo), last = smp_series_value(s, r.hi - 1);
   if ((first <= 0 && last >= 0) || (first >= 0 && last <= 0)) {
     /* The range crosses zero: the row nearest to it is the one closest to k = -start/step. */
     int64_t k0 = floor_div(-s->start, s->step);
     int64_t best = abs_i64(first) < abs_i64(last) ? abs_i64(first) : abs_i64(last);
     for (int64_t k = k0 - 1; k <= k0 + 1; k++) {
-      if (k >= r.lo && k < r.hi && abs_i64(ql_sample_series_value(s, k)) < best) {
-        best = abs_i64(ql_sample_series_value(s, k));
+      if (k >= r.lo && k < r.hi && abs_i64(smp_series_value(s, k)) < best) {
+        best = abs_i64(smp_series_value(s, k));
       }
     }
     return best;
@@ -139,15 +139,15 @@ static int64_t range_min_abs(const struct ql_sample_series *s, struct ql_sample_
   return abs_i64(first) < abs_i64(last) ? abs_i64(first) : abs_i64(last);
 }
 
-void ql_sample_ranges_minmax(const struct ql_sample_series *s, const struct ql_sample_ranges *r, int64_t *vmin,
+void smp_ranges_minmax(const struct smp_series *s, const struct smp_ranges *r, int64_t *vmin,
                              int64_t *vmax, int64_t *sqmin, int64_t *sqmax) {
   *vmin = INT64_MAX;
   *vmax = INT64_MIN;
   *sqmin = INT64_MAX;
   *sqmax = INT64_MIN;
   for (int64_t i = 0; i < r->n; i++) {
-    int64_t first = ql_sample_series_value(s, r->items[i].lo);
-    int64_t last = ql_sample_series_value(s, r->items[i].hi - 1);
+    int64_t first = smp_series_value(s, r->items[i].lo);
+    int64_t last = smp_series_value(s, r->items[i].hi - 1);
     int64_t lo = first < last ? first : last, hi = first < last ? last : first;
     if (lo < *vmin) *vmin = lo;
     if (hi > *vmax) *vmax = hi;
@@ -208,8 +208,8 @@ static int flip_op(int op) {
 /* value OP literal as a value interval; 0 if OP is not one we push down. */
 static int op_interval(int op, int64_t lit, int64_t *vlo, int64_t *vhi) {
   lit = clamp_value(lit);
-  *vlo = -QL_SAMPLE_CLAMP - 1;
-  *vhi = QL_SAMPLE_CLAMP + 1;
+  *vlo = -SMP_CLAMP - 1;
+  *vhi = SMP_CLAMP + 1;
   switch (op) {
     case QL_OP_EQ: *vlo = lit; *vhi = lit; return 1;
     case QL_OP_LT: *vhi = lit - 1; return 1;
@@ -226,8 +226,8 @@ static int cmp_i64(const void *a, const void *b) {
 }
 
 /* value IN (literals...): each literal that is a value of the series is one row. */
-static int in_list_rows(const struct ql_sample_series *s, const struct ql_plan_view *view, const struct ql_expr *e,
-                        struct ql_sample_ranges *out, struct ql_error *error) {
+static int in_list_rows(const struct smp_series *s, const struct ql_plan_view *view, const struct ql_expr *e,
+                        struct smp_ranges *out, struct ql_error *error) {
   int64_t *ks = malloc((size_t)(e->n_args > 1 ? e->n_args : 1) * sizeof *ks);
   if (!ks) return ql_error_set(error, QL_ENOMEM, "qlink_sample: out of memory for an IN list");
   int64_t n = 0;
@@ -236,7 +236,7 @@ static int in_list_rows(const struct ql_sample_series *s, const struct ql_plan_v
     int is_null = 1;
     int_literal(view, e->args[i], &v, &is_null);
     if (is_null) continue; /* NULL never equals: it adds no row */
-    struct ql_sample_range r = value_interval_rows(s, v, v);
+    struct smp_range r = value_interval_rows(s, v, v);
     if (r.lo < r.hi) ks[n++] = r.lo;
   }
   qsort(ks, (size_t)n, sizeof *ks, cmp_i64);
@@ -245,7 +245,7 @@ static int in_list_rows(const struct ql_sample_series *s, const struct ql_plan_v
     if (out->n > 0 && out->items[out->n - 1].hi == ks[i]) {
       out->items[out->n - 1].hi = ks[i] + 1;
     } else if (out->n == 0 || out->items[out->n - 1].hi < ks[i]) {
-      out->items[out->n++] = (struct ql_sample_range){ks[i], ks[i] + 1};
+      out->items[out->n++] = (struct smp_range){ks[i], ks[i] + 1};
     }
   }
   free(ks);
@@ -294,7 +294,7 @@ static int is_in_filter(const struct ql_plan_view *view, const struct ql_expr *e
   return 1;
 }
 
-int32_t ql_sample_filter_pushdown(const struct ql_plan_view *view, ql_expr_id expr) {
+int32_t smp_filter_pushdown(const struct ql_plan_view *view, ql_expr_id expr) {
   if (view == NULL || expr < 0 || expr >= view->n_exprs) return QL_PUSHDOWN_UNSUPPORTED;
   const struct ql_expr *e = &view->exprs[expr];
   int64_t vlo, vhi;
@@ -303,16 +303,16 @@ int32_t ql_sample_filter_pushdown(const struct ql_plan_view *view, ql_expr_id ex
   return QL_PUSHDOWN_UNSUPPORTED;
 }
 
-int ql_sample_filter_rows(const struct ql_sample_series *s, const struct ql_plan_view *view, ql_expr_id expr,
-                          struct ql_sample_ranges *out, struct ql_error *error) {
-  if (ql_sample_filter_pushdown(view, expr) != QL_PUSHDOWN_EXACT) {
+int smp_filter_rows(const struct smp_series *s, const struct ql_plan_view *view, ql_expr_id expr,
+                          struct smp_ranges *out, struct ql_error *error) {
+  if (smp_filter_pushdown(view, expr) != QL_PUSHDOWN_EXACT) {
     return ql_error_set(error, QL_EINTERNAL, "qlink_sample: filter %d is not one the series pushes down", (int)expr);
   }
   const struct ql_expr *e = &view->exprs[expr];
   int64_t vlo, vhi;
   int empty = 0;
   if (interval_filter(view, e, &vlo, &vhi, &empty)) {
-    struct ql_sample_range r = empty ? (struct ql_sample_range){0, 0} : value_interval_rows(s, vlo, vhi);
+    struct smp_range r = empty ? (struct smp_range){0, 0} : value_interval_rows(s, vlo, vhi);
     return ranges_single(r, out, error);
   }
   return in_list_rows(s, view, e, out, error);

@@ -19,11 +19,11 @@
 #include "qlink/lib/status.h"
 #include "sample_internal.h"
 
-#define QL_SAMPLE_DEFAULT_BATCH 8192
+#define SMP_DEFAULT_BATCH 8192
 
 struct series_stream {
-  struct ql_sample_scan *scan;
-  struct ql_sample_ranges rows; /* this partition's rows */
+  struct smp_scan *scan;
+  struct smp_ranges rows; /* this partition's rows */
   int64_t range;                /* cursor: index into rows.items */
   int64_t next_k;               /* cursor: next row within that range */
   int64_t batch_size;
@@ -59,10 +59,10 @@ static int build_int_column(const struct series_stream *st, int column, int64_t 
                             struct ql_error *error) {
   int64_t *data = malloc((size_t)(rows > 0 ? rows : 1) * sizeof *data);
   if (!data) return ql_error_set(error, QL_ENOMEM, "qlink_sample: out of memory for a batch");
-  const struct ql_sample_series *s = &st->scan->series;
+  const struct smp_series *s = &st->scan->series;
   int64_t i = 0, r = st->range, k = st->next_k;
   while (i < rows) {
-    int64_t v = ql_sample_series_value(s, k);
+    int64_t v = smp_series_value(s, k);
     data[i++] = column == 0 ? v : v * v;
     if (++k >= st->rows.items[r].hi && ++r < st->rows.n) k = st->rows.items[r].lo;
   }
@@ -78,12 +78,12 @@ static int build_parity_column(const struct series_stream *st, int64_t rows, str
     free(data);
     return ql_error_set(error, QL_ENOMEM, "qlink_sample: out of memory for a batch");
   }
-  const struct ql_sample_series *s = &st->scan->series;
+  const struct smp_series *s = &st->scan->series;
   int64_t i = 0, r = st->range, k = st->next_k;
   int32_t pos = 0;
   offsets[0] = 0;
   while (i < rows) {
-    int64_t v = ql_sample_series_value(s, k);
+    int64_t v = smp_series_value(s, k);
     const char *word = (v % 2 == 0) ? "even" : "odd";
     size_t len = strlen(word);
     memcpy(data + pos, word, len);
@@ -121,7 +121,7 @@ static int64_t batch_bytes(const struct series_stream *st, int64_t rows) {
 }
 
 static int build_batch(struct series_stream *st, int64_t rows, struct ArrowArray *out, struct ql_error *error) {
-  const struct ql_sample_scan *scan = st->scan;
+  const struct smp_scan *scan = st->scan;
   QL_RETURN_NOT_OK(ql_array_init_struct(out, rows, scan->n_columns, error));
   for (int32_t c = 0; c < scan->n_columns; c++) {
     int column = scan->columns[c];
@@ -174,8 +174,8 @@ static const char *stream_get_last_error(struct ArrowArrayStream *self) {
 
 static void stream_free(struct series_stream *st) {
   if (st->reservation.release) st->reservation.release(&st->reservation);
-  ql_sample_ranges_free(&st->rows);
-  ql_sample_scan_unref(st->scan);
+  smp_ranges_free(&st->rows);
+  smp_scan_unref(st->scan);
   free(st->last_error);
   free(st);
 }
@@ -186,17 +186,17 @@ static void stream_release(struct ArrowArrayStream *self) {
   self->release = NULL;
 }
 
-int ql_sample_series_stream_new(struct ql_sample_scan *scan, int64_t partition, const struct ql_task_context *ctx,
+int smp_series_stream_new(struct smp_scan *scan, int64_t partition, const struct ql_task_context *ctx,
                                 struct ArrowArrayStream *out, struct ql_error *error) {
   struct series_stream *st = calloc(1, sizeof *st);
   if (!st) return ql_error_set(error, QL_ENOMEM, "qlink_sample: out of memory for a stream");
-  ql_sample_scan_ref(scan);
+  smp_scan_ref(scan);
   st->scan = scan;
   st->ctx = ctx;
-  st->batch_size = ctx->batch_size > 0 ? ctx->batch_size : QL_SAMPLE_DEFAULT_BATCH;
-  struct ql_sample_range pr = ql_sample_partition_range(&scan->series, partition);
-  struct ql_sample_ranges part = {pr.lo < pr.hi ? 1 : 0, &pr};
-  int rc = ql_sample_ranges_intersect(&scan->rows, &part, &st->rows, error);
+  st->batch_size = ctx->batch_size > 0 ? ctx->batch_size : SMP_DEFAULT_BATCH;
+  struct smp_range pr = smp_partition_range(&scan->series, partition);
+  struct smp_ranges part = {pr.lo < pr.hi ? 1 : 0, &pr};
+  int rc = smp_ranges_intersect(&scan->rows, &part, &st->rows, error);
   if (rc == QL_OK && st->rows.n > 0) st->next_k = st->rows.items[0].lo;
   const struct ql_memory_pool *pool = ctx->runtime_env ? ctx->runtime_env->memory_pool : NULL;
   if (rc == QL_OK && pool) {
