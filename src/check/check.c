@@ -141,7 +141,7 @@ static int check_items_in_host(struct ql_checker *ck, int32_t first, int32_t las
  * plugin. Returns 1 if it is loadable, with its catalogue size in *n_items. */
 static int check_loadable(struct ql_checker *ck, int32_t *n_items) {
   *n_items = 0;
-  if (ql_check_descriptor(ck, ck->path) != 0) return 0;
+  if (ql_check_negotiation_and_descriptor(ck, ck->path) != 0) return 0;
   struct ql_loaded_plugin *loaded = NULL;
   struct ql_error err = {0};
   if (ql_plugin_load(ck->path, &loaded, &err) != QL_OK) {

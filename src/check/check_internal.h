@@ -60,7 +60,7 @@ void ql_check_exports(struct ql_checker *ck, const char *path);
 void ql_check_exports_image(struct ql_checker *ck, const unsigned char *data, size_t size, const char *path);
 /* Version negotiation and the descriptor, through dlopen (descriptor.c).
  * Returns 0 if the plugin could be initialised at all. */
-int ql_check_descriptor(struct ql_checker *ck, const char *path);
+int ql_check_negotiation_and_descriptor(struct ql_checker *ck, const char *path);
 /* Every catalogue item (tables.c, objects.c). */
 void ql_check_table_provider(struct ql_checker *ck, const struct ql_item_info *item);
 void ql_check_schema_provider(struct ql_checker *ck, const struct ql_item_info *item);

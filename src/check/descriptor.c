@@ -105,7 +105,7 @@ static void check_fields(struct ql_checker *ck, const struct ql_plugin *d) {
   check_catalogue(ck, d);
 }
 
-int ql_check_descriptor(struct ql_checker *ck, const char *path) {
+int ql_check_negotiation_and_descriptor(struct ql_checker *ck, const char *path) {
   ql_check_note(ck, "negotiation and descriptor");
   void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (dl == NULL) {

@@ -112,8 +112,13 @@ static int ql_check_items(const struct ql_plugin *p, const char *path, struct ql
   return QL_OK;
 }
 
-/* Check what qlink_plugin_init filled for `version`; nothing else is called before. */
-static int ql_check_descriptor(const struct ql_plugin *p, uint32_t version, const char *path, struct ql_error *error) {
+/* Check what qlink_plugin_init filled for `version` (magic, ABI version,
+ * struct_size, name, version, release, executor hooks, catalogue) before
+ * anything else is called; the first rule broken fails the load.
+ * qlink-check's ql_check_negotiation_and_descriptor (src/check/descriptor.c)
+ * reports every rule broken instead. */
+static int ql_validate_filled_descriptor(const struct ql_plugin *p, uint32_t version, const char *path,
+                                         struct ql_error *error) {
   char v[24];
   ql_version_string(version, v, sizeof(v));
   if (p->magic != QL_PLUGIN_MAGIC) {
@@ -213,7 +218,7 @@ int ql_plugin_load_versions(const char *path, const uint32_t *versions, int32_t 
   uint32_t version = 0;
   int rc = ql_negotiate(init, path, versions, n_versions, &desc, &version, error);
   if (rc == QL_OK) {
-    rc = ql_check_descriptor(&desc, version, path, error);
+    rc = ql_validate_filled_descriptor(&desc, version, path, error);
     /* A descriptor with the right magic was meant to be one: let it free itself. */
     if (rc != QL_OK && desc.magic == QL_PLUGIN_MAGIC && desc.release) desc.release(&desc);
   }
