@@ -34,7 +34,6 @@ inside it; :func:`plugin_path` finds them.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from ._qlink import Session as _NativeSession
@@ -110,58 +109,6 @@ class TableExistsError(PlanError):
     A :class:`PlanError`, so ``except qlink.PlanError`` catches it too."""
 
 
-def _store_name(path: str) -> str:
-    """A SQL-friendly schema name from a store path: its stem, [a-z0-9_]."""
-    stem = Path(str(path).rstrip("/")).name
-    if stem.endswith(".zarr"):
-        stem = stem[: -len(".zarr")]
-    name = re.sub(r"[^a-z0-9_]", "_", stem.lower()) or "zarr"
-    return name if not name[0].isdigit() else f"z_{name}"
-
-
-def register_zarr(session: Session, path: str, name: str | None = None) -> list[str]:
-    """Register every table of the Zarr store at ``path`` on ``session``.
-
-    Each table (a group of variables sharing dimensions: one row per
-    coordinate tuple, dimensions as key columns) becomes ``NAME.<table>``;
-    ``name`` defaults to the store's file name without ``.zarr``, lower-cased
-    with every character outside ``[a-z0-9_]`` replaced by ``_``
-    (``Mine.v3.zarr`` -> ``mine_v3``). ``path`` is a local path or a URL
-    served by an object store registered on the session. Returns the
-    qualified table names. Same as :meth:`Session.register_zarr`.
-
-    Registering another store under a ``name`` this function already used on
-    ``session`` raises :class:`TableExistsError` naming both stores (it
-    would otherwise replace the first store's tables); pass another
-    ``name``. Registering the same store again is allowed.
-    """
-    schema = name or _store_name(path)
-    if not isinstance(path, str) or "://" not in path:
-        path = str(Path(path).resolve())
-    registered = _zarr_schemas(session)
-    previous = registered.get(schema)
-    if previous is not None and previous != path:
-        raise TableExistsError(
-            f"schema {schema!r} already holds the tables of Zarr store {previous}: registering store {path} "
-            f"under it would replace them; pass another name (register_zarr(..., name=...))"
-        )
-    names = session.register_schema(schema, plugin_path("qlink_zarr"), "store", path=path)
-    registered[schema] = path
-    return names
-
-
-def _zarr_schemas(session) -> dict:
-    """The Zarr stores register_zarr put on `session`, by schema name."""
-    found = getattr(session, "_qlink_zarr_schemas", None)
-    if found is None:
-        found = {}
-        try:
-            session._qlink_zarr_schemas = found
-        except AttributeError:  # a native Session without attributes: no memory of earlier stores
-            pass
-    return found
-
-
 class Session(_NativeSession):
     """An embedded DataFusion host for qlink plugins.
 
@@ -200,99 +147,7 @@ class Session(_NativeSession):
         return register_zarr(self, path, name)
 
 
-def _quote(ident: str) -> str:
-    return '"' + ident.replace('"', '""') + '"'
-
-
-class ZarrStore:
-    """The tables of one Zarr store, read by the qlink_zarr plugin.
-
-    Made by :func:`zarr`. ``tables`` lists the store's tables (one per group
-    of variables sharing dimensions). For datafusion-python,
-    ``register(ctx)`` registers every table in a ``SessionContext`` and
-    ``provider(name)`` returns one as a :class:`Table` for
-    ``ctx.register_table``: the plugin scans the store in place, with
-    projections and filters pushed down (no copy into memory). For
-    ``qlink.Session``, the tables are registered on :attr:`session` as
-    ``name.<table>``; ``table(name)`` reads one as a ``pyarrow.Table`` and
-    ``reader(name)`` streams it.
-
-    A store served by an object store registered on a :class:`Session`
-    (``register_object_store``) is visible to that session only: register
-    it in datafusion-python with ``register(ctx, copy=True)``, which copies
-    each table into the context as record batches.
-    """
-
-    def __init__(self, path: str, session: Session | None = None, name: str | None = None):
-        self.path = path
-        self.session = session if session is not None else Session()
-        self.schema = name or _store_name(path)
-        self._plugin = None
-        self._location = path if (isinstance(path, str) and "://" in path) else str(Path(path).resolve())
-        qualified = register_zarr(self.session, path, self.schema)
-        self.tables = sorted(q.split(".", 1)[1] for q in qualified)
-
-    def _table_name(self, name: str | None) -> str:
-        if name is None:
-            if len(self.tables) != 1:
-                raise PlanError(f"store {self.path} has {len(self.tables)} tables ({', '.join(self.tables)}); name one")
-            return self.tables[0]
-        if name not in self.tables:
-            raise PlanError(f"store {self.path} has no table {name!r} (tables: {', '.join(self.tables)})")
-        return name
-
-    def _select(self, name: str | None) -> str:
-        return f"SELECT * FROM {_quote(self.schema)}.{_quote(self._table_name(name))}"
-
-    def table(self, name: str | None = None):
-        """Table ``name`` (the only one if omitted) as a ``pyarrow.Table``."""
-        return self.session.sql(self._select(name))
-
-    def reader(self, name: str | None = None):
-        """Table ``name`` as a ``pyarrow.RecordBatchReader``."""
-        return self.session.sql_reader(self._select(name))
-
-    def provider(self, name: str | None = None) -> Table:
-        """Table ``name`` (the only one if omitted) for datafusion-python:
-        ``ctx.register_table("t", store.provider("time_lat"))``."""
-        if self._plugin is None:
-            self._plugin = Plugin(plugin_path("qlink_zarr"))
-        return self._plugin.table("table", path=self._location, table=self._table_name(name))
-
-    def register(self, ctx, prefix: str = "", copy: bool = False) -> list[str]:
-        """Register every table in datafusion-python's ``ctx`` as
-        ``prefix + table``; returns the names registered.
-
-        ``prefix`` keeps two stores apart: stores written alike have the
-        same table names (``time_lat``...), so the second one needs
-        ``register(ctx, prefix="b_")``. A name already in ``ctx`` raises
-        :class:`TableExistsError` naming it and the store's table, before
-        anything is registered. ``copy=True`` registers in-memory copies
-        instead of plugin tables."""
-        for t in self.tables:
-            if ctx.table_exist(prefix + t):
-                raise TableExistsError(
-                    f"the context already has a table {prefix + t!r}: table {t!r} of Zarr store {self.path} "
-                    f"cannot be registered under that name; pass a prefix (register(ctx, prefix=...))"
-                )
-        names = []
-        for t in self.tables:
-            if copy:
-                ctx.register_record_batches(prefix + t, [self.table(t).to_batches()])
-            else:
-                ctx.register_table(prefix + t, self.provider(t))
-            names.append(prefix + t)
-        return names
-
-    def __repr__(self) -> str:
-        return f"qlink.ZarrStore({self.path!r}, tables={self.tables})"
-
-
-def zarr(path: str, session: Session | None = None, name: str | None = None) -> ZarrStore:
-    """Open the Zarr store at ``path`` (a local path, or a URL an object store
-    registered on ``session`` serves) and return its :class:`ZarrStore`.
-
-    Its tables are registered on ``session`` (a new :class:`Session` if
-    omitted) as ``name.<table>``, ``name`` defaulting to the store's file name.
-    """
-    return ZarrStore(path, session=session, name=name)
+# The Zarr helpers live in qlink.zarr and are re-exported here; imported
+# last, as they build on Session. After this, ``qlink.zarr`` is the function
+# (``qlink.zarr(path)``), the module being ``sys.modules["qlink.zarr"]``.
+from .zarr import ZarrStore, register_zarr, zarr  # noqa: E402
