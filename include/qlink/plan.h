@@ -1,4 +1,5 @@
-/* qlink ABI: the read-only plan and expression views (design sections 3.5, 4).
+/* qlink ABI: the read-only plan and expression views (docs/abi.md R7, R13,
+ * section 3.5; gaps G1, G2).
  *
  * Plans and expressions cross the boundary as an arena: flat arrays of nodes
  * and expressions that refer to each other by index. Reading one is plain
@@ -99,7 +100,8 @@ struct ql_expr {
   const char *type_format;
 };
 
-/* Plan node kinds (design section 4). Values are never renumbered. */
+/* Plan node kinds (docs/abi.md R13: inputs per kind). Values are never
+ * renumbered (R3). */
 enum ql_node_kind {
   QL_NODE_TABLE_SCAN = 1,     /* table, name, projection, exprs = pushed filters, fetch */
   QL_NODE_PROJECTION = 2,     /* exprs = output expressions */

@@ -1,4 +1,4 @@
-/* qlink ABI: the planner hook (design section 4, gaps G1, G3, G7).
+/* qlink ABI: the planner hook (docs/abi.md R11, section 3.8; gaps G1, G3, G7).
  *
  * A planner plugin receives a read-only view of the host's optimized logical
  * plan and answers in one of three ways:

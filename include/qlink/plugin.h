@@ -1,4 +1,5 @@
-/* qlink ABI: the plugin descriptor and its one entry point (design section 3.2).
+/* qlink ABI: the plugin descriptor and its one entry point (docs/abi.md R4,
+ * R9, R12, section 3.9).
  *
  * A plugin is a shared library exporting exactly one symbol:
  *

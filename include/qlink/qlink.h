@@ -18,6 +18,17 @@
  *
  * docs/abi.md is the reference with every rule; libqlink (the headers in qlink/lib/) is
  * the shared C runtime both sides may link.
+ *
+ * Conventions shared by every object in the ABI (docs/abi.md R1, R2, R5):
+ * - The consumer owns the top-level struct; `release` frees the object and
+ *   sets `release` to NULL. A struct whose release is NULL is released; the
+ *   conformance kit checks that releasing sets it so (R1).
+ * - A move is a bitwise copy followed by setting the source's release to
+ *   NULL (R1).
+ * - Members taking a `const` self are thread-safe: the host may call them
+ *   from several threads at once (R2).
+ * - Outputs (`out`) are only written on QL_OK; on failure `error` is filled
+ *   (R1, R5).
  */
 #ifndef QLINK_QLINK_H
 #define QLINK_QLINK_H

@@ -1,4 +1,5 @@
-/* qlink ABI: host services handed to plugins (design section 3.6, gaps G4-G6, G8).
+/* qlink ABI: host services handed to plugins (docs/abi.md R8, R9, section 3.4;
+ * gaps G4-G6, G8).
  *
  * The host owns every struct in this header; plugins borrow them. Each is a
  * struct of function pointers plus `private_data`, so creating a view costs

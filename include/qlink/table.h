@@ -1,13 +1,9 @@
-/* qlink ABI: table providers, execution plans and schema providers.
+/* qlink ABI: table providers, execution plans and schema providers
+ * (docs/abi.md section 3.6; R10 for filter pushdown).
  *
- * Conventions shared by every object in the ABI (design section 3.1):
- * - The consumer owns the top-level struct; `release` frees the object and
- *   sets `release` to NULL. A struct whose release is NULL is released; the
- *   conformance kit checks that releasing sets it so.
- * - A move is a bitwise copy followed by setting the source's release to NULL.
- * - Members taking a `const` self are thread-safe: the host may call them
- *   from several threads at once.
- * - Outputs (`out`) are only written on QL_OK; on failure `error` is filled.
+ * The objects here follow the conventions every ABI object shares
+ * (ownership, moves, thread-safety, outputs): see qlink/qlink.h and
+ * docs/abi.md R1, R2.
  *
  * First ABI version: 0.1.
  */

@@ -109,7 +109,7 @@ enum ql_function_origin {
   QL_ORIGIN_USER = 2     /* registered by a user or library; `library` + `uid` identify it */
 };
 
-/* Function identity (design gap G2).
+/* Function identity (docs/abi.md gap G2, section 4).
  *
  * A built-in is identified by `origin == QL_ORIGIN_BUILTIN` and its canonical
  * lower-case name ("sum", "count", "avg", "min", "max", "abs", ...; the list
