@@ -29,6 +29,8 @@
  *   BROKEN_STREAM_MEMBERS        the stream has no get_next
  *   BROKEN_TABLE_PROVIDER_MEMBERS   the table provider has no scan
  *   BROKEN_ORDERING              the plan says x DESC within each partition (it ascends)
+ *   BROKEN_ABI_MAJOR             serves ABI 1.0 only (another major than the hosts')
+ *   BROKEN_THIRD_BATCH           the scan's 3rd batch (partition 2) fails with EIO
  *
  * It offers a table provider, `numbers?n=N` (default 100): one int64 column
  * x = 0..N-1 in 4 partitions of contiguous ranges, one batch each, each
@@ -121,6 +123,9 @@ static int qlb_get_next(struct ArrowArrayStream *self, struct ArrowArray *out) {
     return 0;
   }
   int64_t p = st->partition;
+#ifdef BROKEN_THIRD_BATCH
+  if (p == 2) return 5; /* EIO: the defect */
+#endif
 #ifdef BROKEN_CONCURRENT
   p = atomic_load(&g_qlb_partition);
 #endif
@@ -143,6 +148,9 @@ static int qlb_get_next(struct ArrowArrayStream *self, struct ArrowArray *out) {
 
 static const char *qlb_last_error(struct ArrowArrayStream *self) {
   (void)self;
+#ifdef BROKEN_THIRD_BATCH
+  return "numbers: reading batch 3 failed (deliberately)";
+#endif
   return "out of memory";
 }
 
@@ -554,7 +562,9 @@ QLB_EXPORT int QLB_ENTRY(uint32_t abi_version, struct ql_plugin *out, struct ql_
 
 QLB_EXPORT int QLB_ENTRY(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error) {
 (void)error;
-#ifndef BROKEN_VERSION
+#if defined(BROKEN_ABI_MAJOR)
+  if (abi_version != QL_ABI_VERSION_MAKE(1, 0)) return ql_error_set(error, QL_EVERSION, "serves ABI 1.0 only");
+#elif !defined(BROKEN_VERSION)
   if (abi_version != QL_ABI_VERSION) return ql_error_set(error, QL_EVERSION, "serves ABI 0.1 only");
 #endif
   memset(out, 0, sizeof *out);
