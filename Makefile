@@ -8,7 +8,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/qlink-target
 PY := $(CURDIR)/.venv/bin/python
 
 .PHONY: all setup build build-release build-asan build-fuzz build-cli run test test-c test-valgrind \
-        test-fuzz test-rust test-python bench-core bench-datafusion bench-zarr bench-fold bench-ffi clean
+        test-fuzz test-rust test-python test-sqlite bench-core bench-sqlite bench-datafusion bench-zarr bench-fold bench-ffi clean
 
 all: build
 
@@ -43,7 +43,7 @@ run: build build-cli
 
 # ---- tests
 test: setup
-	$(MAKE) test-c test-valgrind test-fuzz test-rust test-python
+	$(MAKE) test-c test-valgrind test-fuzz test-sqlite test-rust test-python
 	@echo "make test: all suites passed"
 
 # Every C test under ASan + UBSan.
@@ -72,6 +72,11 @@ test-python:
 	python/build.sh
 	$(PY) -m pytest -q python/tests
 
+# The SQLite host through apsw and the sqlite3 CLI (its C tests run in
+# test-c): needs the C release build only.
+test-sqlite: build-release
+	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release $(PY) -m pytest -q hosts/sqlite/tests
+
 # ---- benchmarks (print a table, write bench/results/*.json)
 bench-core: build-release
 	$(BUILD)/release/bench/core/ql_bench_core bench/results/core.json
@@ -90,6 +95,12 @@ bench-zarr: build build-cli
 bench-fold: setup
 	cargo run --release --locked --manifest-path bench/fold/Cargo.toml --bin bench_fold -- --out bench/results/fold.json
 	$(PY) bench/fold/plot.py bench/results/fold.json bench/results/fold.png
+
+# The SQLite host vs a native SQLite table (sum over 1 M rows) and a
+# qlink_zarr query with and without xBestIndex pushdown.
+bench-sqlite: build
+	mkdir -p bench/results
+	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release $(PY) bench/sqlite/bench_sqlite.py bench/results/sqlite.json
 
 # datafusion-python 55 native vs the datafusion-ffi reference provider and
 # planner vs xarray-sql 0.6.0 vs qlink's capsules vs qlink.Session.

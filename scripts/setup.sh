@@ -21,6 +21,8 @@ APT_PACKAGES=(
   "liblzma-dev=5.4.1-1+deb12u2"
   "libjansson-dev=2.14-2"
   "ferret-datasets=7.6.0-5"
+  "libsqlite3-dev=3.40.1-2+deb12u2"
+  "sqlite3=3.40.1-2+deb12u2"
 )
 
 missing=()

@@ -1,0 +1,316 @@
+/* The SQLite host driven through libsqlite3: the extension (built in this
+ * tree, with the sanitizers when the tree has them) loaded into real
+ * connections. Checks the xBestIndex translation through EXPLAIN QUERY
+ * PLAN (its idxStr), answers, every entry point's errors, the plugin path
+ * rule, sqlite3_interrupt, and two connections in two threads. */
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ql_test.h"
+
+static char g_ext[4096], g_plugins[4096];
+
+/* The first column of the first row (or "ERROR: message"), malloc'd. */
+static char *q1(sqlite3 *db, const char *sql) {
+  sqlite3_stmt *st = NULL;
+  char *out = NULL;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+  if (rc == SQLITE_OK) rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    const char *t = (const char *)sqlite3_column_text(st, 0);
+    out = strdup(t ? t : "NULL");
+  } else if (rc == SQLITE_DONE) {
+    out = strdup("(no row)");
+  } else {
+    size_t n = strlen(sqlite3_errmsg(db)) + 8;
+    out = malloc(n);
+    snprintf(out, n, "ERROR: %s", sqlite3_errmsg(db));
+  }
+  sqlite3_finalize(st);
+  return out;
+}
+
+#define CHECK_Q(db, sql, want)   \
+  do {                           \
+    char *got_ = q1(db, sql);    \
+    QL_CHECK_STR(got_, want);    \
+    free(got_);                  \
+  } while (0)
+
+/* Does the first row start with `prefix`? (for messages with paths) */
+#define CHECK_Q_PREFIX(db, sql, prefix)                                    \
+  do {                                                                     \
+    char *got_ = q1(db, sql);                                              \
+    int ok_ = strncmp(got_, prefix, strlen(prefix)) == 0;                  \
+    if (!ok_) fprintf(stderr, "got: %s\nwant prefix: %s\n", got_, prefix); \
+    QL_CHECK(ok_);                                                         \
+    free(got_);                                                            \
+  } while (0)
+
+#define CHECK_Q_HAS(db, sql, part)                                   \
+  do {                                                               \
+    char *got_ = q1(db, sql);                                        \
+    int ok_ = strstr(got_, part) != NULL;                            \
+    if (!ok_) fprintf(stderr, "got: %s\nwant part: %s\n", got_, part); \
+    QL_CHECK(ok_);                                                   \
+    free(got_);                                                      \
+  } while (0)
+
+static sqlite3 *open_db(void) {
+  sqlite3 *db = NULL;
+  sqlite3_open(":memory:", &db);
+  sqlite3_enable_load_extension(db, 1);
+  char *err = NULL;
+  if (sqlite3_load_extension(db, g_ext, "sqlite3_qlink_init", &err) != SQLITE_OK) {
+    fprintf(stderr, "load %s: %s\n", g_ext, err ? err : "?");
+    sqlite3_free(err);
+  }
+  return db;
+}
+
+static void exec(sqlite3 *db, const char *sql) {
+  char *err = NULL;
+  int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+  if (rc != SQLITE_OK) fprintf(stderr, "%s: %s\n", sql, err ? err : "?");
+  QL_CHECK_INT(rc, SQLITE_OK);
+  sqlite3_free(err);
+}
+
+/* The plan detail of the first scan of `sql`. */
+static char *plan_of(sqlite3 *db, const char *sql) {
+  char *e = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", sql);
+  sqlite3_stmt *st = NULL;
+  char *out = NULL;
+  if (sqlite3_prepare_v2(db, e, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+    out = strdup((const char *)sqlite3_column_text(st, 3));
+  sqlite3_finalize(st);
+  sqlite3_free(e);
+  return out ? out : strdup("(no plan)");
+}
+
+#define CHECK_PLAN(db, sql, want)   \
+  do {                              \
+    char *got_ = plan_of(db, sql);  \
+    QL_CHECK_STR(got_, want);       \
+    free(got_);                     \
+  } while (0)
+
+static void test_best_index(sqlite3 *db) {
+  exec(db, "CREATE VIRTUAL TABLE s USING qlink('qlink_sample/series?start=0&stop=100&step=1')");
+  CHECK_PLAN(db, "SELECT sum(value) FROM s WHERE value > 10 AND value <= 20",
+             "SCAN s VIRTUAL TABLE INDEX 0:qlink columns=value filters=value > ?1 [exact, omitted]; value <= ?2 "
+             "[exact, omitted]");
+  CHECK_PLAN(db, "SELECT parity FROM s WHERE value IN (1, 2, 3)",
+             "SCAN s VIRTUAL TABLE INDEX 1:qlink columns=value,parity filters=value IN ?1 [exact, omitted]");
+  /* every constraint exact: LIMIT and OFFSET reach the scan */
+  CHECK_PLAN(db, "SELECT value FROM s WHERE value >= 50 LIMIT 3 OFFSET 2",
+             "SCAN s VIRTUAL TABLE INDEX 2:qlink columns=value filters=value >= ?1 [exact, omitted] limit=?2 offset=?3");
+  /* parity is not pushable in the sample: SQLite filters, so no limit */
+  CHECK_PLAN(db, "SELECT value FROM s WHERE parity = 'odd' LIMIT 3",
+             "SCAN s VIRTUAL TABLE INDEX 3:qlink columns=value,parity");
+  /* a value that does not convert to the column's type stays with SQLite */
+  CHECK_PLAN(db, "SELECT value FROM s WHERE value = 'abc'", "SCAN s VIRTUAL TABLE INDEX 4:qlink columns=value");
+  /* a join's right side is not known when planning: pushed, re-checked */
+  CHECK_PLAN(db, "SELECT b.square FROM s a JOIN s b ON b.value = a.value + 1 WHERE a.value < 3",
+             "SCAN a VIRTUAL TABLE INDEX 5:qlink columns=value filters=value < ?1 [exact, omitted]");
+  /* answers */
+  CHECK_Q(db, "SELECT sum(value) FROM s WHERE value > 10 AND value <= 20", "155");
+  CHECK_Q(db, "SELECT group_concat(value) FROM s WHERE value IN (3, '4', 7.0, 2.5, NULL)", "3,4,7");
+  CHECK_Q(db, "SELECT group_concat(value) FROM (SELECT value FROM s WHERE value >= 50 LIMIT 3 OFFSET 2)", "52,53,54");
+  CHECK_Q(db, "SELECT count(*) FROM s WHERE value = 'abc'", "0");
+  CHECK_Q(db, "SELECT count(*) FROM s WHERE value = '7'", "1");
+  CHECK_Q(db, "SELECT group_concat(b.square) FROM s a JOIN s b ON b.value = a.value + 1 WHERE a.value < 3", "1,4,9");
+  CHECK_Q(db, "SELECT count(*), sum(square) FROM s WHERE parity = 'odd'", "50");
+  CHECK_Q(db, "SELECT count(*) FROM s WHERE value IS NULL", "0");
+  CHECK_Q(db, "SELECT count(*) FROM s WHERE value IS NOT 5", "99");
+  CHECK_Q(db, "SELECT count(*) FROM s WHERE value != 5 AND value < 10", "9");
+  CHECK_Q(db, "SELECT typeof(value) || typeof(parity) FROM s LIMIT 1", "integertext");
+}
+
+static void test_functions(sqlite3 *db) {
+  CHECK_Q(db, "SELECT qlink_load('qlink_sample')",
+          "qlink_sample: loaded scalar add_one, aggregate sum_sq; skipped running_count (a window function is a "
+          "partition evaluator (evaluate_all), which SQLite's aggregate-style window API cannot express); "
+          "decline_all (SQLite has no planner hook); drop_true_filters (SQLite has no planner hook)");
+  CHECK_Q(db, "SELECT add_one(41)", "42");
+  CHECK_Q(db, "SELECT add_one(NULL) IS NULL", "1");
+  CHECK_Q(db, "SELECT sum_sq(value) FROM s WHERE value < 4", "14");
+  /* 3000 rows: three batches of the aggregate's 1024-row buffer */
+  exec(db, "CREATE VIRTUAL TABLE big USING qlink('qlink_sample/series?start=0&stop=3000&step=1')");
+  CHECK_Q(db, "SELECT sum_sq(value) = sum(value * value) FROM big", "1");
+  CHECK_Q(db, "SELECT parity, sum_sq(value) FROM s WHERE value < 4 GROUP BY parity ORDER BY parity", "even");
+  CHECK_Q(db, "SELECT add_one('x')",
+          "ERROR: qlink: qlink_sample.add_one: argument 1: 'x' is not a number (the function takes l)");
+  CHECK_Q(db, "SELECT qlink_load('qlink_sample', 'running_count')",
+          "ERROR: qlink_load: qlink_sample.running_count cannot be loaded into SQLite: a window function is a "
+          "partition evaluator (evaluate_all), which SQLite's aggregate-style window API cannot express");
+  CHECK_Q(db, "SELECT qlink_load('qlink_sample', 'nope')", "ERROR: qlink_load: plugin qlink_sample has no function 'nope'");
+}
+
+static void test_schema_providers(sqlite3 *db) {
+  CHECK_Q(db, "SELECT group_concat(table_name || '.' || column_name || ':' || arrow_type || ':' || sqlite_type) "
+              "FROM qlink_tables('broken_third_batch/tables')",
+          "numbers.x:l:INTEGER");
+  CHECK_Q(db, "SELECT group_concat(column_name) FROM qlink_tables('qlink_sample/series?stop=3')", "value,square,parity");
+  CHECK_Q(db, "SELECT qlink_attach('nums', 'broken_third_batch/tables')", "1");
+  /* two batches of 25 rows: the third, which fails, is never read */
+  CHECK_Q(db, "SELECT sum(x) FROM (SELECT x FROM nums.numbers LIMIT 30)", "435");
+  CHECK_Q(db, "SELECT qlink_attach('1bad', 'broken_third_batch/tables')",
+          "ERROR: qlink_attach: '1bad' is not a schema name (letters, digits, _)");
+  CHECK_Q(db, "SELECT * FROM qlink_tables('qlink_sample/nothing')",
+          "ERROR: qlink_tables: qlink_sample/nothing: plugin qlink_sample has no table or schema provider 'nothing'");
+}
+
+static void test_errors(sqlite3 *db) {
+  CHECK_Q(db, "CREATE VIRTUAL TABLE e1 USING qlink('nospec')",
+          "ERROR: qlink: nospec: table spec 'nospec' has no '/': expected PLUGIN/PROVIDER?key=value&...");
+  CHECK_Q(db, "CREATE VIRTUAL TABLE e2 USING qlink('qlink_sample/nope')",
+          "ERROR: qlink: qlink_sample/nope: plugin qlink_sample has no table or schema provider 'nope'");
+  CHECK_Q(db, "CREATE VIRTUAL TABLE e3 USING qlink('qlink_sample/series?stop=5&bogus=1')",
+          "ERROR: qlink: qlink_sample (qlink_sample/series?stop=5&bogus=1): unknown option 'bogus' for "
+          "qlink_sample/series; accepted: start, stop, step, partitions");
+  CHECK_Q_HAS(db, "CREATE VIRTUAL TABLE e4 USING qlink('broken_abi_major/numbers')",
+              "serves none of the ABI versions this host speaks (0.1); the plugin said: serves ABI 1.0 only");
+  CHECK_Q(db, "CREATE VIRTUAL TABLE e5 USING qlink('broken_third_batch/tables')",
+          "ERROR: qlink: broken (broken_third_batch/tables): 'tables' is a schema provider: SELECT qlink_attach('NAME', "
+          "'broken_third_batch/tables') makes its tables NAME.<table>");
+  exec(db, "CREATE VIRTUAL TABLE b3 USING qlink('broken_third_batch/numbers?n=100')");
+  CHECK_Q(db, "SELECT count(*) FROM b3",
+          "ERROR: qlink: broken (broken_third_batch/numbers?n=100): numbers: reading batch 3 failed (deliberately)");
+  CHECK_Q(db, "SELECT count(*) FROM b3 WHERE x < 50", "ERROR: qlink: broken (broken_third_batch/numbers?n=100): "
+                                                       "numbers: reading batch 3 failed (deliberately)");
+  CHECK_Q(db, "SELECT count(*) FROM s", "100"); /* the connection keeps working */
+}
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fputs(text, f);
+    fclose(f);
+  }
+}
+
+static void test_path_rule(void) {
+  char dir[] = "/tmp/qls_path_XXXXXX";
+  QL_CHECK(mkdtemp(dir) != NULL);
+  char allowed[4200], link[4300], text[4300], sample[4200], sql[9000];
+  snprintf(allowed, sizeof allowed, "%s/allowed", dir);
+  mkdir(allowed, 0700);
+  snprintf(sample, sizeof sample, "%s/qlink_sample.so", g_plugins);
+  snprintf(link, sizeof link, "%s/linked.so", allowed);
+  QL_CHECK_INT(symlink(sample, link), 0);
+  snprintf(text, sizeof text, "%s/notes.so", allowed);
+  write_file(text, "not a shared library\n");
+  unsetenv("QLINK_PLUGIN_PATH");
+  sqlite3 *db = open_db();
+  CHECK_Q(db, "CREATE VIRTUAL TABLE x USING qlink('qlink_sample/series?stop=3')",
+          "ERROR: qlink: qlink_sample/series?stop=3: plugin 'qlink_sample' cannot be loaded: plugins load only from "
+          "the allowed directories (QLINK_PLUGIN_PATH or qlink_allow): none");
+  sqlite3_close(db);
+  db = open_db();
+  snprintf(sql, sizeof sql, "SELECT qlink_allow('%s')", allowed);
+  CHECK_Q(db, sql, "1");
+  /* outside the directory */
+  snprintf(sql, sizeof sql, "CREATE VIRTUAL TABLE x USING qlink('%s/series?stop=3')", sample);
+  CHECK_Q_HAS(db, sql, "outside them: plugins load only from the allowed directories");
+  /* a symlink inside leading out */
+  CHECK_Q_HAS(db, "CREATE VIRTUAL TABLE x USING qlink('linked/series?stop=3')", "is a link out of its directory");
+  snprintf(sql, sizeof sql, "CREATE VIRTUAL TABLE x USING qlink('%s/series?stop=3')", link);
+  CHECK_Q_HAS(db, sql, "outside them");
+  /* .. climbing out */
+  snprintf(sql, sizeof sql, "SELECT qlink_load('%s/../../../%s/qlink_sample.so')", allowed, g_plugins);
+  CHECK_Q_HAS(db, sql, "outside them");
+  /* a file inside that is no plugin */
+  CHECK_Q_HAS(db, "SELECT qlink_load('notes')", "is not a qlink plugin");
+  /* SQL cannot widen the list once a plugin was named */
+  snprintf(sql, sizeof sql, "SELECT qlink_allow('%s')", g_plugins);
+  CHECK_Q_HAS(db, sql, "the plugin directories are sealed");
+  sqlite3_close(db);
+  /* qlink_allow() seals explicitly */
+  db = open_db();
+  CHECK_Q(db, "SELECT qlink_allow()", "0");
+  CHECK_Q_HAS(db, sql, "the plugin directories are sealed");
+  sqlite3_close(db);
+  unlink(link);
+  unlink(text);
+  rmdir(allowed);
+  rmdir(dir);
+  setenv("QLINK_PLUGIN_PATH", g_plugins, 1);
+}
+
+/* sqlite3_interrupt from another thread stops a scan that would not end. */
+struct interrupter {
+  sqlite3 *db;
+};
+
+static void *interrupt_later(void *arg) {
+  struct interrupter *it = arg;
+  usleep(200 * 1000);
+  sqlite3_interrupt(it->db);
+  return NULL;
+}
+
+static void test_interrupt(sqlite3 *db) {
+  exec(db, "CREATE VIRTUAL TABLE endless USING qlink('qlink_sample/series?start=0&stop=3000000000&step=1')");
+  struct interrupter it = {db};
+  pthread_t t;
+  pthread_create(&t, NULL, interrupt_later, &it);
+  CHECK_Q(db, "SELECT sum(value) FROM endless", "ERROR: interrupted");
+  pthread_join(t, NULL);
+  CHECK_Q(db, "SELECT count(*) FROM s", "100");
+}
+
+struct worker {
+  int64_t stop;
+  char *answer;
+};
+
+static void *work(void *arg) {
+  struct worker *w = arg;
+  sqlite3 *db = open_db();
+  char sql[256];
+  snprintf(sql, sizeof sql, "CREATE VIRTUAL TABLE t USING qlink('qlink_sample/series?start=0&stop=%lld&step=1')",
+           (long long)w->stop);
+  sqlite3_exec(db, sql, NULL, NULL, NULL);
+  w->answer = q1(db, "SELECT sum(value) FROM t WHERE value % 3 = 0");
+  sqlite3_close(db);
+  return NULL;
+}
+
+static void test_threads(void) {
+  struct worker w[2] = {{300000, NULL}, {600000, NULL}};
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, work, &w[i]);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  QL_CHECK_STR(w[0].answer, "14999850000");
+  QL_CHECK_STR(w[1].answer, "59999700000");
+  free(w[0].answer);
+  free(w[1].answer);
+}
+
+int main(void) {
+  const char *build = getenv("QL_BUILD_DIR");
+  if (!build) build = "build/asan";
+  snprintf(g_ext, sizeof g_ext, "%s/hosts/sqlite/qlink.so", build);
+  snprintf(g_plugins, sizeof g_plugins, "%s/plugins", build);
+  char *real = realpath(g_plugins, NULL);
+  if (real) {
+    snprintf(g_plugins, sizeof g_plugins, "%s", real);
+    free(real);
+  }
+  setenv("QLINK_PLUGIN_PATH", g_plugins, 1);
+  sqlite3 *db = open_db();
+  test_best_index(db);
+  test_functions(db);
+  test_schema_providers(db);
+  test_errors(db);
+  test_interrupt(db);
+  sqlite3_close(db);
+  test_path_rule();
+  test_threads();
+  QL_TEST_END();
+}

@@ -1,0 +1,82 @@
+/* qlink SQLite host: declarations shared by the extension's files.
+ *
+ * One `struct qls_conn` per SQLite connection that loaded the extension:
+ * its reference host (session, memory pool, object stores, executor), its
+ * allowed plugin directories, and the schema providers qlink_attach opened.
+ * Plugins are loaded once per process (plugins.c) and shared by
+ * connections, each holding references. Everything here is used from the
+ * connection's thread only, except the plugin cache (locked).
+ */
+#ifndef QLS_QLINK_SQLITE_H
+#define QLS_QLINK_SQLITE_H
+
+#include <sqlite3ext.h>
+
+#include "qlink/lib/host.h"
+#include "qlink/lib/loader.h"
+#include "qlink/lib/plugin_path.h"
+
+SQLITE_EXTENSION_INIT3
+
+/* A loaded plugin shared by every connection of the process. */
+struct qls_plugin {
+  char *real_path;
+  struct ql_loaded_plugin *loaded;
+  int refs; /* guarded by the cache's lock */
+};
+
+struct qls_schema {
+  char *spec;
+  struct qls_plugin *plugin;
+  struct ql_schema_provider provider;
+  struct qls_schema *next;
+};
+
+struct qls_conn {
+  sqlite3 *db;
+  int refs; /* the modules and functions registered with it */
+  struct ql_ref_host *host;
+  struct ql_plugin_path *path;
+  struct qls_schema *schemas;
+};
+
+/* ---- ext.c */
+void qls_conn_ref(struct qls_conn *c);
+void qls_conn_unref(void *c); /* a destructor for sqlite3_create_*_v2 */
+/* Non-zero once sqlite3_interrupt was called on `db` (SQLite 3.41+ only:
+ * older libraries stop the statement between rows, after xNext returns). */
+int qls_interrupted(sqlite3 *db);
+
+/* ---- plugins.c: the process-wide cache, under the connection's path rule */
+/* Resolve `name` under c->path (sealing it), load or share the plugin.
+ * QL_* status with `error` filled. */
+int qls_plugin_acquire(struct qls_conn *c, const char *name, struct qls_plugin **out, struct ql_error *error);
+void qls_plugin_ref(struct qls_plugin *p);
+void qls_plugin_release(struct qls_plugin *p); /* NULL allowed */
+/* The schema provider for `spec` (a "PLUGIN/PROVIDER?..." text), opened once
+ * per connection and kept until it closes. */
+int qls_schema_get(struct qls_conn *c, const char *spec, struct qls_schema **out, struct ql_error *error);
+void qls_schemas_free(struct qls_conn *c);
+/* Parse `spec`, acquire its plugin and check its provider is listed with
+ * `kind` (or either provider kind when kind == 0); *kind_out gets the kind. */
+int qls_spec_open(struct qls_conn *c, const char *spec, int32_t kind, struct ql_table_spec *parsed,
+                  struct qls_plugin **plugin, int32_t *kind_out, struct ql_error *error);
+
+/* ---- vtab.c: the `qlink` module */
+int qls_register_vtab(struct qls_conn *c);
+/* Error text for the statement: "qlink: PLUGIN (SPEC): MESSAGE" (sqlite3_malloc'd). */
+char *qls_errmsg(const char *plugin, const char *spec, const struct ql_error *error);
+
+/* ---- tables.c: qlink_tables('SPEC') and qlink_attach('NAME','SPEC') */
+int qls_register_tables(struct qls_conn *c);
+
+/* ---- functions.c: qlink_load('PLUGIN' [, 'NAME']) */
+int qls_register_functions(struct qls_conn *c);
+
+/* ---- values.c */
+struct qls_cell;
+/* Set the SQLite result from a cell (TEXT/BLOB copied: SQLite keeps the
+ * value past the batch). */
+void qls_result_cell(sqlite3_context *ctx, const struct qls_cell *cell);
+
+#endif /* QLS_QLINK_SQLITE_H */

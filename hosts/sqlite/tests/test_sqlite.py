@@ -1,0 +1,169 @@
+"""The SQLite host from Python (apsw, qlink.sqlite.connect) and from the
+sqlite3 command-line tool: every SQL entry point, its errors, interrupt,
+two connections in two threads. Needs the C release build only
+(QLINK_BUILD_DIR, default build/release)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "python"))
+import qlink.sqlite as qsql  # noqa: E402  (no native module needed)
+
+apsw = pytest.importorskip("apsw")
+BUILD = Path(os.environ.get("QLINK_BUILD_DIR", ROOT / "build" / "release")).resolve()
+PLUGINS = BUILD / "plugins"
+EXT = BUILD / "hosts" / "sqlite" / "qlink"
+
+
+@pytest.fixture
+def db():
+    return qsql.connect(plugin_dirs=[str(PLUGINS)])
+
+
+def rows(db, sql, *args):
+    return db.execute(sql, args).fetchall()
+
+
+def test_connect_loads_and_seals(db):
+    db.execute("CREATE VIRTUAL TABLE s USING qlink('qlink_sample/series?start=0&stop=10&step=1')")
+    assert rows(db, "SELECT sum(value), count(*) FROM s") == [(45, 10)]
+    with pytest.raises(apsw.SQLError, match="the plugin directories are sealed"):
+        rows(db, "SELECT qlink_allow('/tmp')")
+
+
+def test_types_and_pushdown(db):
+    db.execute("CREATE VIRTUAL TABLE s USING qlink('qlink_sample/series?start=-5&stop=5&step=1')")
+    assert rows(db, "SELECT typeof(value), typeof(parity) FROM s LIMIT 1") == [("integer", "text")]
+    assert rows(db, "SELECT value FROM s WHERE value IN (-5, 4, '3') ORDER BY value") == [(-5,), (3,), (4,)]
+    plan = rows(db, "EXPLAIN QUERY PLAN SELECT value FROM s WHERE value > ? LIMIT 2", 0)[0][3]
+    # a bound parameter is unknown when planning: pushed, but SQLite re-checks, so no LIMIT
+    assert plan == "SCAN s VIRTUAL TABLE INDEX 2:qlink columns=value filters=value > ?1 [exact, rechecked]"
+    assert rows(db, "SELECT value FROM s WHERE value > ? LIMIT 2", 0) == [(1,), (2,)]
+    assert rows(db, "SELECT value FROM s WHERE value >= 2 LIMIT 1 OFFSET 1") == [(3,)]
+
+
+def test_grid_floats(db):
+    db.execute("CREATE VIRTUAL TABLE g USING qlink('qlink_sample/grid?ny=3&nx=2')")
+    got = rows(db, "SELECT typeof(y), typeof(x), typeof(v) FROM g LIMIT 1")
+    assert got == [("real", "integer", "real")]
+    assert rows(db, "SELECT count(*) FROM g") == [(6,)]
+
+
+def test_functions(db):
+    msg = rows(db, "SELECT qlink_load('qlink_sample')")[0][0]
+    assert msg.startswith("qlink_sample: loaded scalar add_one, aggregate sum_sq; skipped running_count (")
+    db.execute("CREATE VIRTUAL TABLE s USING qlink('qlink_sample/series?start=0&stop=2000&step=1')")
+    assert rows(db, "SELECT add_one(1), sum_sq(value) FROM s WHERE value < 10") == [(2, 285)]
+    assert rows(db, "SELECT sum_sq(value) = sum(value*value) FROM s") == [(1,)]
+    with pytest.raises(apsw.SQLError, match="running_count cannot be loaded into SQLite: a window function"):
+        rows(db, "SELECT qlink_load('qlink_sample', 'running_count')")
+
+
+def test_tables_and_attach(db):
+    assert rows(db, "SELECT table_name, column_name, arrow_type, sqlite_type FROM qlink_tables('broken_third_batch/tables')") == [
+        ("numbers", "x", "l", "INTEGER")
+    ]
+    assert rows(db, "SELECT qlink_attach('b', 'broken_third_batch/tables')") == [(1,)]
+    assert rows(db, "SELECT count(*) FROM (SELECT x FROM b.numbers LIMIT 50)") == [(50,)]
+    with pytest.raises(apsw.SQLError, match="qlink_tables takes a spec"):
+        rows(db, "SELECT * FROM qlink_tables")
+
+
+@pytest.mark.parametrize(
+    "sql, message",
+    [
+        ("CREATE VIRTUAL TABLE e USING qlink('nospec')", "table spec 'nospec' has no '/'"),
+        ("CREATE VIRTUAL TABLE e USING qlink('qlink_sample/nope')", "plugin qlink_sample has no table or schema provider 'nope'"),
+        ("CREATE VIRTUAL TABLE e USING qlink('qlink_sample/series?stop=3&pth=1')", "unknown option 'pth' for qlink_sample/series"),
+        ("CREATE VIRTUAL TABLE e USING qlink('broken_abi_major/numbers')", "the plugin said: serves ABI 1.0 only"),
+        ("CREATE VIRTUAL TABLE e USING qlink('nosuchplugin/t')", "no plugin 'nosuchplugin' (or 'nosuchplugin.so') in the allowed directories"),
+        ("CREATE VIRTUAL TABLE e USING qlink('/bin/ls/t')", "outside them: plugins load only from the allowed directories"),
+        ("SELECT qlink_load('qlink_sample', 'nope')", "plugin qlink_sample has no function 'nope'"),
+    ],
+)
+def test_errors_then_connection_works(db, sql, message):
+    with pytest.raises(apsw.Error, match=message.replace("(", r"\(").replace(")", r"\)").replace("?", r"\?")):
+        db.execute(sql).fetchall()
+    assert rows(db, "SELECT 1") == [(1,)]
+
+
+def test_third_batch_failure(db):
+    db.execute("CREATE VIRTUAL TABLE b USING qlink('broken_third_batch/numbers?n=100')")
+    with pytest.raises(apsw.SQLError, match=r"qlink: broken \(broken_third_batch/numbers\?n=100\): numbers: reading batch 3 failed"):
+        rows(db, "SELECT sum(x) FROM b")
+    assert rows(db, "SELECT sum(x) FROM (SELECT x FROM b LIMIT 50)") == [(1225,)]
+
+
+def test_interrupt(db):
+    db.execute("CREATE VIRTUAL TABLE e USING qlink('qlink_sample/series?start=0&stop=3000000000&step=1')")
+    timer = threading.Timer(0.3, db.interrupt)
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(apsw.InterruptError):
+        rows(db, "SELECT sum(value) FROM e")
+    timer.join()
+    assert time.monotonic() - started < 30
+    assert rows(db, "SELECT count(*) FROM (SELECT value FROM e LIMIT 5)") == [(5,)]
+
+
+def test_two_connections_two_threads():
+    answers = {}
+
+    def work(stop):
+        c = qsql.connect(plugin_dirs=[str(PLUGINS)])
+        c.execute(f"CREATE VIRTUAL TABLE t USING qlink('qlink_sample/series?start=0&stop={stop}&step=1')")
+        answers[stop] = c.execute("SELECT sum(value) FROM t WHERE value % 2 = 0").fetchall()[0][0]
+        c.close()
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in (200000, 400000)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert answers == {200000: 9999900000, 400000: 39999800000}
+
+
+def cli(sql, env_path=PLUGINS):
+    env = dict(os.environ, QLINK_PLUGIN_PATH=str(env_path))
+    script = f".load {EXT}\n{sql}\n"
+    return subprocess.run(["sqlite3", ":memory:"], input=script, capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_cli_entry_points():
+    out = cli(
+        "CREATE VIRTUAL TABLE s USING qlink('qlink_sample/series?start=0&stop=10&step=1');\n"
+        "SELECT sum(value) FROM s WHERE value >= 5;\n"
+        "SELECT qlink_load('qlink_sample') LIKE 'qlink_sample: loaded scalar add_one%';\n"
+        "SELECT add_one(value) FROM s WHERE value = 3;\n"
+        "SELECT group_concat(column_name) FROM qlink_tables('qlink_sample/series?stop=1');\n"
+        "SELECT qlink_attach('n', 'broken_third_batch/tables');\n"
+        "SELECT count(*) FROM (SELECT x FROM n.numbers LIMIT 7);\n"
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["35", "1", "4", "value,square,parity", "1", "7"]
+
+
+def test_cli_errors_and_recovery():
+    out = cli(
+        "CREATE VIRTUAL TABLE b USING qlink('broken_third_batch/numbers?n=100');\n"
+        "SELECT sum(x) FROM b;\n"
+        "SELECT 'still here';\n"
+        "CREATE VIRTUAL TABLE c USING qlink('qlink_sample/series?stop=3&nope=1');\n"
+    )
+    assert "numbers: reading batch 3 failed (deliberately)" in out.stderr
+    assert "unknown option 'nope' for qlink_sample/series" in out.stderr
+    assert out.stdout.split() == ["still", "here"]
+
+
+def test_cli_path_rule(tmp_path):
+    out = cli("CREATE VIRTUAL TABLE s USING qlink('qlink_sample/series?stop=3');", env_path=tmp_path)
+    assert f"no plugin 'qlink_sample' (or 'qlink_sample.so') in the allowed directories: {tmp_path.resolve()}" in out.stderr
