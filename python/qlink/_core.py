@@ -1,35 +1,6 @@
-"""qlink for Python: query qlink plugins with DataFusion.
+"""qlink's DataFusion-based API (the native module, qlink._qlink); re-exported
+by qlink/__init__.py, which stays importable without it (qlink.sqlite)."""
 
-Two ways in:
-
-- :class:`Session`, an embedded DataFusion 55.2 host. Plugins, their
-  tables, schemas, functions and planners, object stores and a memory limit
-  are registered on it; :meth:`Session.sql` returns a ``pyarrow.Table`` and
-  :meth:`Session.sql_reader` a ``pyarrow.RecordBatchReader``. The GIL is
-  released while a query runs. The runtime environment (memory pool, object
-  stores) is the session's own, so plugins see the limit and the stores.
-- :class:`Plugin`, a loaded plugin (``Plugin(path)``), whose objects also
-  plug into datafusion-python 55 through its capsule protocol:
-  ``ctx.register_table(name, plugin.table(provider, **options))``,
-  ``ctx.register_udf(datafusion.udf(plugin.udf(name)))`` (``udaf``,
-  ``udwf`` likewise) and ``ctx.set_query_planner(plugin.planner(name))``.
-  Tables scan through qlink's own entry points: no per-scan or per-execute
-  rebuild of the session (see python/DESIGN.md). A datafusion-python of
-  another major version raises :class:`VersionMismatchError`.
-
-Errors are subclasses of :class:`QlinkError` carrying the plugin's own
-message: :class:`PlanError` (bad SQL, unknown table or option),
-:class:`ExecutionError` (a failure while running, including a plugin's),
-:class:`ResourcesExhaustedError` (the memory limit refused a reservation),
-:class:`NotSupportedError`, :class:`PluginError` (loading or opening a
-plugin), :class:`VersionMismatchError` and :class:`TableExistsError` (a
-:class:`PlanError`: a Zarr store's tables or schema would take a name
-already in use). Nothing a plugin does aborts the
-interpreter: the host turns panics and plugin failures into these errors.
-
-The plugins built with this package (``qlink_sample``, ``qlink_zarr``) ship
-inside it; :func:`plugin_path` finds them.
-"""
 
 from __future__ import annotations
 
