@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from . import PlanError, Plugin, Session, Table, TableExistsError, plugin_path
+from ._core import PlanError, Plugin, Session, Table, TableExistsError, plugin_path
 
 __all__ = ["ZarrStore", "register_zarr", "zarr"]
 
