@@ -38,8 +38,12 @@ build-cli:
 	cargo build --release --locked --manifest-path hosts/datafusion/Cargo.toml --bin qlink
 
 # ---- the main job: SQL over Zarr stores of real observational data
-run: build build-cli
-	@QLINK=$(QLINK_CLI) scripts/run.sh
+# The SQLite host answers first (C build only), then DataFusion's, each
+# analysis checked against SQLite's answer.
+run: build
+	@hosts/sqlite/scripts/ferret.sh $(BUILD)/release data/ferret-zarr $(BUILD)/release/ferret-sqlite
+	$(MAKE) build-cli
+	@QLINK=$(QLINK_CLI) SQLITE_ANSWERS=$(BUILD)/release/ferret-sqlite scripts/run.sh
 
 # ---- tests
 test: setup

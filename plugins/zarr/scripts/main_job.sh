@@ -9,7 +9,8 @@
 #
 # Environment: QLINK (the DataFusion host binary; default
 # $CARGO_TARGET_DIR/release/qlink, else .../debug/qlink), FERRET_ZARR (where
-# the stores go; default BUILD_DIR/ferret-zarr).
+# the stores go; default BUILD_DIR/ferret-zarr), SQLITE_ANSWERS (a folder of
+# the SQLite host's CSV answers, each checked against DataFusion's).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 build=${1:-build/release}
@@ -47,6 +48,13 @@ analysis() { # analysis FILE TITLE
     exit 1
   fi
   echo "(same answer from the Zarr v2 store)"
+  # SQLITE_ANSWERS: the SQLite host's CSV answers (hosts/sqlite/scripts/ferret.sh)
+  if [[ -n ${SQLITE_ANSWERS:-} && -f $SQLITE_ANSWERS/$1.csv ]]; then
+    # shellcheck disable=SC2046
+    .venv/bin/python hosts/sqlite/scripts/same_answers.py "$1: SQLite vs DataFusion" "$SQLITE_ANSWERS/$1.csv" \
+      <("$qlink" sql $(tables 3) --format csv "$sql")
+    echo "(same answer in SQLite)"
+  fi
 }
 
 analysis coads_zonal_sst_by_month \
