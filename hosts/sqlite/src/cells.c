@@ -151,7 +151,9 @@ int qls_parse_timestamp(const char *s, int64_t size, char unit, int64_t *out) {
   }
   if (h > 23 || mi > 59 || sec > 59) return -1;
   int64_t days = days_from_civil(y, (unsigned)mo, (unsigned)d);
-  *out = ((days * 86400 + h * 3600 + mi * 60 + sec) * unit_per_second(unit)) + frac;
+  int64_t secs = days * 86400 + h * 3600 + mi * 60 + sec, scaled; /* |secs| < 2^38 for 4-digit years */
+  if (__builtin_mul_overflow(secs, unit_per_second(unit), &scaled) || __builtin_add_overflow(scaled, frac, out))
+    return -1; /* beyond the unit's int64 range (nanoseconds: 1677-09-21 .. 2262-04-11) */
   return 0;
 }
 

@@ -80,7 +80,8 @@ int qls_format_timestamp(int64_t v, char unit, struct qls_buf *b);
 /* Parse SQLite date/time text ('YYYY-MM-DD', 'YYYY-MM-DD HH:MM',
  * 'YYYY-MM-DD HH:MM:SS', 'YYYY-MM-DD HH:MM:SS.f...') into a count of `unit`
  * since the epoch, rounded down. 0 on success, -1 when the text has another
- * shape (then nothing is pushed down for it). */
+ * shape or the time does not fit the unit's int64 range (then nothing is
+ * pushed down for it). */
 int qls_parse_timestamp(const char *text, int64_t size, char unit, int64_t *out);
 
 #endif /* QLS_CELLS_H */
