@@ -129,6 +129,16 @@ static void test_best_index(sqlite3 *db) {
   CHECK_Q(db, "SELECT count(*) FROM s WHERE value IS NOT 5", "99");
   CHECK_Q(db, "SELECT count(*) FROM s WHERE value != 5 AND value < 10", "9");
   CHECK_Q(db, "SELECT typeof(value) || typeof(parity) FROM s LIMIT 1", "integertext");
+  /* one ordered partition serves ORDER BY (so LIMIT reaches the scan too);
+   * four partitions, or the opposite direction, do not */
+  exec(db, "CREATE VIRTUAL TABLE one USING qlink('qlink_sample/series?start=100&stop=0&step=-1&partitions=1')");
+  CHECK_PLAN(db, "SELECT value FROM one ORDER BY value DESC LIMIT 3",
+             "SCAN one VIRTUAL TABLE INDEX 0:qlink columns=value limit=?1 ordered");
+  CHECK_Q(db, "SELECT group_concat(value) FROM (SELECT value FROM one ORDER BY value DESC LIMIT 3)", "100,99,98");
+  CHECK_PLAN(db, "SELECT value FROM one ORDER BY value LIMIT 3", "SCAN one VIRTUAL TABLE INDEX 1:qlink columns=value");
+  CHECK_Q(db, "SELECT group_concat(value) FROM (SELECT value FROM one ORDER BY value LIMIT 3)", "1,2,3");
+  CHECK_PLAN(db, "SELECT value FROM s ORDER BY value LIMIT 3", "SCAN s VIRTUAL TABLE INDEX 4:qlink columns=value");
+  CHECK_Q(db, "SELECT group_concat(value) FROM (SELECT value FROM s ORDER BY value DESC LIMIT 2)", "99,98");
 }
 
 static void test_functions(sqlite3 *db) {

@@ -196,5 +196,6 @@ char *qls_plan_describe(const struct qls_plan *p, const struct ArrowSchema *sche
   }
   if (p->limit_argv >= 0) sqlite3_str_appendf(s, " limit=?%d", p->limit_argv + 1);
   if (p->offset_argv >= 0) sqlite3_str_appendf(s, " offset=?%d", p->offset_argv + 1);
+  if (p->ordered) sqlite3_str_appendall(s, " ordered");
   return sqlite3_str_finish(s);
 }

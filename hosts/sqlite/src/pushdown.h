@@ -54,6 +54,7 @@ struct qls_plan {
   struct qls_term terms[QLS_MAX_TERMS];
   int32_t limit_argv;  /* -1: none */
   int32_t offset_argv; /* -1: none */
+  int32_t ordered;     /* orderByConsumed: one partition whose declared ordering is the ORDER BY */
 };
 
 /* Is constraint `op` on a column of class `klass` pushable at all? */

@@ -30,6 +30,7 @@ struct qls_vtab {
   struct ArrowSchema schema;
   double rows;   /* estimated table rows (statistics, else 1e6) */
   double *ndv;   /* per column distinct count, 0 when unknown */
+  uint8_t *no_nulls; /* per column: the statistics say exactly 0 nulls */
   struct qls_plan *plans;
   int n_plans, cap_plans;
 };
@@ -95,6 +96,7 @@ static void vt_free(struct qls_vtab *vt) {
   qls_conn_unref(vt->conn);
   free(vt->spec);
   free(vt->ndv);
+  free(vt->no_nulls);
   free(vt->plans);
   sqlite3_free(vt->base.zErrMsg);
   free(vt);
@@ -103,6 +105,7 @@ static void vt_free(struct qls_vtab *vt) {
 static void read_statistics(struct qls_vtab *vt) {
   vt->rows = 1e6;
   vt->ndv = calloc((size_t)vt->schema.n_children + 1, sizeof *vt->ndv);
+  vt->no_nulls = calloc((size_t)vt->schema.n_children + 1, 1);
   if (!vt->tp.get_statistics) return;
   struct ql_statistics st;
   memset(&st, 0, sizeof st);
@@ -117,6 +120,8 @@ static void read_statistics(struct qls_vtab *vt) {
   for (int64_t c = 0; vt->ndv && c < st.n_columns && c < vt->schema.n_children; c++) {
     if (st.columns[c].distinct_count_precision != QL_PRECISION_ABSENT && st.columns[c].distinct_count > 0)
       vt->ndv[c] = (double)st.columns[c].distinct_count;
+    if (vt->no_nulls && st.columns[c].null_count_precision == QL_PRECISION_EXACT && st.columns[c].null_count == 0)
+      vt->no_nulls[c] = 1;
   }
   tok = ql_plugin_enter(vt_plugin(vt));
   if (st.release) st.release(&st);
@@ -239,7 +244,7 @@ static int ask(struct qls_vtab *vt, const struct ql_plan_view *view, const ql_ex
 
 static int plan_same(const struct qls_plan *a, const struct qls_plan *b) {
   if (a->col_used != b->col_used || a->n_terms != b->n_terms || a->limit_argv != b->limit_argv ||
-      a->offset_argv != b->offset_argv)
+      a->offset_argv != b->offset_argv || a->ordered != b->ordered)
     return 0;
   for (int32_t i = 0; i < a->n_terms; i++) {
     const struct qls_term *x = &a->terms[i], *y = &b->terms[i];
@@ -262,6 +267,52 @@ static int plan_keep(struct qls_vtab *vt, const struct qls_plan *p) {
   }
   vt->plans[vt->n_plans] = *p;
   return vt->n_plans++;
+}
+
+/* Does a one-partition scan's declared ordering give SQLite's ORDER BY?
+ * Sort keys index the scan's output (the projection, in table order);
+ * SQLite puts NULLs first ascending and last descending, so the key's
+ * nulls flag must agree unless the column has no NULL. */
+static int ordering_serves(const struct qls_vtab *vt, const struct ql_plan_properties *props, const int32_t *proj,
+                           int32_t n_proj, const sqlite3_index_info *info) {
+  if (props->partition_count > 1 || props->n_ordering < info->nOrderBy || !props->ordering) return 0;
+  for (int i = 0; i < info->nOrderBy; i++) {
+    const struct ql_sort_key *k = &props->ordering[i];
+    if (k->column < 0 || k->column >= n_proj || proj[k->column] != info->aOrderBy[i].iColumn) return 0;
+    int desc = (k->flags & QL_SORT_DESC) != 0, nulls_first = (k->flags & QL_SORT_NULLS_FIRST) != 0;
+    if (desc != (info->aOrderBy[i].desc != 0)) return 0;
+    if (nulls_first != !desc && !(vt->no_nulls && vt->no_nulls[proj[k->column]])) return 0;
+  }
+  return 1;
+}
+
+/* Plan the scan SQLite would get (projection only) and read its
+ * properties: 1 when its order is SQLite's ORDER BY. */
+static int order_consumed(struct qls_vtab *vt, const sqlite3_index_info *info, uint64_t col_used) {
+  if (info->nOrderBy <= 0) return 0;
+  for (int i = 0; i < info->nOrderBy; i++) {
+    if (info->aOrderBy[i].iColumn < 0) return 0;
+  }
+  int32_t proj[4096], n_proj = 0;
+  for (int64_t c = 0; c < vt->schema.n_children && n_proj < 4096; c++) {
+    if ((col_used >> (c < 63 ? c : 63)) & 1) proj[n_proj++] = (int32_t)c;
+  }
+  struct ql_scan_args args = {sizeof args, n_proj, proj, {NULL, 0, 0, NULL}, -1};
+  struct ql_execution_plan plan;
+  memset(&plan, 0, sizeof plan);
+  struct ql_plan_properties props;
+  memset(&props, 0, sizeof props);
+  props.struct_size = sizeof props;
+  struct ql_error err = {0};
+  const struct ql_plugin *p = vt_plugin(vt);
+  void *tok = ql_plugin_enter(p);
+  int rc = vt->tp.scan(&vt->tp, ql_ref_host_session(vt->conn->host), &args, &plan, &err);
+  if (rc == QL_OK) rc = plan.get_properties(&plan, &props, &err);
+  int ok = rc == QL_OK && ordering_serves(vt, &props, proj, n_proj, info);
+  if (plan.release) plan.release(&plan);
+  ql_plugin_leave(p, tok);
+  ql_error_release(&err);
+  return ok;
 }
 
 static int vt_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
@@ -359,7 +410,8 @@ static int vt_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
     used_answers[used.n_terms] = answers[k];
     used.terms[used.n_terms++] = t;
   }
-  if (limit_c >= 0 && omitted == n_other && info->nOrderBy == 0 && sqlite3_vtab_distinct(info) == 0) {
+  used.ordered = order_consumed(vt, info, used.col_used);
+  if (limit_c >= 0 && omitted == n_other && (info->nOrderBy == 0 || used.ordered) && sqlite3_vtab_distinct(info) == 0) {
     used.limit_argv = argv;
     info->aConstraintUsage[limit_c].argvIndex = ++argv;
     sqlite3_value *v = NULL;
@@ -376,7 +428,7 @@ static int vt_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
   for (int64_t c = 0; c < vt->schema.n_children; c++) n_cols += (used.col_used >> (c < 63 ? c : 63)) & 1;
   info->estimatedRows = (sqlite3_int64)rows;
   info->estimatedCost = rows * (1.0 + n_cols / 4.0);
-  info->orderByConsumed = 0;
+  info->orderByConsumed = used.ordered;
   int idx = plan_keep(vt, &used);
   if (idx < 0) return SQLITE_NOMEM;
   info->idxNum = idx;
@@ -587,6 +639,10 @@ static int cur_filter(sqlite3_vtab_cursor *base, int idx, const char *idx_str, i
       props.struct_size = sizeof props;
       rc = cur->plan.get_properties(&cur->plan, &props, &err);
       cur->n_partitions = props.partition_count;
+      if (rc == QL_OK && plan->ordered && props.partition_count > 1)
+        rc = ql_error_set(&err, QL_EINTERNAL,
+                          "the scan promised one ordered partition when planning and has %lld when scanning",
+                          (long long)props.partition_count);
     }
     ql_plugin_leave(p, tok);
   }
