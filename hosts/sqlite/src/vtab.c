@@ -49,6 +49,7 @@ struct qls_cursor {
   int64_t skip;  /* OFFSET rows SQLite will skip: only counted in the limit */
   int eof;
   int32_t *col_map; /* SQLite column -> child of the batch, -1 if not projected */
+  int8_t *fast;     /* per batch child: enum fast_kind, from the stream's schema */
   struct qls_buf scratch;
 };
 
@@ -439,13 +440,32 @@ static int vt_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
 
 /* ---------------------------------------------------------------- cursor */
 
+/* Columns xColumn reads without going through cells.c's general mapping
+ * (the same answers: cells_test.c checks the general path, host_test.c
+ * both). */
+enum fast_kind { FAST_NONE = 0, FAST_I64 = 1, FAST_F64 = 2, FAST_UTF8 = 3 };
+
+static void fast_kinds(struct qls_cursor *cur) {
+  for (int64_t k = 0; k < cur->batch_schema.n_children; k++) {
+    const struct ArrowSchema *f = cur->batch_schema.children[k];
+    cur->fast[k] = f->dictionary          ? FAST_NONE
+                   : strcmp(f->format, "l") == 0 ? FAST_I64
+                   : strcmp(f->format, "g") == 0 ? FAST_F64
+                   : strcmp(f->format, "u") == 0 ? FAST_UTF8
+                                                 : FAST_NONE;
+  }
+}
+
 static int cur_open(sqlite3_vtab *base, sqlite3_vtab_cursor **out) {
   struct qls_vtab *vt = (struct qls_vtab *)base;
   struct qls_cursor *cur = calloc(1, sizeof *cur);
   if (!cur) return SQLITE_NOMEM;
   cur->vt = vt;
   cur->col_map = malloc(sizeof *cur->col_map * (size_t)(vt->schema.n_children + 1));
-  if (!cur->col_map) {
+  cur->fast = calloc((size_t)(vt->schema.n_children + 1), 1);
+  if (!cur->col_map || !cur->fast) {
+    free(cur->col_map);
+    free(cur->fast);
     free(cur);
     return SQLITE_NOMEM;
   }
@@ -471,6 +491,7 @@ static int cur_close(sqlite3_vtab_cursor *base) {
   cur_reset(cur);
   qls_buf_free(&cur->scratch);
   free(cur->col_map);
+  free(cur->fast);
   free(cur);
   return SQLITE_OK;
 }
@@ -513,6 +534,12 @@ static int next_batch(struct qls_cursor *cur) {
                        cur->stream.get_last_error ? cur->stream.get_last_error(&cur->stream) : "");
           return vt_error(vt, &err);
         }
+        if (cur->batch_schema.n_children > vt->schema.n_children) {
+          ql_error_set(&err, QL_EINTERNAL, "the stream has %lld columns for a projection of at most %lld",
+                       (long long)cur->batch_schema.n_children, (long long)vt->schema.n_children);
+          return vt_error(vt, &err);
+        }
+        fast_kinds(cur);
       }
     }
     tok = ql_plugin_enter(p);
@@ -677,9 +704,26 @@ static int cur_column(sqlite3_vtab_cursor *base, sqlite3_context *ctx, int col) 
     sqlite3_result_null(ctx);
     return SQLITE_OK;
   }
+  const struct ArrowArray *a = cur->batch.children[k];
+  if (cur->fast[k] != FAST_NONE) {
+    int64_t j = a->offset + cur->batch.offset + cur->row;
+    if (a->null_count != 0 && a->buffers[0] && !((((const uint8_t *)a->buffers[0])[j >> 3] >> (j & 7)) & 1)) {
+      sqlite3_result_null(ctx);
+    } else if (cur->fast[k] == FAST_I64) {
+      sqlite3_result_int64(ctx, ((const int64_t *)a->buffers[1])[j]);
+    } else if (cur->fast[k] == FAST_F64) {
+      double d = ((const double *)a->buffers[1])[j];
+      if (isnan(d)) sqlite3_result_null(ctx);
+      else sqlite3_result_double(ctx, d);
+    } else {
+      const int32_t *off = a->buffers[1];
+      sqlite3_result_text(ctx, (const char *)a->buffers[2] + off[j], off[j + 1] - off[j], SQLITE_TRANSIENT);
+    }
+    return SQLITE_OK;
+  }
   struct qls_cell cell;
   struct ql_error err = {0};
-  if (qls_cell_read(cur->batch_schema.children[k], cur->batch.children[k], cur->batch.offset + cur->row, &cell,
+  if (qls_cell_read(cur->batch_schema.children[k], a, cur->batch.offset + cur->row, &cell,
                     &cur->scratch, &err) != QL_OK) {
     char *m = qls_errmsg(vt_plugin(cur->vt)->name, cur->vt->spec, &err);
     ql_error_release(&err);
