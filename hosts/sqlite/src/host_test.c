@@ -167,6 +167,7 @@ static void test_schema_providers(sqlite3 *db) {
           "numbers.x:l:INTEGER");
   CHECK_Q(db, "SELECT group_concat(column_name) FROM qlink_tables('qlink_sample/series?stop=3')", "value,square,parity");
   CHECK_Q(db, "SELECT qlink_attach('nums', 'broken_third_batch/tables')", "1");
+  CHECK_Q(db, "SELECT qlink_attach('nums', 'broken_third_batch/tables')", "1"); /* again: nothing to add */
   /* two batches of 25 rows: the third, which fails, is never read */
   CHECK_Q(db, "SELECT sum(x) FROM (SELECT x FROM nums.numbers LIMIT 30)", "435");
   CHECK_Q(db, "SELECT qlink_attach('1bad', 'broken_third_batch/tables')",

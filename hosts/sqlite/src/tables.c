@@ -5,8 +5,8 @@
  *     -- table_name, column_name, arrow_type, sqlite_type: one row per column
  *     -- of every table of a schema provider (or of the one table of a table provider)
  *   SELECT qlink_attach('era5', 'PLUGIN/store?path=...');
- *     -- ATTACH ':memory:' AS era5, then era5.<table> USING qlink(SPEC, TABLE)
- *     -- for each table; returns the number of tables
+ *     -- ATTACH ':memory:' AS era5 (unless attached), then era5.<table> USING
+ *     -- qlink(SPEC, TABLE) for each table not there yet; returns the number of tables
  */
 #include <stdlib.h>
 #include <string.h>
@@ -244,9 +244,17 @@ static void fn_attach(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     ql_error_release(&err);
     return;
   }
-  char *sql = sqlite3_mprintf("ATTACH ':memory:' AS \"%w\"", name);
+  /* attached already (an earlier qlink_attach): add what is missing */
+  sqlite3_stmt *st = NULL;
+  int attached = 0;
+  if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM pragma_database_list WHERE name = ?1", -1, &st, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    attached = sqlite3_step(st) == SQLITE_ROW;
+  }
+  sqlite3_finalize(st);
+  char *sql = attached ? NULL : sqlite3_mprintf("ATTACH ':memory:' AS \"%w\"", name);
   char *emsg = NULL;
-  int rc = sqlite3_exec(c->db, sql, NULL, NULL, &emsg);
+  int rc = attached ? SQLITE_OK : sqlite3_exec(c->db, sql, NULL, NULL, &emsg);
   sqlite3_free(sql);
   if (rc != SQLITE_OK) {
     fail(ctx, sqlite3_mprintf("qlink_attach: %s", emsg ? emsg : sqlite3_errmsg(c->db)));
@@ -261,7 +269,8 @@ static void fn_attach(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     tok = ql_plugin_enter(p);
     const char *table = s->provider.table_name(&s->provider, i);
     ql_plugin_leave(p, tok);
-    sql = sqlite3_mprintf("CREATE VIRTUAL TABLE \"%w\".\"%w\" USING qlink(%Q, %Q)", name, table, spec, table);
+    sql = sqlite3_mprintf("CREATE VIRTUAL TABLE IF NOT EXISTS \"%w\".\"%w\" USING qlink(%Q, %Q)", name, table, spec,
+                          table);
     rc = sqlite3_exec(c->db, sql, NULL, NULL, &emsg);
     sqlite3_free(sql);
     if (rc != SQLITE_OK) {
