@@ -53,6 +53,27 @@ if [[ ! -x .venv/bin/python || ! -f $stamp || "$(cat $stamp)" != "$want_hash" ]]
   echo "$want_hash" >"$stamp"
 fi
 
+# DuckDB's C extension headers (duckdb.h, duckdb_extension.h) for the DuckDB
+# host (hosts/duckdb): taken from the sdist of the pinned duckdb package into
+# build/deps/duckdb/include (git-ignored). CMake skips the DuckDB targets
+# when they are absent.
+DUCKDB_VERSION=$(sed -n 's/^duckdb==//p' scripts/requirements.txt)
+duckdb_inc=build/deps/duckdb/include
+if [[ ! -f $duckdb_inc/.version || "$(cat $duckdb_inc/.version)" != "$DUCKDB_VERSION" ]]; then
+  echo "setup: fetching DuckDB $DUCKDB_VERSION C headers (sdist)"
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  .venv/bin/pip download -q --disable-pip-version-check --no-deps --no-binary duckdb -d "$tmp" "duckdb==$DUCKDB_VERSION"
+  tar -xzf "$tmp"/duckdb-"$DUCKDB_VERSION".tar.gz -C "$tmp" --wildcards \
+    "duckdb-$DUCKDB_VERSION/external/duckdb/src/include/duckdb.h" \
+    "duckdb-$DUCKDB_VERSION/external/duckdb/src/include/duckdb_extension.h"
+  mkdir -p "$duckdb_inc"
+  cp "$tmp/duckdb-$DUCKDB_VERSION/external/duckdb/src/include/"duckdb{,_extension}.h "$duckdb_inc/"
+  echo "$DUCKDB_VERSION" >"$duckdb_inc/.version"
+  rm -rf "$tmp"
+  trap - EXIT
+fi
+
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install Rust (rustup) first" >&2
   exit 1

@@ -202,6 +202,13 @@ struct ql_function_info {
   int32_t reserved_;
 };
 
+/* Engine-neutral config keys every host answers through config_get, each
+ * from its own setting (docs/abi.md, R8): the target rows per record batch,
+ * and how many partitions a scan should aim for (the engine's parallelism:
+ * DataFusion's target_partitions, DuckDB's threads). Decimal integers. */
+#define QL_CONFIG_BATCH_SIZE "qlink.execution.batch_size"
+#define QL_CONFIG_TARGET_PARTITIONS "qlink.execution.target_partitions"
+
 /* A read-only, lazy view of the caller's session (gap G6).
  *
  * Cost: building one is a handful of stores; each member costs a lookup, not
@@ -215,7 +222,7 @@ struct ql_session {
   /* Changes whenever a function, table or config option of the session
    * changes; a plugin may cache what it derived from the session under it. */
   uint64_t (*generation)(const struct ql_session *self);
-  /* Copy the value of config option `key` (e.g. "datafusion.execution.batch_size")
+  /* Copy the value of config option `key` (e.g. QL_CONFIG_BATCH_SIZE)
    * into buf (NUL-terminated, truncated to cap); *len receives the full length
    * without NUL. QL_ENOTFOUND for an unknown key. */
   int (*config_get)(const struct ql_session *self, const char *key, char *buf, size_t cap, size_t *len,

@@ -47,7 +47,7 @@ static int ql_reservation_try_grow(struct ql_memory_reservation *self, int64_t b
   return ql_error_set(error, QL_ERESOURCES,
                       "Resources exhausted: Failed to allocate additional %lld bytes for %s with %lld bytes already "
                       "allocated for this reservation - %lld bytes remain available for the total pool",
-                      (long long)bytes, r->name, (long long)held, (long long)available);
+                      (long long)bytes, r->name, (long long)held, (long long)(available < 0 ? 0 : available));
 }
 
 static void ql_reservation_shrink(struct ql_memory_reservation *self, int64_t bytes) {
@@ -121,8 +121,19 @@ static int64_t ql_pool_reserved(const struct ql_memory_pool *self) {
 }
 
 static int64_t ql_pool_limit(const struct ql_memory_pool *self) {
-  const struct ql_ref_memory_pool *pool = self->private_data;
-  return pool->limit; /* immutable after creation */
+  struct ql_ref_memory_pool *pool = self->private_data;
+  pthread_mutex_lock(&pool->mutex);
+  int64_t limit = pool->limit;
+  pthread_mutex_unlock(&pool->mutex);
+  return limit;
+}
+
+int ql_ref_memory_pool_set_limit(struct ql_ref_memory_pool *pool, int64_t limit, struct ql_error *error) {
+  if (limit < -1) return ql_error_set(error, QL_EINVAL, "memory pool limit %lld: use -1 for unbounded", (long long)limit);
+  pthread_mutex_lock(&pool->mutex);
+  pool->limit = limit;
+  pthread_mutex_unlock(&pool->mutex);
+  return QL_OK;
 }
 
 int ql_ref_memory_pool_new(int64_t limit, struct ql_ref_memory_pool **out, struct ql_error *error) {

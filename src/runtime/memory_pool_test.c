@@ -154,8 +154,36 @@ static void test_concurrent(void) {
   ql_error_release(&error);
 }
 
+/* The limit follows the engine's setting: lowered below what is held, the
+ * held bytes stay and the next grow fails; raised, it fits again. */
+static void test_set_limit(void) {
+  struct ql_error error = {0};
+  struct ql_ref_memory_pool *p = NULL;
+  QL_CHECK_OK(ql_ref_memory_pool_new(-1, &p, &error), error);
+  const struct ql_memory_pool *pool = ql_ref_memory_pool_view(p);
+  struct ql_memory_reservation a;
+  QL_CHECK_OK(pool->reservation_new(pool, "scan[1]", 0, &a, &error), error);
+  QL_CHECK_OK(a.try_grow(&a, 80, &error), error);
+  QL_CHECK_OK(ql_ref_memory_pool_set_limit(p, 50, &error), error);
+  QL_CHECK_INT(pool->limit(pool), 50);
+  QL_CHECK_INT(a.size(&a), 80);
+  QL_CHECK_INT(a.try_grow(&a, 1, &error), QL_ERESOURCES);
+  QL_CHECK_STR(error.message,
+               "Resources exhausted: Failed to allocate additional 1 bytes for scan[1] with 80 bytes already "
+               "allocated for this reservation - 0 bytes remain available for the total pool");
+  QL_CHECK_OK(ql_ref_memory_pool_set_limit(p, 100, &error), error);
+  QL_CHECK_OK(a.try_grow(&a, 20, &error), error);
+  QL_CHECK_INT(ql_ref_memory_pool_set_limit(p, -2, &error), QL_EINVAL);
+  QL_CHECK_STR(error.message, "memory pool limit -2: use -1 for unbounded");
+  QL_CHECK_INT(pool->limit(pool), 100);
+  a.release(&a);
+  QL_CHECK_OK(ql_ref_memory_pool_free(p, &error), error);
+  ql_error_release(&error);
+}
+
 int main(void) {
   test_limit();
+  test_set_limit();
   test_unbounded();
   test_concurrent();
   QL_TEST_END();

@@ -211,12 +211,12 @@ static int ql_ref_host_init_services(struct ql_ref_host *host, const struct ql_r
   QL_RETURN_NOT_OK(ql_thread_executor_new(threads, &host->executor, error));
   QL_RETURN_NOT_OK(ql_function_registry_new(&host->functions, error));
   QL_RETURN_NOT_OK(ql_function_registry_add_builtins(host->functions, error));
-  /* The options DataFusion plugins read most, under DataFusion's keys. */
+  /* The engine-neutral keys every host answers (docs/abi.md, R8). */
   char value[32];
   snprintf(value, sizeof(value), "%lld", (long long)host->batch_size);
-  QL_RETURN_NOT_OK(ql_ref_host_config_set(host, "datafusion.execution.batch_size", value, error));
+  QL_RETURN_NOT_OK(ql_ref_host_config_set(host, QL_CONFIG_BATCH_SIZE, value, error));
   snprintf(value, sizeof(value), "%d", (int)threads);
-  QL_RETURN_NOT_OK(ql_ref_host_config_set(host, "datafusion.execution.target_partitions", value, error));
+  QL_RETURN_NOT_OK(ql_ref_host_config_set(host, QL_CONFIG_TARGET_PARTITIONS, value, error));
   return QL_OK;
 }
 

@@ -23,10 +23,10 @@ static void test_session(struct ql_ref_host *host) {
   /* Defaults under DataFusion's keys. */
   char buf[64];
   size_t len = 0;
-  QL_CHECK_OK(s->config_get(s, "datafusion.execution.batch_size", buf, sizeof(buf), &len, &error), error);
+  QL_CHECK_OK(s->config_get(s, "qlink.execution.batch_size", buf, sizeof(buf), &len, &error), error);
   QL_CHECK_STR(buf, "1024");
   QL_CHECK_INT(len, 4);
-  QL_CHECK_OK(s->config_get(s, "datafusion.execution.target_partitions", buf, sizeof(buf), &len, &error), error);
+  QL_CHECK_OK(s->config_get(s, "qlink.execution.target_partitions", buf, sizeof(buf), &len, &error), error);
   QL_CHECK_STR(buf, "3");
 
   uint64_t g0 = s->generation(s);

@@ -26,8 +26,10 @@ struct ql_ref_host_options {
 struct ql_ref_host;
 
 /* options NULL: unbounded memory, batch 8192, one thread per CPU. The
- * session id is "qlink-ref-PID-N"; config starts with
- * "datafusion.execution.batch_size" and "datafusion.execution.target_partitions".
+ * session id is "qlink-ref-PID-N"; config starts with the engine-neutral
+ * keys QL_CONFIG_BATCH_SIZE (the batch size) and QL_CONFIG_TARGET_PARTITIONS
+ * (the thread count), which an engine host updates from its own settings
+ * with ql_ref_host_config_set.
  * The session's generation changes on every function-registry change and
  * every ql_ref_host_config_set. table_lookup is QL_ENOTSUP (no catalog). */
 int ql_ref_host_new(const struct ql_ref_host_options *options, struct ql_ref_host **out, struct ql_error *error);

@@ -26,6 +26,10 @@ int ql_ref_memory_pool_new(int64_t limit, struct ql_ref_memory_pool **out, struc
 /* Free the pool. Every reservation must have been released first; returns
  * QL_ESTATE (and frees nothing) otherwise. */
 int ql_ref_memory_pool_free(struct ql_ref_memory_pool *pool, struct ql_error *error);
+/* Change the limit (bytes, or -1 for unbounded), e.g. when the engine's own
+ * memory setting changes. Reservations already held are kept even above a
+ * lowered limit; later try_grow calls see the new limit. Thread-safe. */
+int ql_ref_memory_pool_set_limit(struct ql_ref_memory_pool *pool, int64_t limit, struct ql_error *error);
 /* The ABI view, valid while the pool lives. */
 const struct ql_memory_pool *ql_ref_memory_pool_view(struct ql_ref_memory_pool *pool);
 /* Live consumers (reservations not yet released). */

@@ -352,7 +352,7 @@ static void test_limit(struct fixture *f) {
   struct ql_error err = {0};
   int32_t proj[2] = {0, 1};
   struct ql_scan_args args = {sizeof(struct ql_scan_args), 2, proj, {NULL, 0, 0, NULL}, 3};
-  QL_CHECK_OK(ql_ref_host_config_set(f->host, "datafusion.execution.target_partitions", "1", &err), err);
+  QL_CHECK_OK(ql_ref_host_config_set(f->host, "qlink.execution.target_partitions", "1", &err), err);
   struct ql_execution_plan plan;
   QL_CHECK_OK(f->tp.scan(&f->tp, ql_ref_host_session(f->host), &args, &plan, &err), err);
   struct rows got;
@@ -362,7 +362,7 @@ static void test_limit(struct fixture *f) {
   QL_CHECK_INT(got.last_obs, 2);
   QL_CHECK(got.first_v == 1 && got.last_v == 3);
   plan.release(&plan);
-  QL_CHECK_OK(ql_ref_host_config_set(f->host, "datafusion.execution.target_partitions", "2", &err), err);
+  QL_CHECK_OK(ql_ref_host_config_set(f->host, "qlink.execution.target_partitions", "2", &err), err);
   ql_error_release(&err);
 }
 

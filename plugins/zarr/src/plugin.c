@@ -71,7 +71,7 @@ static int64_t target_partitions(const struct ql_session *session) {
   size_t len = 0;
   struct ql_error err;
   memset(&err, 0, sizeof(err));
-  int rc = session->config_get(session, "datafusion.execution.target_partitions", buf, sizeof(buf), &len, &err);
+  int rc = session->config_get(session, QL_CONFIG_TARGET_PARTITIONS, buf, sizeof(buf), &len, &err);
   ql_error_release(&err);
   if (rc != QL_OK || len >= sizeof(buf)) return 0;
   char *end = NULL;

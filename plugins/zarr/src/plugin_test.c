@@ -290,7 +290,7 @@ static void test_partition_targets(struct fixture *f) {
   const int64_t want_parts[4] = {1, 3, 4, 4};
   const int64_t want_rows[4][4] = {{12}, {6, 4, 2}, {4, 2, 4, 2}, {4, 2, 4, 2}};
   for (int i = 0; i < 4; i++) {
-    QL_CHECK_OK(ql_ref_host_config_set(f->host, "datafusion.execution.target_partitions", targets[i], &err), err);
+    QL_CHECK_OK(ql_ref_host_config_set(f->host, "qlink.execution.target_partitions", targets[i], &err), err);
     QL_CHECK_OK(open_table(f, NULL, &err), err);
     struct ql_scan_args args = {sizeof(struct ql_scan_args), -1, NULL, {NULL, 0, 0, NULL}, -1};
     struct ql_execution_plan plan;
@@ -318,7 +318,7 @@ static void test_partition_targets(struct fixture *f) {
     plan.release(&plan);
     f->tp.release(&f->tp);
   }
-  QL_CHECK_OK(ql_ref_host_config_set(f->host, "datafusion.execution.target_partitions", "2", &err), err);
+  QL_CHECK_OK(ql_ref_host_config_set(f->host, "qlink.execution.target_partitions", "2", &err), err);
   ql_error_release(&err);
 }
 
@@ -434,7 +434,7 @@ static void test_memory_limit(void) {
   const char *msg = st.get_last_error(&st);
   QL_CHECK(msg && strstr(msg, "partition 0: its chunk block needs 16 bytes, beyond the memory limit (each running "
                              "partition holds one decoded block: raise the limit, or lower "
-                             "datafusion.execution.target_partitions): ") != NULL);
+                             "qlink.execution.target_partitions): ") != NULL);
   /* a failed stream stays failed (its half-loaded block is never read) */
   QL_CHECK(st.get_next(&st, &a) != 0);
   QL_CHECK(a.release == NULL);

@@ -244,7 +244,7 @@ static int reserve_blocks(struct zr_stream *st, struct ql_error *error) {
     ql_error_prefix(error,
                     "zarr store %s: partition %lld: its chunk block needs %s, beyond the memory limit (each "
                     "running partition holds one decoded block: raise the limit, or lower "
-                    "datafusion.execution.target_partitions)",
+                    QL_CONFIG_TARGET_PARTITIONS ")",
                     st->scan->ds->store.url, (long long)ctx->partition, size);
   }
   return rc;

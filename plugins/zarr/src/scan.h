@@ -20,7 +20,7 @@
 #include "qlink/table.h"
 
 /* Build the plan for table `table` of `ds` (a reference is taken).
- * `target_partitions` (the host's "datafusion.execution.target_partitions";
+ * `target_partitions` (the host's "qlink.execution.target_partitions";
  * <= 0 when unknown) bounds the partition count: the kept blocks are dealt
  * out in C order as that many contiguous runs, so no more blocks are
  * decoded at once than the host runs partitions (memory, and decode

@@ -10,7 +10,7 @@
  *
  * --block-rows N passes the table option block_rows (default: the plugin's).
  *
- * --partitions N sets the session's datafusion.execution.target_partitions
+ * --partitions N sets the session's qlink.execution.target_partitions
  * (default: the reference host's 2 threads). The summary lists each
  * partition's exact row count ("partition_rows").
  *
@@ -542,7 +542,7 @@ int main(int argc, char **argv) {
   struct ql_ref_host *host = NULL;
   if (ql_ref_host_new(&ho, &host, &err) != QL_OK) return fail(&err, "host");
   if (partitions &&
-      ql_ref_host_config_set(host, "datafusion.execution.target_partitions", partitions, &err) != QL_OK) {
+      ql_ref_host_config_set(host, "qlink.execution.target_partitions", partitions, &err) != QL_OK) {
     struct ql_error ignored;
     memset(&ignored, 0, sizeof(ignored));
     ql_ref_host_free(host, &ignored);
