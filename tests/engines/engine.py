@@ -1,0 +1,153 @@
+"""The adapter interface of the cross-engine conformance suite, and the one
+place where documented engine differences are normalised.
+
+An engine adapter is a file ``tests/engines/engine_<host>.py`` defining
+``ENGINES``: a list of ``Engine`` instances (one host may offer several
+routes, e.g. DuckDB through Python and through its CLI). The suite
+(``test_engines.py``) imports every such file; adding a host is adding one
+file. See the documentation at the top of ``test_engines.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def build_dir() -> Path:
+    """The C release build (``QLINK_BUILD_DIR``, default build/release)."""
+    return Path(os.environ.get("QLINK_BUILD_DIR", ROOT / "build" / "release"))
+
+
+def plugin_path(name: str) -> str:
+    """The path of plugin ``name`` (qlink_sample, qlink_zarr) in the C build."""
+    return str(build_dir() / "plugins" / f"{name}.so")
+
+
+@dataclass(frozen=True)
+class Query:
+    """One conformance query.
+
+    ``sql`` names its tables as ``{name}`` placeholders; ``tables`` maps each
+    name to a table-provider spec (``PLUGIN/PROVIDER?k=v``, PLUGIN a plugin
+    name resolved by ``plugin_path``), ``schemas`` maps a schema name to a
+    schema-provider spec (tables reached as ``{name}.table``), ``functions``
+    lists plugins whose functions the query calls. ``types`` are the
+    expected neutral column types (see ``NEUTRAL_TYPES``). ``ordered``: rows
+    compare in order (the SQL has an ORDER BY), else as a sorted multiset.
+    ``unsupported`` maps an engine name to why its dialect cannot express
+    the query: such a pair is reported as a skip naming the reason, never
+    dropped silently.
+    """
+
+    id: str
+    sql: str
+    types: tuple[str, ...]
+    tables: dict[str, str] = field(default_factory=dict)
+    schemas: dict[str, str] = field(default_factory=dict)
+    functions: tuple[str, ...] = ()
+    ordered: bool = True
+    unsupported: dict[str, str] = field(default_factory=dict)
+    oracle: object = None  # callable() -> list of row tuples, or None: compare engines with each other
+
+
+@dataclass
+class Result:
+    """What an engine returns: column names, neutral types, rows of Python
+    values (int, float, str, bool, None, datetime.* ...)."""
+
+    columns: list[str]
+    types: list[str]
+    rows: list[tuple]
+
+
+class Engine:
+    """The adapter interface. Subclasses set ``name`` and implement:
+
+    - ``unavailable()``: None when the engine can run here, else the reason
+      it cannot (the artifact that is missing); its queries then skip with
+      that reason.
+    - ``run(query, sql)``: register ``query.tables`` / ``query.schemas`` /
+      ``query.functions`` in a fresh session, run ``sql`` (the query's SQL
+      with the placeholders already replaced by ``table_name``), and return
+      a ``Result`` whose types went through ``normalise_type(self.name, t)``
+      and whose values went through ``normalise_value``.
+    - ``table_name(name)``: how the SQL names the registered table ``name``
+      (default: ``name`` itself).
+    """
+
+    name = "?"
+
+    def unavailable(self) -> str | None:
+        raise NotImplementedError
+
+    def run(self, query: Query, sql: str) -> Result:
+        raise NotImplementedError
+
+    def table_name(self, name: str) -> str:
+        return name
+
+
+# ---- normalisation: every documented engine difference, in one place.
+
+# The neutral vocabulary results are compared in.
+NEUTRAL_TYPES = {"int64", "int32", "float64", "float32", "utf8", "bool", "date", "timestamp", "timestamptz",
+                 "interval", "decimal"}
+
+# Engine type names -> neutral names. DataFusion reports Arrow types
+# (arrow_typeof); DuckDB its SQL types. utf8 and large utf8 are one type to
+# SQL (DuckDB has only VARCHAR); timestamps of every unit are one
+# "timestamp" (DuckDB reads s/ms/ns units as TIMESTAMP_S/_MS/_NS).
+TYPE_NAMES = {
+    "datafusion": {
+        "Int64": "int64", "Int32": "int32", "Float64": "float64", "Float32": "float32",
+        "Utf8": "utf8", "LargeUtf8": "utf8", "Utf8View": "utf8", "Boolean": "bool", "Date32": "date",
+    },
+    "duckdb": {
+        "BIGINT": "int64", "INTEGER": "int32", "DOUBLE": "float64", "FLOAT": "float32",
+        "VARCHAR": "utf8", "BOOLEAN": "bool", "DATE": "date", "INTERVAL": "interval",
+        "TIMESTAMP": "timestamp", "TIMESTAMP_S": "timestamp", "TIMESTAMP_MS": "timestamp",
+        "TIMESTAMP_NS": "timestamp", "TIMESTAMP WITH TIME ZONE": "timestamptz",
+    },
+}
+
+
+def normalise_type(engine: str, t: str) -> str:
+    family = engine.split("-")[0]  # duckdb-python and duckdb-cli share DuckDB's names
+    if t.startswith("Timestamp("):
+        return "timestamptz" if "Some(" in t or '"' in t else "timestamp"
+    if t.startswith("Decimal128(") or t.startswith("DECIMAL("):
+        return "decimal"
+    return TYPE_NAMES.get(family, {}).get(t, f"unmapped:{t}")
+
+
+def normalise_value(v):
+    """JSON and CSV routes print NaN and infinities as strings (the qlink
+    CLI: "NaN", "Infinity", "-Infinity"); they are floats."""
+    if isinstance(v, str) and v in ("NaN", "Infinity", "-Infinity"):
+        return float(v.replace("Infinity", "inf"))
+    return v
+
+
+def comparable(v):
+    """A key comparing floats bit for bit (NaN equals NaN of the same bits;
+    0.0 and -0.0 differ), usable to sort rows of mixed values and None."""
+    if isinstance(v, float):
+        return (2, struct.pack(">d", v).hex() if not math.isnan(v) else "nan")
+    if v is None:
+        return (0, "")
+    if isinstance(v, bool):
+        return (1, str(int(v)))
+    if isinstance(v, int):
+        return (1, f"{v:+021d}")
+    return (3, str(v))
+
+
+def rows_key(rows, ordered: bool):
+    keyed = [tuple(comparable(v) for v in row) for row in rows]
+    return keyed if ordered else sorted(keyed)

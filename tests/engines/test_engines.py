@@ -1,0 +1,138 @@
+"""Cross-engine conformance: the same queries over the same plugin binaries
+in every qlink host, rows and types compared exactly.
+
+Adapter interface (``engine.py``). A host joins the suite by adding one file
+``tests/engines/engine_<host>.py`` that defines ``ENGINES``, a list of
+``engine.Engine`` instances, each with:
+
+- ``name``: the engine's name in test ids and in ``Query.unsupported``
+  (``datafusion``, ``duckdb-python``, ``duckdb-cli``, ``sqlite`` ...); the
+  part before the first ``-`` selects its row in ``engine.TYPE_NAMES``.
+- ``unavailable() -> str | None``: None if it can run here, else why not
+  (the missing build artifact); its tests then skip with that reason.
+- ``table_name(name) -> str``: how SQL names a registered table (default
+  the name itself).
+- ``run(query, sql) -> Result``: in a fresh session register
+  ``query.tables`` (name -> table-provider spec), ``query.schemas`` (name ->
+  schema-provider spec, tables as ``name.table``) and ``query.functions``
+  (plugins whose functions the SQL calls), run ``sql`` and return
+  ``Result(columns, types, rows)`` with types through
+  ``engine.normalise_type`` and values through ``engine.normalise_value``.
+  Specs use plugin names (``qlink_sample/series?stop=10``);
+  ``engine.plugin_path(name)`` is the plugin's path in the C build.
+
+Every engine difference the suite tolerates is normalised in ``engine.py``
+(type names, NaN/infinity spelled as strings by JSON routes) and nowhere
+else. A query a dialect cannot express is marked in ``Query.unsupported``
+with the reason; that pair reports as a skip naming it, never dropped.
+
+Each query is checked against its ``oracle`` (rows computed in Python from
+the plugin's documented definition) when it has one, else against the first
+available engine's answer. Floats compare bit for bit.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from engine import Engine, Query, ROOT, rows_key  # noqa: E402
+
+ENGINES: list[Engine] = []
+for adapter in sorted(HERE.glob("engine_*.py")):
+    ENGINES += importlib.import_module(adapter.stem).ENGINES
+
+
+# ---- oracles: the sample plugin's tables as its sources define them.
+
+
+def series(start, stop, step):
+    return list(range(start, stop, step))
+
+
+def series_rows(start, stop, step):
+    return [(v, v * v, "even" if v % 2 == 0 else "odd") for v in series(start, stop, step)]
+
+
+def grid_rows(ny, nx):
+    rows = []
+    for i in range(ny):
+        y = -80.0 + 160.0 * i / (ny - 1) if ny > 1 else -80.0
+        for j in range(nx):
+            k = i * nx + j
+            rows.append((y, j, ((k * 37) % 101 - 50) / 8.0))
+    return rows
+
+
+S = "qlink_sample/series?start=-7&stop=5000&step=3&partitions=4"
+G = "qlink_sample/grid?ny=13&nx=9&partitions=3&batch_rows=10"
+
+QUERIES = [
+    Query("series_all", "SELECT value, square, parity FROM {s} ORDER BY value", ("int64", "int64", "utf8"),
+          tables={"s": S}, oracle=lambda: series_rows(-7, 5000, 3)),
+    Query("series_sum", "SELECT CAST(sum(value) AS BIGINT) AS total, count(*) AS n FROM {s}", ("int64", "int64"),
+          tables={"s": S}, oracle=lambda: [(sum(series(-7, 5000, 3)), len(series(-7, 5000, 3)))]),
+    Query("series_filter", "SELECT value FROM {s} WHERE value % 7 = 3 AND value > 100 ORDER BY value", ("int64",),
+          tables={"s": S}, oracle=lambda: [(v,) for v in series(-7, 5000, 3) if v % 7 == 3 and v > 100]),
+    Query("series_group",
+          "SELECT parity, count(*) AS n, CAST(sum(square) AS BIGINT) AS sq FROM {s} GROUP BY parity ORDER BY parity",
+          ("utf8", "int64", "int64"), tables={"s": S},
+          oracle=lambda: [(p, len([v for v in series(-7, 5000, 3) if (v % 2 == 0) == (p == "even")]),
+                           sum(v * v for v in series(-7, 5000, 3) if (v % 2 == 0) == (p == "even")))
+                          for p in ("even", "odd")]),
+    Query("series_projection", "SELECT parity FROM {s} WHERE value < 20", ("utf8",), tables={"s": S},
+          ordered=False, oracle=lambda: [(r[2],) for r in series_rows(-7, 5000, 3) if r[0] < 20]),
+    Query("grid_all", "SELECT y, x, v FROM {g} ORDER BY y, x", ("float64", "int64", "float64"), tables={"g": G},
+          oracle=lambda: grid_rows(13, 9)),
+    Query("grid_extremes", "SELECT min(v) AS lo, max(v) AS hi, min(y) AS ylo, max(y) AS yhi FROM {g}",
+          ("float64",) * 4, tables={"g": G},
+          oracle=lambda: [(min(r[2] for r in grid_rows(13, 9)), max(r[2] for r in grid_rows(13, 9)), -80.0, 80.0)]),
+    Query("grid_join",
+          "SELECT g.x, s.square FROM {g} AS g JOIN {s} AS s ON g.x = s.value WHERE g.y = -80.0 ORDER BY g.x",
+          ("int64", "int64"), tables={"g": G, "s": "qlink_sample/series?stop=5"},
+          oracle=lambda: [(x, x * x) for x in range(5)]),
+]
+
+# qlink_zarr over the ferret stores `make run` converts, when present:
+# engines compared with each other (no oracle).
+FERRET = ROOT / "data" / "ferret-zarr"
+for store in sorted(FERRET.glob("*.v3.zarr")) if FERRET.is_dir() else []:
+    QUERIES.append(Query(f"ferret_{store.name.split('.')[0]}_count",
+                         "SELECT count(*) AS n FROM {t}", ("int64",),
+                         tables={"t": f"qlink_zarr/table?path={store}"}))
+
+
+def available(engine: Engine):
+    reason = engine.unavailable()
+    if reason:
+        pytest.skip(f"{engine.name}: {reason}")
+
+
+def run(engine: Engine, q: Query):
+    sql = q.sql.format(**{n: engine.table_name(n) for n in list(q.tables) + list(q.schemas)})
+    return engine.run(q, sql)
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.name)
+@pytest.mark.parametrize("q", QUERIES, ids=lambda q: q.id)
+def test_query(engine: Engine, q: Query):
+    if engine.name in q.unsupported:
+        pytest.skip(f"{engine.name} cannot express {q.id}: {q.unsupported[engine.name]}")
+    available(engine)
+    got = run(engine, q)
+    assert tuple(got.types) == q.types, f"{engine.name}: column types of {q.id}"
+    if q.oracle is not None:
+        want = q.oracle()
+    else:
+        ref = next((e for e in ENGINES if e is not engine and not e.unavailable()
+                    and e.name not in q.unsupported), None)
+        if ref is None:
+            pytest.skip(f"{q.id} has no oracle and no second engine is available to compare {engine.name} with")
+        want = run(ref, q).rows
+    assert rows_key(got.rows, q.ordered) == rows_key(want, q.ordered), f"{engine.name}: rows of {q.id}"
