@@ -27,7 +27,7 @@ void qls_conn_unref(void *p) {
   struct ql_error err = {0};
   ql_ref_host_free(c->host, &err);
   ql_error_release(&err);
-  ql_plugin_path_free(c->path);
+  ql_plugin_dirs_free(c->path);
   free(c);
 }
 
@@ -51,10 +51,10 @@ int qls_interrupted(sqlite3 *db) {
 static void fn_allow(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   struct qls_conn *c = sqlite3_user_data(ctx);
   struct ql_error err = {0};
-  if (argc == 0) ql_plugin_path_seal(c->path);
+  if (argc == 0) ql_plugin_dirs_seal(c->path);
   for (int i = 0; i < argc; i++) {
     const char *dir = (const char *)sqlite3_value_text(argv[i]);
-    if (ql_plugin_path_allow(c->path, dir ? dir : "", &err) != QL_OK) {
+    if (ql_plugin_dirs_add(c->path, dir ? dir : "", &err) != QL_OK) {
       char *m = sqlite3_mprintf("qlink_allow: %s", ql_error_message(&err));
       ql_error_release(&err);
       sqlite3_result_error(ctx, m ? m : "qlink_allow: out of memory", -1);
@@ -62,7 +62,7 @@ static void fn_allow(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
       return;
     }
   }
-  sqlite3_result_int(ctx, ql_plugin_path_count(c->path));
+  sqlite3_result_int64(ctx, ql_plugin_dirs_count(c->path));
 }
 
 #ifdef _WIN32
@@ -81,8 +81,8 @@ int sqlite3_qlink_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines 
   struct ql_error err = {0};
   struct ql_ref_host_options o = {-1, 0, 2};
   int rc = ql_ref_host_new(&o, &c->host, &err);
-  if (rc == QL_OK) rc = ql_plugin_path_new(&c->path, &err);
-  if (rc == QL_OK) rc = ql_plugin_path_allow_list(c->path, getenv(QL_PLUGIN_PATH_ENV), &err);
+  if (rc == QL_OK) rc = ql_plugin_dirs_new(&c->path, &err);
+  if (rc == QL_OK) rc = ql_plugin_dirs_add_list(c->path, getenv(QL_PLUGIN_PATH_ENV), QL_PLUGIN_PATH_ENV, &err);
   if (rc != QL_OK) {
     if (pzErrMsg) *pzErrMsg = sqlite3_mprintf("qlink: %s", ql_error_message(&err));
     ql_error_release(&err);

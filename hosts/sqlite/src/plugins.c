@@ -13,8 +13,8 @@ static int g_n, g_cap;
 
 int qls_plugin_acquire(struct qls_conn *c, const char *name, struct qls_plugin **out, struct ql_error *error) {
   char *real = NULL;
-  ql_plugin_path_seal(c->path); /* SQL that names a plugin ends the owner's configuration */
-  int rc = ql_plugin_path_resolve(c->path, name, &real, error);
+  ql_plugin_dirs_seal(c->path); /* SQL that names a plugin ends the owner's configuration */
+  int rc = ql_plugin_dirs_resolve(c->path, name, &real, error);
   if (rc != QL_OK) return rc;
   pthread_mutex_lock(&g_lock);
   for (int i = 0; i < g_n; i++) {

@@ -14,7 +14,7 @@
 
 #include "qlink/lib/host.h"
 #include "qlink/lib/loader.h"
-#include "qlink/lib/plugin_path.h"
+#include "qlink/lib/plugin_dirs.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -36,7 +36,7 @@ struct qls_conn {
   sqlite3 *db;
   int refs; /* the modules and functions registered with it */
   struct ql_ref_host *host;
-  struct ql_plugin_path *path;
+  struct ql_plugin_dirs *path;
   struct qls_schema *schemas;
 };
 
