@@ -8,7 +8,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/qlink-target
 PY := $(CURDIR)/.venv/bin/python
 
 .PHONY: all setup build build-release build-asan build-fuzz build-cli run test test-c test-valgrind \
-        test-fuzz test-rust test-python test-sqlite test-engines bench-core bench-sqlite bench-datafusion bench-zarr bench-fold bench-ffi clean
+        test-fuzz test-rust test-python test-sqlite test-duckdb test-engines bench-core bench-sqlite bench-datafusion bench-zarr bench-fold bench-ffi clean
 
 all: build
 
@@ -47,7 +47,7 @@ run: build
 
 # ---- tests
 test: setup
-	$(MAKE) test-c test-valgrind test-fuzz test-sqlite test-rust test-python test-engines
+	$(MAKE) test-c test-valgrind test-fuzz test-sqlite test-rust test-python test-duckdb test-engines
 	@echo "make test: all suites passed"
 
 # Every C test under ASan + UBSan.
@@ -80,6 +80,11 @@ test-python:
 # test-c): needs the C release build only.
 test-sqlite: build-release
 	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release $(PY) -m pytest -q hosts/sqlite/tests
+
+# The DuckDB host through DuckDB's Python module and CLI (its C tests run
+# in test-c).
+test-duckdb: build-release
+	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release $(PY) -m pytest -q hosts/duckdb/tests
 
 # Cross-engine conformance (tests/engines): the same queries over the same
 # plugins in every host that is built (DataFusion through the qlink CLI, the

@@ -1,0 +1,99 @@
+/* Arrow format strings -> DuckDB storage (see types.h). Pure C: the DuckDB
+ * type ids are the values of duckdb.h's enum, repeated here so that this
+ * file and its test need no DuckDB header. */
+#include "types.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* duckdb.h's DUCKDB_TYPE_* values (stable C API). */
+enum {
+  QD_T_BOOLEAN = 1, QD_T_TINYINT = 2, QD_T_SMALLINT = 3, QD_T_INTEGER = 4, QD_T_BIGINT = 5,
+  QD_T_UTINYINT = 6, QD_T_USMALLINT = 7, QD_T_UINTEGER = 8, QD_T_UBIGINT = 9, QD_T_FLOAT = 10,
+  QD_T_DOUBLE = 11, QD_T_TIMESTAMP = 12, QD_T_DATE = 13, QD_T_INTERVAL = 15, QD_T_VARCHAR = 17,
+  QD_T_BLOB = 18, QD_T_DECIMAL = 19, QD_T_TIMESTAMP_S = 20, QD_T_TIMESTAMP_MS = 21, QD_T_TIMESTAMP_NS = 22,
+  QD_T_TIMESTAMP_TZ = 31
+};
+
+static int fixed(struct qd_type *t, int32_t duckdb, int32_t width) {
+  t->kind = QD_FIXED;
+  t->duckdb = duckdb;
+  t->width = width;
+  return 0;
+}
+
+static int unit_of(char u, int64_t *num, int64_t *den) {
+  switch (u) {
+    case 's': *num = 1000000, *den = 1; return 0;
+    case 'm': *num = 1000, *den = 1; return 0;
+    case 'u': *num = 1, *den = 1; return 0;
+    case 'n': *num = 1, *den = 1000; return 0;
+    default: return -1;
+  }
+}
+
+int qd_type_parse(const char *format, struct qd_type *out, char *why, size_t why_cap) {
+  memset(out, 0, sizeof(*out));
+  out->unit_num = out->unit_den = 1;
+  if (!format) format = "";
+  if (format[0] && format[1] == '\0') {
+    switch (format[0]) {
+      case 'b': out->kind = QD_BOOL, out->duckdb = QD_T_BOOLEAN, out->width = 1; return 0;
+      case 'c': return fixed(out, QD_T_TINYINT, 1);
+      case 's': return fixed(out, QD_T_SMALLINT, 2);
+      case 'i': return fixed(out, QD_T_INTEGER, 4);
+      case 'l': return fixed(out, QD_T_BIGINT, 8);
+      case 'C': return fixed(out, QD_T_UTINYINT, 1);
+      case 'S': return fixed(out, QD_T_USMALLINT, 2);
+      case 'I': return fixed(out, QD_T_UINTEGER, 4);
+      case 'L': return fixed(out, QD_T_UBIGINT, 8);
+      case 'f': return fixed(out, QD_T_FLOAT, 4);
+      case 'g': return fixed(out, QD_T_DOUBLE, 8);
+      case 'u': case 'U': case 'z': case 'Z':
+        out->kind = QD_STRING;
+        out->duckdb = (format[0] == 'u' || format[0] == 'U') ? QD_T_VARCHAR : QD_T_BLOB;
+        out->large = format[0] == 'U' || format[0] == 'Z';
+        return 0;
+      default: break;
+    }
+  }
+  if (strcmp(format, "tdD") == 0) return fixed(out, QD_T_DATE, 4);
+  if (strcmp(format, "tdm") == 0) {
+    out->kind = QD_DATE64, out->duckdb = QD_T_DATE, out->width = 4;
+    return 0;
+  }
+  if (strncmp(format, "ts", 2) == 0 && format[2] && format[3] == ':') {
+    if (unit_of(format[2], &out->unit_num, &out->unit_den) != 0) goto unmapped;
+    out->width = 8;
+    if (format[4] != '\0') {
+      out->kind = QD_TIMESTAMPTZ, out->duckdb = QD_T_TIMESTAMP_TZ;
+      return 0;
+    }
+    out->kind = QD_TIMESTAMP;
+    out->duckdb = format[2] == 's' ? QD_T_TIMESTAMP_S : format[2] == 'm' ? QD_T_TIMESTAMP_MS
+                : format[2] == 'u' ? QD_T_TIMESTAMP : QD_T_TIMESTAMP_NS;
+    return 0;
+  }
+  if (strncmp(format, "tD", 2) == 0 && format[2] && format[3] == '\0') {
+    if (unit_of(format[2], &out->unit_num, &out->unit_den) != 0) goto unmapped;
+    out->kind = QD_DURATION, out->duckdb = QD_T_INTERVAL, out->width = 16;
+    return 0;
+  }
+  if (strncmp(format, "d:", 2) == 0) {
+    int p = 0, s = 0, bits = 128, n = 0;
+    int got = sscanf(format + 2, "%d,%d%n,%d%n", &p, &s, &n, &bits, &n);
+    if (got < 2 || format[2 + n] != '\0' || bits != 128 || p < 1 || p > 38 || s < 0 || s > p) {
+      snprintf(why, why_cap, "Arrow type '%s' (decimal) has no DuckDB mapping in qlink: DuckDB's DECIMAL holds "
+               "precision 1..38 and scale 0..precision in 128 bits", format);
+      return -1;
+    }
+    out->kind = QD_DECIMAL, out->duckdb = QD_T_DECIMAL;
+    out->precision = (uint8_t)p, out->scale = (uint8_t)s;
+    out->width = p <= 4 ? 2 : p <= 9 ? 4 : p <= 18 ? 8 : 16;
+    return 0;
+  }
+unmapped:
+  snprintf(why, why_cap, "Arrow type '%s' has no DuckDB mapping in qlink", format);
+  return -1;
+}

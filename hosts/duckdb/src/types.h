@@ -1,0 +1,42 @@
+/* The DuckDB host: Arrow formats of plugin columns -> DuckDB types, and
+ * copying Arrow arrays into DuckDB vectors.
+ *
+ * qd_type_parse is pure C (no DuckDB call) so its rules are tested on their
+ * own (types_test.c); qd_logical_type and qd_copy_column use the DuckDB
+ * extension API.
+ */
+#ifndef QLINK_DUCKDB_TYPES_H
+#define QLINK_DUCKDB_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qlink/arrow_c.h"
+
+/* How a column's Arrow values become DuckDB values. */
+enum qd_kind {
+  QD_BOOL = 1,   /* "b": bits -> bool bytes */
+  QD_FIXED,      /* same width and meaning: memcpy */
+  QD_STRING,     /* "u", "U": VARCHAR; "z", "Z": BLOB */
+  QD_DATE64,     /* "tdm": milliseconds -> DATE days */
+  QD_TIMESTAMP,  /* "ts?:": TIMESTAMP_S/_MS/TIMESTAMP/_NS, values as stored */
+  QD_TIMESTAMPTZ,/* "ts?:TZ": TIMESTAMP WITH TIME ZONE, converted to microseconds */
+  QD_DURATION,   /* "tD?": INTERVAL of microseconds */
+  QD_DECIMAL     /* "d:P,S" (P <= 38): DECIMAL(P,S), narrowed to DuckDB's storage width */
+};
+
+struct qd_type {
+  int32_t kind;       /* enum qd_kind */
+  int32_t duckdb;     /* the duckdb_type id */
+  int32_t width;      /* bytes per value in the DuckDB vector (0: strings) */
+  int32_t large;      /* strings: int64 offsets ("U", "Z") */
+  int64_t unit_num;   /* timestamps with zone and durations: value * unit_num / unit_den = microseconds */
+  int64_t unit_den;
+  uint8_t precision, scale; /* decimals */
+};
+
+/* Parse an Arrow format string. 0 on success; else -1 with a one-line
+ * reason in `why` (e.g. "Arrow type '+m' (map) has no DuckDB mapping in qlink"). */
+int qd_type_parse(const char *format, struct qd_type *out, char *why, size_t why_cap);
+
+#endif /* QLINK_DUCKDB_TYPES_H */

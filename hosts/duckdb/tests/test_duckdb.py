@@ -1,0 +1,151 @@
+"""The qlink DuckDB extension through DuckDB's Python module: qlink_scan,
+its errors (the connection keeps working after each), the plugin path rule,
+concurrency. Needs the C release build (QLINK_BUILD_DIR, default
+build/release)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+duckdb = pytest.importorskip("duckdb")
+
+ROOT = Path(__file__).resolve().parents[3]
+BUILD = Path(os.environ.get("QLINK_BUILD_DIR", ROOT / "build" / "release"))
+EXT = BUILD / "hosts" / "duckdb" / "qlink.duckdb_extension"
+PLUGINS = BUILD / "plugins"
+SAMPLE = PLUGINS / "qlink_sample.so"
+
+pytestmark = pytest.mark.skipif(not EXT.is_file(), reason=f"the DuckDB extension is not built: {EXT}")
+
+
+def connect(plugin_path: str | None = str(PLUGINS), threads: int | None = None):
+    """A connection with the extension loaded in a child-free way: the
+    extension reads QLINK_PLUGIN_PATH when it loads into a database."""
+    if plugin_path is None:
+        os.environ.pop("QLINK_PLUGIN_PATH", None)
+    else:
+        os.environ["QLINK_PLUGIN_PATH"] = plugin_path
+    config = {"allow_unsigned_extensions": True}
+    if threads:
+        config["threads"] = threads
+    con = duckdb.connect(config=config)
+    con.execute(f"LOAD '{EXT}'")
+    return con
+
+
+def test_scan_by_name_and_path():
+    con = connect()
+    rows = con.execute("SELECT value, square, parity FROM qlink_scan('qlink_sample/series?start=-7&stop=5&step=3') "
+                       "ORDER BY value").fetchall()
+    assert rows == [(-7, 49, "odd"), (-4, 16, "even"), (-1, 1, "odd"), (2, 4, "even")]
+    by_path = con.execute(f"SELECT sum(value)::BIGINT FROM qlink_scan('{SAMPLE}/series?stop=1001')").fetchone()
+    assert by_path == (500500,)
+    desc = con.execute("SELECT * FROM qlink_scan('qlink_sample/grid?ny=2&nx=2')").description
+    assert [(d[0], str(d[1])) for d in desc] == [("y", "DOUBLE"), ("x", "BIGINT"), ("v", "DOUBLE")]
+
+
+def test_projection_and_cardinality():
+    con = connect()
+    # Only the projected column reaches DuckDB; the statistics give the exact row count.
+    plan = con.execute("EXPLAIN SELECT parity FROM qlink_scan('qlink_sample/series?stop=1234')").fetchall()
+    text = "\n".join(r[1] for r in plan)
+    assert "~1,234" in text or "~1234" in text, text
+    assert con.execute("SELECT count(*) FROM qlink_scan('qlink_sample/series?stop=1234')").fetchone() == (1234,)
+    assert con.execute("SELECT count(parity) FILTER (WHERE parity = 'odd') "
+                       "FROM qlink_scan('qlink_sample/series?stop=1234')").fetchone() == (617,)
+
+
+def test_partitions_run_in_parallel_threads():
+    con = connect(threads=4)
+    n = 3_000_000
+    got = con.execute(f"SELECT sum(value)::HUGEINT, count(*), min(value), max(value) "
+                      f"FROM qlink_scan('qlink_sample/series?stop={n}&partitions=16')").fetchone()
+    assert got == (n * (n - 1) // 2, n, 0, n - 1)
+
+
+def test_many_concurrent_queries():
+    con = connect(threads=2)
+    results, errors = {}, []
+
+    def worker(i):
+        try:
+            c = con.cursor()
+            stop = 10_000 + i
+            results[i] = c.execute(f"SELECT sum(square)::HUGEINT FROM qlink_scan('qlink_sample/series?stop={stop}"
+                                   f"&partitions={1 + i % 5}')").fetchone()[0]
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert results == {i: sum(v * v for v in range(10_000 + i)) for i in range(16)}
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("no-slash", "qlink_scan('no-slash'): table spec 'no-slash'"),
+    ("qlink_sample/nope", "qlink_scan('qlink_sample/nope'): qlink_sample has no table provider 'nope'"),
+    ("qlink_sample/series?stop=10&sttep=2", "sttep"),
+    ("qlink_sample/series", "stop"),
+    ("missing_plugin/series?stop=1", "plugin 'missing_plugin' is in no allowed plugin directory"),
+])
+def test_errors_name_the_spec_and_keep_the_connection(spec, message):
+    con = connect()
+    with pytest.raises(duckdb.Error) as e:
+        con.execute(f"SELECT * FROM qlink_scan('{spec}')").fetchall()
+    assert message in str(e.value)
+    assert con.execute("SELECT count(*) FROM qlink_scan('qlink_sample/series?stop=3')").fetchone() == (3,)
+
+
+def test_path_rule(tmp_path):
+    allowed = tmp_path / "allowed"
+    allowed.mkdir()
+    (allowed / "qlink_sample.so").symlink_to(SAMPLE)  # a symlink inside to a file outside: refused
+    (allowed / "notes.txt").write_text("not a plugin\n")
+    outside = tmp_path / "outside.so"
+    outside.write_bytes(SAMPLE.read_bytes())
+    inside_copy = allowed / "copy.so"
+    inside_copy.write_bytes(SAMPLE.read_bytes())
+    con = connect(str(allowed))
+    assert con.execute(f"SELECT count(*) FROM qlink_scan('{inside_copy}/series?stop=7')").fetchone() == (7,)
+    assert con.execute("SELECT count(*) FROM qlink_scan('copy/series?stop=8')").fetchone() == (8,)
+    cases = [
+        (f"{outside}/series?stop=1", "outside the allowed plugin directories"),
+        (f"{allowed}/qlink_sample.so/series?stop=1", "outside the allowed plugin directories"),
+        (f"{allowed}/../outside.so/series?stop=1", "outside the allowed plugin directories"),
+        (f"{allowed}/notes.txt/series?stop=1", "is not a qlink plugin"),
+    ]
+    for spec, message in cases:
+        with pytest.raises(duckdb.Error) as e:
+            con.execute(f"SELECT * FROM qlink_scan('{spec}')").fetchall()
+        assert message in str(e.value), spec
+    assert con.execute("SELECT count(*) FROM qlink_scan('copy/series?stop=9')").fetchone() == (9,)
+
+
+def test_no_directory_allowed():
+    con = connect(None)
+    with pytest.raises(duckdb.Error) as e:
+        con.execute(f"SELECT * FROM qlink_scan('{SAMPLE}/series?stop=1')").fetchall()
+    assert "no plugin directory is allowed; set QLINK_PLUGIN_PATH" in str(e.value)
+
+
+def test_cli_route():
+    cli = Path(sys.executable).parent / "duckdb"
+    if not cli.is_file():
+        pytest.skip("duckdb-cli is not installed")
+    out = subprocess.run([str(cli), "-unsigned", "-csv", "-c",
+                          f"LOAD '{EXT}'; SELECT parity, count(*) AS n FROM "
+                          "qlink_scan('qlink_sample/series?stop=11') GROUP BY parity ORDER BY parity"],
+                         capture_output=True, text=True, env={**os.environ, "QLINK_PLUGIN_PATH": str(PLUGINS)},
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["parity,n", "even,6", "odd,5"]
