@@ -114,6 +114,11 @@ TYPE_NAMES = {
         "TIMESTAMP": "timestamp", "TIMESTAMP_S": "timestamp", "TIMESTAMP_MS": "timestamp",
         "TIMESTAMP_NS": "timestamp", "TIMESTAMP WITH TIME ZONE": "timestamptz",
     },
+    # SQLite types values (typeof): one 64-bit INTEGER and one double REAL,
+    # so int32/float32 columns read as int64/float64; timestamps and dates
+    # are ISO TEXT and decimals exact TEXT (hosts/sqlite/README.md), so a
+    # query whose answer has those types is marked unsupported for sqlite.
+    "sqlite": {"integer": "int64", "real": "float64", "text": "utf8"},
 }
 
 
