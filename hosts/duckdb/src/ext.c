@@ -11,11 +11,7 @@
  * vectors, validity included. Every call into the plugin is bracketed by
  * its executor hooks; its errors carry its message and the spec.
  */
-#define DUCKDB_EXTENSION_NAME qlink
-#define DUCKDB_EXTENSION_API_VERSION_MAJOR 1
-#define DUCKDB_EXTENSION_API_VERSION_MINOR 5
-#define DUCKDB_EXTENSION_API_VERSION_PATCH 6
-#include <duckdb_extension.h>
+#include "ext_internal.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -30,26 +26,11 @@
 #include "qlink/lib/status.h"
 #include "types.h"
 
-DUCKDB_EXTENSION_EXTERN
-
 /* ---- per-database state: the reference host's services, allowed
  * directories and the loaded plugins (never unloaded while DuckDB lives:
  * registered objects may still point into them). */
 
-struct qd_plugin {
-  struct ql_loaded_plugin *loaded;
-  char *real_path;
-  struct qd_plugin *next;
-};
-
-struct qd_db {
-  struct ql_ref_host *host;
-  struct ql_plugin_dirs *dirs;
-  pthread_mutex_t mutex;
-  struct qd_plugin *plugins;
-};
-
-static int qd_plugin_get(struct qd_db *db, const char *name_or_path, const struct ql_plugin **out,
+int qd_plugin_get(struct qd_db *db, const char *name_or_path, const struct ql_plugin **out,
                          struct ql_error *err) {
   pthread_mutex_lock(&db->mutex);
   for (struct qd_plugin *p = db->plugins; p; p = p->next) {
@@ -171,7 +152,26 @@ static void qd_scan_bind(duckdb_bind_info info) {
   struct ql_table_spec ts = {0};
   int rc = ql_table_spec_parse(b->spec, &ts, &err);
   if (rc == QL_OK) rc = qd_plugin_get(db, ts.plugin, &b->plugin, &err);
-  if (rc == QL_OK) {
+  duckdb_value tv = duckdb_bind_get_named_parameter(info, "table");
+  char *table = tv ? duckdb_get_varchar(tv) : NULL;
+  if (tv) duckdb_destroy_value(&tv);
+  if (rc == QL_OK && table) {
+    /* qlink_scan('PLUGIN/SCHEMA_PROVIDER?...', table := 'NAME'): one table of a schema provider (qlink_attach's views). */
+    if (!b->plugin->schema_provider_open) {
+      rc = ql_error_set(&err, QL_ENOTFOUND, "plugin %s has no schema provider '%s'", b->plugin->name, ts.provider);
+    } else {
+      struct ql_schema_provider sp = {0};
+      void *tok = ql_plugin_enter(b->plugin);
+      rc = b->plugin->schema_provider_open(b->plugin, ts.provider, &ts.options, ql_ref_host_session(db->host), &sp,
+                                           &err);
+      if (rc == QL_OK) {
+        rc = sp.table(&sp, table, &b->provider, &err);
+        sp.release(&sp);
+      }
+      if (rc == QL_OK) rc = b->provider.get_schema(&b->provider, &b->schema, &err);
+      ql_plugin_leave(b->plugin, tok);
+    }
+  } else if (rc == QL_OK) {
     if (!b->plugin->table_provider_open) {
       rc = ql_error_set(&err, QL_ENOTFOUND, "plugin %s has no table provider '%s'", b->plugin->name, ts.provider);
     } else {
@@ -183,6 +183,7 @@ static void qd_scan_bind(duckdb_bind_info info) {
     }
   }
   ql_table_spec_free(&ts);
+  duckdb_free(table);
   if (rc == QL_OK) {
     b->n_columns = b->schema.n_children;
     b->types = calloc((size_t)(b->n_columns ? b->n_columns : 1), sizeof(*b->types));
@@ -488,6 +489,7 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info 
     return false;
   }
   pthread_mutex_init(&db->mutex, NULL);
+  pthread_mutex_init(&db->ddl_mutex, NULL);
   int rc = ql_ref_host_new(NULL, &db->host, &err);
   if (rc == QL_OK) rc = ql_plugin_dirs_new(&db->dirs, &err);
   if (rc == QL_OK) rc = ql_plugin_dirs_add_list(db->dirs, getenv(QL_PLUGIN_PATH_ENV), QL_PLUGIN_PATH_ENV, &err);
@@ -501,6 +503,7 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info 
   duckdb_table_function_set_name(f, "qlink_scan");
   duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
   duckdb_table_function_add_parameter(f, varchar);
+  duckdb_table_function_add_named_parameter(f, "table", varchar);
   duckdb_destroy_logical_type(&varchar);
   duckdb_table_function_set_extra_info(f, db, NULL);
   duckdb_table_function_set_bind(f, qd_scan_bind);
@@ -510,8 +513,14 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info 
   duckdb_table_function_supports_projection_pushdown(f, true);
   duckdb_state st = duckdb_register_table_function(connection, f);
   duckdb_destroy_table_function(&f);
-  if (st != DuckDBSuccess) {
-    access->set_error(info, "qlink: registering qlink_scan failed");
+  if (st != DuckDBSuccess || qd_register_catalog(connection, db) != 0) {
+    access->set_error(info, "qlink: registering the qlink functions failed");
+    return false;
+  }
+  /* A connection of its own for qlink_attach's DDL (held while DuckDB lives). */
+  duckdb_database *database = access->get_database(info);
+  if (!database || duckdb_connect(*database, &db->ddl) != DuckDBSuccess) {
+    access->set_error(info, "qlink: cannot open a connection for qlink_attach");
     return false;
   }
   return true;

@@ -149,3 +149,52 @@ def test_cli_route():
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["parity,n", "even,6", "odd,5"]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """A small consolidated Zarr store: t2m(time, lat) and sp(lat)."""
+    xr = pytest.importorskip("xarray")
+    np = pytest.importorskip("numpy")
+    path = tmp_path_factory.mktemp("zarr") / "era5.zarr"
+    ds = xr.Dataset({"t2m": (("time", "lat"), np.arange(6, dtype="float64").reshape(3, 2)),
+                     "sp": (("lat",), np.array([1.5, 2.5]))},
+                    coords={"time": np.array(["2020-01-01", "2020-01-02", "2020-01-03"], dtype="datetime64[ns]"),
+                            "lat": [10.0, 20.0]})
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds.to_zarr(path, mode="w", consolidated=True)
+    return path
+
+
+def test_tables_attach_and_plugins(store):
+    con = connect()
+    spec = f"qlink_zarr/store?path={store}"
+    assert con.execute(f"SELECT * FROM qlink_tables('{spec}') ORDER BY 1").fetchall() == [("lat",), ("time_lat",)]
+    assert con.execute(f"CALL qlink_attach('era5', '{spec}')").fetchall() == [("lat",), ("time_lat",)]
+    assert con.execute("SELECT lat, sp FROM era5.lat ORDER BY lat").fetchall() == [(10.0, 1.5), (20.0, 2.5)]
+    r = con.execute("SELECT * FROM era5.time_lat WHERE lat = 20.0 ORDER BY time")
+    assert [(d[0], str(d[1])) for d in r.description] == [("time", "TIMESTAMP_NS"), ("lat", "DOUBLE"),
+                                                         ("t2m", "DOUBLE")]
+    assert [row[2] for row in r.fetchall()] == [1.0, 3.0, 5.0]
+    names = con.execute("SELECT name, abi_version FROM qlink_plugins() ORDER BY name").fetchall()
+    assert names == [("qlink_zarr", "0.1")]
+    with pytest.raises(duckdb.Error) as e:
+        con.execute("SELECT * FROM qlink_tables('qlink_sample/series?stop=1')").fetchall()
+    assert "qlink_tables('qlink_sample/series?stop=1'): qlink_sample has no schema provider 'series'" in str(e.value)
+
+
+def test_allow_is_the_owners_and_cannot_widen_later(tmp_path):
+    con = connect(None)
+    assert con.execute(f"SELECT * FROM qlink_allow('{PLUGINS}')").fetchall() == [(str(PLUGINS.resolve()),)]
+    assert con.execute("SELECT count(*) FROM qlink_scan('qlink_sample/series?stop=4')").fetchone() == (4,)
+    with pytest.raises(duckdb.Error) as e:
+        con.execute(f"SELECT * FROM qlink_allow('{tmp_path}')").fetchall()
+    assert "the allowed directories are fixed once a plugin was loaded or the configuration locked" in str(e.value)
+    # Locked configuration: the owner's way to hand a connection to untrusted SQL.
+    con2 = connect(None)
+    con2.execute("SET lock_configuration = true")
+    with pytest.raises(duckdb.Error) as e:
+        con2.execute(f"SELECT * FROM qlink_allow('{PLUGINS}')").fetchall()
+    assert "the allowed directories are fixed" in str(e.value)
