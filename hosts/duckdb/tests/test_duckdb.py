@@ -198,3 +198,15 @@ def test_allow_is_the_owners_and_cannot_widen_later(tmp_path):
     with pytest.raises(duckdb.Error) as e:
         con2.execute(f"SELECT * FROM qlink_allow('{PLUGINS}')").fetchall()
     assert "the allowed directories are fixed" in str(e.value)
+
+
+def test_python_helper_without_the_native_module():
+    code = ("import sys, qlink.duckdb as q; con = q.connect(); "
+            "print(con.execute(\"SELECT sum(value)::BIGINT FROM qlink_scan('qlink_sample/series?stop=101')\").fetchone()[0]); "
+            "print('qlink._core' in sys.modules)")
+    env = {k: v for k, v in os.environ.items() if k != "QLINK_PLUGIN_PATH"}
+    env["QLINK_BUILD_DIR"] = str(BUILD)
+    env["PYTHONPATH"] = str(ROOT / "python")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["5050", "False"]
