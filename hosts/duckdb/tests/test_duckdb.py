@@ -210,3 +210,33 @@ def test_python_helper_without_the_native_module():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["5050", "False"]
+
+
+def test_plugin_failing_in_its_third_batch_then_the_connection_works():
+    con = connect(threads=1)
+    with pytest.raises(duckdb.Error) as e:
+        con.execute("SELECT sum(x) FROM qlink_scan('broken_third_batch/numbers?n=100')").fetchall()
+    assert ("qlink_scan('broken_third_batch/numbers?n=100'): numbers: reading batch 3 failed (deliberately)"
+            in str(e.value))
+    assert con.execute("SELECT sum(value)::BIGINT FROM qlink_scan('qlink_sample/series?stop=10')").fetchone() == (45,)
+
+
+def test_plugin_of_another_abi_major_is_refused():
+    con = connect()
+    with pytest.raises(duckdb.Error) as e:
+        con.execute("SELECT * FROM qlink_scan('broken_abi_major/numbers')").fetchall()
+    assert "qlink_scan('broken_abi_major/numbers'): " in str(e.value)
+    assert "version" in str(e.value).lower()
+    assert con.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_interrupt_cancels_the_scan():
+    con = connect(threads=2)
+    timer = threading.Timer(0.5, con.interrupt)
+    timer.start()
+    try:
+        with pytest.raises(duckdb.InterruptException):
+            con.execute("SELECT sum(square)::HUGEINT FROM qlink_scan('qlink_sample/series?stop=3000000000')").fetchall()
+    finally:
+        timer.cancel()
+    assert con.execute("SELECT count(*) FROM qlink_scan('qlink_sample/series?stop=5')").fetchone() == (5,)
