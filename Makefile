@@ -8,7 +8,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/qlink-target
 PY := $(CURDIR)/.venv/bin/python
 
 .PHONY: all setup build build-release build-asan build-fuzz build-cli run test test-c test-valgrind \
-        test-fuzz test-rust test-python test-sqlite test-duckdb test-engines bench-core bench-sqlite bench-datafusion bench-zarr bench-fold bench-ffi clean
+        test-fuzz test-rust test-python test-sqlite test-duckdb test-engines bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-fold bench-ffi clean
 
 all: build
 
@@ -95,6 +95,11 @@ test-engines: build-release build-cli
 # ---- benchmarks (print a table, write bench/results/*.json)
 bench-core: build-release
 	$(BUILD)/release/bench/core/ql_bench_core bench/results/core.json
+
+# The DuckDB host: qlink_scan vs a native DuckDB table, qlink_zarr in DuckDB
+# vs in DataFusion on the ERA5-like store, and that store as Parquet.
+bench-duckdb: build build-cli
+	QLINK=$(QLINK_CLI) bench/duckdb/run.sh
 
 # The DataFusion host against native DataFusion: per-scan cost, 1,000
 # registered UDFs, SELECT 1 and TPC-H SF1 planning with a planner installed.

@@ -1,0 +1,125 @@
+"""make bench-duckdb: the qlink DuckDB extension against native DuckDB and
+against qlink_zarr in DataFusion. One run; prints a table and writes
+bench/results/duckdb.json.
+
+(1) crossing cost: SELECT sum(value) over the sample series table (10 M
+    rows) through qlink_scan vs the same rows in a native DuckDB table:
+    qlink_scan_ratio_native = qlink time / native time.
+(2) qlink_zarr in DuckDB vs in DataFusion (the qlink CLI, --timing) on the
+    ERA5-like store of make bench-zarr: a full scan and the filtered box
+    query; duckdb_vs_datafusion_scan_ratio = DuckDB time / DataFusion time
+    of the full scan (null, with the reason, when the CLI is not built).
+(3) the same table as Parquet read by DuckDB natively: the reference row.
+Times are the best of --repeat runs, wall clock, in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("QLINK_BUILD_DIR", ROOT / "build" / "release"))
+
+
+def best(con, sql, repeat):
+    times, result = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        result = con.execute(sql).fetchall()
+        times.append(time.perf_counter() - t)
+    return min(times), result
+
+
+def datafusion_time(cli, plugin, store, table, sql, repeat):
+    times = []
+    for _ in range(repeat):
+        out = subprocess.run([cli, "sql", "--timing", "--format", "csv", "--schema", f"era5={plugin}/store?path={store}",
+                              "--", sql.replace("{t}", f"era5.{table}")], capture_output=True, text=True, check=True)
+        m = re.search(r"query elapsed ([0-9.]+) s", out.stderr)
+        times.append(float(m.group(1)))
+    return min(times)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--era5", required=True)
+    ap.add_argument("--out", default="bench/results/duckdb.json")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--qlink", default=os.environ.get("QLINK", ""))
+    a = ap.parse_args(argv)
+    os.environ["QLINK_PLUGIN_PATH"] = str(BUILD / "plugins")
+    con = duckdb.connect(config={"allow_unsigned_extensions": True, "threads": a.threads})
+    con.execute(f"LOAD '{BUILD / 'hosts' / 'duckdb' / 'qlink.duckdb_extension'}'")
+    rows = []
+
+    series = "qlink_scan('qlink_sample/series?stop=10000000')"
+    con.execute(f"CREATE TABLE native_series AS SELECT * FROM {series}")
+    t_q, r_q = best(con, f"SELECT sum(value) FROM {series}", a.repeat)
+    t_n, r_n = best(con, "SELECT sum(value) FROM native_series", a.repeat)
+    assert r_q == r_n, (r_q, r_n)
+    rows += [("series sum, qlink_scan", t_q), ("series sum, native table", t_n)]
+
+    store = str(Path(a.era5).resolve())
+    plugin = str(BUILD / "plugins" / "qlink_zarr.so")
+    tables = [t for (t,) in con.execute(f"SELECT * FROM qlink_tables('qlink_zarr/store?path={store}')").fetchall()]
+    table = max(tables, key=lambda t: t.count("_"))  # the variables over every dimension
+    con.execute(f"CALL qlink_attach('era5', 'qlink_zarr/store?path={store}')")
+    full = "SELECT count(*), avg(t2m) FROM {t}"
+    box = "SELECT count(*), avg(t2m) FROM {t} WHERE latitude BETWEEN 30 AND 60 AND longitude BETWEEN 0 AND 40"
+    t_full, r_full = best(con, full.format(t=f"era5.{table}"), a.repeat)
+    t_box, r_box = best(con, box.format(t=f"era5.{table}"), a.repeat)
+    rows += [("zarr full scan, DuckDB", t_full), ("zarr box query, DuckDB", t_box)]
+
+    parquet = ROOT / "data" / "bench" / (Path(store).name + ".parquet")
+    if not parquet.exists():
+        con.execute(f"COPY (SELECT * FROM era5.{table}) TO '{parquet}' (FORMAT parquet)")
+    t_pfull, r_pfull = best(con, full.format(t=f"read_parquet('{parquet}')"), a.repeat)
+    t_pbox, _ = best(con, box.format(t=f"read_parquet('{parquet}')"), a.repeat)
+    assert r_pfull[0][0] == r_full[0][0]
+    rows += [("Parquet full scan, DuckDB native", t_pfull), ("Parquet box query, DuckDB native", t_pbox)]
+
+    ratio_df, reason = None, None
+    t_dfull = t_dbox = None
+    if a.qlink and Path(a.qlink).is_file():
+        t_dfull = datafusion_time(a.qlink, plugin, store, table, full, a.repeat)
+        t_dbox = datafusion_time(a.qlink, plugin, store, table, box, a.repeat)
+        ratio_df = t_full / t_dfull
+        rows += [("zarr full scan, DataFusion", t_dfull), ("zarr box query, DataFusion", t_dbox)]
+    else:
+        reason = f"the qlink CLI is not built ({a.qlink or 'QLINK unset'})"
+
+    result = {
+        "threads": a.threads, "repeat": a.repeat, "store": store, "table": table,
+        "series_rows": 10_000_000,
+        "qlink_scan_s": t_q, "native_s": t_n, "qlink_scan_ratio_native": t_q / t_n,
+        "zarr_full_duckdb_s": t_full, "zarr_box_duckdb_s": t_box,
+        "zarr_full_datafusion_s": t_dfull, "zarr_box_datafusion_s": t_dbox,
+        "duckdb_vs_datafusion_scan_ratio": ratio_df, "duckdb_vs_datafusion_box_ratio":
+            (t_box / t_dbox) if t_dbox else None,
+        "datafusion_missing": reason,
+        "parquet_full_duckdb_s": t_pfull, "parquet_box_duckdb_s": t_pbox,
+        "zarr_rows": r_full[0][0], "box_rows": r_box[0][0],
+    }
+    print("| query | seconds |\n|---|---:|")
+    for name, t in rows:
+        print(f"| {name} | {t:.4f} |")
+    print(f"\nqlink_scan_ratio_native = {result['qlink_scan_ratio_native']:.3f} (target <= 1.5)")
+    print(f"duckdb_vs_datafusion_scan_ratio = {ratio_df if ratio_df is None else round(ratio_df, 3)}"
+          + (f" ({reason})" if reason else " (target <= 1.2)"))
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {a.out}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
