@@ -38,12 +38,15 @@ build-cli:
 	cargo build --release --locked --manifest-path hosts/datafusion/Cargo.toml --bin qlink
 
 # ---- the main job: SQL over Zarr stores of real observational data
-# The SQLite host answers first (C build only), then DataFusion's, each
-# analysis checked against SQLite's answer.
+# The C hosts answer first (C build only: hosts/<engine>/scripts/ferret.sh),
+# then DataFusion's, each analysis checked against every C host's answer.
+# A host joins by adding itself to RUN_ENGINES (its folder name = Engine).
+RUN_ENGINES := SQLite=sqlite DuckDB=duckdb
 run: build
-	@hosts/sqlite/scripts/ferret.sh $(BUILD)/release data/ferret-zarr $(BUILD)/release/ferret-sqlite
+	@for e in $(RUN_ENGINES); do d=$${e#*=}; \
+	  hosts/$$d/scripts/ferret.sh $(BUILD)/release data/ferret-zarr $(BUILD)/release/ferret-$$d || exit 1; done
 	$(MAKE) build-cli
-	@QLINK=$(QLINK_CLI) SQLITE_ANSWERS=$(BUILD)/release/ferret-sqlite scripts/run.sh
+	@QLINK=$(QLINK_CLI) ENGINE_ANSWERS="$(foreach e,$(RUN_ENGINES),$(firstword $(subst =, ,$(e)))=$(BUILD)/release/ferret-$(lastword $(subst =, ,$(e))))" scripts/run.sh
 
 # ---- tests
 test: setup

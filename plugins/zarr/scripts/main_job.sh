@@ -9,8 +9,11 @@
 #
 # Environment: QLINK (the DataFusion host binary; default
 # $CARGO_TARGET_DIR/release/qlink, else .../debug/qlink), FERRET_ZARR (where
-# the stores go; default BUILD_DIR/ferret-zarr), SQLITE_ANSWERS (a folder of
-# the SQLite host's CSV answers, each checked against DataFusion's).
+# the stores go; default BUILD_DIR/ferret-zarr), ENGINE_ANSWERS (space-
+# separated ENGINE=DIR pairs, e.g. "SQLite=build/release/ferret-sqlite
+# DuckDB=build/release/ferret-duckdb": folders of other hosts' CSV answers,
+# each checked against DataFusion's; SQLITE_ANSWERS=DIR still counts as
+# SQLite=DIR).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 build=${1:-build/release}
@@ -48,13 +51,16 @@ analysis() { # analysis FILE TITLE
     exit 1
   fi
   echo "(same answer from the Zarr v2 store)"
-  # SQLITE_ANSWERS: the SQLite host's CSV answers (hosts/sqlite/scripts/ferret.sh)
-  if [[ -n ${SQLITE_ANSWERS:-} && -f $SQLITE_ANSWERS/$1.csv ]]; then
+  # ENGINE_ANSWERS: the other hosts' CSV answers (hosts/<engine>/scripts/ferret.sh)
+  local pair engine dir
+  for pair in ${ENGINE_ANSWERS:-} ${SQLITE_ANSWERS:+SQLite=$SQLITE_ANSWERS}; do
+    engine=${pair%%=*} dir=${pair#*=}
+    [[ -f $dir/$1.csv ]] || continue
     # shellcheck disable=SC2046
-    .venv/bin/python hosts/sqlite/scripts/same_answers.py "$1: SQLite vs DataFusion" "$SQLITE_ANSWERS/$1.csv" \
+    .venv/bin/python hosts/sqlite/scripts/same_answers.py "$1: $engine vs DataFusion" "$dir/$1.csv" \
       <("$qlink" sql $(tables 3) --format csv "$sql")
-    echo "(same answer in SQLite)"
-  fi
+    echo "(same answer in $engine)"
+  done
 }
 
 analysis coads_zonal_sst_by_month \
