@@ -240,3 +240,22 @@ def test_interrupt_cancels_the_scan():
     finally:
         timer.cancel()
     assert con.execute("SELECT count(*) FROM qlink_scan('qlink_sample/series?stop=5')").fetchone() == (5,)
+
+
+def test_memory_limit_follows_duckdb(tmp_path):
+    xr = pytest.importorskip("xarray")
+    np = pytest.importorskip("numpy")
+    path = tmp_path / "big.zarr"
+    ds = xr.Dataset({"v": (("y", "x"), np.ones((1000, 600)))}, coords={"y": np.arange(1000.0), "x": np.arange(600.0)})
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds.to_zarr(path, mode="w", consolidated=True, encoding={"v": {"chunks": (1000, 600)}})
+    con = connect(threads=1)
+    sql = f"SELECT sum(v) FROM qlink_scan('qlink_zarr/store?path={path}', \"table\" := 'y_x')"
+    con.execute("SET memory_limit = '3MB'")
+    with pytest.raises(duckdb.Error) as e:
+        con.execute(sql).fetchall()
+    assert "beyond the memory limit" in str(e.value) and "Resources exhausted" in str(e.value)
+    con.execute("SET memory_limit = '1GB'")
+    assert con.execute(sql).fetchone() == (600000.0,)
