@@ -6,6 +6,11 @@ JOBS ?= $(shell nproc)
 BUILD := build
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/qlink-target
 PY := $(CURDIR)/.venv/bin/python
+# Every cargo build selects the same packages (the whole workspace but the
+# Python extension module, which maturin builds and whose features are the
+# same), so every build resolves one feature set and DataFusion is compiled
+# once, in one profile (Cargo.toml).
+CARGO_WS := --release --locked --workspace --exclude qlink-python
 
 .PHONY: all setup build build-release build-asan build-fuzz build-cli run test test-c test-valgrind \
         test-fuzz test-rust test-python test-sqlite test-duckdb test-engines bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-fold bench-ffi clean
@@ -32,10 +37,10 @@ build-fuzz: $(BUILD)/fuzz/CMakeCache.txt
 
 build: setup build-release
 
-# ---- the DataFusion host's command-line tool (release)
+# ---- the qlink command-line tool (tools/cli), DataFusion inside
 QLINK_CLI := $(CARGO_TARGET_DIR)/release/qlink
 build-cli:
-	cargo build --release --locked --manifest-path hosts/datafusion/Cargo.toml --bin qlink
+	cargo build $(CARGO_WS) --bin qlink
 
 # ---- the main job: SQL over Zarr stores of real observational data
 # The C hosts answer first (C build only: hosts/<engine>/scripts/ferret.sh),
@@ -65,19 +70,18 @@ test-valgrind: build-release
 test-fuzz: build-fuzz
 	scripts/fuzz-smoke.sh $(BUILD)/fuzz
 
-# The DataFusion host's tests (gaps G1-G8), in the release profile that
-# `make run` builds (Cargo.toml: one profile, DataFusion compiled once) and the cross-component tests
+# Every Rust crate's tests: qlink-sys (the ABI mirrors), the DataFusion host
+# (gaps G1-G8), the qlink tool, the capsules, and the cross-component tests
 # through real DataFusion (tests/datafusion: the fold planner vs stock).
 test-rust:
-	cargo test --release --locked --manifest-path hosts/datafusion/Cargo.toml
-	cargo test --release --locked --manifest-path tests/datafusion/Cargo.toml
+	cargo test $(CARGO_WS)
 
 # The Python package: the release wheel (the workspace's one profile, so it
 # reuses the DataFusion build of `make run` and test-rust), installed into
 # .venv, then its pytest suite.
-test-python:
+test-python: build-cli
 	python/build.sh
-	$(PY) -m pytest -q python/tests
+	QLINK_CLI=$(QLINK_CLI) $(PY) -m pytest -q python/tests tools/cli/tests
 
 # The SQLite host through apsw and the sqlite3 CLI (its C tests run in
 # test-c): needs the C release build only.
@@ -107,7 +111,8 @@ bench-duckdb: build build-cli
 # The DataFusion host against native DataFusion: per-scan cost, 1,000
 # registered UDFs, SELECT 1 and TPC-H SF1 planning with a planner installed.
 bench-datafusion: setup
-	cargo build --release --locked --manifest-path hosts/datafusion/Cargo.toml --bin bench_datafusion
+	mkdir -p bench/results
+	cargo build $(CARGO_WS) --bin bench_datafusion
 	$(CARGO_TARGET_DIR)/release/bench_datafusion --out bench/results/datafusion.json --tpch $(BUILD)/tpch-sf1
 
 # qlink_zarr in the DataFusion host vs xarray-sql 0.6.0 vs xarray + pandas.
@@ -116,7 +121,8 @@ bench-zarr: build build-cli
 
 # Stock DataFusion vs the qlink_fold planner installed in the DataFusion host.
 bench-fold: setup
-	cargo run --release --locked --manifest-path bench/fold/Cargo.toml --bin bench_fold -- --out bench/results/fold.json
+	mkdir -p bench/results
+	cargo run $(CARGO_WS) --bin bench_fold -- --out bench/results/fold.json
 	$(PY) bench/fold/plot.py bench/results/fold.json bench/results/fold.png
 
 # The SQLite host vs a native SQLite table (sum over 1 M rows) and a

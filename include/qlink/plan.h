@@ -191,10 +191,7 @@ struct ql_plan_view {
   ql_node_id root;
   const struct ql_plan_node *nodes;
   const struct ql_expr *exprs;
-  /* NULL for a borrowed view; otherwise frees the arena and sets release to NULL. */
-  void (*release)(struct ql_plan_view *self);
-  void *private_data;
-  /* Appended in 0.1 (test with QL_HAS_MEMBER). NULL: every node is complete.
+  /* NULL: every node is complete.
    * Otherwise completes node `node` (clears QL_NODE_UNEXPANDED and fills the
    * members listed above); QL_OK at once for a complete node. Expanding
    * appends expressions: `exprs` may move and `n_exprs` grow, so re-read
@@ -204,6 +201,9 @@ struct ql_plan_view {
    * call it from the thread the view was handed to, before reading the node
    * from other threads. Valid as long as the view is. */
   int (*expand)(const struct ql_plan_view *self, ql_node_id node, struct ql_error *error);
+  /* NULL for a borrowed view; otherwise frees the arena and sets release to NULL. */
+  void (*release)(struct ql_plan_view *self);
+  void *private_data;
 };
 
 /* A list of expressions (a scan's pushed filters, a pushdown question,

@@ -74,16 +74,14 @@ enum ql_planner_flags {
 struct ql_planner {
   uint32_t struct_size;
   uint32_t interest; /* OR of QL_NODE_BIT(kind); 0: every plan */
+  uint32_t flags;    /* OR of enum ql_planner_flags */
+  int32_t reserved_;
   /* Thread-safe. Returning an error fails the query with it; to leave the
    * plan alone return QL_OK with action QL_PLANNER_DECLINE. */
   int (*plan)(const struct ql_planner *self, const struct ql_planner_context *ctx, struct ql_planner_result *out,
               struct ql_error *error);
   void (*release)(struct ql_planner *self);
   void *private_data;
-  /* Appended in 0.1 (hosts test it with QL_HAS_MEMBER; absent means 0):
-   * OR of enum ql_planner_flags. */
-  uint32_t flags;
-  int32_t reserved_;
 };
 
 #ifdef __cplusplus

@@ -93,19 +93,7 @@ struct ql_object_store {
    * caller (zero-copy where the host can). */
   int (*get_range)(const struct ql_object_store *self, const char *path, int64_t offset, int64_t length,
                    struct ql_bytes *out, struct ql_error *error);
-  /* Every object whose path starts with `prefix` followed by '/' (or every
-   * object if prefix is "" or NULL), recursively, in unspecified order.
-   * `out` is owned by the caller. */
-  int (*list)(const struct ql_object_store *self, const char *prefix, struct ql_object_list *out,
-              struct ql_error *error);
-  void (*release)(struct ql_object_store *self);
-  void *private_data;
-  /* Added after private_data (structs only grow at the end): a store
-   * compiled before it has a smaller struct_size. Callers test
-   * QL_HAS_MEMBER(store, struct ql_object_store, read_into) and a non-NULL
-   * pointer, and use get_range otherwise.
-   *
-   * Read `length` (>= 0) bytes at `offset` (>= 0) of `path` into the
+  /* Read `length` (>= 0) bytes at `offset` (>= 0) of `path` into the
    * caller's `dst` (at least `length` bytes; the callee keeps no pointer to
    * it after returning). `*out_len` receives the bytes written: fewer than
    * `length` only when the object ends first. Same range rules as get_range:
@@ -116,9 +104,16 @@ struct ql_object_store {
    * returns when the bytes are in dst (hosts read a local file with a
    * positioned read straight into dst: no intermediate buffer, nothing to
    * release). Thread-safe like every member; concurrent calls must not
-   * share a dst range. May be NULL. */
+   * share a dst range. May be NULL: callers then use get_range. */
   int (*read_into)(const struct ql_object_store *self, const char *path, int64_t offset, int64_t length,
                    uint8_t *dst, int64_t *out_len, struct ql_error *error);
+  /* Every object whose path starts with `prefix` followed by '/' (or every
+   * object if prefix is "" or NULL), recursively, in unspecified order.
+   * `out` is owned by the caller. */
+  int (*list)(const struct ql_object_store *self, const char *prefix, struct ql_object_list *out,
+              struct ql_error *error);
+  void (*release)(struct ql_object_store *self);
+  void *private_data;
 };
 /* Note on `head`: the path string in `out_meta_borrowed` is the caller's own
  * `path` argument (the callee fills only size and last_modified_ns). */

@@ -19,7 +19,8 @@ use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
 use datafusion_ffi::proto::physical_extension_codec::FFI_PhysicalExtensionCodec;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
-use qlink_datafusion::capsule::{self, ExportOptions};
+use qlink_capsule as capsule;
+use qlink_capsule::ExportOptions;
 use qlink_datafusion::planner::InstalledPlanner;
 use qlink_datafusion::{Plugin, QlinkTableProvider};
 
@@ -110,7 +111,7 @@ fn open_session() -> &'static SessionContext {
     static CTX: OnceLock<SessionContext> = OnceLock::new();
     CTX.get_or_init(|| {
         // DataFusion's defaults, plus HTTP(S) stores made on first use.
-        let registry = Arc::new(qlink_datafusion::remote::RemoteStoreRegistry::new());
+        let registry = Arc::new(qlink_cli::remote::RemoteStoreRegistry::new());
         match RuntimeEnvBuilder::new().with_object_store_registry(registry).build_arc() {
             Ok(env) => SessionContext::new_with_config_rt(SessionConfig::new(), env),
             Err(_) => SessionContext::new(),

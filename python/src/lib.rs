@@ -32,6 +32,6 @@ fn _qlink(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DATAFUSION_VERSION", DATAFUSION_VERSION)?;
     m.add("DATAFUSION_PYTHON_VERSION", capsules::DATAFUSION_PYTHON_VERSION)?;
-    m.add("FFI_VERSION", qlink_datafusion::capsule::ffi_major_version())?;
+    m.add("FFI_VERSION", qlink_capsule::ffi_major_version())?;
     Ok(())
 }

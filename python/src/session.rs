@@ -12,7 +12,6 @@ use arrow::datatypes::SchemaRef;
 use arrow::error::ArrowError;
 use datafusion::datasource::MemTable;
 use datafusion::error::DataFusionError;
-use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::{SendableRecordBatchStream, SessionStateBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
@@ -118,7 +117,8 @@ fn run_on_worker<T: Send + 'static>(
     }
 }
 
-/// A size in bytes from an int or a string such as "512M", "2G", "1.5G".
+/// A size in bytes from an int or a string such as "512M", "2G", "1.5G"
+/// (`qlink_cli::session::parse_size`, as the qlink tool reads --memory-limit).
 pub fn parse_size(v: &Bound<'_, PyAny>) -> PyResult<usize> {
     if let Ok(n) = v.extract::<i64>() {
         if n <= 0 {
@@ -129,22 +129,7 @@ pub fn parse_size(v: &Bound<'_, PyAny>) -> PyResult<usize> {
     let s: String = v
         .extract()
         .map_err(|_| PyTypeError::new_err("memory_limit must be a number of bytes or a string such as '512M'"))?;
-    let t = s.trim();
-    let (num, mult) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
-        Some('K') => (&t[..t.len() - 1], 1usize << 10),
-        Some('M') => (&t[..t.len() - 1], 1 << 20),
-        Some('G') => (&t[..t.len() - 1], 1 << 30),
-        Some('T') => (&t[..t.len() - 1], 1 << 40),
-        _ => (t, 1),
-    };
-    let x: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| PyValueError::new_err(format!("memory_limit: cannot read {s:?} as a size (e.g. 512M, 2G)")))?;
-    if !(x > 0.0) || !x.is_finite() {
-        return Err(PyValueError::new_err(format!("memory_limit: {s:?} must be positive")));
-    }
-    Ok((x * mult as f64) as usize)
+    qlink_cli::session::parse_size(&s).map_err(|e| PyValueError::new_err(format!("memory_limit: {e}")))
 }
 
 /// Percent-encode a spec component for libqlink's table-spec parser.
@@ -297,16 +282,10 @@ impl PySession {
                 cfg.options_mut().set(&key, &value).map_err(to_py)?;
             }
         }
-        // http(s):// store paths are read with an HttpStore made on first use.
-        let mut rt = RuntimeEnvBuilder::new().with_object_store_registry(Arc::new(qlink_datafusion::remote::RemoteStoreRegistry::new()));
-        if let Some(l) = limit {
-            rt = rt.with_memory_limit(l, 1.0);
-        }
-        let runtime_env = rt.build_arc().map_err(to_py)?;
-        let state = SessionStateBuilder::new().with_config(cfg).with_runtime_env(runtime_env).with_default_features().build();
+        let ctx = qlink_cli::session::session_context(cfg, limit, Vec::new()).map_err(to_py)?;
         let _ = py;
         Ok(PySession {
-            inner: Mutex::new(Inner { session: QlinkSession::new(SessionContext::new_with_state(state)), planners: Vec::new() }),
+            inner: Mutex::new(Inner { session: QlinkSession::new(ctx), planners: Vec::new() }),
             memory_limit: limit,
         })
     }
@@ -412,7 +391,7 @@ impl PySession {
         let parsed = url::Url::parse(url).map_err(|e| PyValueError::new_err(format!("object store url {url:?}: {e}")))?;
         let store: Arc<dyn object_store::ObjectStore> = match (parsed.scheme(), root) {
             ("memory", None) => Arc::new(object_store::memory::InMemory::new()),
-            ("http" | "https", None) => Arc::new(qlink_datafusion::remote::http_store(&parsed).map_err(to_py)?),
+            ("http" | "https", None) => Arc::new(qlink_cli::remote::http_store(&parsed).map_err(to_py)?),
             (_, Some(dir)) => Arc::new(
                 object_store::local::LocalFileSystem::new_with_prefix(dir)
                     .map_err(|e| PyValueError::new_err(format!("object store root {dir:?}: {e}")))?,

@@ -1,5 +1,5 @@
 """Zarr stores read over HTTP: a Session makes an HTTP object store for an
-http(s):// URL on first use (hosts/datafusion/src/remote.rs), so
+http(s):// URL on first use (tools/cli/src/remote.rs), so
 ``qlink.zarr("https://host/store.zarr")`` needs no set-up step.
 
 The server here is the standard library's file server plus single ranges

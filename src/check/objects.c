@@ -276,7 +276,7 @@ static void check_planner_call(struct ql_checker *ck, const struct ql_item_info 
   check_planner_on(ck, item, pl, &view, "a one-node plan");
   /* A planner that reads lazily must also answer a skeleton it expands. */
   struct ql_plan_view lazy;
-  if (QL_HAS_MEMBER(pl, struct ql_planner, flags) && (pl->flags & QL_PLANNER_LAZY_VIEW)) {
+  if (pl->flags & QL_PLANNER_LAZY_VIEW) {
     if (ql_ir_lazy_twin(&view, &lazy, &err) == QL_OK) {
       check_planner_on(ck, item, pl, &lazy, "a one-node lazy plan view");
       lazy.release(&lazy);

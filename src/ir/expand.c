@@ -16,7 +16,7 @@ int ql_plan_expand(const struct ql_plan_view *view, ql_node_id node, struct ql_e
   if (!(view->nodes[node].flags & QL_NODE_UNEXPANDED)) {
     return QL_OK;
   }
-  if (!QL_HAS_MEMBER(view, struct ql_plan_view, expand) || view->expand == NULL) {
+  if (view->expand == NULL) {
     return ql_error_set(error, QL_EINVAL, "ql_plan_expand: node %d is unexpanded but the view has no expand",
                         (int)node);
   }

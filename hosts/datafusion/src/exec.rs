@@ -819,7 +819,7 @@ impl Iterator for BlockingReader {
     type Item = std::result::Result<RecordBatch, ArrowError>;
     fn next(&mut self) -> Option<Self::Item> {
         let _e = self.rt.as_ref().map(|h| h.enter());
-        crate::services::block_on(self.stream.next()).map(|r| r.map_err(|e| ArrowError::ExternalError(Box::new(e))))
+        crate::blocking::block_on(self.stream.next()).map(|r| r.map_err(|e| ArrowError::ExternalError(Box::new(e))))
     }
 }
 

@@ -6,15 +6,16 @@
 use std::os::raw::c_char;
 use std::sync::Arc;
 
-use arrow::datatypes::{DataType, TimeUnit};
-use datafusion::common::{Column, ScalarValue, TableReference};
+use arrow::datatypes::DataType;
+use datafusion::common::{Column, TableReference};
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction, WindowFunctionDefinition};
 use datafusion::logical_expr::{Expr, Operator};
 
+use crate::convert::{format_of, scalar_to_ql, static_format, CStrings};
 use crate::error::{ErrorSlot, Result};
 use crate::ffi::*;
-use crate::identity::{self, intern};
+use crate::identity::{self};
 
 /// An owned `ql_plan_view` (released on drop).
 pub struct OwnedView(pub ql_plan_view);
@@ -113,12 +114,6 @@ impl IrBuilder {
     }
 }
 
-/// Somewhere to keep NUL-terminated copies of strings for a C struct that
-/// borrows them.
-pub trait CStrings {
-    fn add(&mut self, s: &str) -> *const c_char;
-}
-
 /// Strings copied straight into the view-to-be: the builder shares them
 /// instead of copying them again (null after a builder failure).
 impl CStrings for IrBuilder {
@@ -126,140 +121,6 @@ impl CStrings for IrBuilder {
         // SAFETY: `s` is len bytes; the builder copies them.
         unsafe { ql_ir_string(self.b, s.as_ptr() as *const c_char, s.len()) }
     }
-}
-
-/// NUL-terminated copies of strings, alive as long as this value: a bump
-/// arena of fixed chunks (a chunk never moves, so every pointer handed out
-/// stays valid), so a plan view's many names cost no allocation each.
-/// An interior NUL becomes a space.
-pub struct Strings {
-    chunks: Vec<Vec<u8>>,
-}
-
-impl Default for Strings {
-    fn default() -> Self {
-        Strings { chunks: Vec::new() }
-    }
-}
-
-const STRINGS_CHUNK: usize = 4096;
-
-impl CStrings for Strings {
-    fn add(&mut self, s: &str) -> *const c_char {
-        let need = s.len() + 1;
-        let fits = self.chunks.last().is_some_and(|c| c.capacity() - c.len() >= need);
-        if !fits {
-            self.chunks.push(Vec::with_capacity(need.max(STRINGS_CHUNK)));
-        }
-        let chunk = self.chunks.last_mut().unwrap();
-        let start = chunk.len();
-        chunk.extend(s.bytes().map(|b| if b == 0 { b' ' } else { b }));
-        chunk.push(0);
-        // SAFETY: in bounds; the chunk's buffer is never reallocated (it
-        // only grows within its capacity).
-        unsafe { chunk.as_ptr().add(start) as *const c_char }
-    }
-}
-
-/// The Arrow C format string of the common types, without allocating.
-pub fn static_format(dt: &DataType) -> Option<&'static std::ffi::CStr> {
-    Some(match dt {
-        DataType::Null => c"n",
-        DataType::Boolean => c"b",
-        DataType::Int8 => c"c",
-        DataType::UInt8 => c"C",
-        DataType::Int16 => c"s",
-        DataType::UInt16 => c"S",
-        DataType::Int32 => c"i",
-        DataType::UInt32 => c"I",
-        DataType::Int64 => c"l",
-        DataType::UInt64 => c"L",
-        DataType::Float16 => c"e",
-        DataType::Float32 => c"f",
-        DataType::Float64 => c"g",
-        DataType::Utf8 => c"u",
-        DataType::LargeUtf8 => c"U",
-        DataType::Utf8View => c"vu",
-        DataType::Binary => c"z",
-        DataType::LargeBinary => c"Z",
-        DataType::BinaryView => c"vz",
-        DataType::Date32 => c"tdD",
-        DataType::Date64 => c"tdm",
-        _ => return None,
-    })
-}
-
-/// Arrow C format string of a type (the Arrow C Data Interface's).
-pub fn format_of(dt: &DataType) -> String {
-    if let Some(f) = static_format(dt) {
-        return f.to_string_lossy().into_owned();
-    }
-    match dt {
-        // Arrow's format, without exporting a schema to read it (casts to
-        // decimals are common: TPC-H's arithmetic is decimal).
-        DataType::Decimal128(p, s) => format!("d:{p},{s}"),
-        _ => match ArrowSchema::try_from(dt) {
-            Ok(s) => s.format().to_string(),
-            Err(_) => "n".into(),
-        },
-    }
-}
-
-fn unit_char(u: &TimeUnit) -> char {
-    match u {
-        TimeUnit::Second => 's',
-        TimeUnit::Millisecond => 'm',
-        TimeUnit::Microsecond => 'u',
-        TimeUnit::Nanosecond => 'n',
-    }
-}
-
-/// A DataFusion scalar as a `ql_scalar` borrowing from `v` (and `strings`).
-/// None for values only an Arrow array could carry.
-pub fn scalar_to_ql(v: &ScalarValue, strings: &mut impl CStrings) -> Option<ql_scalar> {
-    let mut s: ql_scalar = zeroed();
-    let dt = v.data_type();
-    s.format = match static_format(&dt) {
-        Some(f) => f.as_ptr(),
-        None => intern(&format_of(&dt)).as_ptr(),
-    };
-    if v.is_null() {
-        s.is_null = 1;
-        return Some(s);
-    }
-    let bytes = |d: &[u8]| ql_scalar_value { bytes: ql_scalar_bytes { data: d.as_ptr() as *const c_char, size: d.len() as i64 } };
-    s.value = match v {
-        ScalarValue::Boolean(Some(b)) => ql_scalar_value { i64_: *b as i64 },
-        ScalarValue::Int8(Some(x)) => ql_scalar_value { i64_: *x as i64 },
-        ScalarValue::Int16(Some(x)) => ql_scalar_value { i64_: *x as i64 },
-        ScalarValue::Int32(Some(x)) => ql_scalar_value { i64_: *x as i64 },
-        ScalarValue::Int64(Some(x)) => ql_scalar_value { i64_: *x },
-        ScalarValue::UInt8(Some(x)) => ql_scalar_value { u64_: *x as u64 },
-        ScalarValue::UInt16(Some(x)) => ql_scalar_value { u64_: *x as u64 },
-        ScalarValue::UInt32(Some(x)) => ql_scalar_value { u64_: *x as u64 },
-        ScalarValue::UInt64(Some(x)) => ql_scalar_value { u64_: *x },
-        ScalarValue::Float32(Some(x)) => ql_scalar_value { f64_: *x as f64 },
-        ScalarValue::Float64(Some(x)) => ql_scalar_value { f64_: *x },
-        ScalarValue::Utf8(Some(x)) | ScalarValue::LargeUtf8(Some(x)) | ScalarValue::Utf8View(Some(x)) => bytes(x.as_bytes()),
-        ScalarValue::Binary(Some(x)) | ScalarValue::LargeBinary(Some(x)) | ScalarValue::BinaryView(Some(x)) => bytes(x),
-        ScalarValue::Date32(Some(x)) => ql_scalar_value { i64_: *x as i64 },
-        ScalarValue::Date64(Some(x)) => ql_scalar_value { i64_: *x },
-        ScalarValue::TimestampSecond(Some(x), tz)
-        | ScalarValue::TimestampMillisecond(Some(x), tz)
-        | ScalarValue::TimestampMicrosecond(Some(x), tz)
-        | ScalarValue::TimestampNanosecond(Some(x), tz) => {
-            if let DataType::Timestamp(u, _) = &dt {
-                let f = format!("ts{}:{}", unit_char(u), tz.as_deref().unwrap_or(""));
-                s.format = strings.add(&f);
-            }
-            ql_scalar_value { i64_: *x }
-        }
-        ScalarValue::Decimal128(Some(x), _, _) => {
-            ql_scalar_value { dec128: ql_scalar_dec128 { lo: *x as u64, hi: (*x >> 64) as i64 } }
-        }
-        _ => return None,
-    };
-    Some(s)
 }
 
 fn binary_op(op: &Operator) -> i32 {
@@ -555,21 +416,6 @@ impl FilterList {
             n_exprs: self.ids.len() as i32,
             reserved_: 0,
             exprs: if self.ids.is_empty() { std::ptr::null() } else { self.ids.as_ptr() },
-        }
-    }
-}
-
-#[cfg(test)]
-mod format_test {
-    use arrow::datatypes::DataType;
-
-    use super::{format_of, ArrowSchema};
-
-    /// The decimal shortcut writes Arrow's own format string.
-    #[test]
-    fn decimal_format_is_arrows() {
-        for dt in [DataType::Decimal128(15, 2), DataType::Decimal128(38, -3), DataType::Decimal128(1, 0), DataType::Decimal256(40, 4)] {
-            assert_eq!(format_of(&dt), ArrowSchema::try_from(&dt).unwrap().format(), "{dt}");
         }
     }
 }

@@ -19,6 +19,7 @@ use datafusion::logical_expr::{
     ScalarUDFImpl, Signature, TypeSignature, Volatility, WindowUDF, WindowUDFImpl,
 };
 
+use crate::convert::data_type_of_format;
 use crate::error::{cstr, ErrorSlot, Result};
 use crate::ffi::*;
 use crate::identity::{intern, Identity};
@@ -64,12 +65,6 @@ fn signature_of(s: &ql_signature) -> Signature {
         return Signature::new(TypeSignature::Nullary, vol);
     }
     Signature::exact(types, vol)
-}
-
-/// An Arrow C format string as a DataType (through Arrow's own importer).
-pub fn data_type_of_format(f: &str) -> Option<DataType> {
-    let s = ArrowSchema::try_new(f, vec![], None).ok()?;
-    DataType::try_from(&s).ok()
 }
 
 fn arrow_err(e: arrow::error::ArrowError) -> DataFusionError {

@@ -23,7 +23,8 @@ use datafusion::error::DataFusionError;
 use datafusion::logical_expr::{Expr, LogicalPlan};
 
 use crate::error::{guard_status, set_error, Result};
-use crate::expr::{CStrings, Lowering, Resolve};
+use crate::convert::CStrings;
+use crate::expr::{Lowering, Resolve};
 use crate::ffi::*;
 
 /// The handle a plan view carries for a host table: the address of an
@@ -254,7 +255,7 @@ impl ViewBuilder {
             self.decimals.push((key, f));
             return Some(f);
         }
-        crate::expr::static_format(dt).map(|f| f.as_ptr())
+        crate::convert::static_format(dt).map(|f| f.as_ptr())
     }
 
     /// The builder's schema for `schema` (made once per schema).

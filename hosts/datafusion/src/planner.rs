@@ -86,9 +86,9 @@ fn expr_of(view: &ql_plan_view, id: ql_expr_id, session: &dyn Session) -> Result
         }
         QL_EXPR_LITERAL => {
             let f = cstr(e.literal.format);
-            let dt = crate::functions::data_type_of_format(&f)
+            let dt = crate::convert::data_type_of_format(&f)
                 .ok_or_else(|| DataFusionError::Plan(format!("planner rewrite: literal of format {f:?}")))?;
-            let v = crate::stats::scalar_from_ql(&e.literal, &dt)
+            let v = crate::convert::scalar_from_ql(&e.literal, &dt)
                 .ok_or_else(|| DataFusionError::Plan(format!("planner rewrite: literal of type {dt}")))?;
             Expr::Literal(v, None)
         }
@@ -120,7 +120,7 @@ fn expr_of(view: &ql_plan_view, id: ql_expr_id, session: &dyn Session) -> Result
         QL_EXPR_IS_NOT_NULL => Expr::IsNotNull(Box::new(arg(0)?)),
         QL_EXPR_CAST | QL_EXPR_TRY_CAST => {
             let f = cstr(e.type_format);
-            let dt: DataType = crate::functions::data_type_of_format(&f)
+            let dt: DataType = crate::convert::data_type_of_format(&f)
                 .ok_or_else(|| DataFusionError::Plan(format!("planner rewrite: cast to format {f:?}")))?;
             if e.kind == QL_EXPR_CAST {
                 datafusion::logical_expr::cast(arg(0)?, dt)
@@ -215,7 +215,7 @@ fn plan_of(view: &ql_plan_view, id: ql_node_id, session: &dyn Session) -> Result
             let first = it.next().ok_or_else(|| DataFusionError::Plan("union without inputs".into()))?;
             let mut b = LogicalPlanBuilder::from(first);
             for p in it {
-                b = if n.flags & QL_NODE_FLAG_DISTINCT != 0 { b.union_distinct(p)? } else { b.union(p)? };
+                b = if n.flags & QL_NODE_UNION_DISTINCT != 0 { b.union_distinct(p)? } else { b.union(p)? };
             }
             b
         }
@@ -377,11 +377,6 @@ impl InstalledPlanner {
     }
 }
 
-/// Nanoseconds spent in the planner hook (plan view, call, answer handling),
-/// process-wide: what installing planners costs, for the benchmark.
-pub static HOOK_NANOS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-/// Of HOOK_NANOS, the nanoseconds spent building plan views.
-pub static VIEW_NANOS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// DataFusion's default physical planner with the planners' hook in front.
 pub struct QlinkQueryPlanner {
@@ -446,7 +441,7 @@ impl QlinkQueryPlanner {
             }
             let t0 = std::time::Instant::now();
             let answer = self.ask(p, plan, session);
-            HOOK_NANOS.fetch_add(t0.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+            crate::metrics::HOOK_NANOS.fetch_add(t0.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
             if let Some(new_plan) = answer? {
                 return Ok(Some(new_plan));
             }
@@ -459,7 +454,7 @@ impl QlinkQueryPlanner {
         let Some(plan_fn) = p.raw.plan else { return Ok(None) };
         let t0 = std::time::Instant::now();
         let built = if p.lazy_view() { plan_view_lazy(plan)? } else { plan_view(plan)? };
-        VIEW_NANOS.fetch_add(t0.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+        crate::metrics::VIEW_NANOS.fetch_add(t0.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
         let view = SessionView::new(SessionSource::Session(session));
         let call = PlannerCall { qp: self, session, built: &built, asking: p, plan };
         let ctx = ql_planner_context {
@@ -517,9 +512,9 @@ struct PlannerCall<'a> {
 fn block_in_callback<T>(f: impl std::future::Future<Output = T>) -> T {
     match tokio::runtime::Handle::try_current() {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(|| crate::services::block_on(f))
+            tokio::task::block_in_place(|| crate::blocking::block_on(f))
         }
-        _ => crate::services::block_on(f),
+        _ => crate::blocking::block_on(f),
     }
 }
 

@@ -17,11 +17,12 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use qlink_datafusion::error::cstr;
 use qlink_datafusion::ffi::*;
 use qlink_datafusion::planner::{table_from_handle, InstalledPlanner, QlinkQueryPlanner};
-use qlink_datafusion::services::{SessionSource, SessionView, TaskView, ENUMERATIONS};
+use qlink_datafusion::metrics::ENUMERATIONS;
+use qlink_datafusion::services::{SessionSource, SessionView, TaskView};
 use qlink_datafusion::QlinkSession;
 
-const DFTEST: &str = env!("QLINK_DFTEST_PLUGIN");
-const SAMPLE: &str = env!("QLINK_SAMPLE_PLUGIN");
+const DFTEST: &str = qlink_sys::plugins::DFTEST;
+const SAMPLE: &str = qlink_sys::plugins::SAMPLE;
 
 // ------------------------------------------------------------- helpers
 

@@ -8,7 +8,7 @@ use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 use qlink_datafusion::QlinkSession;
 
-const DFTEST: &str = env!("QLINK_DFTEST_PLUGIN");
+const DFTEST: &str = qlink_sys::plugins::DFTEST;
 
 fn grid_batch(rows: usize, cols: usize) -> RecordBatch {
     let fields: Vec<Field> = (0..cols).map(|c| Field::new(format!("c{c}"), DataType::Float64, true)).collect();

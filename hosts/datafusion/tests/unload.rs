@@ -6,7 +6,7 @@ use datafusion::arrow::array::{Array, Float64Array};
 use datafusion::prelude::SessionContext;
 use qlink_datafusion::QlinkSession;
 
-const DFTEST: &str = env!("QLINK_DFTEST_PLUGIN");
+const DFTEST: &str = qlink_sys::plugins::DFTEST;
 
 fn mapped() -> bool {
     std::fs::read_to_string("/proc/self/maps").unwrap().lines().any(|l| l.ends_with(DFTEST))

@@ -80,7 +80,7 @@ void zr_readbuf_free(struct zr_readbuf *buf) {
 }
 
 static int store_has_read_into(const struct zr_store *store) {
-  return QL_HAS_MEMBER(&store->os, struct ql_object_store, read_into) && store->os.read_into != NULL;
+  return store->os.read_into != NULL;
 }
 
 /* Make buf hold at least `want` bytes, keeping its first `keep`. */

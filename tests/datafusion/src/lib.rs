@@ -16,8 +16,8 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use qlink_datafusion::planner::{InstalledPlanner, QlinkQueryPlanner};
 use qlink_datafusion::Plugin;
 
-/// Path of the `qlink_fold.so` that build.rs compiled.
-pub const FOLD_PLUGIN: &str = env!("QLINK_FOLD_PLUGIN");
+/// Path of the `qlink_fold.so` CMake built for the workspace (qlink-sys).
+pub const FOLD_PLUGIN: &str = qlink_sys::plugins::FOLD;
 
 /// The fold plugin, loaded once per process.
 pub fn fold_plugin() -> Arc<Plugin> {

@@ -10,7 +10,7 @@ use datafusion::prelude::SessionContext;
 use qlink_datafusion::QlinkSession;
 use qlink_df_tests::*;
 
-const SAMPLE_PLUGIN: &str = env!("QLINK_SAMPLE_PLUGIN");
+const SAMPLE_PLUGIN: &str = qlink_sys::plugins::SAMPLE;
 
 /// a: 12 rows (s = r / 3, k = r % 3); w: 6 rows (k = r / 2, o = r % 2):
 /// the matmul below has 4 x 2 = 8 groups.

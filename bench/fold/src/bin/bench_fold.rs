@@ -12,7 +12,7 @@
 //!    SUM tables), a three-way join p·(x·Wv), and `AVG(a * b)` controls
 //!    (not einsums: the planner must decline and cost nothing).
 //! 3. Planner cost: `SELECT 1`, and planning time (SQL to physical plan) of
-//!    the 22 TPC-H queries (hosts/datafusion/tpch/queries.sql, shared with
+//!    the 22 TPC-H queries (bench/datafusion/tpch/queries.sql, shared with
 //!    bench_datafusion) over SF1 Parquet files from
 //!    tpchgen-cli, with and without the planner.
 //!
@@ -29,7 +29,8 @@ use std::time::Instant;
 use arrow::array::RecordBatch;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
-use qlink_datafusion::planner::{InstalledPlanner, QlinkQueryPlanner, HOOK_NANOS, VIEW_NANOS};
+use qlink_datafusion::metrics::{HOOK_NANOS, VIEW_NANOS};
+use qlink_datafusion::planner::{InstalledPlanner, QlinkQueryPlanner};
 use datafusion::physical_plan::displayable;
 use qlink_df_tests::{compare_rows, fold_plugin, physical, rows, run};
 
@@ -295,9 +296,9 @@ struct PlannerCost {
 }
 
 /// The 22 TPC-H queries, shared with bench_datafusion: one block per query
-/// in hosts/datafusion/tpch/queries.sql, separated by lines holding only
+/// in bench/datafusion/tpch/queries.sql, separated by lines holding only
 /// ";", comment lines dropped.
-const TPCH_QUERIES: &str = include_str!("../../../../hosts/datafusion/tpch/queries.sql");
+const TPCH_QUERIES: &str = include_str!("../../../datafusion/tpch/queries.sql");
 
 fn tpch_queries() -> Vec<String> {
     let queries: Vec<String> = TPCH_QUERIES
@@ -305,7 +306,7 @@ fn tpch_queries() -> Vec<String> {
         .map(|q| q.lines().filter(|l| !l.trim_start().starts_with("--")).collect::<Vec<_>>().join("\n"))
         .filter(|q| !q.trim().is_empty())
         .collect();
-    assert_eq!(queries.len(), 22, "hosts/datafusion/tpch/queries.sql should hold the 22 TPC-H queries");
+    assert_eq!(queries.len(), 22, "bench/datafusion/tpch/queries.sql should hold the 22 TPC-H queries");
     queries
 }
 

@@ -1,0 +1,178 @@
+//! The plan a capsule scan returns: datafusion-ffi's `FFI_ExecutionPlan`
+//! (all of its fields are public) built by its own constructor, with
+//! `execute` replaced by one that drops the consumer's `FFI_TaskContext`
+//! unread and runs the plan with the provider's task context. (Upstream's
+//! `execute` converts the incoming context, wrapping every function of the
+//! consumer's session, on every call.) `clone` and `with_new_children` are
+//! replaced too, so copies the consumer makes keep this `execute`.
+
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::error::DataFusionError;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::metrics::MetricsSet;
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
+use datafusion_ffi::execution::FFI_TaskContext;
+use datafusion_ffi::execution_plan::{ExecutionPlanPrivateData, FFI_ExecutionPlan};
+use datafusion_ffi::record_batch_stream::FFI_RecordBatchStream;
+use datafusion_ffi::util::FFI_Result;
+use stabby::vec::Vec as SVec;
+use tokio::runtime::Handle;
+
+use crate::table::capsule_marker_id;
+use qlink_datafusion::error::{error_message, Result};
+
+/// A scan's plan together with the task context it runs with.
+pub struct CapsuleScanExec {
+    inner: Arc<dyn ExecutionPlan>,
+    task: Arc<TaskContext>,
+}
+
+impl CapsuleScanExec {
+    pub fn new(inner: Arc<dyn ExecutionPlan>, task: Arc<TaskContext>) -> CapsuleScanExec {
+        CapsuleScanExec { inner, task }
+    }
+
+    /// Execute `partition` with the scan's own task context.
+    pub fn run(&self, partition: usize) -> Result<SendableRecordBatchStream> {
+        self.inner.execute(partition, Arc::clone(&self.task))
+    }
+}
+
+impl fmt::Debug for CapsuleScanExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CapsuleScanExec({})", self.inner.name())
+    }
+}
+
+impl DisplayAs for CapsuleScanExec {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        self.inner.fmt_as(t, f)
+    }
+}
+
+impl ExecutionPlan for CapsuleScanExec {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        self.inner.properties()
+    }
+
+    /// The scan runs as one unit: its inputs, if any, are the plugin's own.
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(self: Arc<Self>, children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
+        if children.is_empty() {
+            return Ok(self);
+        }
+        Err(DataFusionError::Plan(format!("{} is a leaf: it takes no children", self.inner.name())))
+    }
+
+    /// Whatever context the caller passes, the scan runs with its own.
+    fn execute(&self, partition: usize, _context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        self.run(partition)
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        self.inner.metrics()
+    }
+
+    /// The plugin's statistics (exact row counts let the consumer's
+    /// EnforceDistribution skip `repartitioned` for small scans).
+    fn partition_statistics(&self, partition: Option<usize>) -> Result<Arc<datafusion::common::Statistics>> {
+        // The inner plan is a leaf (QlinkExec): its own answer is the
+        // plugin's, with no children for a StatisticsContext walk to use.
+        #[allow(deprecated)]
+        let stats = self.inner.partition_statistics(partition);
+        stats
+    }
+}
+
+/// Export a scan's plan; `execute` will use `task`.
+pub fn export_scan_plan(plan: Arc<dyn ExecutionPlan>, task: Arc<TaskContext>, runtime: Option<Handle>) -> FFI_ExecutionPlan {
+    export(Arc::new(CapsuleScanExec::new(plan, task)), runtime)
+}
+
+fn export(plan: Arc<dyn ExecutionPlan>, runtime: Option<Handle>) -> FFI_ExecutionPlan {
+    let mut ffi = FFI_ExecutionPlan::new(plan, runtime);
+    ffi.execute = execute_fn;
+    ffi.clone = clone_fn;
+    ffi.with_new_children = with_new_children_fn;
+    ffi.repartitioned = repartitioned_fn;
+    // Our execute must be called through the pointer, never bypassed by a
+    // consumer that happens to share datafusion-ffi's marker.
+    ffi.library_marker_id = capsule_marker_id;
+    ffi
+}
+
+/// # Safety
+/// `plan` was made by `export` (datafusion-ffi's constructor: its private
+/// data is an `ExecutionPlanPrivateData`).
+unsafe fn data_of(plan: &FFI_ExecutionPlan) -> &ExecutionPlanPrivateData {
+    &*(plan.private_data as *const ExecutionPlanPrivateData)
+}
+
+unsafe extern "C" fn execute_fn(
+    plan: &FFI_ExecutionPlan,
+    partition: usize,
+    context: FFI_TaskContext,
+) -> FFI_Result<FFI_RecordBatchStream> {
+    // Released unread: converting it is the per-execute cost avoided here.
+    drop(context);
+    let data = data_of(plan);
+    let run = || -> Result<FFI_RecordBatchStream> {
+        let _rt = data.runtime.as_ref().map(|h| h.enter());
+        let scan = data
+            .plan
+            .downcast_ref::<CapsuleScanExec>()
+            .ok_or_else(|| DataFusionError::Internal("capsule execute: not a capsule scan".into()))?;
+        Ok(FFI_RecordBatchStream::new(scan.run(partition)?, data.runtime.clone()))
+    };
+    match catch_unwind(AssertUnwindSafe(run)) {
+        Ok(Ok(s)) => FFI_Result::Ok(s),
+        Ok(Err(e)) => FFI_Result::Err(error_message(&e).as_str().into()),
+        Err(_) => FFI_Result::Err("qlink execute: panic".into()),
+    }
+}
+
+/// A plugin scan is not repartitioned by the host: answer "no" without
+/// converting the consumer's config (datafusion-ffi's wrapper parses every
+/// option from its string form on each call, ~200 `ConfigOptions::set`).
+unsafe extern "C" fn repartitioned_fn(
+    _plan: &FFI_ExecutionPlan,
+    _target_partitions: usize,
+    config: datafusion_ffi::config::FFI_ConfigOptions,
+) -> FFI_Result<datafusion_ffi::util::FFI_Option<FFI_ExecutionPlan>> {
+    drop(config);
+    FFI_Result::Ok(datafusion_ffi::util::FFI_Option::None)
+}
+
+unsafe extern "C" fn clone_fn(plan: &FFI_ExecutionPlan) -> FFI_ExecutionPlan {
+    let data = data_of(plan);
+    export(Arc::clone(&data.plan), data.runtime.clone())
+}
+
+unsafe extern "C" fn with_new_children_fn(
+    plan: &FFI_ExecutionPlan,
+    children: SVec<FFI_ExecutionPlan>,
+) -> FFI_Result<FFI_ExecutionPlan> {
+    if !children.is_empty() {
+        return FFI_Result::Err("a qlink scan is a leaf: it takes no children".into());
+    }
+    FFI_Result::Ok(clone_fn(plan))
+}

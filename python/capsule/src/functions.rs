@@ -1,0 +1,180 @@
+//! A plugin's functions and planners as datafusion-ffi 55.2.0 structs, made
+//! with datafusion-ffi's standard constructors around the host's own qlink
+//! wrappers: function calls cross as Arrow arrays, with no session rebuilt
+//! (the standard function structs carry none). The planner route is
+//! datafusion-ffi's: the logical plan arrives as protobuf and the physical
+//! plan leaves as protobuf, a per-query cost inherent to that protocol (gaps
+//! G1/G3); `qlink.Session`'s planners are the by-reference alternative.
+//!
+//! The exported planner optimizes the physical plan with this library's own
+//! physical optimizer rules: the consumer's rules, reached through
+//! datafusion-ffi's `ForeignSession`, would wrap every node they add as a
+//! foreign plan, which the physical codec cannot serialize back.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::catalog::Session;
+use datafusion::common::config::{ConfigOptions, TableOptions};
+use datafusion::common::DFSchema;
+use datafusion::execution::context::QueryPlanner;
+use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::execution::{TaskContext, TaskContextProvider};
+use datafusion::prelude::SessionConfig;
+use datafusion::logical_expr::execution_props::ExecutionProps;
+use datafusion::logical_expr::{AggregateUDF, Expr, HigherOrderUDF, LogicalPlan, ScalarUDF, WindowUDF};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_optimizer::optimizer::PhysicalOptimizer;
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion_ffi::execution::FFI_TaskContextProvider;
+use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
+use datafusion_ffi::proto::physical_extension_codec::FFI_PhysicalExtensionCodec;
+use datafusion_ffi::query_planner::FFI_QueryPlanner;
+use datafusion_ffi::udaf::FFI_AggregateUDF;
+use datafusion_ffi::udf::FFI_ScalarUDF;
+use datafusion_ffi::udwf::FFI_WindowUDF;
+use datafusion_proto::logical_plan::DefaultLogicalExtensionCodec;
+use datafusion_proto::physical_plan::DefaultPhysicalExtensionCodec;
+use tokio::runtime::Handle;
+
+use qlink_datafusion::error::Result;
+use qlink_datafusion::functions::{QlinkAggregateUdf, QlinkScalarUdf, QlinkWindowUdf};
+use qlink_datafusion::planner::{InstalledPlanner, QlinkQueryPlanner};
+use qlink_datafusion::plugin::Plugin;
+
+/// Scalar function `name` of `plugin`.
+pub fn export_scalar_udf(plugin: &Arc<Plugin>, name: &str) -> Result<FFI_ScalarUDF> {
+    Ok(FFI_ScalarUDF::from(Arc::new(QlinkScalarUdf::open(plugin, name)?)))
+}
+
+/// Aggregate function `name` of `plugin`.
+pub fn export_aggregate_udf(plugin: &Arc<Plugin>, name: &str) -> Result<FFI_AggregateUDF> {
+    Ok(FFI_AggregateUDF::from(Arc::new(QlinkAggregateUdf::open(plugin, name)?)))
+}
+
+/// Window function `name` of `plugin`.
+pub fn export_window_udf(plugin: &Arc<Plugin>, name: &str) -> Result<FFI_WindowUDF> {
+    Ok(FFI_WindowUDF::from(Arc::new(QlinkWindowUdf::open(plugin, name)?)))
+}
+
+/// `planners` (offered each plan in order, then DataFusion's default
+/// physical planner of this library) for a consumer session whose codecs are
+/// `logical` and `physical` (from that session, so its tables and functions
+/// decode against it).
+pub fn export_planner(
+    planners: Vec<Arc<InstalledPlanner>>,
+    logical: FFI_LogicalExtensionCodec,
+    physical: FFI_PhysicalExtensionCodec,
+) -> FFI_QueryPlanner {
+    FFI_QueryPlanner::new_with_ffi_codecs(Arc::new(CapsulePlanner::new(planners)), logical, physical)
+}
+
+/// Same as [`export_planner`] with DataFusion's default codecs bound to
+/// `tasks` (a session in this library; for tests and Rust hosts).
+pub fn export_planner_for(
+    planners: Vec<Arc<InstalledPlanner>>,
+    tasks: &Arc<dyn TaskContextProvider>,
+    runtime: Option<Handle>,
+) -> FFI_QueryPlanner {
+    FFI_QueryPlanner::new(
+        Arc::new(CapsulePlanner::new(planners)),
+        runtime,
+        FFI_TaskContextProvider::from(tasks),
+        Arc::new(DefaultLogicalExtensionCodec {}),
+        Arc::new(DefaultPhysicalExtensionCodec {}),
+    )
+}
+
+type Rule = Arc<dyn PhysicalOptimizerRule + Send + Sync>;
+
+/// `QlinkQueryPlanner` run against the consumer's session with this
+/// library's physical optimizer rules.
+#[derive(Debug)]
+struct CapsulePlanner {
+    inner: QlinkQueryPlanner,
+    rules: Vec<Rule>,
+}
+
+impl CapsulePlanner {
+    fn new(planners: Vec<Arc<InstalledPlanner>>) -> CapsulePlanner {
+        CapsulePlanner { inner: QlinkQueryPlanner::new(planners), rules: PhysicalOptimizer::new().rules }
+    }
+}
+
+#[async_trait]
+impl QueryPlanner for CapsulePlanner {
+    async fn create_physical_plan(&self, plan: &LogicalPlan, session: &dyn Session) -> Result<Arc<dyn ExecutionPlan>> {
+        let local = LocalRules { inner: session, rules: &self.rules, table_options: session.table_options().clone() };
+        self.inner.create_physical_plan(plan, &local).await
+    }
+}
+
+/// A session that is `inner` except for its physical optimizer rules.
+struct LocalRules<'a> {
+    inner: &'a dyn Session,
+    rules: &'a [Rule],
+    /// `Session` hands out `&mut TableOptions`; the planner never writes it.
+    table_options: TableOptions,
+}
+
+#[async_trait]
+impl Session for LocalRules<'_> {
+    fn session_id(&self) -> &str {
+        self.inner.session_id()
+    }
+    fn config(&self) -> &SessionConfig {
+        self.inner.config()
+    }
+    fn catalog_list(&self) -> Arc<dyn datafusion::catalog::CatalogProviderList> {
+        self.inner.catalog_list()
+    }
+    fn config_options(&self) -> &ConfigOptions {
+        self.inner.config_options()
+    }
+    fn physical_optimizers(&self) -> &[Rule] {
+        self.rules
+    }
+    async fn create_physical_plan(&self, logical_plan: &LogicalPlan) -> Result<Arc<dyn ExecutionPlan>> {
+        self.inner.create_physical_plan(logical_plan).await
+    }
+    fn create_physical_expr(&self, expr: Expr, df_schema: &DFSchema) -> Result<Arc<dyn PhysicalExpr>> {
+        self.inner.create_physical_expr(expr, df_schema)
+    }
+    fn scalar_functions(&self) -> &HashMap<String, Arc<ScalarUDF>> {
+        self.inner.scalar_functions()
+    }
+    fn higher_order_functions(&self) -> &HashMap<String, Arc<HigherOrderUDF>> {
+        self.inner.higher_order_functions()
+    }
+    fn aggregate_functions(&self) -> &HashMap<String, Arc<AggregateUDF>> {
+        self.inner.aggregate_functions()
+    }
+    fn window_functions(&self) -> &HashMap<String, Arc<WindowUDF>> {
+        self.inner.window_functions()
+    }
+    fn extension_type_registry(&self) -> &datafusion::logical_expr::registry::ExtensionTypeRegistryRef {
+        self.inner.extension_type_registry()
+    }
+    fn runtime_env(&self) -> &Arc<RuntimeEnv> {
+        self.inner.runtime_env()
+    }
+    fn execution_props(&self) -> &ExecutionProps {
+        self.inner.execution_props()
+    }
+    /// The wrapped session's (this wrapper borrows, so it is not `'static`).
+    fn as_any(&self) -> &dyn Any {
+        self.inner.as_any()
+    }
+    fn table_options(&self) -> &TableOptions {
+        self.inner.table_options()
+    }
+    fn table_options_mut(&mut self) -> &mut TableOptions {
+        &mut self.table_options
+    }
+    fn task_ctx(&self) -> Arc<TaskContext> {
+        self.inner.task_ctx()
+    }
+}

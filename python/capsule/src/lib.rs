@@ -1,0 +1,30 @@
+//! qlink objects for datafusion-ffi 55.2.0 consumers (datafusion-python
+//! 55.0.0's capsule protocol, or any Rust host importing those structs).
+//!
+//! - `table`: a `QlinkTableProvider` as an `FFI_TableProvider`, through a
+//!   `#[repr(C)]` mirror (`mirror`) filled with qlink's own scan: no
+//!   `ForeignSession` and no `TaskContext` rebuilt per scan or per execute;
+//!   filters decode against built-ins of this library (`filters`), the
+//!   consumer's functions fetched only on demand;
+//! - `exec`: the scan's `FFI_ExecutionPlan`, whose `execute` runs with the
+//!   provider's task context;
+//! - `functions`: scalar/aggregate/window functions and planners through
+//!   datafusion-ffi's standard constructors.
+//!
+//! Glue only: every qlink call goes through qlink-datafusion's wrappers.
+
+pub mod exec;
+pub mod filters;
+pub mod functions;
+pub mod mirror;
+pub mod table;
+
+pub use filters::CONSUMER_LOOKUPS;
+pub use functions::{export_aggregate_udf, export_planner, export_planner_for, export_scalar_udf, export_window_udf};
+pub use table::{capsule_marker_id, export_table, ExportOptions};
+
+/// The major DataFusion version of the datafusion-ffi structs this library
+/// fills (a consumer's `version()` must return the same).
+pub fn ffi_major_version() -> u64 {
+    datafusion_ffi::version()
+}
