@@ -554,10 +554,11 @@ static void test_lazy_view(void) {
   QL_CHECK_INT(ql_plan_expand(&plain, 0, &err), QL_EINVAL);
   QL_CHECK(strstr(ql_error_message(&err), "no expand") != NULL);
   ql_error_release(&err);
-  /* A view from before `expand` was appended: struct_size says it has none. */
+  /* A view whose struct_size stops before `expand`: smaller than 0.1, refused. */
   plain.struct_size = (uint32_t)offsetof(struct ql_plan_view, expand);
   plain.expand = lazy_expand;
   QL_CHECK_INT(ql_plan_expand(&plain, 0, &err), QL_EINVAL);
+  QL_CHECK(strstr(ql_error_message(&err), "smaller than the 0.1 view") != NULL);
   ql_error_release(&err);
   ql_ir_builder_free(h.b);
 }

@@ -16,6 +16,10 @@ int ql_plan_expand(const struct ql_plan_view *view, ql_node_id node, struct ql_e
   if (!(view->nodes[node].flags & QL_NODE_UNEXPANDED)) {
     return QL_OK;
   }
+  if (!QL_HAS_MEMBER(view, struct ql_plan_view, expand)) {
+    return ql_error_set(error, QL_EINVAL, "ql_plan_expand: view struct_size %u is smaller than the 0.1 view",
+                        (unsigned)view->struct_size);
+  }
   if (view->expand == NULL) {
     return ql_error_set(error, QL_EINVAL, "ql_plan_expand: node %d is unexpanded but the view has no expand",
                         (int)node);

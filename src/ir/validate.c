@@ -51,7 +51,7 @@ static int view_check(const struct ql_plan_view *view, struct ql_error *error) {
   if (view == NULL) {
     return ql_error_set(error, QL_EINVAL, "plan view is NULL");
   }
-  if (!QL_HAS_MEMBER(view, struct ql_plan_view, exprs)) {
+  if (!QL_HAS_MEMBER(view, struct ql_plan_view, expand)) {
     return ql_error_set(error, QL_EINVAL, "plan view: struct_size %u is smaller than the 0.1 view",
                         (unsigned)view->struct_size);
   }

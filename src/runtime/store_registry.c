@@ -103,9 +103,9 @@ static int ql_registry_get_store(const struct ql_object_store_registry *self, co
   out->list = ql_handle_list;
   out->release = ql_handle_release;
   out->private_data = r;
-  /* Offered only when the registered store has it (a store built before
-   * the member has a smaller struct_size). */
-  if (r->store.read_into) {
+  /* Offered only when the registered store has it: non-NULL, and within
+   * its struct_size (a reader never looks past struct_size). */
+  if (QL_HAS_MEMBER(&r->store, struct ql_object_store, read_into) && r->store.read_into) {
     out->read_into = ql_handle_read_into;
   }
   return QL_OK;

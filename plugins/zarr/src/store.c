@@ -79,8 +79,10 @@ void zr_readbuf_free(struct zr_readbuf *buf) {
   buf->cap = 0;
 }
 
+/* A store whose struct_size stops before read_into (smaller than the 0.1
+ * struct) has none: a reader never looks past struct_size. */
 static int store_has_read_into(const struct zr_store *store) {
-  return store->os.read_into != NULL;
+  return QL_HAS_MEMBER(&store->os, struct ql_object_store, read_into) && store->os.read_into != NULL;
 }
 
 /* Make buf hold at least `want` bytes, keeping its first `keep`. */

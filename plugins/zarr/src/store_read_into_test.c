@@ -1,8 +1,8 @@
 /* qlink_zarr's reads into its own buffer (store.h, zr_store_read): with a
  * store offering read_into, whole objects land in one grow-only buffer
  * (one call when it is large enough; a full buffer asks `head` and reads
- * the rest); without it (read_into NULL, or a store built before the
- * member: smaller struct_size) the plugin falls back to get_range. A scan
+ * the rest); without it (read_into NULL, or a struct_size that stops
+ * before the member) the plugin falls back to get_range. A scan
  * through the reference registry's handle reads every chunk with
  * read_into and returns what the get_range path returns. */
 #include <stdatomic.h>

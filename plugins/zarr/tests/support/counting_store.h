@@ -70,8 +70,8 @@ static inline void c_release(struct ql_object_store *self) {
   self->release = NULL;
 }
 
-/* `mode`: 0 read_into offered; 1 member present but NULL; 2 a store built
- * before the member (struct_size ends at private_data). */
+/* `mode`: 0 read_into offered; 1 member present but NULL; 2 a struct_size
+ * that stops before the member (smaller than the 0.1 struct). */
 static inline struct counting *counting_new(struct ql_object_store *out, int mode) {
   struct ql_error err = {0};
   struct counting *c = calloc(1, sizeof(*c));
