@@ -28,6 +28,8 @@ def setup_sql(query: Query) -> list[str]:
     """The statements registering what the query needs (plugins by name:
     the extension finds them in the allowed plugins/ folder)."""
     stmts = [f"SELECT qlink_load({quote(p)})" for p in query.functions]
+    # a table function by name: SQLite's host refuses it (engine.REFUSALS)
+    stmts += [f"SELECT qlink_load({quote(f.split('.')[0])}, {quote(f.split('.')[1])})" for f in query.table_functions]
     stmts += [f"CREATE VIRTUAL TABLE {n} USING qlink({quote(s)})" for n, s in query.tables.items()]
     stmts += [f"SELECT qlink_attach({quote(n)}, {quote(s)})" for n, s in query.schemas.items()]
     return stmts

@@ -23,7 +23,9 @@ Adapter interface (``engine.py``). A host joins the suite by adding one file
 
 Every engine difference the suite tolerates is normalised in ``engine.py``
 (type names, NaN/infinity spelled as strings by JSON routes) and nowhere
-else. A query a dialect cannot express is marked in ``Query.unsupported``
+else; so are the plugin object kinds a host refuses (``engine.REFUSALS``:
+SQLite and plugin table functions), where the suite checks the refusal's
+message instead of rows. A query a dialect cannot express is marked in ``Query.unsupported``
 with the reason; that pair reports as a skip naming it, never dropped.
 
 Each query is checked against its ``oracle`` (rows computed in Python from
@@ -42,7 +44,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from engine import Engine, Query, ROOT, rows_key  # noqa: E402
+from engine import Engine, Query, ROOT, refusal, rows_key  # noqa: E402
 
 ENGINES: list[Engine] = []
 for adapter in sorted(HERE.glob("engine_*.py")):
@@ -99,6 +101,22 @@ QUERIES = [
           oracle=lambda: [(x, x * x) for x in range(5)]),
 ]
 
+# The sample plugin's table function sample_range(start, stop[, step]).
+_DUCKDB_NO_LOAD = {e: "the DuckDB host has no qlink_load yet" for e in ("duckdb-python", "duckdb-cli")}
+QUERIES += [
+    Query("range_rows", "SELECT value FROM sample_range(-5, 20, 3) ORDER BY value", ("int64",),
+          functions=("qlink_sample",), table_functions=("qlink_sample.sample_range",),
+          unsupported=_DUCKDB_NO_LOAD, oracle=lambda: [(v,) for v in range(-5, 20, 3)]),
+    Query("range_default_step", "SELECT CAST(sum(value) AS BIGINT) AS total, count(*) AS n FROM sample_range(10, 1000)",
+          ("int64", "int64"), functions=("qlink_sample",), table_functions=("qlink_sample.sample_range",),
+          unsupported=_DUCKDB_NO_LOAD, oracle=lambda: [(sum(range(10, 1000)), len(range(10, 1000)))]),
+    Query("range_join",
+          "SELECT r.value, s.square FROM sample_range(40, -10, -7) AS r JOIN {s} AS s ON r.value = s.value "
+          "ORDER BY r.value DESC",
+          ("int64", "int64"), tables={"s": "qlink_sample/series?start=-20&stop=50"}, functions=("qlink_sample",),
+          table_functions=("qlink_sample.sample_range",), unsupported=_DUCKDB_NO_LOAD, oracle=lambda: [(v, v * v) for v in range(40, -10, -7)]),
+]
+
 # qlink_zarr over the ferret stores `make run` converts, when present:
 # engines compared with each other (no oracle).
 FERRET = ROOT / "data" / "ferret-zarr"
@@ -125,13 +143,19 @@ def test_query(engine: Engine, q: Query):
     if engine.name in q.unsupported:
         pytest.skip(f"{engine.name} cannot express {q.id}: {q.unsupported[engine.name]}")
     available(engine)
+    refused = refusal(engine.name, q)
+    if refused:
+        with pytest.raises(Exception) as e:
+            run(engine, q)
+        assert refused in str(e.value), f"{engine.name}: {q.id} must fail with its documented refusal"
+        return
     got = run(engine, q)
     assert tuple(got.types) == q.types, f"{engine.name}: column types of {q.id}"
     if q.oracle is not None:
         want = q.oracle()
     else:
         ref = next((e for e in ENGINES if e is not engine and not e.unavailable()
-                    and e.name not in q.unsupported), None)
+                    and e.name not in q.unsupported and not refusal(e.name, q)), None)
         if ref is None:
             pytest.skip(f"{q.id} has no oracle and no second engine is available to compare {engine.name} with")
         want = run(ref, q).rows

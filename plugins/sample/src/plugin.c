@@ -32,6 +32,8 @@ static const struct ql_item_info k_items[] = {
     {QL_ITEM_SCALAR_FUNCTION, 0, "add_one", "add_one(int64) -> int64: x + 1, NULL in NULL out", NULL},
     {QL_ITEM_AGGREGATE_FUNCTION, 0, "sum_sq", "sum_sq(int64) -> int64: sum of squares of the non-NULL values", NULL},
     {QL_ITEM_WINDOW_FUNCTION, 0, "running_count", "running_count() -> int64: row number within the partition", NULL},
+    {QL_ITEM_TABLE_FUNCTION, 0, "sample_range",
+     "sample_range(start, stop[, step]): the table of int64 `value` start, start+step, ... below stop", NULL},
     {QL_ITEM_PLANNER, 0, "decline_all", "declines every plan (costs one call)", NULL},
     {QL_ITEM_PLANNER, 0, "drop_true_filters", "rewrites Filter(TRUE) over X into X", NULL},
 };
@@ -105,8 +107,8 @@ static int open_window(const struct ql_plugin *self, const char *name, struct ql
 static int open_table_function(const struct ql_plugin *self, const char *name, struct ql_table_function *out,
                                struct ql_error *error) {
   (void)self;
-  (void)out;
-  return ql_error_set(error, QL_ENOTFOUND, "qlink_sample has no table function '%s'", name ? name : "(null)");
+  if (out == NULL) return ql_error_set(error, QL_EINVAL, "qlink_sample: table_function_open: out is NULL");
+  return smp_table_function_open(name, out, error);
 }
 
 static int open_planner(const struct ql_plugin *self, const char *name, const struct ql_options *options,
@@ -143,7 +145,7 @@ QL_PLUGIN_EXPORT int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *o
   out->n_items = (int32_t)(sizeof k_items / sizeof k_items[0]);
   out->name = SMP_NAME;
   out->version = SMP_VERSION;
-  out->description = "qlink's sample plugin: a series table, an in-memory grid table, three functions and two planners";
+  out->description = "qlink's sample plugin: a series table, an in-memory grid table, four functions and two planners";
   out->items = k_items;
   out->executor_enter = sample_enter;
   out->executor_leave = sample_leave;

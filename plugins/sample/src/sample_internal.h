@@ -14,7 +14,7 @@
 #define SMP_VERSION "0.1.0"
 
 /* Function uids, unique within qlink_sample (function identity, gap G2). */
-enum { SMP_UID_ADD_ONE = 1, SMP_UID_SUM_SQ = 2, SMP_UID_RUNNING_COUNT = 3 };
+enum { SMP_UID_ADD_ONE = 1, SMP_UID_SUM_SQ = 2, SMP_UID_RUNNING_COUNT = 3, SMP_UID_SAMPLE_RANGE = 4 };
 
 /* ---- series table provider (series.c, series_ranges.c, series_stream.c) */
 
@@ -23,14 +23,28 @@ extern const int32_t smp_series_n_options;
 
 int smp_series_open(const struct ql_options *options, struct ql_table_provider *out, struct ql_error *error);
 
-/* Parameters of one series: value_k = start + k * step for k in [0, count). */
+/* Parameters of one series: value_k = start + k * step for k in [0, count).
+ * n_columns: the table's columns are the first n_columns of value, square,
+ * parity (3 for the series provider, 1 for the sample_range function). */
 struct smp_series {
   int64_t start;
   int64_t stop;
   int64_t step;
   int64_t partitions;
   int64_t count;
+  int32_t n_columns;
 };
+
+/* Check start, stop, step and partitions of `s` and compute its count.
+ * QL_EINVAL naming the parameter after `who` ("qlink_sample/series:
+ * option", "sample_range: argument") for |start|, |stop| or |step| above
+ * 3037000499 (so that square fits in int64), step 0, or partitions outside
+ * 1..1024. */
+int smp_series_init(struct smp_series *s, const char *who, struct ql_error *error);
+/* A table provider over `s` (copied; initialised by smp_series_init):
+ * the series provider's scans, pushdown and statistics over s->n_columns
+ * columns. `out` owned by the caller. */
+int smp_series_provider(const struct smp_series *s, struct ql_table_provider *out, struct ql_error *error);
 
 /* Half-open ranges [lo, hi) of row indices k, sorted and disjoint. */
 struct smp_range {
@@ -68,8 +82,9 @@ int smp_statistics_fill(const struct smp_series *s, const struct smp_ranges *r,
                               const int32_t *columns, int64_t n_columns, struct ql_statistics *out,
                               struct ql_error *error);
 
-/* The full table schema: value int64, square int64, parity utf8. */
-int smp_series_schema(struct ArrowSchema *out, struct ql_error *error);
+/* The table schema: the first n_columns of value int64, square int64,
+ * parity utf8. */
+int smp_series_schema(int32_t n_columns, struct ArrowSchema *out, struct ql_error *error);
 
 /* One planned scan, shared (reference-counted) by the execution plan, its
  * copies and its streams, so a stream may outlive the plan. Immutable after
@@ -122,6 +137,9 @@ int smp_grid_open(const struct ql_options *options, struct ql_table_provider *ou
 int smp_scalar_open(const char *name, struct ql_scalar_function *out, struct ql_error *error);
 int smp_aggregate_open(const char *name, struct ql_aggregate_function *out, struct ql_error *error);
 int smp_window_open(const char *name, struct ql_window_function *out, struct ql_error *error);
+
+/* ---- table function (range.c) */
+int smp_table_function_open(const char *name, struct ql_table_function *out, struct ql_error *error);
 
 /* ---- planners (planners.c) */
 int smp_planner_open(const char *name, const struct ql_options *options, struct ql_planner *out,

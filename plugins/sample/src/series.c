@@ -33,9 +33,9 @@ const int32_t smp_series_n_options = 4;
 static const char *const k_column_names[3] = {"value", "square", "parity"};
 static const char *const k_column_formats[3] = {"l", "l", "u"};
 
-int smp_series_schema(struct ArrowSchema *out, struct ql_error *error) {
-  QL_RETURN_NOT_OK(ql_schema_init_struct(out, "", 3, error));
-  for (int i = 0; i < 3; i++) {
+int smp_series_schema(int32_t n_columns, struct ArrowSchema *out, struct ql_error *error) {
+  QL_RETURN_NOT_OK(ql_schema_init_struct(out, "", n_columns, error));
+  for (int i = 0; i < n_columns; i++) {
     int rc = ql_schema_init(out->children[i], k_column_formats[i], k_column_names[i], 0, error);
     if (rc != QL_OK) {
       ql_schema_release(out);
@@ -47,12 +47,31 @@ int smp_series_schema(struct ArrowSchema *out, struct ql_error *error) {
 
 /* ------------------------------------------------------------- options */
 
-static int check_bound(const char *key, int64_t v, struct ql_error *error) {
+static int check_bound(const char *who, const char *key, int64_t v, struct ql_error *error) {
   if (v > SMP_MAX_ABS || v < -SMP_MAX_ABS) {
     return ql_error_set(error, QL_EINVAL,
-                        "qlink_sample/series: option '%s' = %" PRId64 " out of range: |%s| must be <= %" PRId64
-                        " so that square fits in int64",
-                        key, v, key, SMP_MAX_ABS);
+                        "%s '%s' = %" PRId64 " out of range: |%s| must be <= %" PRId64 " so that square fits in int64",
+                        who, key, v, key, SMP_MAX_ABS);
+  }
+  return QL_OK;
+}
+
+int smp_series_init(struct smp_series *s, const char *who, struct ql_error *error) {
+  QL_RETURN_NOT_OK(check_bound(who, "start", s->start, error));
+  QL_RETURN_NOT_OK(check_bound(who, "stop", s->stop, error));
+  if (s->step == 0) return ql_error_set(error, QL_EINVAL, "%s 'step' must not be 0", who);
+  QL_RETURN_NOT_OK(check_bound(who, "step", s->step, error));
+  if (s->partitions < 1 || s->partitions > SMP_MAX_PARTITIONS) {
+    return ql_error_set(error, QL_EINVAL, "%s 'partitions' = %" PRId64 " must be in 1..%d", who, s->partitions,
+                        SMP_MAX_PARTITIONS);
+  }
+  int64_t span = s->stop - s->start;
+  if ((s->step > 0 && span <= 0) || (s->step < 0 && span >= 0)) {
+    s->count = 0;
+  } else {
+    int64_t mag = s->step > 0 ? s->step : -s->step;
+    int64_t dist = span > 0 ? span : -span;
+    s->count = (dist + mag - 1) / mag;
   }
   return QL_OK;
 }
@@ -64,23 +83,8 @@ static int series_from_options(const struct ql_options *options, struct smp_seri
   QL_RETURN_NOT_OK(ql_options_get_i64(options, "stop", 0, &s->stop, error));
   QL_RETURN_NOT_OK(ql_options_get_i64(options, "step", 1, &s->step, error));
   QL_RETURN_NOT_OK(ql_options_get_i64(options, "partitions", 4, &s->partitions, error));
-  QL_RETURN_NOT_OK(check_bound("start", s->start, error));
-  QL_RETURN_NOT_OK(check_bound("stop", s->stop, error));
-  if (s->step == 0) return ql_error_set(error, QL_EINVAL, "qlink_sample/series: option 'step' must not be 0");
-  QL_RETURN_NOT_OK(check_bound("step", s->step, error));
-  if (s->partitions < 1 || s->partitions > SMP_MAX_PARTITIONS) {
-    return ql_error_set(error, QL_EINVAL, "qlink_sample/series: option 'partitions' = %" PRId64 " must be in 1..%d",
-                        s->partitions, SMP_MAX_PARTITIONS);
-  }
-  int64_t span = s->stop - s->start;
-  if ((s->step > 0 && span <= 0) || (s->step < 0 && span >= 0)) {
-    s->count = 0;
-  } else {
-    int64_t mag = s->step > 0 ? s->step : -s->step;
-    int64_t dist = span > 0 ? span : -span;
-    s->count = (dist + mag - 1) / mag;
-  }
-  return QL_OK;
+  s->n_columns = 3;
+  return smp_series_init(s, "qlink_sample/series: option", error);
 }
 
 /* ---------------------------------------------------------- statistics */
@@ -196,14 +200,14 @@ static char *scan_display(const struct smp_scan *scan) {
 
 static int scan_new(const struct smp_series *s, const struct ql_scan_args *args, struct smp_scan **out,
                     struct ql_error *error) {
-  int32_t n = args->n_projection < 0 ? 3 : args->n_projection;
+  int32_t n = args->n_projection < 0 ? s->n_columns : args->n_projection;
   /* Projections beyond a few copies of the 3 columns serve no query; the
    * bound keeps EXPLAIN's display line finite. */
   if (n > 12) return ql_error_set(error, QL_EINVAL, "qlink_sample/series: projection of %d columns (at most 12)", n);
   for (int32_t i = 0; args->n_projection >= 0 && i < n; i++) {
-    if (args->projection == NULL || args->projection[i] < 0 || args->projection[i] > 2) {
-      return ql_error_set(error, QL_EINVAL, "qlink_sample/series: projection[%d] = %d is not a column (0..2)", i,
-                          args->projection ? args->projection[i] : -1);
+    if (args->projection == NULL || args->projection[i] < 0 || args->projection[i] >= s->n_columns) {
+      return ql_error_set(error, QL_EINVAL, "qlink_sample/series: projection[%d] = %d is not a column (0..%d)", i,
+                          args->projection ? args->projection[i] : -1, s->n_columns - 1);
     }
   }
   struct smp_scan *scan = calloc(1, sizeof *scan);
@@ -365,8 +369,7 @@ static const struct smp_series *provider_series(const struct ql_table_provider *
 }
 
 static int provider_get_schema(const struct ql_table_provider *self, struct ArrowSchema *out, struct ql_error *error) {
-  (void)self;
-  return smp_series_schema(out, error);
+  return smp_series_schema(provider_series(self)->n_columns, out, error);
 }
 
 static int provider_get_statistics(const struct ql_table_provider *self, struct ql_statistics *out,
@@ -375,7 +378,7 @@ static int provider_get_statistics(const struct ql_table_provider *self, struct 
   struct smp_range whole = {0, s->count};
   struct smp_ranges all = {s->count > 0 ? 1 : 0, &whole};
   static const int32_t columns[3] = {0, 1, 2};
-  return smp_statistics_fill(s, &all, columns, 3, out, error);
+  return smp_statistics_fill(s, &all, columns, s->n_columns, out, error);
 }
 
 static int provider_supports_filters(const struct ql_table_provider *self, const struct ql_expr_list *filters,
@@ -410,6 +413,11 @@ static void provider_release(struct ql_table_provider *self) {
 int smp_series_open(const struct ql_options *options, struct ql_table_provider *out, struct ql_error *error) {
   struct smp_series s;
   QL_RETURN_NOT_OK(series_from_options(options, &s, error));
+  return smp_series_provider(&s, out, error);
+}
+
+int smp_series_provider(const struct smp_series *series, struct ql_table_provider *out, struct ql_error *error) {
+  struct smp_series s = *series;
   struct smp_series *copy = malloc(sizeof *copy);
   if (!copy) return ql_error_set(error, QL_ENOMEM, "qlink_sample: out of memory");
   *copy = s;
