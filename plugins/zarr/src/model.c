@@ -7,7 +7,6 @@
 
 #include "ndcopy.h"
 #include "qlink/lib/arrow.h"
-#include "shard_read.h"
 #include "qlink/lib/status.h"
 
 /* ------------------------------------------------------------- reading */
@@ -19,157 +18,6 @@ void zr_scratch_free(struct zr_scratch *scratch) {
   zr_readbuf_free(&scratch->stored);
 }
 
-int zr_read_chunk(const struct zr_store *store, const struct zr_array *a, const int64_t *chunk, uint8_t *out,
-                  struct zr_heap *heap, struct zr_readbuf *stored, int64_t *bytes_read, struct ql_error *error) {
-  char key[2048];
-  *bytes_read = 0;
-  if (zr_chunk_key(a, chunk, key, sizeof(key)) != QL_OK) {
-    return ql_error_set(error, QL_EOVERFLOW, "zarr store %s: array '%s': chunk key too long", store->url, a->name);
-  }
-  int64_t n = zr_product(a->chunks, a->ndim);
-  struct ql_bytes bytes;
-  memset(&bytes, 0, sizeof(bytes));
-  /* Stored chunks are rarely larger than decoded ones (incompressible data
-   * grows by a few header bytes): that size, plus slack, reads most chunks
-   * in one call. */
-  int64_t hint = n > 0 && a->dtype.size > 0 && n <= INT64_MAX / 2 / a->dtype.size ? n * a->dtype.size : 0;
-  int rc = zr_store_read(store, key, stored, hint + hint / 64 + 4096, &bytes, error);
-  if (rc == QL_ENOTFOUND) {
-    /* never written: the array's fill value */
-    ql_error_release(error);
-    zr_fill_elements(out, n, a->fill, a->dtype.size);
-    return QL_OK;
-  }
-  if (rc != QL_OK) return ql_error_prefix(error, "array '%s'", a->name);
-  *bytes_read = bytes.size;
-  rc = zr_chunk_decode(&a->codecs, &a->dtype, a->ndim, a->chunks, a->fill, bytes.data, bytes.size, out, heap,
-                       error);
-  if (bytes.release) bytes.release(&bytes);
-  if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: array '%s' chunk '%s'", store->url, a->name, key);
-  return QL_OK;
-}
-
-/* zr_read_chunk through the array's cache (NULL or not caching: straight
- * to the store). A chunk is copied in once decoded; two scans decoding the
- * same chunk at once both read it, and the first copy stays. Caching is an
- * optimisation: without memory for the copy the chunk is still read. */
-static int read_chunk_cached(const struct zr_store *store, const struct zr_array *a, struct zr_chunk_cache *cache,
-                             const int64_t *chunk, uint8_t *out, struct zr_heap *heap, struct zr_readbuf *stored,
-                             int64_t *bytes_read, struct ql_error *error) {
-  if (!cache || cache->n_chunks == 0) return zr_read_chunk(store, a, chunk, out, heap, stored, bytes_read, error);
-  int64_t idx = 0;
-  for (int32_t i = 0; i < a->ndim; i++) idx = idx * ((a->shape[i] + a->chunks[i] - 1) / a->chunks[i]) + chunk[i];
-  if (zr_cache_get(cache, idx, out)) {
-    *bytes_read = 0;
-    return QL_OK;
-  }
-  QL_RETURN_NOT_OK(zr_read_chunk(store, a, chunk, out, heap, stored, bytes_read, error));
-  zr_cache_put(cache, idx, out);
-  return QL_OK;
-}
-
-int zr_cache_get(struct zr_chunk_cache *cache, int64_t idx, uint8_t *out) {
-  uint8_t *hit = atomic_load_explicit(&cache->chunks[idx], memory_order_acquire);
-  if (hit) memcpy(out, hit, (size_t)cache->chunk_bytes);
-  return hit != NULL;
-}
-
-void zr_cache_put(struct zr_chunk_cache *cache, int64_t idx, const uint8_t *data) {
-  uint8_t *copy = malloc((size_t)cache->chunk_bytes);
-  if (!copy) return;
-  memcpy(copy, data, (size_t)cache->chunk_bytes);
-  uint8_t *none = NULL;
-  if (!atomic_compare_exchange_strong_explicit(&cache->chunks[idx], &none, copy, memory_order_acq_rel,
-                                               memory_order_acquire)) {
-    free(copy);
-  }
-}
-
-int zr_read_box(const struct zr_store *store, const struct zr_array *a, struct zr_chunk_cache *cache,
-                const int64_t *lo, const int64_t *count, uint8_t *out, struct zr_heap *heap,
-                struct zr_scratch *scratch, int64_t *chunks, int64_t *bytes, struct ql_error *error) {
-  const struct zr_codec *sharding = zr_shard_partial(a);
-  if (sharding) {
-    struct zr_scratch local = {NULL, 0, {NULL, 0}};
-    int rc = zr_read_box_sharded(store, a, sharding, cache, lo, count, out, heap, scratch ? scratch : &local, chunks,
-                                 bytes, error);
-    zr_scratch_free(&local);
-    return rc;
-  }
-  int32_t nd = a->ndim;
-  int64_t c0[ZR_MAX_DIMS], c1[ZR_MAX_DIMS], c[ZR_MAX_DIMS];
-  for (int32_t i = 0; i < nd; i++) {
-    if (count[i] <= 0) return QL_OK;
-    c0[i] = lo[i] / a->chunks[i];
-    c1[i] = (lo[i] + count[i] - 1) / a->chunks[i];
-    c[i] = c0[i];
-  }
-  int64_t chunk_n = zr_product(a->chunks, nd);
-  if (chunk_n < 0) {
-    /* zr_product is -1 when the chunk shape's product overflows int64 */
-    return ql_error_set(error, QL_EDATA,
-                        "zarr store %s: array '%s': chunk shape is too large (its element count overflows 64 bits)",
-                        store->url, a->name);
-  }
-  if (chunk_n > ((int64_t)1 << 31) / (a->dtype.size ? a->dtype.size : 1)) {
-    return ql_error_set(error, QL_EDATA,
-                        "zarr store %s: array '%s': chunk of %lld elements (%lld bytes) is too large (limit 2 GiB)",
-                        store->url, a->name, (long long)chunk_n, (long long)chunk_n * (a->dtype.size ? a->dtype.size : 1));
-  }
-  struct zr_scratch local = {NULL, 0, {NULL, 0}};
-  if (!scratch) scratch = &local;
-  int whole_chunk = 1; /* the box is one whole chunk: decode it in place */
-  for (int32_t i = 0; i < nd; i++) {
-    whole_chunk &= c0[i] == c1[i] && lo[i] == c0[i] * a->chunks[i] && count[i] == a->chunks[i];
-  }
-  if (whole_chunk) {
-    int64_t got = 0;
-    int rc = read_chunk_cached(store, a, cache, c, out, heap, &scratch->stored, &got, error);
-    zr_scratch_free(&local);
-    if (rc != QL_OK) return rc;
-    (*chunks)++;
-    *bytes += got;
-    return QL_OK;
-  }
-  size_t need = (size_t)(chunk_n * a->dtype.size) + 1;
-  if (scratch->cap < need) {
-    free(scratch->data);
-    scratch->data = malloc(need);
-    scratch->cap = scratch->data ? need : 0;
-    if (!scratch->data) {
-      zr_scratch_free(&local);
-      return ql_error_set(error, QL_ENOMEM, "out of memory reading array '%s'", a->name);
-    }
-  }
-  uint8_t *buf = scratch->data;
-  int rc = QL_OK;
-  for (;;) {
-    int64_t got = 0;
-    rc = read_chunk_cached(store, a, cache, c, buf, heap, &scratch->stored, &got, error);
-    if (rc != QL_OK) break;
-    (*chunks)++;
-    *bytes += got;
-    int64_t dst_origin[ZR_MAX_DIMS], src_origin[ZR_MAX_DIMS], extent[ZR_MAX_DIMS];
-    for (int32_t i = 0; i < nd; i++) {
-      int64_t chunk_lo = c[i] * a->chunks[i];
-      int64_t from = lo[i] > chunk_lo ? lo[i] : chunk_lo;
-      int64_t to = lo[i] + count[i] < chunk_lo + a->chunks[i] ? lo[i] + count[i] : chunk_lo + a->chunks[i];
-      dst_origin[i] = from - lo[i];
-      src_origin[i] = from - chunk_lo;
-      extent[i] = to - from;
-    }
-    zr_copy_box(out, count, dst_origin, buf, a->chunks, src_origin, extent, nd, a->dtype.size);
-    int32_t ax = nd - 1;
-    while (ax >= 0) {
-      if (++c[ax] <= c1[ax]) break;
-      c[ax] = c0[ax];
-      ax--;
-    }
-    if (ax < 0) break;
-  }
-  zr_scratch_free(&local);
-  return rc;
-}
 
 /* ----------------------------------------------------------- the model */
 
@@ -180,47 +28,8 @@ static void free_table(struct zr_table *t) {
   free(t->default_name);
 }
 
-static void caches_free(struct zr_dataset *ds) {
-  if (!ds->caches) return;
-  for (int64_t k = 0; k < ds->group.n_arrays; k++) {
-    struct zr_chunk_cache *c = &ds->caches[k];
-    for (int64_t i = 0; i < c->n_chunks; i++) free(atomic_load_explicit(&c->chunks[i], memory_order_relaxed));
-    free((void *)c->chunks);
-  }
-  free(ds->caches);
-  ds->caches = NULL;
-}
-
-/* Choose the arrays whose chunks are cached (see ZR_CACHE_ARRAY_BYTES),
- * in group order until the dataset's budget is spent. */
-static int caches_init(struct zr_dataset *ds, struct ql_error *error) {
-  ds->caches = calloc((size_t)(ds->group.n_arrays ? ds->group.n_arrays : 1), sizeof(*ds->caches));
-  if (!ds->caches) return ql_error_set(error, QL_ENOMEM, "out of memory");
-  int64_t budget = ZR_CACHE_DATASET_BYTES;
-  for (int64_t k = 0; k < ds->group.n_arrays; k++) {
-    const struct zr_array *a = &ds->group.arrays[k];
-    if (a->dtype.type == ZR_VLEN || a->ndim == 0) continue;
-    const int64_t *unit = zr_read_unit(a); /* a sharded array caches inner chunks */
-    int64_t chunk = zr_product(unit, a->ndim);
-    if (a->dtype.size <= 0 || chunk <= 0 || chunk > ZR_CACHE_ARRAY_BYTES / a->dtype.size) continue;
-    int64_t chunk_bytes = chunk * a->dtype.size, most = ZR_CACHE_ARRAY_BYTES / chunk_bytes, n = 1;
-    for (int32_t i = 0; i < a->ndim && n > 0; i++) {
-      int64_t along = (a->shape[i] + unit[i] - 1) / unit[i];
-      n = along == 0 ? 0 : n > most / along ? -1 : n * along; /* -1: too many chunks */
-    }
-    if (n <= 0 || n * chunk_bytes > budget) continue;
-    ds->caches[k].chunks = calloc((size_t)n, sizeof(*ds->caches[k].chunks));
-    if (!ds->caches[k].chunks) return ql_error_set(error, QL_ENOMEM, "out of memory");
-    for (int64_t i = 0; i < n; i++) atomic_init(&ds->caches[k].chunks[i], NULL);
-    ds->caches[k].n_chunks = n;
-    ds->caches[k].chunk_bytes = chunk_bytes;
-    budget -= n * chunk_bytes;
-  }
-  return QL_OK;
-}
-
 static void dataset_free(struct zr_dataset *ds) {
-  caches_free(ds);
+  if (ds->source.release) ds->source.release(ds);
   for (int32_t i = 0; i < ds->n_tables; i++) free_table(&ds->tables[i]);
   free(ds->tables);
   for (int32_t i = 0; i < ds->n_dims; i++) {
@@ -230,8 +39,43 @@ static void dataset_free(struct zr_dataset *ds) {
   }
   free(ds->dims);
   zr_group_free(&ds->group);
-  zr_store_close(&ds->store);
+  free(ds->label);
+  free(ds->origin);
   free(ds);
+}
+
+struct zr_dataset *zr_dataset_alloc(int64_t min_block_rows) {
+  struct zr_dataset *ds = calloc(1, sizeof(*ds));
+  if (!ds) return NULL;
+  ds->min_block_rows = min_block_rows > 0 ? min_block_rows : 1;
+  ds->cf = 1;
+  ds->plan_name = "ZarrScanExec";
+  atomic_init(&ds->refs, 1);
+  return ds;
+}
+
+int zr_dataset_read_box(const struct zr_dataset *ds, int64_t array, const int64_t *lo, const int64_t *count,
+                        uint8_t *out, struct zr_heap *heap, struct zr_scratch *scratch, int64_t *chunks,
+                        int64_t *bytes, struct ql_error *error) {
+  if (!ds->source.read_box) return ql_error_set(error, QL_EINVAL, "%s: no chunk source", ds->label);
+  return ds->source.read_box(ds, array, lo, count, out, heap, scratch, chunks, bytes, error);
+}
+
+int zr_column_decoder(const struct zr_dataset *ds, const struct zr_array *a, int32_t decode_times,
+                      struct zr_decoder *out, struct ql_error *error) {
+  if (ds->cf) return zr_decoder_init(a, decode_times, out, error);
+  /* values as they are: the decoder sees the element type alone (no
+   * attributes, no fill value), so nothing is masked, scaled or converted */
+  struct zr_array plain = *a;
+  json_t *none = json_object();
+  if (!none) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  plain.attrs = none;
+  plain.fill_json = NULL;
+  plain.fill_is_null = 1;
+  plain.zarr_format = 3;
+  int rc = zr_decoder_init(&plain, 0, out, error);
+  json_decref(none);
+  return rc;
 }
 
 struct zr_dataset *zr_dataset_ref(struct zr_dataset *ds) {
@@ -259,8 +103,8 @@ static int collect_dims(struct zr_dataset *ds, struct ql_error *error) {
       if (d >= 0) {
         if (ds->dims[d].size != a->shape[i]) {
           return ql_error_set(error, QL_EDATA,
-                              "zarr store %s: array '%s' has dimension '%s' of size %lld, but array '%s' has %lld",
-                              ds->store.url, a->name, a->dims[i], (long long)a->shape[i],
+                              "%s: array '%s' has dimension '%s' of size %lld, but array '%s' has %lld",
+                              ds->label, a->name, a->dims[i], (long long)a->shape[i],
                               d < 1024 && first_array[d] ? first_array[d] : "?", (long long)ds->dims[d].size);
         }
         continue;
@@ -350,8 +194,8 @@ static int survey_dim_values(struct zr_dim *d) {
  * with its size. */
 static int dim_too_large(const struct zr_dataset *ds, const struct zr_dim *d, struct ql_error *error) {
   return ql_error_set(error, QL_ENOMEM,
-                      "zarr store %s: dimension '%s' has %lld positions; its coordinate values do not fit in memory",
-                      ds->store.url, d->name, (long long)d->size);
+                      "%s: dimension '%s' has %lld positions; its coordinate values do not fit in memory",
+                      ds->label, d->name, (long long)d->size);
 }
 
 /* A dimension without coordinate: values are positions, held nowhere;
@@ -384,20 +228,20 @@ static int load_dim_values(struct zr_dataset *ds, struct zr_dim *d, struct ql_er
   d->raw = malloc((size_t)(n * a->dtype.size) + 1);
   if (!d->raw) return ql_error_set(error, QL_ENOMEM, "out of memory reading coordinate '%s'", a->name);
   int64_t chunks = 0, bytes = 0, lo = 0;
-  QL_RETURN_NOT_OK(zr_read_box(&ds->store, a, NULL, &lo, &n, d->raw, &d->heap, NULL, &chunks, &bytes, error));
-  if (zr_decoder_init(a, 1, &d->dec, error) != QL_OK) {
-    return ql_error_prefix(error, "zarr store %s: array '%s'", ds->store.url, a->name);
+  QL_RETURN_NOT_OK(zr_dataset_read_box(ds, d->coord, &lo, &n, d->raw, &d->heap, NULL, &chunks, &bytes, error));
+  if (zr_column_decoder(ds, a, 1, &d->dec, error) != QL_OK) {
+    return ql_error_prefix(error, "%s: array '%s'", ds->label, a->name);
   }
   d->comparable = d->dec.out != ZR_OUT_UTF8 && d->dec.out != ZR_OUT_BINARY;
   if (!d->comparable) return QL_OK;
   int rc = survey_dim_values(d);
   if (rc == QL_EOVERFLOW && d->dec.cf_time) {
     /* xarray falls back to cftime objects here: keep the numbers */
-    QL_RETURN_NOT_OK(zr_decoder_init(&ds->group.arrays[d->coord], 0, &d->dec, error));
+    QL_RETURN_NOT_OK(zr_column_decoder(ds, &ds->group.arrays[d->coord], 0, &d->dec, error));
     rc = survey_dim_values(d);
   }
   if (rc != QL_OK) {
-    return ql_error_set(error, QL_EDATA, "zarr store %s: coordinate '%s' cannot be decoded", ds->store.url, d->name);
+    return ql_error_set(error, QL_EDATA, "%s: coordinate '%s' cannot be decoded", ds->label, d->name);
   }
   return QL_OK;
 }
@@ -453,8 +297,8 @@ static int same_dims(const struct zr_array *a, const struct zr_array *b) {
  * choose the variable's dtype, and falls back to cftime objects, which stay
  * numbers here). An element that cannot be read counts as in range: the
  * query that reads its chunk reports the problem. */
-static int cf_time_ends_out_of_range(const struct zr_dataset *ds, const struct zr_array *a,
-                                     const struct zr_decoder *dec) {
+static int cf_time_ends_out_of_range(const struct zr_dataset *ds, int64_t k, const struct zr_decoder *dec) {
+  const struct zr_array *a = &ds->group.arrays[k];
   if (a->dtype.size <= 0 || a->dtype.size > 16 || dec->in.type == ZR_VLEN) return 0;
   int64_t lo[ZR_MAX_DIMS], one[ZR_MAX_DIMS];
   for (int pass = 0; pass < 2; pass++) {
@@ -467,7 +311,7 @@ static int cf_time_ends_out_of_range(const struct zr_dataset *ds, const struct z
     int64_t chunks = 0, bytes = 0;
     struct ql_error ignored;
     memset(&ignored, 0, sizeof(ignored));
-    int rc = zr_read_box(&ds->store, a, NULL, lo, one, elem, NULL, NULL, &chunks, &bytes, &ignored);
+    int rc = zr_dataset_read_box(ds, k, lo, one, elem, NULL, NULL, &chunks, &bytes, &ignored);
     ql_error_release(&ignored);
     struct zr_value v;
     if (rc == QL_OK && zr_decode_value(dec, elem, &v) == QL_EOVERFLOW) return 1;
@@ -482,11 +326,11 @@ static int add_array_column(struct zr_dataset *ds, struct zr_table *t, int64_t k
   if (add_column(t, a->name, role, &c) != QL_OK) return ql_error_set(error, QL_ENOMEM, "out of memory");
   c->array = (int32_t)k;
   map_axes(ds, t, a, c);
-  int rc = zr_decoder_init(a, 1, &c->dec, error);
-  if (rc == QL_OK && c->dec.cf_time && cf_time_ends_out_of_range(ds, a, &c->dec)) {
-    rc = zr_decoder_init(a, 0, &c->dec, error);
+  int rc = zr_column_decoder(ds, a, 1, &c->dec, error);
+  if (rc == QL_OK && c->dec.cf_time && cf_time_ends_out_of_range(ds, k, &c->dec)) {
+    rc = zr_column_decoder(ds, a, 0, &c->dec, error);
   }
-  if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s: array '%s'", ds->store.url, a->name);
+  if (rc != QL_OK) return ql_error_prefix(error, "%s: array '%s'", ds->label, a->name);
   return QL_OK;
 }
 
@@ -537,9 +381,9 @@ static int build_table(struct zr_dataset *ds, const struct zr_array *proto, uint
      * spans every dimension of the store, whose sizes can multiply past it. */
     if (size > 0 && t->n_rows > INT64_MAX / size) {
       return ql_error_set(error, QL_EDATA,
-                          "zarr store %s: the table of its coordinates is too large: with dimension '%s' (size %lld) "
+                          "%s: the table of its coordinates is too large: with dimension '%s' (size %lld) "
                           "its row count passes 2^63",
-                          ds->store.url, proto->dims[i], (long long)size);
+                          ds->label, proto->dims[i], (long long)size);
     }
     t->n_rows *= size;
   }
@@ -713,8 +557,8 @@ static int apply_renames(struct zr_dataset *ds, const char *renames, struct ql_e
     }
     if (found < 0) {
       char list[1024];
-      rc = ql_error_set(error, QL_EINVAL, "option 'tables': zarr store %s has no table '%s' (tables: %s)",
-                        ds->store.url, item, zr_dataset_table_list(ds, list, sizeof(list)));
+      rc = ql_error_set(error, QL_EINVAL, "option 'tables': %s has no table '%s' (tables: %s)",
+                        ds->label, item, zr_dataset_table_list(ds, list, sizeof(list)));
       break;
     }
     char *name = strdup(eq + 1);
@@ -766,8 +610,8 @@ static int inherit_bounds_units(struct zr_group *g, struct ql_error *error) {
   return QL_OK;
 }
 
-static int build(struct zr_dataset *ds, const char *renames, struct ql_error *error) {
-  QL_RETURN_NOT_OK(inherit_bounds_units(&ds->group, error));
+int zr_dataset_build(struct zr_dataset *ds, const char *renames, struct ql_error *error) {
+  if (ds->cf) QL_RETURN_NOT_OK(inherit_bounds_units(&ds->group, error));
   QL_RETURN_NOT_OK(collect_dims(ds, error));
   int64_t n = ds->group.n_arrays;
   /* used[k]: 0 data variable, 1 dimension coordinate, 2 other coordinate, 3 placed */
@@ -799,38 +643,6 @@ static int build(struct zr_dataset *ds, const char *renames, struct ql_error *er
   if (rc == QL_OK) rc = name_tables(ds, error);
   if (rc == QL_OK) rc = apply_renames(ds, renames, error);
   return rc;
-}
-
-int zr_dataset_open(const struct ql_object_store_registry *registry, const char *url, const char *renames,
-                    int64_t min_block_rows, struct zr_dataset **out, struct ql_error *error) {
-  *out = NULL;
-  struct zr_dataset *ds = calloc(1, sizeof(*ds));
-  if (!ds) return ql_error_set(error, QL_ENOMEM, "out of memory");
-  ds->min_block_rows = min_block_rows > 0 ? min_block_rows : 1;
-  atomic_init(&ds->refs, 1);
-  int rc = zr_store_open(registry, url, &ds->store, error);
-  if (rc == QL_OK) rc = zr_group_load(&ds->store, &ds->group, error);
-  if (rc == QL_OK) rc = build(ds, renames, error);
-  if (rc == QL_OK) rc = caches_init(ds, error);
-  if (rc == QL_OK && ds->n_tables == 0 && ds->group.subgroups) {
-    /* a DataTree's root: its datasets are the groups below */
-    const char *first = ds->group.subgroups;
-    size_t first_len = strcspn(first, ",");
-    rc = ql_error_set(error, QL_ENOTFOUND,
-                      "zarr store %s has no arrays of its own; it holds the groups %s (a DataTree?): point path at "
-                      "one of them, e.g. %s/%.*s",
-                      url, ds->group.subgroups, url, (int)first_len, first);
-  } else if (rc == QL_OK && ds->n_tables == 0) {
-    rc = ql_error_set(error, QL_ENOTFOUND,
-                      "zarr store %s has no arrays with dimensions (xarray's _ARRAY_DIMENSIONS or v3 dimension_names)",
-                      url);
-  }
-  if (rc != QL_OK) {
-    dataset_free(ds);
-    return rc;
-  }
-  *out = ds;
-  return QL_OK;
 }
 
 const char *zr_dataset_table_list(const struct zr_dataset *ds, char *buf, size_t cap) {
@@ -903,7 +715,7 @@ static char *attr_text(const json_t *v) {
   return NULL;
 }
 
-static int field_metadata(struct ArrowSchema *f, const json_t *attrs, const struct zr_decoder *d,
+static int field_metadata(struct ArrowSchema *f, const json_t *attrs, const struct zr_decoder *d, int32_t cf,
                           struct ql_error *error) {
   size_t n = json_object_size(attrs);
   if (n == 0) return QL_OK;
@@ -915,7 +727,7 @@ static int field_metadata(struct ArrowSchema *f, const json_t *attrs, const stru
   json_t *v;
   json_object_foreach((json_t *)attrs, key, v) {
     if (rc != QL_OK) break;
-    if (consumed_attr(key, d)) continue;
+    if (cf ? consumed_attr(key, d) : strcmp(key, "coordinates") == 0) continue;
     char *text = attr_text(v);
     if (!text) continue;
     keys[k] = key;
@@ -935,7 +747,7 @@ int zr_table_schema(const struct zr_dataset *ds, const struct zr_table *t, struc
   for (int32_t i = 0; i < t->n_columns; i++) {
     const struct zr_column *c = &t->columns[i];
     int rc = ql_schema_init(out->children[i], c->dec.format, c->name, ARROW_FLAG_NULLABLE, error);
-    if (rc == QL_OK && c->array >= 0) rc = field_metadata(out->children[i], ds->group.arrays[c->array].attrs, &c->dec, error);
+    if (rc == QL_OK && c->array >= 0) rc = field_metadata(out->children[i], ds->group.arrays[c->array].attrs, &c->dec, ds->cf, error);
     if (rc != QL_OK) {
       ql_schema_release(out);
       return rc;

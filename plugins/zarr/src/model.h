@@ -129,17 +129,68 @@ int zr_cache_get(struct zr_chunk_cache *cache, int64_t idx, uint8_t *out);
  * nothing is cached). Thread-safe. */
 void zr_cache_put(struct zr_chunk_cache *cache, int64_t idx, const uint8_t *data);
 
+struct zr_dataset;
+struct zr_scratch;
+
+/* Where a dataset's cells come from: the table model, the filters, the
+ * statistics and the scan (scan.h) read every array through this, so they
+ * serve a Zarr store (store_source.c: the object store and the codec
+ * pipeline) and arrays in memory (plugins/ndarray) alike.
+ *
+ * read_box: the box [lo, lo + count) of group array `array` (rank
+ * arrays[array].ndim; every count > 0 inside the shape) into `out`, C order
+ * over count, native byte order, one element of the array's dtype per cell
+ * (ZR_VLEN: {offset, length} pairs into `heap`, which then is non-NULL).
+ * `scratch` (may be NULL) is the caller's reusable buffers. *chunks and
+ * *bytes are incremented by the chunks used and the bytes fetched (the
+ * scan's chunks_read / bytes_read). Errors name the dataset (ds->label),
+ * the array and the problem. Called from any thread, concurrently.
+ * release: once, when the dataset is freed (may be NULL). ctx: the source's
+ * own state. */
+struct zr_chunk_source {
+  int (*read_box)(const struct zr_dataset *ds, int64_t array, const int64_t *lo, const int64_t *count, uint8_t *out,
+                  struct zr_heap *heap, struct zr_scratch *scratch, int64_t *chunks, int64_t *bytes,
+                  struct ql_error *error);
+  void (*release)(struct zr_dataset *ds);
+  void *ctx;
+};
+
 struct zr_dataset {
   atomic_int refs;
   int64_t min_block_rows; /* the `block_rows` option */
-  struct zr_store store;
-  struct zr_group group;
+  struct zr_chunk_source source;
+  char *label;            /* names the dataset in messages: "zarr store URL" (owned) */
+  char *origin;           /* names it in EXPLAIN: "store=URL" (owned) */
+  const char *plan_name;  /* the scan's plan name (static): "ZarrScanExec" */
+  int32_t cf;             /* 1: cells decoded by CF rules from the attributes (cf.h); 0: served as stored,
+                             every attribute (but `coordinates`) field metadata */
+  struct zr_store store;  /* the Zarr source's store (zeroed for other sources) */
+  struct zr_group group;  /* the arrays: metadata, dimension names, attributes */
   int32_t n_dims;
   struct zr_dim *dims;
   int32_t n_tables;
   struct zr_table *tables;
-  struct zr_chunk_cache *caches; /* per group array (group.n_arrays) */
+  struct zr_chunk_cache *caches; /* the Zarr source's: per group array (group.n_arrays), or NULL */
 };
+
+/* A dataset with no arrays yet (refs 1, cf 1, plan_name "ZarrScanExec"):
+ * its creator fills group, source, label and origin, then calls
+ * zr_dataset_build; on any failure zr_dataset_unref frees what is there
+ * (source.release included). NULL without memory. */
+struct zr_dataset *zr_dataset_alloc(int64_t min_block_rows);
+/* Build the dimensions (reading every coordinate through the source) and
+ * the tables from ds->group; `renames` as zr_dataset_open's. A dataset
+ * with no table is not an error here (its creator says why). */
+int zr_dataset_build(struct zr_dataset *ds, const char *renames, struct ql_error *error);
+/* ds->source.read_box, for group array `array`. */
+int zr_dataset_read_box(const struct zr_dataset *ds, int64_t array, const int64_t *lo, const int64_t *count,
+                        uint8_t *out, struct zr_heap *heap, struct zr_scratch *scratch, int64_t *chunks,
+                        int64_t *bytes, struct ql_error *error);
+/* The decoder of a column over array `a` of `ds`: zr_decoder_init when
+ * ds->cf, else the element type's own values (no mask, no scaling, no CF
+ * times; NaN stays NaN, NaT is null). */
+int zr_column_decoder(const struct zr_dataset *ds, const struct zr_array *a, int32_t decode_times,
+                      struct zr_decoder *out, struct ql_error *error);
 
 /* Open the store at `url` through `registry`, read its metadata and
  * coordinates, build the tables. `renames` is the `tables` option or NULL;

@@ -194,7 +194,7 @@ struct zr_stream {
 
 static void stream_set_error(struct zr_stream *st, struct ql_error *err) {
   free(st->last_error);
-  st->last_error = strdup(ql_error_message(err)[0] ? ql_error_message(err) : "zarr scan failed");
+  st->last_error = strdup(ql_error_message(err)[0] ? ql_error_message(err) : "scan failed");
 }
 
 /* Bytes of the boxes (and one chunk buffer per array) a loaded block
@@ -223,7 +223,7 @@ static int reserve_blocks(struct zr_stream *st, struct ql_error *error) {
   if (!pool || !pool->reservation_new) return QL_OK;
   if (!st->reservation.release) {
     char name[64];
-    snprintf(name, sizeof(name), "ZarrScanExec[%lld]", (long long)ctx->partition);
+    snprintf(name, sizeof(name), "%s[%lld]", st->scan->ds->plan_name, (long long)ctx->partition);
     QL_RETURN_NOT_OK(pool->reservation_new(pool, name, 0, &st->reservation, error));
   }
   int64_t want = block_bytes(st), held = st->reservation.size(&st->reservation);
@@ -242,10 +242,10 @@ static int reserve_blocks(struct zr_stream *st, struct ql_error *error) {
       snprintf(size, sizeof(size), "%.1f MiB", (double)want / (1024.0 * 1024.0));
     }
     ql_error_prefix(error,
-                    "zarr store %s: partition %lld: its chunk block needs %s, beyond the memory limit (each "
+                    "%s: partition %lld: its chunk block needs %s, beyond the memory limit (each "
                     "running partition holds one decoded block: raise the limit, or lower "
                     QL_CONFIG_TARGET_PARTITIONS ")",
-                    st->scan->ds->store.url, (long long)ctx->partition, size);
+                    st->scan->ds->label, (long long)ctx->partition, size);
   }
   return rc;
 }
@@ -355,8 +355,8 @@ static int stream_load(struct zr_stream *st, int64_t idx, struct ql_error *error
     }
     int64_t n = zr_product(count, c->n_axes);
     if (n < 0 || n > ((int64_t)1 << 34) / a->dtype.size) {
-      return ql_error_set(error, QL_ERESOURCES, "zarr store %s: array '%s': partition block too large",
-                          s->ds->store.url, a->name);
+      return ql_error_set(error, QL_ERESOURCES, "%s: array '%s': partition block too large",
+                          s->ds->label, a->name);
     }
     st->blocks[j] = block_acquire(st->scan, (size_t)(n * a->dtype.size));
     if (!st->blocks[j]) return ql_error_set(error, QL_ENOMEM, "out of memory reading array '%s'", a->name);
@@ -367,8 +367,8 @@ static int stream_load(struct zr_stream *st, int64_t idx, struct ql_error *error
     }
     int64_t chunks = 0, bytes = 0;
     st->zero_copy[j] = (uint8_t)column_is_zero_copy(st, c);
-    int rc = zr_read_box(&s->ds->store, a, &s->ds->caches[c->array], lo, count, st->blocks[j]->data, &st->heaps[j],
-                         &st->scratch, &chunks, &bytes, error);
+    int rc = zr_dataset_read_box(s->ds, c->array, lo, count, st->blocks[j]->data, &st->heaps[j], &st->scratch,
+                                 &chunks, &bytes, error);
     atomic_fetch_add(&st->scan->chunks_read, chunks);
     atomic_fetch_add(&st->scan->bytes_read, bytes);
     if (rc != QL_OK) return rc;
@@ -553,7 +553,7 @@ static int pattern_get(struct zr_stream *st, int32_t j, const struct zr_column *
 }
 
 static int column_error(const struct zr_scan *s, const struct zr_column *c, int arc, struct ql_error *error) {
-  return ql_error_set(error, arc, "zarr store %s: column '%s': %s", s->ds->store.url, c->name,
+  return ql_error_set(error, arc, "%s: column '%s': %s", s->ds->label, c->name,
                       arc == QL_EOVERFLOW ? "a time value does not fit timestamp[ns] (or an offset overflows)"
                       : arc == QL_EDATA   ? "invalid string (not UTF-8 / UTF-32)"
                                           : "out of memory");
@@ -677,7 +677,7 @@ static int stream_get_next(struct ArrowArrayStream *self, struct ArrowArray *out
   memset(out, 0, sizeof(*out));
   const struct ql_task_context *ctx = st->ctx;
   if (ctx && ctx->is_cancelled && ctx->is_cancelled(ctx)) {
-    ql_error_set(&err, QL_ECANCELLED, "zarr scan of %s cancelled", st->scan->ds->store.url);
+    ql_error_set(&err, QL_ECANCELLED, "scan of %s cancelled", st->scan->ds->label);
     stream_set_error(st, &err);
     ql_error_release(&err);
     return ql_status_to_errno(QL_ECANCELLED);
@@ -748,10 +748,7 @@ static void stream_release(struct ArrowArrayStream *self) {
 
 static struct zr_scan *plan_scan(const struct ql_execution_plan *self) { return self->private_data; }
 
-static const char *plan_name(const struct ql_execution_plan *self) {
-  (void)self;
-  return "ZarrScanExec";
-}
+static const char *plan_name(const struct ql_execution_plan *self) { return plan_scan(self)->ds->plan_name; }
 
 static const char *plan_display(const struct ql_execution_plan *self) { return plan_scan(self)->display; }
 
@@ -799,7 +796,8 @@ static int plan_with_new_children(const struct ql_execution_plan *self, struct q
   for (int64_t i = 0; i < n_children; i++) {
     if (children[i].release) children[i].release(&children[i]);
   }
-  if (n_children != 0) return ql_error_set(error, QL_EINVAL, "ZarrScanExec has no children (got %lld)", (long long)n_children);
+  if (n_children != 0) return ql_error_set(error, QL_EINVAL, "%s has no children (got %lld)", plan_scan(self)->ds->plan_name,
+                                  (long long)n_children);
   plan_wrap(scan_ref(plan_scan(self)), out);
   return QL_OK;
 }
@@ -809,7 +807,7 @@ static int plan_execute(const struct ql_execution_plan *self, int64_t partition,
   struct zr_scan *s = plan_scan(self);
   int64_t count = s->n_parts > 0 ? s->n_parts : 1;
   if (partition < 0 || partition >= count) {
-    return ql_error_set(error, QL_EINVAL, "ZarrScanExec: partition %lld out of range (0..%lld)", (long long)partition,
+    return ql_error_set(error, QL_EINVAL, "%s: partition %lld out of range (0..%lld)", s->ds->plan_name, (long long)partition,
                         (long long)count - 1);
   }
   struct zr_stream *st = calloc(1, sizeof(*st));
@@ -904,7 +902,7 @@ static int plan_get_statistics(const struct ql_execution_plan *self, int64_t par
   const struct zr_scan *s = plan_scan(self);
   const struct zr_table *t = scan_table(s);
   if (partition < -1 || partition >= (s->n_parts > 0 ? s->n_parts : 1)) {
-    return ql_error_set(error, QL_EINVAL, "ZarrScanExec: no partition %lld", (long long)partition);
+    return ql_error_set(error, QL_EINVAL, "%s: no partition %lld", s->ds->plan_name, (long long)partition);
   }
   struct zr_stats_acc acc;
   if (partition >= 0) {
@@ -1084,11 +1082,11 @@ static int build_display(struct zr_scan *s) {
   const struct zr_table *t = scan_table(s);
   int64_t kept, total;
   count_chunks(s, &kept, &total);
-  size_t cap = 320 + strlen(s->ds->store.url) + strlen(t->name);
+  size_t cap = 320 + strlen(s->ds->origin) + strlen(t->name);
   for (int32_t j = 0; j < s->n_proj; j++) cap += strlen(t->columns[s->proj[j]].name) + 2;
   s->display = malloc(cap);
   if (!s->display) return QL_ENOMEM;
-  size_t used = (size_t)snprintf(s->display, cap, "store=%s table=%s arrays=[", s->ds->store.url, t->name);
+  size_t used = (size_t)snprintf(s->display, cap, "%s table=%s arrays=[", s->ds->origin, t->name);
   int first = 1;
   for (int32_t j = 0; j < s->n_proj; j++) {
     const struct zr_column *c = &t->columns[s->proj[j]];

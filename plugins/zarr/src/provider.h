@@ -1,0 +1,30 @@
+/* qlink_zarr: a zr_dataset's tables as qlink table providers, the dataset
+ * as a schema provider. Shared by every plugin over the XQL table model
+ * (qlink_zarr's stores, qlink_ndarray's arrays in memory).
+ *
+ * Providers hold a reference to the dataset (model.h) and are immutable:
+ * any thread may call them. Filters on dimension columns are answered
+ * EXACT (filters.h), everything else UNSUPPORTED; statistics are exact.
+ */
+#ifndef QLINK_ZARR_PROVIDER_H
+#define QLINK_ZARR_PROVIDER_H
+
+#include "model.h"
+#include "qlink/table.h"
+
+/* Table `table` of `ds` as a table provider (takes a reference to ds). */
+int zr_table_provider_new(struct zr_dataset *ds, int32_t table, struct ql_table_provider *out, struct ql_error *error);
+/* The table named `want` (NULL: the only or largest), else QL_ENOTFOUND
+ * naming the dataset (ds->label) and listing its tables. */
+int zr_table_provider_find(struct zr_dataset *ds, const char *want, struct ql_table_provider *out,
+                           struct ql_error *error);
+/* Every table of `ds` as a schema provider; takes over the caller's
+ * reference to ds (released with the provider). */
+void zr_schema_provider_new(struct zr_dataset *ds, struct ql_schema_provider *out);
+/* The session's "qlink.execution.target_partitions"; 0 when not said. */
+int64_t zr_target_partitions(const struct ql_session *session);
+/* The `block_rows` option (`text` NULL: ZR_DEFAULT_BLOCK_ROWS): a positive
+ * integer up to ZR_MAX_BLOCK_ROWS, else QL_EINVAL naming `what`. */
+int zr_parse_block_rows(const char *text, const char *what, int64_t *out, struct ql_error *error);
+
+#endif /* QLINK_ZARR_PROVIDER_H */
