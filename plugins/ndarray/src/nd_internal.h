@@ -1,0 +1,62 @@
+/* qlink_ndarray: the registry of datasets (registry.c) and the datasets
+ * built over them for the XQL table model (dataset.c). */
+#ifndef QLINK_NDARRAY_INTERNAL_H
+#define QLINK_NDARRAY_INTERNAL_H
+
+#include <jansson.h>
+#include <stdatomic.h>
+
+#include "dtype.h"
+#include "model.h"
+#include "qlink_ndarray.h"
+
+/* One registered variable: copies of the caller's description (the data
+ * buffer itself is the owner's). */
+struct nd_var {
+  char *name;
+  int32_t ndim;
+  int32_t is_coord;
+  char *dims[ND_MAX_DIMS];
+  int64_t shape[ND_MAX_DIMS];
+  int64_t strides[ND_MAX_DIMS]; /* bytes; in memory only */
+  int64_t chunks[ND_MAX_DIMS];
+  struct zr_dtype dtype;        /* byte order as the buffer holds it (lazy: native) */
+  const uint8_t *data;          /* NULL for lazy variables */
+  nd_load_fn load;
+  void *load_ctx;
+  json_t *attrs; /* never NULL */
+};
+
+/* A registered dataset, reference-counted: the registry holds one
+ * reference until nd_unregister, every zr_dataset built over it another.
+ * The last reference calls release(owner). Immutable once registered. */
+struct nd_registration {
+  atomic_int refs;
+  int64_t id;
+  char *name;
+  int32_t n_vars;
+  struct nd_var *vars;
+  void *owner;
+  void (*release)(void *owner);
+};
+
+/* The registration of `id` with a reference taken, or NULL. */
+struct nd_registration *nd_lookup(int64_t id);
+void nd_registration_unref(struct nd_registration *r);
+
+/* Build the tables of `r` (a reference is taken by the dataset): the
+ * variables as the group's arrays, read through the registration's chunk
+ * source. `renames` and `min_block_rows` as zr_dataset_open's. */
+int nd_dataset_open(struct nd_registration *r, const char *renames, int64_t min_block_rows, struct zr_dataset **out,
+                    struct ql_error *error);
+
+/* The registration API's members (qlink_ndarray.h: struct nd_api). */
+int64_t nd_register(const struct nd_variable *vars, int32_t n_vars, const char *name, void *owner,
+                    void (*release)(void *owner), char *message, size_t message_cap);
+int nd_unregister(int64_t id);
+int64_t nd_live_count(void);
+
+/* Parse an element type (numpy typestr or Arrow format, qlink_ndarray.h). */
+int nd_dtype_parse(const char *text, struct zr_dtype *out, struct ql_error *error);
+
+#endif /* QLINK_NDARRAY_INTERNAL_H */

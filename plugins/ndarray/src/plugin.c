@@ -1,0 +1,168 @@
+/* qlink_ndarray: the plugin descriptor and its `dataset` table and schema
+ * providers over registered datasets (qlink_ndarray.h). Exported:
+ * qlink_plugin_init only; the registration API is its descriptor's
+ * private_data. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nd_internal.h"
+#include "provider.h"
+#include "qlink/lib/options.h"
+#include "qlink/lib/status.h"
+#include "qlink/qlink.h"
+
+#define ND_VERSION "0.1.0"
+
+static const struct ql_option_info table_options[] = {
+    {"id", "the dataset's id, as nd_register (qlink.xarray.register) returned it", NULL, 1, 0},
+    {"table", "which table (a dimension group, by default or new name); default: the only or largest one", NULL, 0, 0},
+    {"tables", "rename tables: OLD=NEW,OLD2=NEW2 with OLD a default name (dimension names joined by '_')", NULL, 0, 0},
+    {"block_rows", "rows a partition block holds at least (blocks of small chunks grow; 1: a block per chunk)",
+     "65536", 0, 0}};
+
+static const struct ql_option_info dataset_options[] = {
+    {"id", "the dataset's id, as nd_register (qlink.xarray.register) returned it", NULL, 1, 0},
+    {"tables", "rename tables: OLD=NEW,OLD2=NEW2 with OLD a default name (dimension names joined by '_')", NULL, 0, 0},
+    {"block_rows", "rows a partition block holds at least (blocks of small chunks grow; 1: a block per chunk)",
+     "65536", 0, 0}};
+
+static const struct ql_item_info items[] = {
+    {QL_ITEM_TABLE_PROVIDER, 4, "dataset",
+     "one table (a dimension group, or 'scalars': the 0-d variables) of a registered dataset", table_options},
+    {QL_ITEM_SCHEMA_PROVIDER, 3, "dataset",
+     "every table (each dimension group, and 'scalars' for the 0-d variables) of a registered dataset",
+     dataset_options}};
+
+static int open_dataset(const struct ql_options *options, const struct ql_option_info *known, int32_t n_known,
+                        const char *what, struct zr_dataset **out, struct ql_error *error) {
+  QL_RETURN_NOT_OK(ql_options_check(options, known, n_known, what, error));
+  const char *text = ql_options_get(options, "id", NULL);
+  if (!text || !text[0]) return ql_error_set(error, QL_EINVAL, "%s: option 'id' is required", what);
+  char *end = NULL;
+  errno = 0;
+  long long id = strtoll(text, &end, 10);
+  if (end == text || *end != '\0' || id < 1 || errno == ERANGE) {
+    return ql_error_set(error, QL_EINVAL, "%s: option 'id' must be a positive integer (got '%s')", what, text);
+  }
+  int64_t block_rows;
+  QL_RETURN_NOT_OK(zr_parse_block_rows(ql_options_get(options, "block_rows", NULL), what, &block_rows, error));
+  struct nd_registration *r = nd_lookup((int64_t)id);
+  if (!r) {
+    return ql_error_set(error, QL_ENOTFOUND, "%s: no dataset %lld is registered (unregistered, or another process?)",
+                        what, id);
+  }
+  int rc = nd_dataset_open(r, ql_options_get(options, "tables", NULL), block_rows, out, error);
+  nd_registration_unref(r);
+  return rc;
+}
+
+static int plugin_table_provider_open(const struct ql_plugin *self, const char *name, const struct ql_options *options,
+                                      const struct ql_session *session, struct ql_table_provider *out,
+                                      struct ql_error *error) {
+  (void)self;
+  (void)session;
+  if (!name || strcmp(name, "dataset") != 0) {
+    return ql_error_set(error, QL_ENOTFOUND, "qlink_ndarray has no table provider '%s' (it has 'dataset')",
+                        name ? name : "");
+  }
+  struct zr_dataset *ds = NULL;
+  QL_RETURN_NOT_OK(open_dataset(options, table_options, 4, "qlink_ndarray/dataset", &ds, error));
+  int rc = zr_table_provider_find(ds, ql_options_get(options, "table", NULL), out, error);
+  zr_dataset_unref(ds);
+  return rc;
+}
+
+static int plugin_schema_provider_open(const struct ql_plugin *self, const char *name, const struct ql_options *options,
+                                       const struct ql_session *session, struct ql_schema_provider *out,
+                                       struct ql_error *error) {
+  (void)self;
+  (void)session;
+  if (!name || strcmp(name, "dataset") != 0) {
+    return ql_error_set(error, QL_ENOTFOUND, "qlink_ndarray has no schema provider '%s' (it has 'dataset')",
+                        name ? name : "");
+  }
+  struct zr_dataset *ds = NULL;
+  QL_RETURN_NOT_OK(open_dataset(options, dataset_options, 3, "qlink_ndarray/dataset", &ds, error));
+  zr_schema_provider_new(ds, out);
+  return QL_OK;
+}
+
+static int not_found_fn(const char *kind, const char *name, struct ql_error *error) {
+  return ql_error_set(error, QL_ENOTFOUND, "qlink_ndarray has no %s '%s'", kind, name ? name : "");
+}
+
+static int plugin_scalar_open(const struct ql_plugin *self, const char *name, struct ql_scalar_function *out,
+                              struct ql_error *error) {
+  (void)self;
+  (void)out;
+  return not_found_fn("scalar function", name, error);
+}
+static int plugin_aggregate_open(const struct ql_plugin *self, const char *name, struct ql_aggregate_function *out,
+                                 struct ql_error *error) {
+  (void)self;
+  (void)out;
+  return not_found_fn("aggregate function", name, error);
+}
+static int plugin_window_open(const struct ql_plugin *self, const char *name, struct ql_window_function *out,
+                              struct ql_error *error) {
+  (void)self;
+  (void)out;
+  return not_found_fn("window function", name, error);
+}
+static int plugin_table_function_open(const struct ql_plugin *self, const char *name, struct ql_table_function *out,
+                                      struct ql_error *error) {
+  (void)self;
+  (void)out;
+  return not_found_fn("table function", name, error);
+}
+static int plugin_planner_open(const struct ql_plugin *self, const char *name, const struct ql_options *options,
+                               struct ql_planner *out, struct ql_error *error) {
+  (void)self;
+  (void)options;
+  (void)out;
+  return not_found_fn("planner", name, error);
+}
+static int plugin_object_store_open(const struct ql_plugin *self, const char *name, const char *url,
+                                    const struct ql_options *options, struct ql_object_store *out,
+                                    struct ql_error *error) {
+  (void)self;
+  (void)url;
+  (void)options;
+  (void)out;
+  return not_found_fn("object store", name, error);
+}
+
+static void plugin_release(struct ql_plugin *self) { self->release = NULL; }
+
+static const struct nd_api api = {sizeof(struct nd_api), ND_API_MAGIC, nd_register, nd_unregister, nd_live_count};
+
+QL_PLUGIN_EXPORT int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
+
+QL_PLUGIN_EXPORT int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error) {
+  if (abi_version != QL_ABI_VERSION_0_1) {
+    return ql_error_set(error, QL_EVERSION, "qlink_ndarray serves ABI 0.1 only; asked for %u.%u",
+                        QL_ABI_VERSION_MAJOR(abi_version), QL_ABI_VERSION_MINOR(abi_version));
+  }
+  if (!out) return ql_error_set(error, QL_EINVAL, "qlink_plugin_init: out is NULL");
+  memset(out, 0, sizeof(*out));
+  out->struct_size = sizeof(*out);
+  out->magic = QL_PLUGIN_MAGIC;
+  out->abi_version = abi_version;
+  out->n_items = (int32_t)(sizeof(items) / sizeof(items[0]));
+  out->name = "qlink_ndarray";
+  out->version = ND_VERSION;
+  out->description = "N-dimensional arrays in memory (an xarray Dataset's variables) as SQL tables in the XQL model";
+  out->items = items;
+  out->table_provider_open = plugin_table_provider_open;
+  out->schema_provider_open = plugin_schema_provider_open;
+  out->scalar_function_open = plugin_scalar_open;
+  out->aggregate_function_open = plugin_aggregate_open;
+  out->window_function_open = plugin_window_open;
+  out->table_function_open = plugin_table_function_open;
+  out->planner_open = plugin_planner_open;
+  out->object_store_open = plugin_object_store_open;
+  out->release = plugin_release;
+  out->private_data = (void *)&api; /* the registration API (qlink_ndarray.h) */
+  return QL_OK;
+}

@@ -1,0 +1,636 @@
+/* qlink_ndarray end to end through the ABI, over arrays in this process:
+ * the registration API reached through the descriptor, every dtype,
+ * strided and non-contiguous buffers, NaN and NaT, chunk blocks, dimension
+ * filters pruning and slicing, projection, limit, exact statistics, a lazy
+ * variable's loader (and its failure), release called exactly once. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ql_test.h"
+#include "qlink/lib/arrow.h"
+#include "qlink/lib/host.h"
+#include "qlink/lib/ir.h"
+#include "qlink/lib/status.h"
+#include "qlink/qlink.h"
+#include "qlink_ndarray.h"
+
+int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
+
+struct fixture {
+  struct ql_ref_host *host;
+  struct ql_plugin plugin;
+  const struct nd_api *api;
+};
+
+static int released; /* release callbacks seen */
+static void count_release(void *owner) {
+  released++;
+  QL_CHECK_STR((const char *)owner, "owner");
+}
+
+/* ---------------------------------------------------------- the data */
+
+/* time(4) datetime64[ns], lat(3) float64 decreasing, v(time, lat) float64
+ * held transposed (a Fortran-order buffer: strides 8, 32) with a NaN,
+ * w(lat) int16 reversed in memory (negative stride), elev(lat) a
+ * non-dimension coordinate, flag(time, lat) bool, name(lat) "<U3". */
+static const int64_t times[4] = {946684800000000000LL, 946771200000000000LL, 946857600000000000LL,
+                                 946944000000000000LL};
+static const double lats[3] = {30.0, 20.0, 10.0};
+static double v_fortran[12];           /* v[t][l] at [l * 4 + t] */
+static const int16_t w_reversed[3] = {-3, -2, -1}; /* w[l] = -(l + 1): read from the end backwards */
+static const float elev[3] = {1.5f, 2.5f, 3.5f};
+static const uint8_t flag[12] = {1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0};
+static uint32_t names[3][3]; /* UTF-32 */
+
+static double v_value(int t, int l) { return t == 1 && l == 1 ? NAN : 10.0 * t + l; }
+
+static void fill_data(void) {
+  for (int t = 0; t < 4; t++) {
+    for (int l = 0; l < 3; l++) v_fortran[l * 4 + t] = v_value(t, l);
+  }
+  const char *text[3] = {"abc", "de", "f"};
+  memset(names, 0, sizeof(names));
+  for (int l = 0; l < 3; l++) {
+    for (size_t k = 0; k < strlen(text[l]); k++) names[l][k] = (uint32_t)text[l][k];
+  }
+}
+
+static const char *dims_t[1] = {"time"}, *dims_l[1] = {"lat"}, *dims_tl[2] = {"time", "lat"};
+static const int64_t shape_t[1] = {4}, shape_l[1] = {3}, shape_tl[2] = {4, 3};
+static const int64_t strides_fortran[2] = {8, 32}, strides_reversed[1] = {-2};
+static const int64_t chunks_tl[2] = {2, 3};
+
+static int64_t register_main(struct fixture *f, const int64_t *chunks, char *msg) {
+  struct nd_variable vars[7];
+  memset(vars, 0, sizeof(vars));
+  vars[0] = (struct nd_variable){"time", 1, 1, dims_t, shape_t, "<M8[ns]", times, NULL, NULL, NULL, NULL, NULL};
+  vars[1] = (struct nd_variable){"lat", 1, 1, dims_l, shape_l, "g", lats, NULL, NULL,
+                                 "{\"units\":\"degrees_north\",\"valid_range\":[-90,90]}", NULL, NULL};
+  vars[2] = (struct nd_variable){"v", 2, 0, dims_tl, shape_tl, "<f8", v_fortran, strides_fortran, chunks,
+                                 "{\"units\":\"K\",\"_FillValue\":0.0,\"scale_factor\":2}", NULL, NULL};
+  vars[3] = (struct nd_variable){"w", 1, 0, dims_l, shape_l, "<i2", w_reversed + 2, strides_reversed, NULL, NULL, NULL,
+                                 NULL};
+  vars[4] = (struct nd_variable){"elev", 1, 1, dims_l, shape_l, "<f4", elev, NULL, NULL, NULL, NULL, NULL};
+  vars[5] = (struct nd_variable){"flag", 2, 0, dims_tl, shape_tl, "|b1", flag, NULL, chunks, NULL, NULL, NULL};
+  vars[6] = (struct nd_variable){"name", 1, 0, dims_l, shape_l, "<U3", names, NULL, NULL, NULL, NULL, NULL};
+  return f->api->register_dataset(vars, 7, "main", "owner", count_release, msg, 256);
+}
+
+static int open_table(struct fixture *f, int64_t id, const char *table, const char *block_rows,
+                      struct ql_table_provider *out, struct ql_error *err) {
+  char idtext[32];
+  snprintf(idtext, sizeof(idtext), "%lld", (long long)id);
+  const char *keys[3] = {"id", "block_rows", "table"};
+  const char *values[3] = {idtext, block_rows ? block_rows : "65536", table};
+  struct ql_options opts = {table ? 3 : 2, keys, values};
+  return f->plugin.table_provider_open(&f->plugin, "dataset", &opts, ql_ref_host_session(f->host), out, err);
+}
+
+/* Every partition's batches appended into one struct array per call
+ * (rows of all partitions in partition order): returns the row count and
+ * writes column `col` as doubles (NaN for null; bool 0/1; int16 and
+ * timestamps as numbers; valid[] 0 for null). */
+static int64_t collect(struct fixture *f, const struct ql_execution_plan *plan, int32_t col, double *out,
+                       uint8_t *valid, int64_t cap) {
+  struct ql_error err = {0};
+  struct ql_plan_properties props;
+  memset(&props, 0, sizeof(props));
+  props.struct_size = sizeof(props);
+  QL_CHECK_OK(plan->get_properties(plan, &props, &err), err);
+  struct ArrowSchema schema;
+  QL_CHECK_OK(plan->get_schema(plan, &schema, &err), err);
+  const char *fmt = schema.children[col]->format;
+  int64_t n = 0;
+  for (int64_t p = 0; p < props.partition_count; p++) {
+    struct ql_task_context ctx;
+    ql_ref_host_task_context(f->host, p, &ctx);
+    struct ArrowArrayStream st;
+    QL_CHECK_OK(plan->execute(plan, p, &ctx, &st, &err), err);
+    for (;;) {
+      struct ArrowArray a;
+      QL_CHECK_INT(st.get_next(&st, &a), 0);
+      if (!a.release) break;
+      const struct ArrowArray *c = a.children[col];
+      for (int64_t r = 0; r < a.length && n < cap; r++, n++) {
+        valid[n] = (uint8_t)ql_array_is_valid(c, r);
+        int64_t i = r + c->offset;
+        double x = NAN;
+        if (strcmp(fmt, "g") == 0) x = ((const double *)c->buffers[1])[i];
+        if (strcmp(fmt, "f") == 0) x = ((const float *)c->buffers[1])[i];
+        if (strcmp(fmt, "s") == 0) x = ((const int16_t *)c->buffers[1])[i];
+        if (strcmp(fmt, "l") == 0 || strncmp(fmt, "ts", 2) == 0 || strncmp(fmt, "tD", 2) == 0) {
+          x = (double)((const int64_t *)c->buffers[1])[i];
+        }
+        if (strcmp(fmt, "b") == 0) x = (((const uint8_t *)c->buffers[1])[i / 8] >> (i % 8)) & 1;
+        out[n] = valid[n] ? x : NAN;
+      }
+      a.release(&a);
+    }
+    st.release(&st);
+  }
+  ql_schema_release(&schema);
+  ql_error_release(&err);
+  return n;
+}
+
+static struct ql_execution_plan scan(struct fixture *f, struct ql_table_provider *tp, int32_t n_proj,
+                                     const int32_t *proj, struct ql_expr_list filters, int64_t limit) {
+  struct ql_error err = {0};
+  struct ql_scan_args args = {sizeof(struct ql_scan_args), n_proj, proj, filters, limit};
+  struct ql_execution_plan plan;
+  memset(&plan, 0, sizeof(plan));
+  QL_CHECK_OK(tp->scan(tp, ql_ref_host_session(f->host), &args, &plan, &err), err);
+  ql_error_release(&err);
+  return plan;
+}
+
+/* ------------------------------------------------------------- tests */
+
+static void test_schema_values_stats(struct fixture *f) {
+  struct ql_error err = {0};
+  char msg[256];
+  int64_t id = register_main(f, chunks_tl, msg);
+  QL_CHECK(id > 0);
+  QL_CHECK_INT(f->api->live_count(), 1);
+  struct ql_table_provider tp;
+  QL_CHECK_OK(open_table(f, id, NULL, NULL, &tp, &err), err);
+  struct ArrowSchema s;
+  QL_CHECK_OK(tp.get_schema(&tp, &s, &err), err);
+  /* dimensions, the coordinate over a subset, the variables in the order registered */
+  QL_CHECK_INT(s.n_children, 5);
+  const char *names_want[5] = {"time", "lat", "elev", "v", "flag"};
+  const char *formats_want[5] = {"tsn:", "g", "f", "g", "b"};
+  for (int i = 0; i < 5 && i < s.n_children; i++) {
+    QL_CHECK_STR(s.children[i]->name, names_want[i]);
+    QL_CHECK_STR(s.children[i]->format, formats_want[i]);
+  }
+  /* attributes are metadata, none consumed: the data are not decoded again */
+  char *meta = NULL;
+  QL_CHECK_INT(ql_schema_metadata_get(s.children[1], "valid_range", &meta), QL_OK);
+  QL_CHECK_STR(meta, "[-90,90]");
+  free(meta);
+  QL_CHECK_INT(ql_schema_metadata_get(s.children[3], "_FillValue", &meta), QL_OK);
+  QL_CHECK_STR(meta, "0.0");
+  free(meta);
+  ql_schema_release(&s);
+
+  struct ql_statistics st;
+  QL_CHECK_OK(tp.get_statistics(&tp, &st, &err), err);
+  QL_CHECK_INT(st.num_rows, 12);
+  QL_CHECK_INT(st.num_rows_precision, QL_PRECISION_EXACT);
+  QL_CHECK_INT(st.columns[0].min.value.i64, times[0]);
+  QL_CHECK_INT(st.columns[0].max.value.i64, times[3]);
+  QL_CHECK(st.columns[1].min.value.f64 == 10.0 && st.columns[1].max.value.f64 == 30.0);
+  st.release(&st);
+
+  struct ql_expr_list none = {NULL, 0, 0, NULL};
+  struct ql_execution_plan plan = scan(f, &tp, -1, NULL, none, -1);
+  QL_CHECK_STR(plan.name(&plan), "NdarrayScanExec");
+  QL_CHECK(strstr(plan.display(&plan), "dataset=") != NULL);
+  double x[16];
+  uint8_t ok[16];
+  QL_CHECK_INT(collect(f, &plan, 3, x, ok, 16), 12);
+  int good = 1;
+  for (int t = 0; t < 4; t++) {
+    for (int l = 0; l < 3; l++) {
+      double want = v_value(t, l);
+      /* NaN is NaN, not NULL: the Dataset is already decoded (the _FillValue attribute is metadata only) */
+      good &= ok[t * 3 + l] == 1 && (isnan(want) ? isnan(x[t * 3 + l]) : x[t * 3 + l] == want);
+    }
+  }
+  QL_CHECK(good);
+  QL_CHECK_INT(collect(f, &plan, 0, x, ok, 16), 12);
+  QL_CHECK(x[0] == (double)times[0] && x[3] == (double)times[1] && x[11] == (double)times[3]);
+  QL_CHECK_INT(collect(f, &plan, 1, x, ok, 16), 12);
+  QL_CHECK(x[0] == 30.0 && x[1] == 20.0 && x[2] == 10.0 && x[5] == 10.0);
+  QL_CHECK_INT(collect(f, &plan, 2, x, ok, 16), 12);
+  QL_CHECK(x[0] == 1.5 && x[4] == 2.5 && x[11] == 3.5);
+  QL_CHECK_INT(collect(f, &plan, 4, x, ok, 16), 12);
+  QL_CHECK(x[0] == 1 && x[1] == 0 && x[2] == 1 && x[11] == 0);
+  /* partitions: time chunks of 2 at block_rows 65536 still grow to one block */
+  struct ql_plan_properties props;
+  memset(&props, 0, sizeof(props));
+  props.struct_size = sizeof(props);
+  QL_CHECK_OK(plan.get_properties(&plan, &props, &err), err);
+  QL_CHECK_INT(props.partition_count, 1);
+  plan.release(&plan);
+  tp.release(&tp);
+
+  /* the lat table's strings, through a projection */
+  QL_CHECK_OK(open_table(f, id, "lat", NULL, &tp, &err), err);
+  int32_t proj[1] = {3};
+  plan = scan(f, &tp, 1, proj, none, -1);
+  struct ql_task_context ctx;
+  ql_ref_host_task_context(f->host, 0, &ctx);
+  struct ArrowArrayStream stream;
+  QL_CHECK_OK(plan.execute(&plan, 0, &ctx, &stream, &err), err);
+  struct ArrowArray a;
+  QL_CHECK_INT(stream.get_next(&stream, &a), 0);
+  QL_CHECK_INT(a.length, 3);
+  QL_CHECK_INT(a.n_children, 1);
+  const int32_t *offs = a.children[0]->buffers[1];
+  const char *chars = a.children[0]->buffers[2];
+  QL_CHECK_INT(offs[1] - offs[0], 3);
+  QL_CHECK(memcmp(chars + offs[0], "abc", 3) == 0);
+  QL_CHECK_INT(offs[2] - offs[1], 2);
+  QL_CHECK(memcmp(chars + offs[1], "de", 2) == 0);
+  QL_CHECK_INT(offs[3] - offs[2], 1);
+  QL_CHECK(memcmp(chars + offs[2], "f", 1) == 0);
+  a.release(&a);
+  stream.release(&stream);
+  plan.release(&plan);
+  tp.release(&tp);
+
+  /* nothing open: unregistering releases the owner */
+  QL_CHECK_INT(released, 0);
+  QL_CHECK_INT(f->api->unregister_dataset(id), 0);
+  QL_CHECK_INT(released, 1);
+  ql_error_release(&err);
+}
+
+/* Chunk blocks, filters that prune blocks and slice inside them, limit. */
+static void test_blocks_filters_limit(struct fixture *f) {
+  struct ql_error err = {0};
+  char msg[256];
+  int64_t id = register_main(f, chunks_tl, msg);
+  QL_CHECK(id > 0);
+  struct ql_table_provider tp;
+  QL_CHECK_OK(open_table(f, id, "time_lat", "1", &tp, &err), err);
+  struct ql_ir_builder *b = NULL;
+  QL_CHECK_OK(ql_ir_builder_new(&b, &err), err);
+  /* time >= 2000-01-03 (ns) and lat < 25 (20, 10) ; v > 0 (no dimension: unsupported) */
+  struct ql_scalar t2 = {0};
+  t2.format = "tsn:";
+  t2.value.i64 = times[2];
+  ql_expr_id e0 = ql_ir_binary(b, QL_OP_GE, ql_ir_column(b, "time", NULL, 0), ql_ir_literal(b, &t2));
+  ql_expr_id e1 = ql_ir_binary(b, QL_OP_LT, ql_ir_column(b, "lat", NULL, 1), ql_ir_literal_f64(b, 25.0));
+  ql_expr_id e2 = ql_ir_binary(b, QL_OP_GT, ql_ir_column(b, "v", NULL, 3), ql_ir_literal_i64(b, 0));
+  struct ql_plan_view view;
+  QL_CHECK_OK(ql_ir_builder_finish(b, -1, &view, &err), err);
+  ql_ir_builder_free(b);
+  ql_expr_id roots[3] = {e0, e1, e2};
+  struct ql_expr_list list = {&view, 3, 0, roots};
+  int32_t answers[3] = {-1, -1, -1};
+  QL_CHECK_OK(tp.supports_filters(&tp, &list, answers, &err), err);
+  QL_CHECK_INT(answers[0], QL_PUSHDOWN_EXACT);
+  QL_CHECK_INT(answers[1], QL_PUSHDOWN_EXACT);
+  QL_CHECK_INT(answers[2], QL_PUSHDOWN_UNSUPPORTED);
+  struct ql_expr_list pushed = {&view, 2, 0, roots};
+  int32_t proj[3] = {3, 0, 1};
+  struct ql_execution_plan plan = scan(f, &tp, 3, proj, pushed, -1);
+  /* blocks of 2 time steps x 3 latitudes: the first is pruned */
+  QL_CHECK(strstr(plan.display(&plan), "blocks=1/2") != NULL);
+  double x[16];
+  uint8_t ok[16];
+  QL_CHECK_INT(collect(f, &plan, 0, x, ok, 16), 4);
+  QL_CHECK(x[0] == 21 && x[1] == 22 && x[2] == 31 && x[3] == 32);
+  QL_CHECK_INT(collect(f, &plan, 2, x, ok, 16), 4);
+  QL_CHECK(x[0] == 20 && x[1] == 10 && x[2] == 20 && x[3] == 10);
+  struct ql_statistics st;
+  QL_CHECK_OK(plan.get_statistics(&plan, -1, &st, &err), err);
+  QL_CHECK_INT(st.num_rows, 4);
+  QL_CHECK_INT(st.columns[1].min.value.i64, times[2]);
+  QL_CHECK_INT(st.columns[1].max.value.i64, times[3]);
+  QL_CHECK(st.columns[2].min.value.f64 == 10.0 && st.columns[2].max.value.f64 == 20.0);
+  st.release(&st);
+  struct ql_metrics m;
+  QL_CHECK_OK(plan.get_metrics(&plan, &m, &err), err);
+  QL_CHECK_STR(m.items[0].name, "output_rows");
+  QL_CHECK_INT(m.items[0].value, 8); /* two collect() runs */
+  QL_CHECK_STR(m.items[6].name, "blocks_pruned");
+  QL_CHECK_INT(m.items[6].value, 1);
+  m.release(&m);
+  plan.release(&plan);
+  /* without filters: 2 blocks, 2 partitions (the host's target), a limit per partition */
+  struct ql_expr_list none = {NULL, 0, 0, NULL};
+  plan = scan(f, &tp, 3, proj, none, 1);
+  QL_CHECK(strstr(plan.display(&plan), "blocks=2/2 partitions=2") != NULL);
+  QL_CHECK_INT(collect(f, &plan, 0, x, ok, 16), 2);
+  QL_CHECK(x[0] == 0 && x[1] == 20);
+  plan.release(&plan);
+  view.release(&view);
+  tp.release(&tp);
+  /* the lat table: w reversed in memory, elev */
+  QL_CHECK_OK(open_table(f, id, "lat", NULL, &tp, &err), err);
+  plan = scan(f, &tp, -1, NULL, none, -1);
+  struct ArrowSchema s;
+  QL_CHECK_OK(plan.get_schema(&plan, &s, &err), err);
+  QL_CHECK_INT(s.n_children, 4);
+  QL_CHECK_STR(s.children[2]->name, "w");
+  ql_schema_release(&s);
+  QL_CHECK_INT(collect(f, &plan, 2, x, ok, 16), 3);
+  QL_CHECK(x[0] == -1 && x[1] == -2 && x[2] == -3);
+  plan.release(&plan);
+  tp.release(&tp);
+  /* unregistered while a provider is open: release waits for it */
+  QL_CHECK_OK(open_table(f, id, "lat", NULL, &tp, &err), err);
+  QL_CHECK_INT(f->api->unregister_dataset(id), 0);
+  QL_CHECK_INT(f->api->unregister_dataset(id), -1);
+  int before = released;
+  struct ql_table_provider gone;
+  QL_CHECK_INT(open_table(f, id, NULL, NULL, &gone, &err), QL_ENOTFOUND);
+  ql_error_release(&err);
+  plan = scan(f, &tp, -1, NULL, none, -1);
+  QL_CHECK_INT(collect(f, &plan, 1, x, ok, 16), 3);
+  QL_CHECK_INT(released, before);
+  tp.release(&tp);
+  QL_CHECK_INT(released, before); /* the plan still holds the dataset */
+  plan.release(&plan);
+  QL_CHECK_INT(released, before + 1);
+  QL_CHECK_INT(f->api->live_count(), 0);
+  ql_error_release(&err);
+}
+
+/* Every element type, through one table over dimension x(3). */
+static void test_dtypes(struct fixture *f) {
+  struct ql_error err = {0};
+  static const int8_t i1[3] = {-128, 0, 127};
+  static const uint8_t u1[3] = {0, 1, 255};
+  static const int16_t i2[3] = {-32768, 1, 32767};
+  static const uint16_t u2[3] = {0, 2, 65535};
+  static const int32_t i4[3] = {INT32_MIN, 3, INT32_MAX};
+  static const uint32_t u4[3] = {0, 4, UINT32_MAX};
+  static const int64_t i8[3] = {INT64_MIN + 1, 5, INT64_MAX};
+  static const uint64_t u8[3] = {0, 6, UINT64_MAX};
+  static const uint16_t f2[3] = {0x3C00, 0xC000, 0x7E00}; /* 1.0, -2.0, NaN */
+  static const float f4[3] = {0.5f, NAN, -1.0f};
+  static const int64_t days[3] = {0, 1, INT64_MIN};     /* datetime64[D] with NaT */
+  static const int64_t secs[3] = {86400, INT64_MIN, 0};  /* datetime64[s] with NaT */
+  static const int64_t ms[3] = {1, 2, 3};               /* datetime64[ms] */
+  static const int64_t dur[3] = {60, INT64_MIN, -60};    /* timedelta64[s] with NaT */
+  static const uint8_t be[3 * 8] = {0x3F, 0xF0, 0, 0, 0, 0, 0, 0, 0x40, 0, 0, 0, 0, 0, 0, 0,
+                                    0xC0, 0x08, 0, 0, 0, 0, 0, 0}; /* >f8: 1, 2, -3 */
+  static const char bytes[3][2] = {{'a', 'b'}, {'c', 0}, {0, 0}};
+  const char *dims[1] = {"x"};
+  const int64_t shape[1] = {3};
+  struct {
+    const char *name, *dtype;
+    const void *data;
+    const char *format;
+  } cols[] = {{"i1", "|i1", i1, "c"},       {"u1", "C", u1, "C"},         {"i2", "<i2", i2, "s"},
+              {"u2", "<u2", u2, "S"},       {"i4", "=i4", i4, "i"},       {"u4", "<u4", u4, "I"},
+              {"i8", "l", i8, "l"},         {"u8", "<u8", u8, "L"},       {"f2", "<f2", f2, "f"},
+              {"f4", "f", f4, "f"},         {"dd", "<M8[D]", days, "tss:"}, {"ds", "<M8[s]", secs, "tss:"},
+              {"dm", "tsm:", ms, "tsm:"},   {"td", "<m8[s]", dur, "tDs"}, {"be", ">f8", be, "g"},
+              {"by", "|S2", bytes, "z"}};
+  enum { N = sizeof(cols) / sizeof(cols[0]) };
+  struct nd_variable vars[N];
+  memset(vars, 0, sizeof(vars));
+  for (int i = 0; i < N; i++) {
+    vars[i] = (struct nd_variable){cols[i].name, 1, 0, dims, shape, cols[i].dtype, cols[i].data, NULL, NULL, NULL,
+                                   NULL, NULL};
+  }
+  char msg[256];
+  int64_t id = f->api->register_dataset(vars, N, "dtypes", NULL, NULL, msg, sizeof(msg));
+  QL_CHECK(id > 0);
+  if (id <= 0) fprintf(stderr, "register: %s\n", msg);
+  struct ql_table_provider tp;
+  QL_CHECK_OK(open_table(f, id, NULL, NULL, &tp, &err), err);
+  struct ql_expr_list none = {NULL, 0, 0, NULL};
+  struct ql_execution_plan plan = scan(f, &tp, -1, NULL, none, -1);
+  struct ql_task_context ctx;
+  ql_ref_host_task_context(f->host, 0, &ctx);
+  struct ArrowArrayStream stream;
+  QL_CHECK_OK(plan.execute(&plan, 0, &ctx, &stream, &err), err);
+  struct ArrowSchema s;
+  QL_CHECK_INT(stream.get_schema(&stream, &s), 0);
+  QL_CHECK_INT(s.n_children, N + 1);
+  for (int i = 0; i < N && i + 1 < s.n_children; i++) QL_CHECK_STR(s.children[i + 1]->format, cols[i].format);
+  ql_schema_release(&s);
+  struct ArrowArray a;
+  QL_CHECK_INT(stream.get_next(&stream, &a), 0);
+  QL_CHECK_INT(a.length, 3);
+#define COL(i) a.children[(i) + 1]
+#define VAL(i, T, r) (((const T *)COL(i)->buffers[1])[r])
+  QL_CHECK(VAL(0, int8_t, 0) == -128 && VAL(0, int8_t, 2) == 127);
+  QL_CHECK(VAL(1, uint8_t, 2) == 255);
+  QL_CHECK(VAL(2, int16_t, 0) == -32768 && VAL(3, uint16_t, 2) == 65535);
+  QL_CHECK(VAL(4, int32_t, 0) == INT32_MIN && VAL(5, uint32_t, 2) == UINT32_MAX);
+  QL_CHECK(VAL(6, int64_t, 2) == INT64_MAX && VAL(7, uint64_t, 2) == UINT64_MAX);
+  QL_CHECK(VAL(8, float, 0) == 1.0f && VAL(8, float, 1) == -2.0f && isnan(VAL(8, float, 2)));
+  QL_CHECK_INT(ql_array_is_valid(COL(8), 2), 1); /* NaN, not NULL */
+  QL_CHECK(VAL(9, float, 0) == 0.5f && isnan(VAL(9, float, 1)) && ql_array_is_valid(COL(9), 1));
+  /* datetime64[D] becomes seconds (Arrow has no day timestamps); NaT is NULL */
+  QL_CHECK_INT(VAL(10, int64_t, 1), 86400);
+  QL_CHECK_INT(ql_array_is_valid(COL(10), 2), 0);
+  QL_CHECK_INT(VAL(11, int64_t, 0), 86400);
+  QL_CHECK_INT(ql_array_is_valid(COL(11), 1), 0);
+  QL_CHECK_INT(COL(11)->null_count, 1);
+  QL_CHECK_INT(VAL(12, int64_t, 2), 3);
+  QL_CHECK_INT(VAL(13, int64_t, 2), -60);
+  QL_CHECK_INT(ql_array_is_valid(COL(13), 1), 0);
+  QL_CHECK(VAL(14, double, 0) == 1.0 && VAL(14, double, 1) == 2.0 && VAL(14, double, 2) == -3.0);
+  const int32_t *bo = COL(15)->buffers[1];
+  QL_CHECK_INT(bo[1] - bo[0], 2);
+  QL_CHECK_INT(bo[2] - bo[1], 1); /* trailing NULs stripped */
+  QL_CHECK_INT(bo[3] - bo[2], 0);
+#undef VAL
+#undef COL
+  a.release(&a);
+  stream.release(&stream);
+  plan.release(&plan);
+  tp.release(&tp);
+  QL_CHECK_INT(f->api->unregister_dataset(id), 0);
+  ql_error_release(&err);
+}
+
+/* A lazy variable: one loader call per block (the bounding box of the
+ * selected rows), and a failing loader's reason in the query's error. */
+struct loader {
+  int calls;
+  int fail_at; /* the call that fails (1-based); 0: never */
+  int64_t starts[8], counts[8];
+};
+
+static int load_v(void *ctx, int32_t ndim, const int64_t *start, const int64_t *count, void *out, char *message,
+                  size_t cap) {
+  struct loader *l = ctx;
+  QL_CHECK_INT(ndim, 2);
+  l->calls++;
+  if (l->calls <= 8) {
+    l->starts[l->calls - 1] = start[0];
+    l->counts[l->calls - 1] = count[0];
+  }
+  if (l->calls == l->fail_at) {
+    snprintf(message, cap, "backend array: HDF error reading block at time=%lld", (long long)start[0]);
+    return 1;
+  }
+  double *o = out;
+  for (int64_t t = 0; t < count[0]; t++) {
+    for (int64_t k = 0; k < count[1]; k++) o[t * count[1] + k] = v_value((int)(start[0] + t), (int)(start[1] + k));
+  }
+  return 0;
+}
+
+static void test_lazy(struct fixture *f) {
+  struct ql_error err = {0};
+  struct loader l;
+  memset(&l, 0, sizeof(l));
+  static const int64_t chunks1[2] = {1, 3};
+  struct nd_variable vars[3];
+  memset(vars, 0, sizeof(vars));
+  vars[0] = (struct nd_variable){"time", 1, 1, dims_t, shape_t, "<M8[ns]", times, NULL, NULL, NULL, NULL, NULL};
+  vars[1] = (struct nd_variable){"lat", 1, 1, dims_l, shape_l, "<f8", lats, NULL, NULL, NULL, NULL, NULL};
+  vars[2] = (struct nd_variable){"v", 2, 0, dims_tl, shape_tl, "<f8", NULL, NULL, chunks1, NULL, load_v, &l};
+  char msg[256];
+  int64_t id = f->api->register_dataset(vars, 3, "lazy", "owner", count_release, msg, sizeof(msg));
+  QL_CHECK(id > 0);
+  QL_CHECK_INT(l.calls, 0); /* registering reads coordinates only */
+  struct ql_table_provider tp;
+  QL_CHECK_OK(open_table(f, id, NULL, "1", &tp, &err), err);
+  struct ql_expr_list none = {NULL, 0, 0, NULL};
+  int32_t proj[1] = {2};
+  struct ql_execution_plan plan = scan(f, &tp, 1, proj, none, -1);
+  double x[16];
+  uint8_t ok[16];
+  QL_CHECK_INT(collect(f, &plan, 0, x, ok, 16), 12);
+  QL_CHECK_INT(l.calls, 4); /* one per block of one time step */
+  QL_CHECK(x[0] == 0 && isnan(x[4]) && x[11] == 32);
+  QL_CHECK_INT(l.starts[3], 3);
+  QL_CHECK_INT(l.counts[3], 1);
+  /* only the dimension columns: the loader is not called */
+  int32_t dims_only[1] = {0};
+  struct ql_execution_plan p2 = scan(f, &tp, 1, dims_only, none, -1);
+  QL_CHECK_INT(collect(f, &p2, 0, x, ok, 16), 12);
+  QL_CHECK_INT(l.calls, 4);
+  p2.release(&p2);
+  /* the third block fails: the stream reports the loader's reason, naming the dataset and variable */
+  l.calls = 0;
+  l.fail_at = 3;
+  struct ql_plan_properties props;
+  memset(&props, 0, sizeof(props));
+  props.struct_size = sizeof(props);
+  QL_CHECK_OK(plan.get_properties(&plan, &props, &err), err);
+  int failed = 0;
+  for (int64_t p = 0; p < props.partition_count; p++) {
+    struct ql_task_context ctx;
+    ql_ref_host_task_context(f->host, p, &ctx);
+    struct ArrowArrayStream st;
+    QL_CHECK_OK(plan.execute(&plan, p, &ctx, &st, &err), err);
+    for (;;) {
+      struct ArrowArray a;
+      int rc = st.get_next(&st, &a);
+      if (rc != 0) {
+        failed++;
+        QL_CHECK_STR(st.get_last_error(&st),
+                     "dataset 3 (lazy): variable 'v': loading a block failed: backend array: HDF error reading block "
+                     "at time=2");
+        QL_CHECK(st.get_next(&st, &a) != 0); /* and stays failed */
+        break;
+      }
+      if (!a.release) break;
+      a.release(&a);
+    }
+    st.release(&st);
+  }
+  QL_CHECK_INT(failed, 1);
+  plan.release(&plan);
+  tp.release(&tp);
+  int before = released;
+  QL_CHECK_INT(f->api->unregister_dataset(id), 0);
+  QL_CHECK_INT(released, before + 1);
+  ql_error_release(&err);
+}
+
+/* Bad registrations are refused with the reason, and never released. */
+static void test_register_errors(struct fixture *f) {
+  char msg[256];
+  int before = released;
+  static const double d[3] = {1, 2, 3};
+  static const int64_t shape4[1] = {4}, zero_chunk[1] = {0};
+  struct nd_variable v[2];
+  memset(v, 0, sizeof(v));
+  v[0] = (struct nd_variable){"a", 1, 0, dims_l, shape_l, "<c16", d, NULL, NULL, NULL, NULL, NULL};
+  QL_CHECK_INT(f->api->register_dataset(v, 1, "bad", "owner", count_release, msg, sizeof(msg)), -1);
+  QL_CHECK(strstr(msg, "variable 'a'") != NULL);
+  v[0].dtype = "<f8";
+  v[0].attrs_json = "[1]";
+  QL_CHECK_INT(f->api->register_dataset(v, 1, "bad", "owner", count_release, msg, sizeof(msg)), -1);
+  QL_CHECK_STR(msg, "variable 'a': attrs_json is not a JSON object (another JSON value)");
+  v[0].attrs_json = NULL;
+  v[1] = (struct nd_variable){"b", 1, 0, dims_l, shape4, "<f8", d, NULL, NULL, NULL, NULL, NULL};
+  QL_CHECK_INT(f->api->register_dataset(v, 2, "bad", "owner", count_release, msg, sizeof(msg)), -1);
+  QL_CHECK_STR(msg, "dataset 4 (bad): array 'b' has dimension 'lat' of size 4, but array 'a' has 3");
+  v[1] = (struct nd_variable){"a", 1, 0, dims_l, shape_l, "<f8", d, NULL, NULL, NULL, NULL, NULL};
+  QL_CHECK_INT(f->api->register_dataset(v, 2, "bad", "owner", count_release, msg, sizeof(msg)), -1);
+  QL_CHECK_STR(msg, "two variables named 'a'");
+  v[0].data = NULL;
+  QL_CHECK_INT(f->api->register_dataset(v, 1, "bad", "owner", count_release, msg, sizeof(msg)), -1);
+  QL_CHECK_STR(msg, "variable 'a': give either data (in memory) or load (lazy), not neither");
+  v[0].data = d;
+  v[0].chunks = zero_chunk;
+  QL_CHECK_INT(f->api->register_dataset(v, 1, "bad", "owner", count_release, msg, sizeof(msg)), -1);
+  QL_CHECK_STR(msg, "variable 'a': chunk extent 0 along 'lat' (must be >= 1)");
+  QL_CHECK_INT(released, before);
+  QL_CHECK_INT(f->api->live_count(), 0);
+  /* specs naming no dataset */
+  struct ql_error err = {0};
+  struct ql_table_provider tp;
+  QL_CHECK_INT(open_table(f, 999, NULL, NULL, &tp, &err), QL_ENOTFOUND);
+  QL_CHECK_STR(ql_error_message(&err),
+               "qlink_ndarray/dataset: no dataset 999 is registered (unregistered, or another process?)");
+  ql_error_release(&err);
+  const char *keys[1] = {"id"};
+  const char *values[1] = {"x1"};
+  struct ql_options opts = {1, keys, values};
+  QL_CHECK_INT(f->plugin.table_provider_open(&f->plugin, "dataset", &opts, ql_ref_host_session(f->host), &tp, &err),
+               QL_EINVAL);
+  QL_CHECK_STR(ql_error_message(&err), "qlink_ndarray/dataset: option 'id' must be a positive integer (got 'x1')");
+  ql_error_release(&err);
+}
+
+/* The schema provider: every table, by the model's names. */
+static void test_schema_provider(struct fixture *f) {
+  struct ql_error err = {0};
+  char msg[256];
+  int64_t id = register_main(f, NULL, msg);
+  QL_CHECK(id > 0);
+  char idtext[32];
+  snprintf(idtext, sizeof(idtext), "%lld", (long long)id);
+  const char *keys[2] = {"id", "tables"};
+  const char *values[2] = {idtext, "lat=stations"};
+  struct ql_options opts = {2, keys, values};
+  struct ql_schema_provider sp;
+  QL_CHECK_OK(f->plugin.schema_provider_open(&f->plugin, "dataset", &opts, ql_ref_host_session(f->host), &sp, &err),
+              err);
+  QL_CHECK_INT(sp.table_count(&sp), 2);
+  QL_CHECK_STR(sp.table_name(&sp, 0), "time_lat");
+  QL_CHECK_STR(sp.table_name(&sp, 1), "stations");
+  struct ql_table_provider tp;
+  QL_CHECK_INT(sp.table(&sp, "nope", &tp, &err), QL_ENOTFOUND);
+  QL_CHECK(strstr(ql_error_message(&err), "has no table 'nope' (tables: time_lat (time x lat), stations (lat))") != NULL);
+  ql_error_release(&err);
+  QL_CHECK_OK(sp.table(&sp, "stations", &tp, &err), err);
+  tp.release(&tp);
+  sp.release(&sp);
+  QL_CHECK_INT(f->api->unregister_dataset(id), 0);
+  ql_error_release(&err);
+}
+
+int main(void) {
+  fill_data();
+  struct ql_error err = {0};
+  struct fixture f;
+  memset(&f, 0, sizeof(f));
+  struct ql_ref_host_options ho = {-1, 0, 2};
+  QL_CHECK_OK(ql_ref_host_new(&ho, &f.host, &err), err);
+  QL_CHECK_OK(qlink_plugin_init(QL_ABI_VERSION, &f.plugin, &err), err);
+  /* the registration API is the descriptor's last member */
+  f.api = *(const struct nd_api *const *)((const char *)&f.plugin + f.plugin.struct_size - sizeof(void *));
+  QL_CHECK(f.api == f.plugin.private_data);
+  QL_CHECK_INT(f.api->magic, ND_API_MAGIC);
+  QL_CHECK_INT(f.api->struct_size, sizeof(struct nd_api));
+  test_schema_values_stats(&f);  /* dataset 1 */
+  test_blocks_filters_limit(&f); /* dataset 2 */
+  test_lazy(&f);                 /* dataset 3 */
+  test_register_errors(&f);      /* ids 4.. */
+  test_dtypes(&f);
+  test_schema_provider(&f);
+  QL_CHECK_INT(f.api->live_count(), 0);
+  f.plugin.release(&f.plugin);
+  QL_CHECK_OK(ql_ref_host_free(f.host, &err), err);
+  ql_error_release(&err);
+  QL_TEST_END();
+}

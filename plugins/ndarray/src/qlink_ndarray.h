@@ -1,0 +1,106 @@
+/* qlink_ndarray: registering N-dimensional arrays held by the caller (an
+ * xarray Dataset's variables: numpy buffers, or lazy arrays loaded block by
+ * block) so that the plugin's `dataset` providers serve them as SQL tables
+ * in the XQL model (plugins/zarr/src/model.h; README.md).
+ *
+ * The plugin exports qlink_plugin_init only (docs/abi.md R12), so the
+ * caller reaches these functions through it: call qlink_plugin_init with
+ * QL_ABI_VERSION_0_1; the descriptor's private_data (its last member) is
+ * then a `const struct nd_api *` (check magic == ND_API_MAGIC and
+ * struct_size), valid for as long as the library stays loaded; release the
+ * descriptor as usual. dlopen of the same path returns the same handle, so
+ * a process that opens qlink_ndarray.so itself (Python: ctypes.CDLL) and an
+ * engine that loads it as a plugin share one registry. A registered dataset
+ * is then named by its id in a spec: `qlink_ndarray/dataset?id=N` (table
+ * provider: option `table`; schema provider: every table).
+ *
+ * Ownership: nothing is copied at registration but names, shapes, strides,
+ * chunk extents and attributes; `data` buffers are read in place during
+ * scans (each block is copied once into the scan's C-order buffer) and must
+ * stay valid and unchanged until `release(owner)` is called. `release` is
+ * called exactly once, after nd_unregister and once no table provider, plan
+ * or stream built from the dataset is alive any more, from whatever thread
+ * drops the last reference (possibly an engine's worker thread). If
+ * nd_register fails, `release` is not called: the owner stays the caller's.
+ *
+ * Thread-safety: every function may be called from any thread; the
+ * registry is guarded by a mutex. `load` callbacks run on engine threads,
+ * concurrently for different blocks; they must be thread-safe.
+ */
+#ifndef QLINK_NDARRAY_H
+#define QLINK_NDARRAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Most dimensions a variable may have. */
+#define ND_MAX_DIMS 32
+
+/* A lazy variable's loader: write the box [start, start + count) (ndim
+ * extents, each count >= 1, inside the shape) into `out`, C-contiguous, in
+ * the variable's dtype and native byte order (prod(count) * itemsize
+ * bytes). Return 0 on success; anything else fails the query, with the
+ * NUL-terminated text written to `message` (at most `message_cap` bytes) as
+ * the reason. Called once per variable per block a scan reads (a block's
+ * bounding box of the selected rows), from engine threads, concurrently. */
+typedef int (*nd_load_fn)(void *ctx, int32_t ndim, const int64_t *start, const int64_t *count, void *out,
+                          char *message, size_t message_cap);
+
+/* One variable of a dataset. */
+struct nd_variable {
+  const char *name;        /* unique within the dataset */
+  int32_t ndim;            /* 0 .. ND_MAX_DIMS */
+  int32_t is_coord;        /* 1: a coordinate (non-zero ndim 1 named as its dimension: the dimension's
+                              values); 0: a data variable */
+  const char *const *dims; /* ndim dimension names */
+  const int64_t *shape;    /* ndim extents (>= 0); a dimension's extent must agree across variables */
+  const char *dtype;       /* element type: a numpy typestr ("<f8", "|b1", "<i4", "<M8[ns]", "<m8[s]",
+                              "<U12", "|S4"; byte order '<', '>', '|' or '=') or an Arrow format
+                              ("b", "c", "C", "s", "S", "i", "I", "l", "L", "e", "f", "g", "tss:",
+                              "tsm:", "tsu:", "tsn:", "tDs", "tDm", "tDu", "tDn") */
+  const void *data;        /* in memory: the element at index 0 of every axis; NULL when `load` is given */
+  const int64_t *strides;  /* in memory: bytes between elements along each axis (any sign, 0 for
+                              broadcast axes); NULL: C-contiguous */
+  const int64_t *chunks;   /* ndim extents >= 1 that cut the variable into blocks (a dask array's
+                              chunk size, say); NULL: chosen so a block holds about 65536 elements,
+                              split from the outermost axis in */
+  const char *attrs_json;  /* the variable's attributes as a JSON object (each becomes Arrow field
+                              metadata: strings as they are, other values as JSON), or NULL */
+  nd_load_fn load;         /* lazy: the loader (data NULL); NULL for a variable in memory */
+  void *load_ctx;          /* passed to load */
+};
+
+#define ND_API_MAGIC 0x4E444152u /* "RADN" little-endian */
+
+/* The registration API (see the top of this file for how to reach it). */
+struct nd_api {
+  uint32_t struct_size; /* sizeof(struct nd_api) */
+  uint32_t magic;       /* ND_API_MAGIC */
+
+  /* Register a dataset of `n_vars` variables under a new id (> 0), which
+   * is returned. `name` (may be NULL) names it in messages and EXPLAIN.
+   * `owner` is handed to `release` (which may be NULL: nothing to
+   * release). On failure returns -1 with the reason in `message` (a bad
+   * dtype, a dimension whose extent differs between variables, data and
+   * load both or neither given, ...). The dataset's tables are built once
+   * here to check it; every provider opened later builds its own (cheap:
+   * coordinates are copied). */
+  int64_t (*register_dataset)(const struct nd_variable *vars, int32_t n_vars, const char *name, void *owner,
+                              void (*release)(void *owner), char *message, size_t message_cap);
+  /* Remove dataset `id` from the registry (specs naming it fail from now
+   * on; providers already open keep working). 0, or -1 for an unknown id. */
+  int (*unregister_dataset)(int64_t id);
+  /* Datasets registered and not yet released (unregistered ones still in
+   * use count): for tests and leak checks. */
+  int64_t (*live_count)(void);
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QLINK_NDARRAY_H */
