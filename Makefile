@@ -13,7 +13,7 @@ PY := $(CURDIR)/.venv/bin/python
 CARGO_WS := --release --locked --workspace --exclude qlink-python
 
 .PHONY: all setup build build-release build-asan build-fuzz build-cli run test test-c test-valgrind \
-        test-fuzz test-rust test-python test-sqlite test-duckdb test-engines bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-fold bench-ffi clean
+        test-fuzz test-rust test-python test-sqlite test-duckdb test-xarray test-engines bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-fold bench-ffi clean
 
 all: build
 
@@ -55,7 +55,7 @@ run: build
 
 # ---- tests
 test: setup
-	$(MAKE) test-c test-valgrind test-fuzz test-sqlite test-rust test-python test-duckdb test-engines
+	$(MAKE) test-c test-valgrind test-fuzz test-sqlite test-rust test-python test-duckdb test-xarray test-engines
 	@echo "make test: all suites passed"
 
 # Every C test under ASan + UBSan.
@@ -92,6 +92,12 @@ test-sqlite: build-release
 # in test-c).
 test-duckdb: build-release
 	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release $(PY) -m pytest -q hosts/duckdb/tests
+
+# qlink.xarray over the C build alone: xarray Datasets registered with
+# qlink_ndarray and queried through DuckDB and SQLite (its C tests run in
+# test-c; the DataFusion route, which needs the wheel, in test-python).
+test-xarray: build-release
+	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release $(PY) -m pytest -q plugins/ndarray/tests
 
 # Cross-engine conformance (tests/engines): the same queries over the same
 # plugins in every host that is built (DataFusion through the qlink CLI, the

@@ -5,7 +5,7 @@
 #   QLINK_PY_PROFILE=dev python/build.sh   unoptimised, faster to build (what `make test-python` uses)
 #
 # Steps, each idempotent:
-#  1. the plugins the package ships (qlink_sample, qlink_zarr, qlink_fold) with CMake in
+#  1. the plugins the package ships (qlink_sample, qlink_zarr, qlink_fold, qlink_ndarray) with CMake in
 #     build/python, copied into python/qlink/plugins/ (git-ignored);
 #  2. the abi3 wheel with maturin into build/python/wheels, Rust builds in the
 #     shared $CARGO_TARGET_DIR so DataFusion is built once for every crate;
@@ -33,9 +33,9 @@ fi
 if [ ! -f "$bdir/CMakeCache.txt" ]; then
   cmake -S "$repo" -B "$bdir" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
-cmake --build "$bdir" -j "$jobs" --target qlink_sample_plugin qlink_zarr_plugin qlink_fold_plugin >/dev/null
+cmake --build "$bdir" -j "$jobs" --target qlink_sample_plugin qlink_zarr_plugin qlink_fold_plugin qlink_ndarray_plugin >/dev/null
 mkdir -p "$here/qlink/plugins"
-for p in qlink_sample qlink_zarr qlink_fold; do
+for p in qlink_sample qlink_zarr qlink_fold qlink_ndarray; do
   src="$bdir/plugins/$p.so"
   dst="$here/qlink/plugins/$p.so"
   if ! cmp -s "$src" "$dst" 2>/dev/null; then cp "$src" "$dst.tmp" && mv "$dst.tmp" "$dst"; fi

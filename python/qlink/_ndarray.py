@@ -1,0 +1,114 @@
+"""The qlink_ndarray plugin's registration API, through ctypes.
+
+The plugin exports only ``qlink_plugin_init`` (docs/abi.md R12); its
+descriptor's last member (``private_data``) is the ``struct nd_api`` of
+``plugins/ndarray/src/qlink_ndarray.h``. The library is opened by the path
+the engines load it from, so dlopen returns the same image and one registry
+serves this process's Python and every engine in it.
+
+Needs only the C build (no ``qlink._qlink``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parents[2]
+
+QL_ABI_VERSION_0_1 = (0 << 16) | 1
+ND_API_MAGIC = 0x4E444152
+ND_MAX_DIMS = 32
+
+LOAD_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(ctypes.c_int64),
+                           ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+RELEASE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class NdVariable(ctypes.Structure):
+    """``struct nd_variable``."""
+
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("ndim", ctypes.c_int32),
+        ("is_coord", ctypes.c_int32),
+        ("dims", ctypes.POINTER(ctypes.c_char_p)),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("dtype", ctypes.c_char_p),
+        ("data", ctypes.c_void_p),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("chunks", ctypes.POINTER(ctypes.c_int64)),
+        ("attrs_json", ctypes.c_char_p),
+        ("load", LOAD_FN),
+        ("load_ctx", ctypes.c_void_p),
+    ]
+
+
+class NdApi(ctypes.Structure):
+    """``struct nd_api``."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("magic", ctypes.c_uint32),
+        ("register_dataset", ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.POINTER(NdVariable), ctypes.c_int32,
+                                              ctypes.c_char_p, ctypes.c_void_p, RELEASE_FN, ctypes.c_char_p,
+                                              ctypes.c_size_t)),
+        ("unregister_dataset", ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64)),
+        ("live_count", ctypes.CFUNCTYPE(ctypes.c_int64)),
+    ]
+
+
+def plugin_path() -> str:
+    """``QLINK_NDARRAY_PLUGIN``, else the copy the qlink wheel ships
+    (``qlink/plugins/``), else ``plugins/qlink_ndarray.so`` of the C build
+    (``QLINK_BUILD_DIR``, default ``build/release`` of this tree)."""
+    env = os.environ.get("QLINK_NDARRAY_PLUGIN")
+    shipped = Path(__file__).resolve().parent / "plugins" / "qlink_ndarray.so"
+    if env:
+        path = Path(env)
+    elif shipped.is_file() and "QLINK_BUILD_DIR" not in os.environ:
+        path = shipped
+    else:
+        path = Path(os.environ.get("QLINK_BUILD_DIR", _ROOT / "build" / "release")) / "plugins" / "qlink_ndarray.so"
+    if not path.is_file():
+        raise FileNotFoundError(f"the qlink_ndarray plugin is not built: {path} (run the C release build)")
+    return str(path.resolve())
+
+
+class Library:
+    """The loaded plugin and its registration API."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.dll = ctypes.CDLL(path)
+        init = self.dll.qlink_plugin_init
+        init.restype = ctypes.c_int
+        init.argtypes = [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p]
+        descriptor = (ctypes.c_uint8 * 512)()
+        error = (ctypes.c_uint8 * 512)()
+        rc = init(QL_ABI_VERSION_0_1, ctypes.addressof(descriptor), ctypes.addressof(error))
+        if rc != 0:
+            raise RuntimeError(f"{path}: qlink_plugin_init failed ({rc})")
+        size = ctypes.c_uint32.from_buffer(descriptor, 0).value
+        api = ctypes.c_void_p.from_buffer(descriptor, size - ctypes.sizeof(ctypes.c_void_p)).value
+        release = ctypes.CFUNCTYPE(None, ctypes.c_void_p).from_buffer(descriptor, size - 2 * ctypes.sizeof(ctypes.c_void_p))
+        self.api = NdApi.from_address(api)
+        release(ctypes.addressof(descriptor))
+        if self.api.magic != ND_API_MAGIC or self.api.struct_size < ctypes.sizeof(NdApi):
+            raise RuntimeError(f"{path} is not a qlink_ndarray plugin with the registration API this module knows")
+
+
+_lock = threading.Lock()
+_libraries: dict[str, Library] = {}
+
+
+def library(path: str | None = None) -> Library:
+    """The plugin at ``path`` (default :func:`plugin_path`), loaded once."""
+    path = str(Path(path).resolve()) if path else plugin_path()
+    with _lock:
+        lib = _libraries.get(path)
+        if lib is None:
+            lib = _libraries[path] = Library(path)
+        return lib

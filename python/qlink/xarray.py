@@ -1,0 +1,714 @@
+"""Any ``xarray.Dataset`` as SQL tables, in DuckDB, SQLite and DataFusion:
+a drop-in for xarray-sql 0.6 over the qlink_ndarray plugin.
+
+::
+
+    import qlink.xarray as xql
+    ctx = xql.Context()                       # a datafusion-python SessionContext
+    ctx.from_dataset("air", ds, chunks={"time": 240})
+    ctx.sql("SELECT lat, avg(air) FROM air GROUP BY lat").to_pandas()
+
+    con = qlink.duckdb.connect()              # or qlink.sqlite.connect()
+    xql.register(con, "air", ds)
+    con.execute("SELECT count(*) FROM air").fetchall()
+
+The variables are registered by reference (plugins/ndarray/README.md): a
+variable in memory (numpy) is read in place by C code, with no Python in
+the scan path, so the GIL stays free while a query scans it; a lazy one
+(a backend array opened from netCDF, a dask array) is loaded one block per
+partition through one Python call, which holds the GIL only for that call.
+Tables follow the XQL model (plugins/zarr/README.md "The model"): one per
+dimension group, dimension columns (coordinate values, or positions where
+a dimension has none), the non-dimension coordinates over a subset of the
+group's dimensions, then the data variables, one row per coordinate tuple
+in C order. Names follow xarray-sql 0.6: one table ``name`` when every data
+variable has the same dimensions, else one table per group,
+``name.<dim1>_<dim2>`` (``name.scalar`` for 0-d variables), renamed by
+``table_names={("time", "lat"): "surface"}``.
+
+Values are served as the Dataset holds them (it is already CF-decoded):
+datetime64 as timestamps in their unit (NaT is NULL), NaN stays NaN (SQLite
+stores NaN as NULL), ``<U`` and ``|S`` as text and binary, object arrays of
+``str`` as text. cftime objects (any calendar: noleap, 360_day, julian,
+all_leap, ...) become ISO-8601 text, ``YYYY-MM-DDTHH:MM:SS[.ffffff]`` with
+a four-digit year, which sorts and compares as the dates do within the
+calendar (``WHERE time >= '2000-07-01'``) and never turns a 360_day
+February 30 into another date; :func:`to_dataset` turns them back into
+cftime objects of the template's calendar. Object arrays (and cftime
+variables) are converted when registered, so they are read then.
+
+The DuckDB and SQLite routes need the C build alone (not ``qlink._qlink``);
+:class:`Context` and a datafusion-python ``SessionContext`` need the qlink
+wheel.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import itertools
+import json
+import threading
+import warnings
+import weakref
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# importlib, not "from . import": without the native module the package's
+# __getattr__ answers every missing name with an ImportError
+_ndarray = importlib.import_module("qlink._ndarray")
+
+__all__ = ["Context", "register", "unregister", "to_dataset", "table_names_of", "group_vars_by_dims"]
+
+Chunks = Mapping[str, int] | None
+TableNames = Mapping[tuple[str, ...], str] | None
+
+# ------------------------------------------------------------------ naming
+
+
+def group_vars_by_dims(ds) -> dict[tuple[str, ...], list[str]]:
+    """Data variables by their exact dimension tuple, in the Dataset's order
+    (xarray-sql 0.6's grouping)."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for name, var in ds.data_vars.items():
+        groups.setdefault(tuple(str(d) for d in var.dims), []).append(str(name))
+    return groups
+
+
+def table_names_of(ds, table_names: TableNames = None, *, case_insensitive: bool = False) -> dict:
+    """Each dimension group's table name: ``table_names`` where it names the
+    group, else the dimensions joined by ``_`` (``scalar`` for 0-d). Two
+    groups with one name raise ``ValueError``."""
+    overrides = dict(table_names or {})
+    names = {dims: overrides.get(dims, "_".join(dims) or "scalar") for dims in group_vars_by_dims(ds)}
+    taken: dict[str, tuple] = {}
+    for dims, name in names.items():
+        key = name.casefold() if case_insensitive else name
+        if key in taken:
+            raise ValueError(
+                f"dimension groups {taken[key][0]} and {dims} would both be registered as table {name!r}; "
+                "name one of them with table_names={dims: 'name'}"
+            )
+        taken[key] = (dims, name)
+    return names
+
+
+# --------------------------------------------------------- variable buffers
+
+_CFTIME_ATTR = "qlink:cftime_calendar"
+
+
+def _is_cftime_array(values: np.ndarray) -> bool:
+    try:
+        import cftime
+    except ImportError:  # pragma: no cover - cftime is pinned
+        return False
+    flat = values.reshape(-1)
+    first = next((v for v in flat if v is not None), None)
+    return isinstance(first, cftime.datetime)
+
+
+def _iso(value) -> str | None:
+    if value is None:
+        return None
+    text = f"{value.year:04d}-{value.month:02d}-{value.day:02d}T{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
+    if value.microsecond:
+        text += f".{value.microsecond:06d}"
+    return text
+
+
+def _object_to_buffer(name: str, values: np.ndarray) -> tuple[np.ndarray, dict]:
+    """An object array as a fixed-width buffer: cftime objects as ISO-8601
+    text (their calendar in the column's metadata), str as UTF-32, bytes
+    as bytes. None (and NaN among strings) cannot be told from "" then."""
+    extra: dict = {}
+    flat = values.reshape(-1)
+    if _is_cftime_array(values):
+        import cftime
+
+        calendars = {v.calendar for v in flat if isinstance(v, cftime.datetime)}
+        if len(calendars) > 1:
+            raise ValueError(f"variable {name!r} mixes cftime calendars {sorted(calendars)}")
+        extra[_CFTIME_ATTR] = calendars.pop() if calendars else ""
+        text = np.array([_iso(v) or "" for v in flat], dtype=str).reshape(values.shape)
+        return text, extra
+    kinds = {type(v) for v in flat if v is not None and not (isinstance(v, float) and v != v)}
+    if kinds <= {str, np.str_}:
+        return np.array(["" if v is None or (isinstance(v, float) and v != v) else v for v in flat],
+                        dtype=str).reshape(values.shape), extra
+    if kinds <= {bytes, np.bytes_}:
+        return np.array([b"" if v is None else v for v in flat], dtype=bytes).reshape(values.shape), extra
+    raise TypeError(
+        f"variable {name!r} holds Python objects of types {sorted(k.__name__ for k in kinds)}; "
+        "qlink.xarray serves numbers, bools, datetime64/timedelta64, strings, bytes and cftime dates"
+    )
+
+
+def _attrs_json(name: str, attrs: Mapping, extra: Mapping) -> bytes | None:
+    out = {}
+    for k, v in {**attrs, **extra}.items():
+        if isinstance(v, np.ndarray):
+            v = v.tolist()
+        elif isinstance(v, np.generic):
+            v = v.item()
+        try:
+            json.dumps(v, allow_nan=True)
+        except (TypeError, ValueError):
+            v = str(v)
+        out[str(k)] = v
+    if not out:
+        return None
+    return json.dumps(out, allow_nan=True).replace("NaN", '"NaN"').replace("Infinity", '"Infinity"').encode()
+
+
+def _native_dtype(dtype: np.dtype) -> np.dtype:
+    return dtype.newbyteorder("=") if dtype.byteorder not in ("=", "|") else dtype
+
+
+def _is_lazy(var) -> bool:
+    return not getattr(var, "_in_memory", True)
+
+
+def _block_chunks(name: str, var, chunks: Chunks) -> tuple[int, ...] | None:
+    """The chunk extents qlink blocks follow: ``chunks`` (per dimension;
+    unnamed dimensions whole), else the variable's dask chunks (their
+    first block along each axis), else the storage chunks its backend
+    recorded (``encoding["preferred_chunks"]`` / ``chunksizes``), else
+    None (the plugin chooses about 65,536 elements per block)."""
+    if var.ndim == 0:
+        return None
+    if chunks:
+        if not isinstance(chunks, Mapping):
+            raise TypeError(f"chunks must map dimension names to block extents, not {type(chunks).__name__}")
+        out = []
+        for dim, size in zip(var.dims, var.shape):
+            want = chunks.get(dim, size)
+            if want in (None, -1):
+                want = size
+            if not isinstance(want, (int, np.integer)) or int(want) < 1:
+                raise ValueError(f"chunks[{dim!r}] must be a positive integer, not {want!r}")
+            out.append(max(1, min(int(want), size or 1)))
+        return tuple(out)
+    if getattr(var, "chunks", None):
+        return tuple(max(1, int(c[0])) if len(c) else 1 for c in var.chunks)
+    preferred = var.encoding.get("preferred_chunks")
+    if preferred:
+        return tuple(max(1, int(preferred.get(d, s) or 1)) for d, s in zip(var.dims, var.shape))
+    sizes = var.encoding.get("chunksizes")
+    if sizes and len(sizes) == var.ndim:
+        return tuple(max(1, int(c)) for c in sizes)
+    return None
+
+
+class _Registration:
+    """What a registered Dataset keeps alive until the plugin releases it:
+    the numpy buffers, the ctypes arrays describing them, the loaders."""
+
+    def __init__(self):
+        self.keep: list = []
+        self.vars: list[_ndarray.NdVariable] = []
+
+    def add(self, name: str, var, *, is_coord: bool, chunks: Chunks):
+        dims = [str(d).encode() for d in var.dims]
+        shape = [int(s) for s in var.shape]
+        lazy = _is_lazy(var) and var.dtype != object
+        extra: dict = {}
+        values = None
+        if not lazy:
+            values = np.asarray(var.values)
+            if values.dtype == object:
+                values, extra = _object_to_buffer(name, values)
+            elif values.dtype.kind == "c":
+                raise TypeError(f"variable {name!r}: complex numbers ({values.dtype}) are not supported")
+        dtype = values.dtype if values is not None else _native_dtype(np.dtype(var.dtype))
+        if dtype.kind == "c":
+            raise TypeError(f"variable {name!r}: complex numbers ({dtype}) are not supported")
+        v = _ndarray.NdVariable()
+        v.name = name.encode()
+        v.ndim = len(dims)
+        v.is_coord = 1 if is_coord else 0
+        c_dims = (ctypes.c_char_p * max(1, len(dims)))(*dims)
+        c_shape = (ctypes.c_int64 * max(1, len(shape)))(*shape)
+        v.dims = ctypes.cast(c_dims, ctypes.POINTER(ctypes.c_char_p))
+        v.shape = ctypes.cast(c_shape, ctypes.POINTER(ctypes.c_int64))
+        v.dtype = dtype.str.encode()
+        block = _block_chunks(name, var, chunks)
+        if block:
+            c_chunks = (ctypes.c_int64 * len(block))(*block)
+            v.chunks = ctypes.cast(c_chunks, ctypes.POINTER(ctypes.c_int64))
+            self.keep.append(c_chunks)
+        attrs = _attrs_json(name, var.attrs, extra)
+        v.attrs_json = attrs
+        if values is not None:
+            if values.size > 0:
+                v.data = values.ctypes.data
+                c_strides = (ctypes.c_int64 * max(1, values.ndim))(*values.strides)
+                v.strides = ctypes.cast(c_strides, ctypes.POINTER(ctypes.c_int64))
+                self.keep.append(c_strides)
+            else:
+                # nothing is ever read from an empty array, but data must be set
+                values = np.zeros(1, dtype=dtype)
+                v.data = values.ctypes.data
+                v.strides = ctypes.cast((ctypes.c_int64 * max(1, len(shape)))(*([0] * len(shape))),
+                                        ctypes.POINTER(ctypes.c_int64))
+                self.keep.append(v.strides)
+            self.keep.append(values)
+        else:
+            loader = _loader(name, var, dtype)
+            v.load = loader
+            self.keep.append(loader)
+        self.keep.extend([c_dims, c_shape, attrs, v.name, v.dtype])
+        self.vars.append(v)
+
+
+def _loader(name: str, var, dtype: np.dtype):
+    """The load callback of a lazy variable: one block, read through xarray
+    (a backend array's lazy indexing, or dask's compute), copied into the
+    scan's buffer. An exception becomes the query's error."""
+
+    def load(ctx, ndim, start, count, out, message, cap):
+        try:
+            key = tuple(slice(start[i], start[i] + count[i]) for i in range(ndim))
+            block = np.ascontiguousarray(np.asarray(var[key].values), dtype=dtype)
+            expected = int(np.prod([count[i] for i in range(ndim)])) * dtype.itemsize
+            if block.nbytes != expected:
+                raise ValueError(f"loaded {block.nbytes} bytes for a block of {expected}")
+            ctypes.memmove(out, block.ctypes.data, block.nbytes)
+            return 0
+        except BaseException as exc:  # noqa: BLE001 - every failure goes back to the engine as text
+            text = f"{type(exc).__name__}: {exc}".encode(errors="replace")[: max(0, cap - 1)]
+            ctypes.memmove(message, text + b"\0", len(text) + 1)
+            return 1
+
+    return _ndarray.LOAD_FN(load)
+
+
+# Registrations the plugin still holds: released by the plugin (from any
+# thread) once unregistered and no longer in use.
+_owners: dict[int, _Registration] = {}
+_owners_lock = threading.Lock()
+_tokens = itertools.count(1)
+
+
+@_ndarray.RELEASE_FN
+def _release(owner):
+    with _owners_lock:
+        _owners.pop(int(owner or 0), None)
+
+
+def register_dataset(ds, *, name: str = "dataset", chunks: Chunks = None, plugin: str | None = None) -> int:
+    """Register every variable of ``ds`` with qlink_ndarray; returns the id
+    that ``qlink_ndarray/dataset?id=N`` names. The arrays stay referenced
+    until :func:`unregister_dataset` and the last query using them ends."""
+    import xarray as xr
+
+    if not isinstance(ds, xr.Dataset):
+        raise TypeError(f"expected an xarray.Dataset, got {type(ds).__name__}")
+    lib = _ndarray.library(plugin)
+    reg = _Registration()
+    for vname, var in ds.variables.items():
+        vname = str(vname)
+        is_index = vname in ds.dims and var.ndim == 1 and var.dims[0] == vname
+        if is_index:
+            var = var.to_base_variable() if hasattr(var, "to_base_variable") else var
+            var = var.copy(data=np.asarray(var.values), deep=False)
+        reg.add(vname, var, is_coord=vname in ds.coords, chunks=chunks)
+    token = next(_tokens)
+    with _owners_lock:
+        _owners[token] = reg
+    message = ctypes.create_string_buffer(1024)
+    arr = (_ndarray.NdVariable * max(1, len(reg.vars)))(*reg.vars)
+    reg.keep.append(arr)
+    rid = lib.api.register_dataset(arr, len(reg.vars), name.encode(), ctypes.c_void_p(token), _release, message,
+                                   len(message))
+    if rid < 0:
+        with _owners_lock:
+            _owners.pop(token, None)
+        raise ValueError(f"cannot register Dataset {name!r}: {message.value.decode(errors='replace')}")
+    return int(rid)
+
+
+def unregister_dataset(rid: int, plugin: str | None = None) -> bool:
+    """Remove a registration (queries already planned keep their data)."""
+    return _ndarray.library(plugin).api.unregister_dataset(int(rid)) == 0
+
+
+def live_datasets(plugin: str | None = None) -> int:
+    """Registrations not yet released (unregistered ones still in use count)."""
+    return int(_ndarray.library(plugin).api.live_count())
+
+
+# ------------------------------------------------------------ registering
+
+
+def _quote(ident: str) -> str:
+    return '"' + str(ident).replace('"', '""') + '"'
+
+
+def _sql_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _spec(plugin: str, rid: int) -> str:
+    return f"{plugin}/dataset?id={rid}"
+
+
+def _split(ds, table_names: TableNames, case_insensitive: bool):
+    """[(table name or None for the single table, sub-Dataset)]."""
+    groups = group_vars_by_dims(ds)
+    names = table_names_of(ds, table_names, case_insensitive=case_insensitive)
+    if len(groups) <= 1:
+        return [(None, ds)]
+    return [(names[dims], ds[var_names]) for dims, var_names in groups.items()]
+
+
+def _kind(con) -> str:
+    root = type(con).__module__.split(".")[0]
+    if root in ("duckdb", "_duckdb"):
+        return "duckdb"
+    if root == "apsw" or (root == "sqlite3" and type(con).__name__ == "Connection"):
+        return "sqlite"
+    if hasattr(con, "register_table") and hasattr(con, "sql") and hasattr(con, "catalog"):
+        return "datafusion"
+    raise TypeError(
+        f"no qlink.xarray route for a connection of type {type(con).__module__}.{type(con).__qualname__}: "
+        "pass a DuckDB connection (qlink.duckdb.connect()), a SQLite connection (qlink.sqlite.connect()) "
+        "or a datafusion SessionContext"
+    )
+
+
+class _Keeper:
+    """Unregisters a connection's datasets when it is garbage-collected."""
+
+
+_by_connection: "weakref.WeakKeyDictionary[Any, dict[str, list[int]]]" = weakref.WeakKeyDictionary()
+_by_connection_id: dict[int, dict[str, list[int]]] = {}
+
+
+def _remember(con, name: str, ids: list[int]) -> None:
+    try:
+        table = _by_connection.setdefault(con, {})
+    except TypeError:  # not weak-referenceable: kept until unregister() or exit
+        table = _by_connection_id.setdefault(id(con), {})
+    for old in table.pop(name, []):
+        unregister_dataset(old)
+    table[name] = ids
+
+
+def _forget(con, name: str) -> list[int]:
+    try:
+        table = _by_connection.get(con, {})
+    except TypeError:
+        table = _by_connection_id.get(id(con), {})
+    return table.pop(name, [])
+
+
+def _duckdb_prepare(con, plugin: str) -> None:
+    try:
+        con.execute("SELECT count(*) FROM qlink_plugins()").fetchall()
+    except Exception:  # noqa: BLE001 - not loaded yet: load it (needs allow_unsigned_extensions)
+        qduckdb = importlib.import_module("qlink.duckdb")
+
+        try:
+            con.load_extension(qduckdb.extension_path())
+        except Exception as exc:
+            raise RuntimeError(
+                "the qlink DuckDB extension is not loaded on this connection and cannot be "
+                f"({exc}); open it with qlink.duckdb.connect()"
+            ) from exc
+    try:
+        con.execute("SELECT * FROM qlink_allow(?)", [str(Path(plugin).parent)]).fetchall()
+    except Exception:  # noqa: BLE001 - sealed: the directory must already be allowed (the error says so)
+        pass
+
+
+def _register_duckdb(con, name, parts, plugin, ids):
+    _duckdb_prepare(con, plugin)
+    if parts[0][0] is None:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {_quote(name)} AS SELECT * FROM qlink_scan({_sql_text(_spec(plugin, ids[0]))})")
+        return
+    in_memory = all(row[2] in (None, "") for row in con.execute("PRAGMA database_list").fetchall())
+    for (group, _), rid in zip(parts, ids):
+        scan = f"SELECT * FROM qlink_scan({_sql_text(_spec(plugin, rid))})"
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {_quote(name + '_' + group)} AS {scan}")
+    if not in_memory:
+        warnings.warn(f"file-backed DuckDB database: the tables of {name!r} are the temporary views {name}_<group> "
+                      f"only (views {name}.<group> would persist after this process)", RuntimeWarning, stacklevel=3)
+        return
+    con.execute(f"CREATE SCHEMA IF NOT EXISTS {_quote(name)}")
+    for (group, _), rid in zip(parts, ids):
+        con.execute(f"CREATE OR REPLACE VIEW {_quote(name)}.{_quote(group)} AS "
+                    f"SELECT * FROM qlink_scan({_sql_text(_spec(plugin, rid))})")
+
+
+def _sqlite_exec(con, sql: str, args=()):
+    cur = con.cursor()
+    cur.execute(sql, args)
+    return cur.fetchall()
+
+
+def _sqlite_prepare(con, plugin: str) -> None:
+    try:
+        _sqlite_exec(con, "SELECT qlink_allow(?)", (str(Path(plugin).parent),))
+    except Exception as exc:  # noqa: BLE001
+        text = str(exc)
+        if "no such function" in text:
+            raise RuntimeError("the qlink SQLite extension is not loaded on this connection; "
+                               "open it with qlink.sqlite.connect()") from exc
+        # sealed: the directory must already be allowed (the host's error names the rule otherwise)
+
+
+def _register_sqlite(con, name, parts, plugin, ids):
+    _sqlite_prepare(con, plugin)
+    if parts[0][0] is None:
+        _sqlite_exec(con, f"DROP TABLE IF EXISTS temp.{_quote(name)}")
+        _sqlite_exec(con, f"CREATE VIRTUAL TABLE temp.{_quote(name)} USING qlink({_sql_text(_spec(plugin, ids[0]))})")
+        return
+    attached = {row[1] for row in _sqlite_exec(con, "PRAGMA database_list")}
+    if name not in attached:
+        _sqlite_exec(con, f"ATTACH ':memory:' AS {_quote(name)}")
+    for (group, _), rid in zip(parts, ids):
+        _sqlite_exec(con, f"DROP TABLE IF EXISTS {_quote(name)}.{_quote(group)}")
+        _sqlite_exec(con, f"CREATE VIRTUAL TABLE {_quote(name)}.{_quote(group)} USING qlink({_sql_text(_spec(plugin, rid))})")
+
+
+def _register_datafusion(ctx, name, parts, plugin, ids):
+    from ._core import Plugin
+
+    lib = Plugin(plugin)
+    if parts[0][0] is None:
+        if ctx.table_exist(name):
+            ctx.deregister_table(name)
+        ctx.register_table(name, lib.table("dataset", id=str(ids[0])))
+        return
+    from datafusion.catalog import Schema
+
+    schema = Schema.memory_schema()
+    ctx.catalog().register_schema(name, schema)
+    for (group, _), rid in zip(parts, ids):
+        schema.register_table(group, lib.table("dataset", id=str(rid)))
+
+
+def register(connection, name: str, ds, *, table_names: TableNames = None, chunks: Chunks = None,
+             plugin: str | None = None):
+    """Register ``ds`` as SQL tables on ``connection`` (returned, to chain).
+
+    ``connection``: a DuckDB connection (``qlink.duckdb.connect()``: views
+    over ``qlink_scan``), a SQLite connection (``qlink.sqlite.connect()``:
+    virtual tables ``USING qlink``; a second group spelling needs an
+    ATTACHed database, created as ``name``) or a datafusion-python
+    ``SessionContext`` (qlink capsule tables; needs the qlink wheel).
+    Tables are named as xarray-sql 0.6 names them (module documentation);
+    on DuckDB the groups are also ``name_<group>``, as in xarray-sql.
+    ``chunks`` (``{"time": 24}``) sets the block extents along the named
+    dimensions (partitions and the unit a filter prunes and a lazy variable
+    loads); default: the Dataset's dask chunks, else its storage chunks,
+    else about 65,536 rows per block. Registering ``name`` again replaces
+    it. ``plugin`` is the qlink_ndarray.so to use (default
+    ``_ndarray.plugin_path()``), which must lie in a directory the
+    connection's qlink extension allows.
+    """
+    kind = _kind(connection)
+    plugin_file = _ndarray.library(plugin).path
+    parts = _split(ds, table_names, case_insensitive=kind == "duckdb")
+    ids = [register_dataset(part, name=name if group is None else f"{name}.{group}", chunks=chunks,
+                            plugin=plugin_file) for group, part in parts]
+    try:
+        {"duckdb": _register_duckdb, "sqlite": _register_sqlite, "datafusion": _register_datafusion}[kind](
+            connection, name, parts, plugin_file, ids)
+    except BaseException:
+        for rid in ids:
+            unregister_dataset(rid, plugin_file)
+        raise
+    _remember(connection, name, ids)
+    templates = _templates_of(connection)
+    if templates is not None:
+        if parts[0][0] is None:
+            templates[name] = ds
+        else:
+            for group, part in parts:
+                templates[f"{name}.{group}"] = part
+    return connection
+
+
+def unregister(connection, name: str) -> int:
+    """Drop the registrations ``register(connection, name, ...)`` made (the
+    connection's tables then fail to open); returns how many."""
+    ids = _forget(connection, name)
+    for rid in ids:
+        unregister_dataset(rid)
+    return len(ids)
+
+
+def _templates_of(connection):
+    return getattr(connection, "_registered_datasets", None)
+
+
+# ------------------------------------------------------------- round trip
+
+
+def _as_arrow(result):
+    import pyarrow as pa
+
+    if isinstance(result, pa.Table):
+        return result
+    if isinstance(result, pa.RecordBatch):
+        return pa.Table.from_batches([result])
+    if hasattr(result, "to_arrow_table"):
+        return result.to_arrow_table()
+    if hasattr(result, "arrow") and callable(result.arrow):  # a DuckDB relation
+        table = result.arrow()
+        return table if isinstance(table, pa.Table) else table.read_all()
+    if hasattr(result, "__arrow_c_stream__"):
+        return pa.RecordBatchReader.from_stream(result).read_all()
+    if hasattr(result, "read_all"):
+        return result.read_all()
+    raise TypeError(f"cannot read an Arrow table from {type(result).__name__}")
+
+
+def _cftime_back(values: np.ndarray, calendar: str) -> np.ndarray:
+    import cftime
+
+    out = np.empty(len(values), dtype=object)
+    for i, text in enumerate(values):
+        if text is None or text == "":
+            out[i] = None
+            continue
+        date, _, clock = str(text).partition("T")
+        y, m, d = (int(p) for p in date.split("-"))
+        hh, mm, ss = clock.split(":") if clock else ("0", "0", "0")
+        sec, _, frac = ss.partition(".")
+        out[i] = cftime.datetime(y, m, d, int(hh), int(mm), int(sec), int((frac or "0").ljust(6, "0")[:6]),
+                                 calendar=calendar)
+    return out
+
+
+def to_dataset(result, dims: list[str] | None = None, template=None, *, sparsity: str = "result",
+               fill_value: Any = np.nan):
+    """A labelled ``xarray.Dataset`` from a query result (a pyarrow Table or
+    RecordBatch, a DuckDB relation, a DataFrame of :meth:`Context.sql`, any
+    ``__arrow_c_stream__``): ``dims`` (default: the ``template``'s
+    dimensions present in the result) become dimensions, the other columns
+    data variables; with a template, its attributes, the dtype of its
+    dimension coordinates (cftime dates again), its non-dimension
+    coordinates over the kept dimensions and, with
+    ``sparsity="template"``, its full coordinate ranges (missing cells
+    ``fill_value``) are restored."""
+    import pandas as pd
+    import xarray as xr
+
+    table = _as_arrow(result)
+    columns = list(table.column_names)
+    if dims is None:
+        if template is None:
+            raise ValueError("to_dataset needs dims=[...] or template=")
+        dims = [str(d) for d in template.dims if str(d) in columns]
+    missing = [d for d in dims if d not in columns]
+    if missing:
+        raise KeyError(f"dimension columns {missing} are not in the result (columns: {columns})")
+    df = table.to_pandas()
+    if template is not None:
+        for d in dims:
+            if d in template.coords and template[d].dtype == object and _is_cftime_array(np.asarray(template[d].values)):
+                cal = next(v.calendar for v in template[d].values.reshape(-1) if v is not None)
+                df[d] = _cftime_back(df[d].to_numpy(), cal)
+    if df.duplicated(subset=dims).any():
+        raise ValueError(f"the result has several rows for some {tuple(dims)}: they are not dimensions of it")
+    out = df.set_index(dims).to_xarray() if dims else xr.Dataset({c: ((), df[c].iloc[0]) for c in df.columns})
+    if template is None:
+        return out
+    if sparsity == "template":
+        out = out.reindex({d: template[d].values for d in dims if d in template.coords}, fill_value=fill_value)
+    elif sparsity != "result":
+        raise ValueError(f"sparsity must be 'result' or 'template', not {sparsity!r}")
+    for d in dims:
+        if d in template.coords:
+            want = template[d].dtype
+            if want != out[d].dtype and want != object:
+                try:
+                    out = out.assign_coords({d: out[d].values.astype(want)})
+                except (TypeError, ValueError):
+                    pass
+            out[d].attrs = dict(template[d].attrs)
+    for name in out.data_vars:
+        if name in template.variables:
+            src = template[name]
+            out[name].attrs = dict(src.attrs)
+            if src.dtype.kind in "biu" and out[name].dtype.kind == "f" and not out[name].isnull().any():
+                out[name] = out[name].astype(src.dtype)
+    extra = {c: template.coords[c] for c in template.coords
+             if c not in out.coords and c not in dims and set(template.coords[c].dims) <= set(dims)
+             and all(template.sizes[x] == out.sizes.get(x) for x in template.coords[c].dims)}
+    if extra:
+        try:
+            out = out.assign_coords({c: v.sel({x: out[x].values for x in v.dims}) for c, v in extra.items()})
+        except (KeyError, ValueError):
+            pass
+    out.attrs = dict(template.attrs)
+    return out
+
+
+# ---------------------------------------------------------- DataFusion
+
+
+def _context_class():
+    from datafusion import SessionContext
+
+    class XarrayDataFrame:
+        """A DataFusion DataFrame with :meth:`to_dataset`; every other
+        member is the DataFrame's."""
+
+        def __init__(self, inner, templates):
+            self._inner = inner
+            self._templates = templates
+
+        def to_pandas(self):
+            return self._inner.to_pandas()
+
+        def to_arrow_table(self):
+            return self._inner.to_arrow_table()
+
+        def to_dataset(self, dims=None, *, dimension_columns=None, template=None, sparsity="result",
+                       fill_value=np.nan):
+            dims = dims if dims is not None else dimension_columns
+            if template is None and len(self._templates) == 1:
+                template = next(iter(self._templates.values()))
+            elif isinstance(template, str):
+                template = self._templates[template]
+            return to_dataset(self._inner.to_arrow_table(), dims, template, sparsity=sparsity,
+                              fill_value=fill_value)
+
+        def __getattr__(self, name):
+            return getattr(self._inner, name)
+
+        def __repr__(self):
+            return repr(self._inner)
+
+    class Context(SessionContext):
+        """A datafusion-python ``SessionContext`` whose ``from_dataset``
+        registers xarray Datasets as qlink tables (module documentation)."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self._registered_datasets = {}
+
+        def from_dataset(self, name: str, input_table, *, table_names: TableNames = None, chunks: Chunks = None,
+                         plugin: str | None = None):
+            register(self, name, input_table, table_names=table_names, chunks=chunks, plugin=plugin)
+            return self
+
+        def sql(self, query: str, *args, **kwargs):
+            return XarrayDataFrame(super().sql(query, *args, **kwargs), self._registered_datasets)
+
+    return Context
+
+
+def __getattr__(name: str):
+    if name in ("Context", "XarrayContext"):
+        cls = _context_class()
+        globals()["Context"] = globals()["XarrayContext"] = cls
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
