@@ -76,51 +76,6 @@ static int plugin_schema_provider_open(const struct ql_plugin *self, const char 
 
 /* ------------------------------------------------------------- plugin */
 
-static int not_found_fn(const char *kind, const char *name, struct ql_error *error) {
-  return ql_error_set(error, QL_ENOTFOUND, "qlink_zarr has no %s '%s'", kind, name ? name : "");
-}
-
-static int plugin_scalar_open(const struct ql_plugin *self, const char *name, struct ql_scalar_function *out,
-                              struct ql_error *error) {
-  (void)self;
-  (void)out;
-  return not_found_fn("scalar function", name, error);
-}
-static int plugin_aggregate_open(const struct ql_plugin *self, const char *name, struct ql_aggregate_function *out,
-                                 struct ql_error *error) {
-  (void)self;
-  (void)out;
-  return not_found_fn("aggregate function", name, error);
-}
-static int plugin_window_open(const struct ql_plugin *self, const char *name, struct ql_window_function *out,
-                              struct ql_error *error) {
-  (void)self;
-  (void)out;
-  return not_found_fn("window function", name, error);
-}
-static int plugin_table_function_open(const struct ql_plugin *self, const char *name, struct ql_table_function *out,
-                                      struct ql_error *error) {
-  (void)self;
-  (void)out;
-  return not_found_fn("table function", name, error);
-}
-static int plugin_planner_open(const struct ql_plugin *self, const char *name, const struct ql_options *options,
-                               struct ql_planner *out, struct ql_error *error) {
-  (void)self;
-  (void)options;
-  (void)out;
-  return not_found_fn("planner", name, error);
-}
-static int plugin_object_store_open(const struct ql_plugin *self, const char *name, const char *url,
-                                    const struct ql_options *options, struct ql_object_store *out,
-                                    struct ql_error *error) {
-  (void)self;
-  (void)url;
-  (void)options;
-  (void)out;
-  return not_found_fn("object store", name, error);
-}
-
 static void plugin_release(struct ql_plugin *self) { self->release = NULL; }
 
 QL_PLUGIN_EXPORT int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
@@ -142,12 +97,7 @@ QL_PLUGIN_EXPORT int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *o
   out->items = items;
   out->table_provider_open = plugin_table_provider_open;
   out->schema_provider_open = plugin_schema_provider_open;
-  out->scalar_function_open = plugin_scalar_open;
-  out->aggregate_function_open = plugin_aggregate_open;
-  out->window_function_open = plugin_window_open;
-  out->table_function_open = plugin_table_function_open;
-  out->planner_open = plugin_planner_open;
-  out->object_store_open = plugin_object_store_open;
+  zr_plugin_no_functions(out);
   out->release = plugin_release;
   return QL_OK;
 }

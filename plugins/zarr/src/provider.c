@@ -155,3 +155,52 @@ int zr_parse_block_rows(const char *text, const char *what, int64_t *out, struct
   *out = (int64_t)v;
   return QL_OK;
 }
+
+/* ---------------------------------------------- items these plugins lack */
+
+static int not_found(const struct ql_plugin *self, const char *kind, const char *name, struct ql_error *error) {
+  return ql_error_set(error, QL_ENOTFOUND, "%s has no %s '%s'", self->name, kind, name ? name : "");
+}
+
+static int no_scalar(const struct ql_plugin *self, const char *name, struct ql_scalar_function *out,
+                     struct ql_error *error) {
+  (void)out;
+  return not_found(self, "scalar function", name, error);
+}
+static int no_aggregate(const struct ql_plugin *self, const char *name, struct ql_aggregate_function *out,
+                        struct ql_error *error) {
+  (void)out;
+  return not_found(self, "aggregate function", name, error);
+}
+static int no_window(const struct ql_plugin *self, const char *name, struct ql_window_function *out,
+                     struct ql_error *error) {
+  (void)out;
+  return not_found(self, "window function", name, error);
+}
+static int no_table_function(const struct ql_plugin *self, const char *name, struct ql_table_function *out,
+                             struct ql_error *error) {
+  (void)out;
+  return not_found(self, "table function", name, error);
+}
+static int no_planner(const struct ql_plugin *self, const char *name, const struct ql_options *options,
+                      struct ql_planner *out, struct ql_error *error) {
+  (void)options;
+  (void)out;
+  return not_found(self, "planner", name, error);
+}
+static int no_object_store(const struct ql_plugin *self, const char *name, const char *url,
+                           const struct ql_options *options, struct ql_object_store *out, struct ql_error *error) {
+  (void)url;
+  (void)options;
+  (void)out;
+  return not_found(self, "object store", name, error);
+}
+
+void zr_plugin_no_functions(struct ql_plugin *out) {
+  out->scalar_function_open = no_scalar;
+  out->aggregate_function_open = no_aggregate;
+  out->window_function_open = no_window;
+  out->table_function_open = no_table_function;
+  out->planner_open = no_planner;
+  out->object_store_open = no_object_store;
+}

@@ -10,6 +10,7 @@
 #define QLINK_ZARR_PROVIDER_H
 
 #include "model.h"
+#include "qlink/plugin.h"
 #include "qlink/table.h"
 
 /* Table `table` of `ds` as a table provider (takes a reference to ds). */
@@ -26,5 +27,11 @@ int64_t zr_target_partitions(const struct ql_session *session);
 /* The `block_rows` option (`text` NULL: ZR_DEFAULT_BLOCK_ROWS): a positive
  * integer up to ZR_MAX_BLOCK_ROWS, else QL_EINVAL naming `what`. */
 int zr_parse_block_rows(const char *text, const char *what, int64_t *out, struct ql_error *error);
+
+/* The descriptor members of a plugin that offers table and schema
+ * providers only: scalar, aggregate, window and table functions,
+ * planners and object stores each answer QL_ENOTFOUND naming the plugin
+ * (out->name, set before any call) and the item asked for. */
+void zr_plugin_no_functions(struct ql_plugin *out);
 
 #endif /* QLINK_ZARR_PROVIDER_H */
