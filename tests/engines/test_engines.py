@@ -101,20 +101,35 @@ QUERIES = [
           oracle=lambda: [(x, x * x) for x in range(5)]),
 ]
 
+# The sample plugin's scalar add_one and aggregate sum_sq (NULLs included:
+# add_one passes NULL through, sum_sq skips it).
+NULLED = "CASE WHEN value % 3 = 0 THEN NULL ELSE value END"
+QUERIES += [
+    Query("fn_add_one", f"SELECT value, add_one({NULLED}) AS a FROM {{s}} ORDER BY value", ("int64", "int64"),
+          tables={"s": S}, functions=("qlink_sample",),
+          oracle=lambda: [(v, None if v % 3 == 0 else v + 1) for v in series(-7, 5000, 3)]),
+    Query("fn_sum_sq", f"SELECT parity, sum_sq({NULLED}) AS ss FROM {{s}} GROUP BY parity ORDER BY parity",
+          ("utf8", "int64"), tables={"s": S}, functions=("qlink_sample",),
+          oracle=lambda: [(p, sum(v * v for v in series(-7, 5000, 3) if v % 3 != 0 and (v % 2 == 0) == (p == "even")))
+                          for p in ("even", "odd")]),
+    Query("fn_nested", "SELECT sum_sq(add_one(value)) AS ss, count(*) AS n FROM {s} WHERE value < 100",
+          ("int64", "int64"), tables={"s": S}, functions=("qlink_sample",),
+          oracle=lambda: [(sum((v + 1) ** 2 for v in series(-7, 100, 3)), len(series(-7, 100, 3)))]),
+]
+
 # The sample plugin's table function sample_range(start, stop[, step]).
-_DUCKDB_NO_LOAD = {e: "the DuckDB host has no qlink_load yet" for e in ("duckdb-python", "duckdb-cli")}
 QUERIES += [
     Query("range_rows", "SELECT value FROM sample_range(-5, 20, 3) ORDER BY value", ("int64",),
           functions=("qlink_sample",), table_functions=("qlink_sample.sample_range",),
-          unsupported=_DUCKDB_NO_LOAD, oracle=lambda: [(v,) for v in range(-5, 20, 3)]),
+          oracle=lambda: [(v,) for v in range(-5, 20, 3)]),
     Query("range_default_step", "SELECT CAST(sum(value) AS BIGINT) AS total, count(*) AS n FROM sample_range(10, 1000)",
           ("int64", "int64"), functions=("qlink_sample",), table_functions=("qlink_sample.sample_range",),
-          unsupported=_DUCKDB_NO_LOAD, oracle=lambda: [(sum(range(10, 1000)), len(range(10, 1000)))]),
+          oracle=lambda: [(sum(range(10, 1000)), len(range(10, 1000)))]),
     Query("range_join",
           "SELECT r.value, s.square FROM sample_range(40, -10, -7) AS r JOIN {s} AS s ON r.value = s.value "
           "ORDER BY r.value DESC",
           ("int64", "int64"), tables={"s": "qlink_sample/series?start=-20&stop=50"}, functions=("qlink_sample",),
-          table_functions=("qlink_sample.sample_range",), unsupported=_DUCKDB_NO_LOAD, oracle=lambda: [(v, v * v) for v in range(40, -10, -7)]),
+          table_functions=("qlink_sample.sample_range",), oracle=lambda: [(v, v * v) for v in range(40, -10, -7)]),
 ]
 
 # qlink_zarr over the ferret stores `make run` converts, when present:

@@ -146,8 +146,7 @@ static void qd_tables_bind(duckdb_bind_info info) {
   duckdb_bind_set_bind_data(info, r, qd_rows_free);
 }
 
-/* A SQL identifier in double quotes, or a string literal in single quotes. */
-static void qd_quote(char *out, size_t cap, const char *s, char q) {
+void qd_quote(char *out, size_t cap, const char *s, char q) {
   size_t o = 0;
   if (o + 1 < cap) out[o++] = q;
   for (; *s && o + 3 < cap; s++) {

@@ -25,6 +25,7 @@
 #include "qlink/lib/plugin_dirs.h"
 #include "qlink/lib/status.h"
 #include "types.h"
+#include "vectors.h"
 
 /* ---- per-database state: the reference host's services, allowed
  * directories and the loaded plugins (never unloaded while DuckDB lives:
@@ -69,17 +70,7 @@ int qd_plugin_get(struct qd_db *db, const char *name_or_path, const struct ql_pl
 
 /* ---- qlink_scan */
 
-struct qd_bind {
-  struct qd_db *db;
-  char *spec;
-  const struct ql_plugin *plugin;
-  struct ql_table_provider provider;
-  struct ArrowSchema schema;
-  int64_t n_columns;
-  struct qd_type *types;
-};
-
-static void qd_bind_free(void *data) {
+void qd_bind_free(void *data) {
   struct qd_bind *b = data;
   if (!b) return;
   if (b->provider.release) {
@@ -89,19 +80,11 @@ static void qd_bind_free(void *data) {
   }
   ql_schema_release(&b->schema);
   free(b->types);
-  free(b->spec);
+  free(b->label);
   free(b);
 }
 
-static duckdb_logical_type qd_logical_type(const struct qd_type *t) {
-  if (t->kind == QD_DECIMAL) return duckdb_create_decimal_type(t->precision, t->scale);
-  return duckdb_create_logical_type((duckdb_type)t->duckdb);
-}
-
-/* DuckDB's threads and memory_limit become the host's settings. */
-static void qd_follow_settings(struct qd_db *db, duckdb_bind_info info) {
-  duckdb_client_context ctx = NULL;
-  duckdb_table_function_get_client_context(info, &ctx);
+void qd_follow_settings(struct qd_db *db, duckdb_client_context ctx) {
   if (!ctx) return;
   duckdb_config_option_scope scope;
   duckdb_value v = duckdb_client_context_get_config_option(ctx, "threads", &scope);
@@ -128,7 +111,49 @@ static void qd_follow_settings(struct qd_db *db, duckdb_bind_info info) {
     duckdb_free(text);
     duckdb_destroy_value(&v);
   }
-  duckdb_destroy_client_context(&ctx);
+}
+
+/* DuckDB's threads and memory_limit become the host's settings. */
+static void qd_follow_bind_settings(struct qd_db *db, duckdb_bind_info info) {
+  duckdb_client_context ctx = NULL;
+  duckdb_table_function_get_client_context(info, &ctx);
+  qd_follow_settings(db, ctx);
+  if (ctx) duckdb_destroy_client_context(&ctx);
+}
+
+int qd_bind_provider(duckdb_bind_info info, struct qd_bind *b, struct ql_error *err) {
+  void *tok = ql_plugin_enter(b->plugin);
+  int rc = b->provider.get_schema(&b->provider, &b->schema, err);
+  ql_plugin_leave(b->plugin, tok);
+  if (rc == QL_OK) {
+    b->n_columns = b->schema.n_children;
+    b->types = calloc((size_t)(b->n_columns ? b->n_columns : 1), sizeof(*b->types));
+    if (!b->types) rc = ql_error_set(err, QL_ENOMEM, "out of memory");
+  }
+  for (int64_t i = 0; rc == QL_OK && i < b->n_columns; i++) {
+    char why[256];
+    const struct ArrowSchema *c = b->schema.children[i];
+    if (qd_type_parse(c->format, &b->types[i], why, sizeof(why)) != 0) {
+      rc = ql_error_set(err, QL_ENOTSUP, "column '%s': %s", c->name, why);
+      break;
+    }
+    duckdb_logical_type lt = qd_logical_type(&b->types[i]);
+    duckdb_bind_add_result_column(info, c->name, lt);
+    duckdb_destroy_logical_type(&lt);
+  }
+  if (rc == QL_OK && b->provider.get_statistics) {
+    struct ql_statistics st = {0};
+    st.struct_size = sizeof(st);
+    tok = ql_plugin_enter(b->plugin);
+    if (b->provider.get_statistics(&b->provider, &st, NULL) == QL_OK) {
+      if (st.num_rows_precision != QL_PRECISION_ABSENT && st.num_rows >= 0) {
+        duckdb_bind_set_cardinality(info, (idx_t)st.num_rows, st.num_rows_precision == QL_PRECISION_EXACT);
+      }
+      if (st.release) st.release(&st);
+    }
+    ql_plugin_leave(b->plugin, tok);
+  }
+  return rc;
 }
 
 static void qd_scan_bind(duckdb_bind_info info) {
@@ -139,18 +164,20 @@ static void qd_scan_bind(duckdb_bind_info info) {
   duckdb_value arg = duckdb_bind_get_parameter(info, 0);
   char *spec = arg ? duckdb_get_varchar(arg) : NULL;
   if (arg) duckdb_destroy_value(&arg);
-  if (!b || !spec) {
+  size_t label_cap = spec ? strlen(spec) + 16 : 0;
+  if (b && spec) b->label = malloc(label_cap);
+  if (!b || !spec || !b->label) {
     duckdb_bind_set_error(info, "qlink_scan: out of memory");
     free(b);
     duckdb_free(spec);
     return;
   }
   b->db = db;
-  b->spec = strdup(spec);
-  duckdb_free(spec);
-  qd_follow_settings(db, info);
+  snprintf(b->label, label_cap, "qlink_scan('%s')", spec);
+  qd_follow_bind_settings(db, info);
   struct ql_table_spec ts = {0};
-  int rc = ql_table_spec_parse(b->spec, &ts, &err);
+  int rc = ql_table_spec_parse(spec, &ts, &err);
+  duckdb_free(spec);
   if (rc == QL_OK) rc = qd_plugin_get(db, ts.plugin, &b->plugin, &err);
   duckdb_value tv = duckdb_bind_get_named_parameter(info, "table");
   char *table = tv ? duckdb_get_varchar(tv) : NULL;
@@ -168,7 +195,6 @@ static void qd_scan_bind(duckdb_bind_info info) {
         rc = sp.table(&sp, table, &b->provider, &err);
         sp.release(&sp);
       }
-      if (rc == QL_OK) rc = b->provider.get_schema(&b->provider, &b->schema, &err);
       ql_plugin_leave(b->plugin, tok);
     }
   } else if (rc == QL_OK) {
@@ -178,42 +204,14 @@ static void qd_scan_bind(duckdb_bind_info info) {
       void *tok = ql_plugin_enter(b->plugin);
       rc = b->plugin->table_provider_open(b->plugin, ts.provider, &ts.options, ql_ref_host_session(db->host),
                                            &b->provider, &err);
-      if (rc == QL_OK) rc = b->provider.get_schema(&b->provider, &b->schema, &err);
       ql_plugin_leave(b->plugin, tok);
     }
   }
   ql_table_spec_free(&ts);
   duckdb_free(table);
-  if (rc == QL_OK) {
-    b->n_columns = b->schema.n_children;
-    b->types = calloc((size_t)(b->n_columns ? b->n_columns : 1), sizeof(*b->types));
-    if (!b->types) rc = ql_error_set(&err, QL_ENOMEM, "out of memory");
-  }
-  for (int64_t i = 0; rc == QL_OK && i < b->n_columns; i++) {
-    char why[256];
-    const struct ArrowSchema *c = b->schema.children[i];
-    if (qd_type_parse(c->format, &b->types[i], why, sizeof(why)) != 0) {
-      rc = ql_error_set(&err, QL_ENOTSUP, "column '%s': %s", c->name, why);
-      break;
-    }
-    duckdb_logical_type lt = qd_logical_type(&b->types[i]);
-    duckdb_bind_add_result_column(info, c->name, lt);
-    duckdb_destroy_logical_type(&lt);
-  }
-  if (rc == QL_OK && b->provider.get_statistics) {
-    struct ql_statistics st = {0};
-    st.struct_size = sizeof(st);
-    void *tok = ql_plugin_enter(b->plugin);
-    if (b->provider.get_statistics(&b->provider, &st, NULL) == QL_OK) {
-      if (st.num_rows_precision != QL_PRECISION_ABSENT && st.num_rows >= 0) {
-        duckdb_bind_set_cardinality(info, (idx_t)st.num_rows, st.num_rows_precision == QL_PRECISION_EXACT);
-      }
-      if (st.release) st.release(&st);
-    }
-    ql_plugin_leave(b->plugin, tok);
-  }
+  if (rc == QL_OK) rc = qd_bind_provider(info, b, &err);
   if (rc != QL_OK) {
-    snprintf(msg, sizeof(msg), "qlink_scan('%s'): %s", b->spec, ql_error_message(&err));
+    snprintf(msg, sizeof(msg), "%s: %s", b->label, ql_error_message(&err));
     ql_error_release(&err);
     duckdb_bind_set_error(info, msg);
     qd_bind_free(b);
@@ -251,7 +249,7 @@ static void qd_global_free(void *data) {
   free(g);
 }
 
-static void qd_scan_init(duckdb_init_info info) {
+void qd_scan_init(duckdb_init_info info) {
   struct qd_bind *b = duckdb_init_get_bind_data(info);
   struct qd_global *g = calloc(1, sizeof(*g));
   idx_t n = duckdb_init_get_column_count(info);
@@ -292,7 +290,7 @@ static void qd_scan_init(duckdb_init_info info) {
   free(proj);
   if (rc != QL_OK) {
     char msg[1024];
-    snprintf(msg, sizeof(msg), "qlink_scan('%s'): %s", b->spec, ql_error_message(&err));
+    snprintf(msg, sizeof(msg), "%s: %s", b->label, ql_error_message(&err));
     ql_error_release(&err);
     duckdb_init_set_error(info, msg);
     qd_global_free(g);
@@ -326,7 +324,7 @@ static void qd_local_free(void *data) {
   free(l);
 }
 
-static void qd_scan_local_init(duckdb_init_info info) {
+void qd_scan_local_init(duckdb_init_info info) {
   struct qd_local *l = calloc(1, sizeof(*l));
   if (!l) {
     duckdb_init_set_error(info, "qlink_scan: out of memory");
@@ -335,87 +333,14 @@ static void qd_scan_local_init(duckdb_init_info info) {
   duckdb_init_set_init_data(info, l, qd_local_free); /* the scan finds the global state on its first call */
 }
 
-static void qd_copy(const struct qd_type *t, const struct ArrowArray *a, int64_t from, idx_t n, duckdb_vector v) {
-  int64_t off = a->offset + from;
-  const uint8_t *valid = a->null_count != 0 ? a->buffers[0] : NULL;
-  if (valid) {
-    duckdb_vector_ensure_validity_writable(v);
-    uint64_t *mask = duckdb_vector_get_validity(v);
-    for (idx_t r = 0; r < n; r++) {
-      int64_t i = off + (int64_t)r;
-      if (!(valid[i >> 3] & (1u << (i & 7)))) duckdb_validity_set_row_invalid(mask, r);
-    }
-  }
-  uint8_t *dst = duckdb_vector_get_data(v);
-  const uint8_t *src = a->n_buffers > 1 ? a->buffers[1] : NULL;
-  switch (t->kind) {
-    case QD_FIXED:
-    case QD_TIMESTAMP:
-      memcpy(dst, src + off * t->width, n * (size_t)t->width);
-      break;
-    case QD_BOOL:
-      for (idx_t r = 0; r < n; r++) {
-        int64_t i = off + (int64_t)r;
-        dst[r] = (src[i >> 3] >> (i & 7)) & 1;
-      }
-      break;
-    case QD_DATE64:
-      for (idx_t r = 0; r < n; r++) {
-        int64_t ms = ((const int64_t *)src)[off + (int64_t)r];
-        int64_t d = ms / 86400000 - (ms % 86400000 < 0);
-        ((int32_t *)dst)[r] = (int32_t)d;
-      }
-      break;
-    case QD_TIMESTAMPTZ:
-      for (idx_t r = 0; r < n; r++) {
-        int64_t x = ((const int64_t *)src)[off + (int64_t)r];
-        ((int64_t *)dst)[r] = t->unit_den > 1 ? (x - ((x % t->unit_den + t->unit_den) % t->unit_den)) / t->unit_den
-                                              : x * t->unit_num;
-      }
-      break;
-    case QD_DURATION:
-      for (idx_t r = 0; r < n; r++) {
-        int64_t x = ((const int64_t *)src)[off + (int64_t)r];
-        duckdb_interval iv = {0, 0, t->unit_den > 1 ? x / t->unit_den : x * t->unit_num};
-        memcpy(dst + r * sizeof(iv), &iv, sizeof(iv));
-      }
-      break;
-    case QD_DECIMAL:
-      for (idx_t r = 0; r < n; r++) {
-        const uint8_t *x = src + (off + (int64_t)r) * 16;
-        int64_t lo;
-        memcpy(&lo, x, 8);
-        if (t->width == 16) memcpy(dst + r * 16, x, 16);
-        else if (t->width == 8) ((int64_t *)dst)[r] = lo;
-        else if (t->width == 4) ((int32_t *)dst)[r] = (int32_t)lo;
-        else ((int16_t *)dst)[r] = (int16_t)lo;
-      }
-      break;
-    case QD_STRING:
-      for (idx_t r = 0; r < n; r++) {
-        int64_t i = off + (int64_t)r, s, e;
-        if (t->large) {
-          s = ((const int64_t *)a->buffers[1])[i], e = ((const int64_t *)a->buffers[1])[i + 1];
-        } else {
-          s = ((const int32_t *)a->buffers[1])[i], e = ((const int32_t *)a->buffers[1])[i + 1];
-        }
-        if (valid && !(valid[i >> 3] & (1u << (i & 7)))) continue;
-        duckdb_vector_assign_string_element_len(v, r, (const char *)a->buffers[2] + s, (idx_t)(e - s));
-      }
-      break;
-    default:
-      break;
-  }
-}
-
 static void qd_scan_fail(duckdb_function_info info, struct qd_local *l, const char *what) {
   char msg[1024];
   atomic_store(&l->g->cancelled, 1);
-  snprintf(msg, sizeof(msg), "qlink_scan('%s'): %s", l->g->bind->spec, what);
+  snprintf(msg, sizeof(msg), "%s: %s", l->g->bind->label, what);
   duckdb_function_set_error(info, msg);
 }
 
-static void qd_scan(duckdb_function_info info, duckdb_data_chunk output) {
+void qd_scan(duckdb_function_info info, duckdb_data_chunk output) {
   struct qd_local *l = duckdb_function_get_local_init_data(info);
   if (!l->g) l->g = duckdb_function_get_init_data(info);
   struct qd_global *g = l->g;
@@ -467,7 +392,7 @@ static void qd_scan(duckdb_function_info info, duckdb_data_chunk output) {
         for (idx_t r = 0; r < n; r++) ids[r] = l->offset + (int64_t)r;
         continue;
       }
-      qd_copy(&b->types[g->out_col[c]], l->batch.children[src], l->offset, n, v);
+      qd_copy(&b->types[g->out_col[c]], l->batch.children[src], l->offset, n, v, 0);
     }
     l->offset += (int64_t)n;
     filled = n;
@@ -513,7 +438,7 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info 
   duckdb_table_function_supports_projection_pushdown(f, true);
   duckdb_state st = duckdb_register_table_function(connection, f);
   duckdb_destroy_table_function(&f);
-  if (st != DuckDBSuccess || qd_register_catalog(connection, db) != 0) {
+  if (st != DuckDBSuccess || qd_register_catalog(connection, db) != 0 || qd_register_functions(connection, db) != 0) {
     access->set_error(info, "qlink: registering the qlink functions failed");
     return false;
   }

@@ -13,8 +13,32 @@ enum {
   QD_T_UTINYINT = 6, QD_T_USMALLINT = 7, QD_T_UINTEGER = 8, QD_T_UBIGINT = 9, QD_T_FLOAT = 10,
   QD_T_DOUBLE = 11, QD_T_TIMESTAMP = 12, QD_T_DATE = 13, QD_T_INTERVAL = 15, QD_T_VARCHAR = 17,
   QD_T_BLOB = 18, QD_T_DECIMAL = 19, QD_T_TIMESTAMP_S = 20, QD_T_TIMESTAMP_MS = 21, QD_T_TIMESTAMP_NS = 22,
-  QD_T_TIMESTAMP_TZ = 31
+  QD_T_TIMESTAMP_TZ = 31, QD_T_SQLNULL = 36, QD_T_STRING_LITERAL = 37, QD_T_INTEGER_LITERAL = 38
 };
+
+int qd_cell_kind_of(int32_t duckdb_type) {
+  switch (duckdb_type) {
+    case QD_T_BOOLEAN: case QD_T_TINYINT: case QD_T_SMALLINT: case QD_T_INTEGER: case QD_T_BIGINT:
+    case QD_T_UTINYINT: case QD_T_USMALLINT: case QD_T_UINTEGER: case QD_T_UBIGINT: case QD_T_INTEGER_LITERAL:
+      return QL_CELL_INTEGER;
+    case QD_T_FLOAT: case QD_T_DOUBLE: case QD_T_DECIMAL: return QL_CELL_REAL;
+    case QD_T_VARCHAR: case QD_T_STRING_LITERAL: return QL_CELL_TEXT;
+    case QD_T_BLOB: return QL_CELL_BLOB;
+    case QD_T_SQLNULL: return QL_CELL_NULL;
+    default: return -1;
+  }
+}
+
+const char *qd_type_name(int32_t duckdb_type) {
+  static const char *const names[] = {
+      "INVALID", "BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER",
+      "UBIGINT", "FLOAT", "DOUBLE", "TIMESTAMP", "DATE", "TIME", "INTERVAL", "HUGEINT", "VARCHAR", "BLOB",
+      "DECIMAL", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "ENUM", "LIST", "STRUCT", "MAP", "UUID", "UNION",
+      "BIT", "TIME WITH TIME ZONE", "TIMESTAMP WITH TIME ZONE", "UHUGEINT", "ARRAY", "ANY", "BIGNUM", "NULL",
+      "STRING_LITERAL", "INTEGER_LITERAL"};
+  if (duckdb_type < 0 || duckdb_type >= (int32_t)(sizeof(names) / sizeof(names[0]))) return "(a DuckDB type)";
+  return names[duckdb_type];
+}
 
 static int fixed(struct qd_type *t, int32_t duckdb, int32_t width) {
   t->kind = QD_FIXED;

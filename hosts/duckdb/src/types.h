@@ -1,9 +1,8 @@
 /* The DuckDB host: Arrow formats of plugin columns -> DuckDB types, and
- * copying Arrow arrays into DuckDB vectors.
+ * DuckDB types of function arguments -> libqlink cells.
  *
- * qd_type_parse is pure C (no DuckDB call) so its rules are tested on their
- * own (types_test.c); qd_logical_type and qd_copy_column use the DuckDB
- * extension API.
+ * Pure C (no DuckDB call) so the rules are tested on their own
+ * (types_test.c); vectors.h applies them to DuckDB vectors.
  */
 #ifndef QLINK_DUCKDB_TYPES_H
 #define QLINK_DUCKDB_TYPES_H
@@ -12,6 +11,7 @@
 #include <stdint.h>
 
 #include "qlink/arrow_c.h"
+#include "qlink/lib/args.h"
 
 /* How a column's Arrow values become DuckDB values. */
 enum qd_kind {
@@ -34,6 +34,14 @@ struct qd_type {
   int64_t unit_den;
   uint8_t precision, scale; /* decimals */
 };
+
+/* The libqlink cell kind (qlink/lib/args.h, enum ql_cell_kind) a DuckDB
+ * value of type id `duckdb_type` is read as when passed to a plugin
+ * function: integers and BOOLEAN INTEGER, FLOAT/DOUBLE/DECIMAL REAL, VARCHAR TEXT,
+ * BLOB BLOB, the NULL type NULL; -1 for any other type (not passed). */
+int qd_cell_kind_of(int32_t duckdb_type);
+/* DuckDB's name of a type id ("BIGINT"), for messages. */
+const char *qd_type_name(int32_t duckdb_type);
 
 /* Parse an Arrow format string. 0 on success; else -1 with a one-line
  * reason in `why` (e.g. "Arrow type '+m' (map) has no DuckDB mapping in qlink"). */

@@ -100,5 +100,21 @@ int main(void) {
   parse_fails("tsx:", "Arrow type 'tsx:' has no DuckDB mapping in qlink");
   parse_fails("e", "Arrow type 'e' has no DuckDB mapping in qlink");
   parse_fails("", "Arrow type '' has no DuckDB mapping in qlink");
+
+  /* Function arguments: DuckDB type ids -> libqlink cell kinds. */
+  for (int id = 1; id <= 9; id++) QL_CHECK_INT(qd_cell_kind_of(id), QL_CELL_INTEGER);
+  QL_CHECK_INT(qd_cell_kind_of(10), QL_CELL_REAL);
+  QL_CHECK_INT(qd_cell_kind_of(11), QL_CELL_REAL);
+  QL_CHECK_INT(qd_cell_kind_of(19), QL_CELL_REAL); /* DECIMAL: 2.5 is a DECIMAL literal */
+  QL_CHECK_INT(qd_cell_kind_of(17), QL_CELL_TEXT);
+  QL_CHECK_INT(qd_cell_kind_of(18), QL_CELL_BLOB);
+  QL_CHECK_INT(qd_cell_kind_of(36), QL_CELL_NULL);
+  QL_CHECK_INT(qd_cell_kind_of(13), -1); /* DATE */
+  QL_CHECK_INT(qd_cell_kind_of(24), -1); /* LIST */
+  QL_CHECK_STR(qd_type_name(5), "BIGINT");
+  QL_CHECK_STR(qd_type_name(17), "VARCHAR");
+  QL_CHECK_STR(qd_type_name(31), "TIMESTAMP WITH TIME ZONE");
+  QL_CHECK_STR(qd_type_name(36), "NULL");
+  QL_CHECK_STR(qd_type_name(99), "(a DuckDB type)");
   QL_TEST_END();
 }

@@ -39,6 +39,24 @@ def connect(plugin_path: str | None = str(PLUGINS), threads: int | None = None):
     return con
 
 
+def run_threads(n: int, work) -> list:
+    """Run work(i) for i in 0..n-1, each in its own thread; the exceptions raised."""
+    errors = []
+
+    def guarded(i):
+        try:
+            work(i)
+        except Exception as e:  # noqa: BLE001 - returned to the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=guarded, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
 def test_scan_by_name_and_path():
     con = connect()
     rows = con.execute("SELECT value, square, parity FROM qlink_scan('qlink_sample/series?start=-7&stop=5&step=3') "
@@ -71,23 +89,15 @@ def test_partitions_run_in_parallel_threads():
 
 def test_many_concurrent_queries():
     con = connect(threads=2)
-    results, errors = {}, []
+    results = {}
 
     def worker(i):
-        try:
-            c = con.cursor()
-            stop = 10_000 + i
-            results[i] = c.execute(f"SELECT sum(square)::HUGEINT FROM qlink_scan('qlink_sample/series?stop={stop}"
-                                   f"&partitions={1 + i % 5}')").fetchone()[0]
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        c = con.cursor()
+        stop = 10_000 + i
+        results[i] = c.execute(f"SELECT sum(square)::HUGEINT FROM qlink_scan('qlink_sample/series?stop={stop}"
+                               f"&partitions={1 + i % 5}')").fetchone()[0]
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    assert run_threads(16, worker) == []
     assert results == {i: sum(v * v for v in range(10_000 + i)) for i in range(16)}
 
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qlink/lib/args.h"
 #include "qlink/lib/arrow.h"
 #include "qlink/lib/status.h"
 #include "values.h"
@@ -56,8 +57,7 @@ static void fn_error(sqlite3_context *ctx, const struct qls_fn *f, struct ql_err
 /* The argument formats: the signature's, or those of the values given. */
 static void arg_formats(const struct ql_signature *sig, int argc, sqlite3_value **first_row, const char **out) {
   for (int a = 0; a < argc; a++) {
-    out[a] = sig->arg_formats && sig->n_args == argc ? sig->arg_formats[a]
-                                                     : (first_row ? qls_format_of_value(first_row[a]) : "l");
+    out[a] = ql_signature_arg_format(sig, argc, a, first_row ? qls_format_of_value(first_row[a]) : "l");
   }
 }
 

@@ -1,11 +1,10 @@
 /* qlink SQLite host: SQLite values to and from Arrow (values.h). */
 #include "values.h"
 
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "qlink/lib/args.h"
 #include "qlink/lib/arrow.h"
 #include "qlink/lib/status.h"
 
@@ -21,136 +20,47 @@ void qls_result_cell(sqlite3_context *ctx, const struct qls_cell *cell) {
 
 const char *qls_format_of_value(sqlite3_value *v) {
   switch (sqlite3_value_type(v)) {
-    case SQLITE_FLOAT: return "g";
-    case SQLITE_TEXT: return "u";
-    case SQLITE_BLOB: return "z";
-    default: return "l";
+    case SQLITE_FLOAT: return ql_cell_format(QL_CELL_REAL);
+    case SQLITE_TEXT: return ql_cell_format(QL_CELL_TEXT);
+    case SQLITE_BLOB: return ql_cell_format(QL_CELL_BLOB);
+    default: return ql_cell_format(QL_CELL_INTEGER);
   }
 }
 
-static int width_of(const char *f) {
-  if (f[1] != '\0') return 0;
-  switch (f[0]) {
-    case 'c': case 'C': return 1;
-    case 's': case 'S': return 2;
-    case 'i': case 'I': case 'f': return 4;
-    case 'l': case 'L': case 'g': return 8;
-    default: return 0;
+/* A SQLite value as a cell for an argument of `format`, with SQLite's own
+ * affinity: text that looks like a number is a number for numeric
+ * formats, and a number is its text for utf8 and binary. */
+static struct ql_cell cell_of(sqlite3_value *v, const char *format) {
+  struct ql_cell c = {QL_CELL_NULL, 0, 0, 0, NULL, 0};
+  if (sqlite3_value_type(v) == SQLITE_NULL) return c;
+  if (strcmp(format, "u") == 0 || strcmp(format, "z") == 0) {
+    int blob = format[0] == 'z' && sqlite3_value_type(v) == SQLITE_BLOB;
+    c.kind = blob ? QL_CELL_BLOB : QL_CELL_TEXT;
+    c.data = blob ? (const char *)sqlite3_value_blob(v) : (const char *)sqlite3_value_text(v);
+    c.size = sqlite3_value_bytes(v);
+    return c;
   }
-}
-
-/* One argument column of `n` rows (values vals[r * stride]) as `format`. */
-static int build_column(const char *format, sqlite3_value **vals, int64_t n, int64_t stride, int32_t arg,
-                        struct ArrowArray *out, struct ql_error *error) {
-  uint8_t *bits = calloc((size_t)(n / 8 + 1), 1);
-  if (!bits) return ql_error_set(error, QL_ENOMEM, "out of memory");
-  int64_t nulls = 0;
-  int is_text = strcmp(format, "u") == 0 || strcmp(format, "z") == 0;
-  if (is_text) {
-    int32_t *off = malloc(sizeof *off * (size_t)(n + 1));
-    int64_t total = 0;
-    for (int64_t r = 0; r < n; r++) {
-      sqlite3_value *v = vals[r * stride];
-      if (sqlite3_value_type(v) != SQLITE_NULL) total += format[0] == 'u' ? (sqlite3_value_text(v), sqlite3_value_bytes(v)) : sqlite3_value_bytes(v);
-    }
-    if (total > INT32_MAX) {
-      free(off);
-      free(bits);
-      return ql_error_set(error, QL_EOVERFLOW, "argument %d: more than 2 GiB of text in one batch", arg + 1);
-    }
-    char *data = malloc((size_t)total + 1);
-    if (!off || !data) {
-      free(off);
-      free(data);
-      free(bits);
-      return ql_error_set(error, QL_ENOMEM, "out of memory");
-    }
-    int32_t at = 0;
-    for (int64_t r = 0; r < n; r++) {
-      sqlite3_value *v = vals[r * stride];
-      off[r] = at;
-      if (sqlite3_value_type(v) == SQLITE_NULL) {
-        nulls++;
-        continue;
-      }
-      const void *p = format[0] == 'u' ? (const void *)sqlite3_value_text(v) : sqlite3_value_blob(v);
-      int len = sqlite3_value_bytes(v);
-      if (len > 0 && p) memcpy(data + at, p, (size_t)len);
-      at += len;
-      bits[r / 8] |= (uint8_t)(1u << (r % 8));
-    }
-    off[n] = at;
-    return ql_array_init_binary(out, n, nulls, bits, off, data, error);
+  switch (sqlite3_value_numeric_type(v)) {
+    case SQLITE_INTEGER: c.kind = QL_CELL_INTEGER, c.i = sqlite3_value_int64(v); break;
+    case SQLITE_FLOAT: c.kind = QL_CELL_REAL, c.f = sqlite3_value_double(v); break;
+    case SQLITE_BLOB: c.kind = QL_CELL_BLOB, c.data = sqlite3_value_blob(v), c.size = sqlite3_value_bytes(v); break;
+    default: c.kind = QL_CELL_TEXT, c.data = (const char *)sqlite3_value_text(v), c.size = sqlite3_value_bytes(v);
   }
-  int w = width_of(format);
-  int is_bool = strcmp(format, "b") == 0;
-  if (!w && !is_bool) {
-    free(bits);
-    return ql_error_set(error, QL_ENOTSUP, "argument %d: type '%s' cannot be passed from SQLite", arg + 1, format);
-  }
-  void *data = calloc((size_t)(is_bool ? n / 8 + 1 : n * w + 1), 1);
-  if (!data) {
-    free(bits);
-    return ql_error_set(error, QL_ENOMEM, "out of memory");
-  }
-  int is_float = format[0] == 'g' || format[0] == 'f';
-  for (int64_t r = 0; r < n; r++) {
-    sqlite3_value *v = vals[r * stride];
-    if (sqlite3_value_type(v) == SQLITE_NULL) {
-      nulls++;
-      continue;
-    }
-    int t = sqlite3_value_numeric_type(v);
-    if (t != SQLITE_INTEGER && t != SQLITE_FLOAT) {
-      free(data);
-      free(bits);
-      return ql_error_set(error, QL_EINVAL, "argument %d: '%s' is not a number (the function takes %s)", arg + 1,
-                          (const char *)sqlite3_value_text(v), format);
-    }
-    bits[r / 8] |= (uint8_t)(1u << (r % 8));
-    if (is_float) {
-      double d = sqlite3_value_double(v);
-      if (w == 8) ((double *)data)[r] = d;
-      else ((float *)data)[r] = (float)d;
-      continue;
-    }
-    if (t == SQLITE_FLOAT && sqlite3_value_double(v) != floor(sqlite3_value_double(v))) {
-      double d = sqlite3_value_double(v);
-      free(data);
-      free(bits);
-      return ql_error_set(error, QL_EINVAL, "argument %d: %g is not an integer (the function takes %s)", arg + 1, d, format);
-    }
-    int64_t i = sqlite3_value_int64(v);
-    if (is_bool) {
-      if (i) ((uint8_t *)data)[r / 8] |= (uint8_t)(1u << (r % 8));
-    } else if (w == 8) {
-      ((int64_t *)data)[r] = i;
-    } else if (w == 4) {
-      ((int32_t *)data)[r] = (int32_t)i;
-    } else if (w == 2) {
-      ((int16_t *)data)[r] = (int16_t)i;
-    } else {
-      ((int8_t *)data)[r] = (int8_t)i;
-    }
-  }
-  return ql_array_init_fixed(out, n, nulls, bits, data, error);
+  return c;
 }
 
 int qls_build_args(const char *const *formats, int32_t n_args, sqlite3_value **vals, int64_t n_rows,
                    struct ArrowSchema *schema, struct ArrowArray *array, struct ql_error *error) {
-  memset(schema, 0, sizeof *schema);
-  memset(array, 0, sizeof *array);
-  int rc = ql_schema_init_struct(schema, "", n_args, error);
-  if (rc == QL_OK) rc = ql_array_init_struct(array, n_rows, n_args, error);
-  for (int32_t a = 0; rc == QL_OK && a < n_args; a++) {
-    char name[16];
-    snprintf(name, sizeof name, "arg%d", a);
-    rc = ql_schema_init(schema->children[a], formats[a], name, ARROW_FLAG_NULLABLE, error);
-    if (rc == QL_OK) rc = build_column(formats[a], vals + a, n_rows, n_args, a, array->children[a], error);
+  struct ql_cell *cells = malloc(sizeof *cells * (size_t)(n_rows * n_args + 1));
+  if (!cells) {
+    memset(schema, 0, sizeof *schema);
+    memset(array, 0, sizeof *array);
+    return ql_error_set(error, QL_ENOMEM, "out of memory for %lld argument rows", (long long)n_rows);
   }
-  if (rc != QL_OK) {
-    ql_schema_release(schema);
-    ql_array_release(array);
+  for (int64_t r = 0; r < n_rows; r++) {
+    for (int32_t a = 0; a < n_args; a++) cells[r * n_args + a] = cell_of(vals[r * n_args + a], formats[a]);
   }
+  int rc = ql_args_build(formats, n_args, cells, n_rows, schema, array, error);
+  free(cells);
   return rc;
 }

@@ -17,9 +17,9 @@
 const char *qls_format_of_value(sqlite3_value *v);
 
 /* A struct array of `n_rows` rows over `n_args` arguments, values row-major
- * (vals[r * n_args + a]), with its struct schema. QL_EINVAL naming the
- * argument for a value that does not convert, QL_ENOTSUP for a format SQLite
- * values cannot fill. Outputs owned by the caller. */
+ * (vals[r * n_args + a]), with its struct schema: each value read as a
+ * libqlink cell with SQLite's affinity, then built by ql_args_build
+ * (qlink/lib/args.h), whose errors it returns. Outputs owned by the caller. */
 int qls_build_args(const char *const *formats, int32_t n_args, sqlite3_value **vals, int64_t n_rows,
                    struct ArrowSchema *schema, struct ArrowArray *array, struct ql_error *error);
 
