@@ -9,10 +9,12 @@
  * the accumulator 1024 rows at a time (xStep / xFinal). Window functions
  * are partition evaluators (evaluate_all over a whole window partition),
  * which SQLite's aggregate-style window API (xStep/xInverse/xValue) cannot
- * express; table functions need the schema at connect time, which SQLite's
- * eponymous tables fix before the arguments are known. Both are refused by
- * name and skipped by the whole-plugin form. The result is a line naming
- * what was registered and what was skipped, and why.
+ * express: refused by name and skipped by the whole-plugin form, as are
+ * planners and object stores. Table functions need no registration: a
+ * table function's schema depends on its arguments, so SQLite reaches it
+ * through `CREATE VIRTUAL TABLE t USING qlink_call('PLUGIN', 'NAME', ...)`
+ * (call.c), which the result names. The result is a line naming what was
+ * registered, the table functions, and what was skipped and why.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,9 +230,6 @@ static const char *why_not(int32_t kind) {
     case QL_ITEM_WINDOW_FUNCTION:
       return "a window function is a partition evaluator (evaluate_all), which SQLite's aggregate-style window API "
              "cannot express";
-    case QL_ITEM_TABLE_FUNCTION:
-      return "a table function's schema depends on its arguments, and SQLite fixes a table-valued function's "
-             "columns before it sees them";
     case QL_ITEM_PLANNER: return "SQLite has no planner hook";
     case QL_ITEM_OBJECT_STORE: return "SQLite has no object-store registry";
     default: return NULL;
@@ -281,15 +280,17 @@ static void fn_load(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     return;
   }
   const struct ql_plugin *p = &plugin->loaded->plugin;
-  sqlite3_str *loaded = sqlite3_str_new(NULL), *skipped = sqlite3_str_new(NULL);
-  int n_loaded = 0, n_skipped = 0, found = 0, rc = QL_OK;
+  sqlite3_str *loaded = sqlite3_str_new(NULL), *skipped = sqlite3_str_new(NULL), *tables = sqlite3_str_new(NULL);
+  int n_loaded = 0, n_skipped = 0, n_tables = 0, found = 0, rc = QL_OK;
   for (int32_t i = 0; rc == QL_OK && i < p->n_items; i++) {
     const struct ql_item_info *it = &p->items[i];
     if (it->kind == QL_ITEM_TABLE_PROVIDER || it->kind == QL_ITEM_SCHEMA_PROVIDER) continue;
     if (only && strcmp(only, it->name) != 0) continue;
     found = 1;
     const char *why = why_not(it->kind);
-    if (why && only) {
+    if (it->kind == QL_ITEM_TABLE_FUNCTION) {
+      sqlite3_str_appendf(tables, "%s%s", n_tables++ ? ", " : "", it->name);
+    } else if (why && only) {
       rc = ql_error_set(&err, QL_ENOTSUP, "%s.%s cannot be loaded into SQLite: %s", p->name, it->name, why);
     } else if (why) {
       sqlite3_str_appendf(skipped, "%s%s (%s)", n_skipped++ ? "; " : "", it->name, why);
@@ -301,19 +302,26 @@ static void fn_load(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     }
   }
   if (rc == QL_OK && only && !found) rc = ql_error_set(&err, QL_ENOTFOUND, "plugin %s has no function '%s'", p->name, only);
-  char *l = sqlite3_str_finish(loaded), *s = sqlite3_str_finish(skipped);
+  char *l = sqlite3_str_finish(loaded), *s = sqlite3_str_finish(skipped), *t = sqlite3_str_finish(tables);
   if (rc != QL_OK) {
     char *m = sqlite3_mprintf("qlink_load: %s", ql_error_message(&err));
     ql_error_release(&err);
     sqlite3_result_error(ctx, m ? m : "qlink_load: out of memory", -1);
     sqlite3_free(m);
   } else {
-    char *m = sqlite3_mprintf("%s: loaded %s%s%s", p->name, n_loaded ? l : "nothing", n_skipped ? "; skipped " : "",
-                              n_skipped ? s : "");
+    /* table functions: how to call them (PLUGIN as the caller named it) */
+    char *calls = n_tables ? sqlite3_mprintf("; table function%s %s through CREATE VIRTUAL TABLE t USING "
+                                             "qlink_call(%Q, 'NAME', argument, ...)",
+                                             n_tables > 1 ? "s" : "", t, name)
+                           : NULL;
+    char *m = sqlite3_mprintf("%s: loaded %s%s%s%s", p->name, n_loaded ? l : "nothing", calls ? calls : "",
+                              n_skipped ? "; skipped " : "", n_skipped ? s : "");
     sqlite3_result_text(ctx, m ? m : "", -1, sqlite3_free);
+    sqlite3_free(calls);
   }
   sqlite3_free(l);
   sqlite3_free(s);
+  sqlite3_free(t);
   qls_plugin_release(plugin);
 }
 

@@ -143,11 +143,10 @@ static void test_best_index(sqlite3 *db) {
 
 static void test_functions(sqlite3 *db) {
   CHECK_Q(db, "SELECT qlink_load('qlink_sample')",
-          "qlink_sample: loaded scalar add_one, aggregate sum_sq; skipped running_count (a window function is a "
-          "partition evaluator (evaluate_all), which SQLite's aggregate-style window API cannot express); "
-          "sample_range (a table function's schema depends on its arguments, and SQLite fixes a table-valued "
-          "function's columns before it sees them); "
-          "decline_all (SQLite has no planner hook); drop_true_filters (SQLite has no planner hook)");
+          "qlink_sample: loaded scalar add_one, aggregate sum_sq; table function sample_range through CREATE "
+          "VIRTUAL TABLE t USING qlink_call('qlink_sample', 'NAME', argument, ...); skipped running_count (a window "
+          "function is a partition evaluator (evaluate_all), which SQLite's aggregate-style window API cannot "
+          "express); decline_all (SQLite has no planner hook); drop_true_filters (SQLite has no planner hook)");
   CHECK_Q(db, "SELECT add_one(41)", "42");
   CHECK_Q(db, "SELECT add_one(NULL) IS NULL", "1");
   CHECK_Q(db, "SELECT sum_sq(value) FROM s WHERE value < 4", "14");
@@ -161,8 +160,8 @@ static void test_functions(sqlite3 *db) {
           "ERROR: qlink_load: qlink_sample.running_count cannot be loaded into SQLite: a window function is a "
           "partition evaluator (evaluate_all), which SQLite's aggregate-style window API cannot express");
   CHECK_Q(db, "SELECT qlink_load('qlink_sample', 'sample_range')",
-          "ERROR: qlink_load: qlink_sample.sample_range cannot be loaded into SQLite: a table function's schema "
-          "depends on its arguments, and SQLite fixes a table-valued function's columns before it sees them");
+          "qlink_sample: loaded nothing; table function sample_range through CREATE VIRTUAL TABLE t USING "
+          "qlink_call('qlink_sample', 'NAME', argument, ...)");
   CHECK_Q(db, "SELECT qlink_load('qlink_sample', 'nope')", "ERROR: qlink_load: plugin qlink_sample has no function 'nope'");
 }
 
@@ -202,6 +201,128 @@ static void test_errors(sqlite3 *db) {
   CHECK_Q(db, "SELECT count(*) FROM s", "100"); /* the connection keeps working */
 }
 
+/* qlink_call: table functions, called when the virtual table is created
+ * (plugins/qls_call_test.so, hosts/sqlite/tests/call_plugin.c). */
+static void test_call(sqlite3 *db) {
+  /* every literal kind reaches the plugin with its format and exact value */
+  exec(db, "CREATE VIRTUAL TABLE e USING qlink_call('qls_call_test', 'echo', 42, -0x10, 0.125, - 2e3, 'it''s', "
+           "NULL, TRUE, false, '', 9223372036854775807, 'caf\xc3\xa9')");
+  CHECK_Q(db, "SELECT group_concat(position || ':' || format || ':' || coalesce(value, 'NULL'), '|') FROM e",
+          "1:l:42|2:l:-16|3:g:0.125|4:g:-2000|5:u:it's|6:n:NULL|7:b:true|8:b:false|9:u:|10:l:9223372036854775807|"
+          "11:u:caf\xc3\xa9");
+  CHECK_Q(db, "SELECT typeof(position) || typeof(format) || typeof(value) FROM e WHERE position = 6", "integertextnull");
+  /* served as a qlink table: projection and LIMIT reach the scan */
+  CHECK_PLAN(db, "SELECT value FROM e LIMIT 2", "SCAN e VIRTUAL TABLE INDEX 1:qlink columns=value limit=?1");
+  CHECK_Q(db, "SELECT group_concat(value) FROM (SELECT value FROM e LIMIT 2)", "42,-16");
+  CHECK_PLAN(db, "SELECT format FROM e WHERE position > 3", "SCAN e VIRTUAL TABLE INDEX 2:qlink columns=position,format");
+  CHECK_Q(db, "SELECT count(*) FROM e WHERE position > 3", "8");
+  /* the sample's sample_range: filters, LIMIT and ORDER BY reach its scan
+   * as they reach a USING qlink table's */
+  exec(db, "CREATE VIRTUAL TABLE r USING qlink_call('qlink_sample', 'sample_range', -5, 20, 3)");
+  CHECK_Q(db, "SELECT group_concat(value) FROM r", "-5,-2,1,4,7,10,13,16,19");
+  CHECK_PLAN(db, "SELECT value FROM r WHERE value > 4 LIMIT 2",
+             "SCAN r VIRTUAL TABLE INDEX 1:qlink columns=value filters=value > ?1 [exact, omitted] limit=?2");
+  CHECK_Q(db, "SELECT group_concat(value) FROM (SELECT value FROM r WHERE value > 4 LIMIT 2)", "7,10");
+  CHECK_PLAN(db, "SELECT value FROM r ORDER BY value LIMIT 3",
+             "SCAN r VIRTUAL TABLE INDEX 2:qlink columns=value limit=?1 ordered");
+  CHECK_Q(db, "SELECT group_concat(b.square) FROM r JOIN s AS b ON b.value = r.value WHERE r.value > 0", "1,16,49,100,169,256,361");
+  CHECK_Q(db, "CREATE VIRTUAL TABLE r2 USING qlink_call('qlink_sample', 'sample_range', 1, 2.5)",
+          "ERROR: qlink: qlink_sample (sample_range(1, 2.5)): sample_range: argument 2 (stop) must be an integer "
+          "literal, got a literal of type 'g'");
+  CHECK_Q(db, "CREATE VIRTUAL TABLE r2 USING qlink_call('qlink_sample', 'sample_range', 1, 5, 0)",
+          "ERROR: qlink: qlink_sample (sample_range(1, 5, 0)): sample_range: argument 'step' must not be 0");
+  CHECK_Q(db, "CREATE VIRTUAL TABLE r2 USING qlink_call('qlink_sample', 'sample_range', 1)",
+          "ERROR: qlink: qlink_sample (sample_range(1)): sample_range takes 2 or 3 arguments (start, stop[, step]), "
+          "got 1");
+  /* no argument; dropped and made again */
+  exec(db, "CREATE VIRTUAL TABLE e0 USING qlink_call('qls_call_test', 'echo')");
+  CHECK_Q(db, "SELECT count(*) FROM e0", "0");
+  exec(db, "DROP TABLE e0");
+  exec(db, "CREATE VIRTUAL TABLE e0 USING qlink_call('qls_call_test','echo',  'a b' )");
+  CHECK_Q(db, "SELECT value FROM e0", "a b");
+  /* arguments that are no literal, named by position and text */
+  CHECK_Q(db, "CREATE VIRTUAL TABLE b1 USING qlink_call('qls_call_test', 'echo', 1, abc)",
+          "ERROR: qlink: echo(1, abc): qlink_call argument 4 `abc`: not a SQL literal: expected an integer, a real, a "
+          "'string', NULL, TRUE or FALSE");
+  CHECK_Q(db, "CREATE VIRTUAL TABLE b1 USING qlink_call('qls_call_test', 'echo', 1 + 1)",
+          "ERROR: qlink: echo(1 + 1): qlink_call argument 3 `1 + 1`: text after the number (one literal per argument)");
+  CHECK_Q(db, "CREATE VIRTUAL TABLE b1 USING qlink_call('qls_call_test', 'echo', \"x\")",
+          "ERROR: qlink: echo(\"x\"): qlink_call argument 3 `\"x\"`: a quoted identifier, not a string: strings take "
+          "single quotes");
+  CHECK_Q(db, "CREATE VIRTUAL TABLE b1 USING qlink_call('qls_call_test', 'echo', 'a', 99999999999999999999)",
+          "ERROR: qlink: echo('a', 99999999999999999999): qlink_call argument 4 `99999999999999999999`: an integer "
+          "outside the int64 range");
+  CHECK_Q(db, "CREATE VIRTUAL TABLE b1 USING qlink_call('qls_call_test', 'echo', (1))",
+          "ERROR: qlink: echo((1)): qlink_call argument 3 `(1)`: not a SQL literal: expected an integer, a real, a "
+          "'string', NULL, TRUE or FALSE");
+  CHECK_Q(db, "CREATE VIRTUAL TABLE b1 USING qlink_call(qls_call_test, 'echo')",
+          "ERROR: qlink: qlink_call argument 1 `qls_call_test`: not a SQL literal: expected an integer, a real, a "
+          "'string', NULL, TRUE or FALSE; USING qlink_call('PLUGIN', 'FUNCTION', argument, ...) names the plugin as "
+          "a 'string'");
+  CHECK_Q(db, "CREATE VIRTUAL TABLE b1 USING qlink_call('qls_call_test', 7)",
+          "ERROR: qlink: qlink_call argument 2 `7`: not a 'string'; USING qlink_call('PLUGIN', 'FUNCTION', argument, "
+          "...) names the function as a 'string'");
+  CHECK_Q(db, "CREATE VIRTUAL TABLE b1 USING qlink_call('qls_call_test')",
+          "ERROR: qlink: USING qlink_call('PLUGIN', 'FUNCTION', argument, ...) takes the plugin, the function and its "
+          "arguments, got 1 arguments");
+  CHECK_Q(db, "SELECT * FROM qlink_call",
+          "ERROR: qlink: USING qlink_call('PLUGIN', 'FUNCTION', argument, ...) takes the plugin, the function and its "
+          "arguments, got 0 arguments");
+  /* names that are no table function */
+  CHECK_Q(db, "CREATE VIRTUAL TABLE b1 USING qlink_call('qls_call_test', 'nope')",
+          "ERROR: qlink: qls_call_test (nope()): plugin qls_call_test has no table function 'nope'");
+  CHECK_Q(db, "CREATE VIRTUAL TABLE b1 USING qlink_call('qlink_sample', 'add_one', 1)",
+          "ERROR: qlink: qlink_sample (add_one(1)): plugin qlink_sample has no table function 'add_one'; 'add_one' is "
+          "a scalar function: SELECT qlink_load('PLUGIN', 'NAME') registers it");
+  CHECK_Q(db, "CREATE VIRTUAL TABLE b1 USING qlink_call('qlink_sample', 'series')",
+          "ERROR: qlink: qlink_sample (series()): plugin qlink_sample has no table function 'series'; 'series' is a "
+          "table provider: USING qlink('PLUGIN/NAME?...') reads it");
+  CHECK_Q_PREFIX(db, "CREATE VIRTUAL TABLE b1 USING qlink_call('no_such_plugin', 'echo')",
+                 "ERROR: qlink: echo(): plugin 'no_such_plugin' is in no allowed plugin directory (");
+  /* a call that fails: the plugin's message is the statement's error */
+  CHECK_Q(db, "CREATE VIRTUAL TABLE b1 USING qlink_call('qls_call_test', 'fail', 1, 'x', NULL)",
+          "ERROR: qlink: qls_call_test (fail(1, 'x', NULL)): fail: refused 3 arguments (deliberately)");
+  CHECK_Q(db, "CREATE VIRTUAL TABLE b1 USING qlink_call('broken_third_batch', 'numbers_fn', 1)",
+          "ERROR: qlink: broken (numbers_fn(1)): numbers_fn takes no arguments");
+  /* a provider failing mid-scan, as for USING qlink */
+  exec(db, "CREATE VIRTUAL TABLE nf USING qlink_call('broken_third_batch', 'numbers_fn')");
+  CHECK_Q(db, "SELECT count(*) FROM nf",
+          "ERROR: qlink: broken (numbers_fn()): numbers: reading batch 3 failed (deliberately)");
+  CHECK_Q(db, "SELECT group_concat(x) FROM (SELECT x FROM nf LIMIT 4)", "0,1,2,3");
+  /* the connection keeps working */
+  CHECK_Q(db, "SELECT count(*) FROM e", "11");
+  CHECK_Q(db, "SELECT name FROM sqlite_master WHERE name = 'b1'", "(no row)");
+  /* qlink_load names the table functions and how to call them */
+  CHECK_Q(db, "SELECT qlink_load('qls_call_test')",
+          "qls_call_test: loaded nothing; table functions echo, fail through CREATE VIRTUAL TABLE t USING "
+          "qlink_call('qls_call_test', 'NAME', argument, ...)");
+  CHECK_Q(db, "SELECT qlink_load('qls_call_test', 'echo')",
+          "qls_call_test: loaded nothing; table function echo through CREATE VIRTUAL TABLE t USING "
+          "qlink_call('qls_call_test', 'NAME', argument, ...)");
+}
+
+/* A qlink_call table in a database file calls again when the file is
+ * opened again (xConnect). */
+static void test_call_reconnect(void) {
+  char path[] = "/tmp/qls_call_XXXXXX";
+  int fd = mkstemp(path);
+  QL_CHECK(fd >= 0);
+  close(fd);
+  sqlite3 *db = NULL;
+  sqlite3_open(path, &db);
+  sqlite3_enable_load_extension(db, 1);
+  QL_CHECK_INT(sqlite3_load_extension(db, g_ext, "sqlite3_qlink_init", NULL), SQLITE_OK);
+  exec(db, "CREATE VIRTUAL TABLE kept USING qlink_call('qls_call_test', 'echo', 'x', 2)");
+  sqlite3_close(db);
+  db = NULL;
+  sqlite3_open(path, &db);
+  sqlite3_enable_load_extension(db, 1);
+  QL_CHECK_INT(sqlite3_load_extension(db, g_ext, "sqlite3_qlink_init", NULL), SQLITE_OK);
+  CHECK_Q(db, "SELECT group_concat(format || '=' || value) FROM kept", "u=x,l=2");
+  sqlite3_close(db);
+  unlink(path);
+}
+
 static void write_file(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
   if (f) {
@@ -239,6 +360,8 @@ static void test_path_rule(void) {
   CHECK_Q_HAS(db, sql, "outside the allowed plugin directories");
   /* .. climbing out */
   snprintf(sql, sizeof sql, "SELECT qlink_load('%s/../../../%s/qlink_sample.so')", allowed, g_plugins);
+  CHECK_Q_HAS(db, sql, "outside the allowed plugin directories");
+  snprintf(sql, sizeof sql, "CREATE VIRTUAL TABLE x USING qlink_call('%s/qls_call_test.so', 'echo')", g_plugins);
   CHECK_Q_HAS(db, sql, "outside the allowed plugin directories");
   /* a file inside that is no plugin */
   CHECK_Q_HAS(db, "SELECT qlink_load('notes')", "is not a qlink plugin");
@@ -324,9 +447,11 @@ int main(void) {
   test_functions(db);
   test_schema_providers(db);
   test_errors(db);
+  test_call(db);
   test_interrupt(db);
   sqlite3_close(db);
   test_path_rule();
+  test_call_reconnect();
   test_threads();
   QL_TEST_END();
 }

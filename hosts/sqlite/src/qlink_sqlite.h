@@ -62,10 +62,24 @@ void qls_schemas_free(struct qls_conn *c);
 int qls_spec_open(struct qls_conn *c, const char *spec, int32_t kind, struct ql_table_spec *parsed,
                   struct qls_plugin **plugin, int32_t *kind_out, struct ql_error *error);
 
-/* ---- vtab.c: the `qlink` module */
+/* ---- vtab.c: the `qlink` and `qlink_call` modules */
+/* What a module's xCreate/xConnect does first: open the table provider its
+ * `argc` module arguments (`argv`, SQLite's raw token text) name. Fills
+ * `*label` (malloc'd, names the table in messages: the spec, or the call as
+ * "FUNCTION(ARGS)"), then `*plugin` (a reference) and `*tp` (owned) once it
+ * has them; on failure QL_* with `error` set, and whatever was filled is
+ * the caller's to release. vtab.c then serves the provider the same way for
+ * every module (schema, statistics, pushdown, scan). */
+typedef int (*qls_provider_open_fn)(struct qls_conn *c, int argc, const char *const *argv, char **label,
+                                    struct qls_plugin **plugin, struct ql_table_provider *tp, struct ql_error *error);
+/* Registers both modules on c->db. */
 int qls_register_vtab(struct qls_conn *c);
 /* Error text for the statement: "qlink: PLUGIN (SPEC): MESSAGE" (sqlite3_malloc'd). */
 char *qls_errmsg(const char *plugin, const char *spec, const struct ql_error *error);
+
+/* ---- call.c: `USING qlink_call('PLUGIN', 'FUNCTION', literal, ...)` */
+int qls_call_open(struct qls_conn *c, int argc, const char *const *argv, char **label, struct qls_plugin **plugin,
+                  struct ql_table_provider *tp, struct ql_error *error);
 
 /* ---- tables.c: qlink_tables('SPEC') and qlink_attach('NAME','SPEC') */
 int qls_register_tables(struct qls_conn *c);

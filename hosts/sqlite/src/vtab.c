@@ -148,48 +148,65 @@ static char *declare_text(const struct ArrowSchema *schema, char **why) {
   return sqlite3_str_finish(s);
 }
 
-static int vt_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **pz) {
-  struct qls_conn *c = aux;
-  if (argc != 4 && argc != 5) {
-    *pz = sqlite3_mprintf("qlink: USING qlink('PLUGIN/PROVIDER?key=value&...') takes one spec "
-                          "(or a schema provider's spec and a table name), got %d arguments", argc - 3);
-    return SQLITE_ERROR;
+/* The table provider of `USING qlink('SPEC')` or, from qlink_attach,
+ * `USING qlink('SCHEMA SPEC', 'TABLE')` (a qls_provider_open_fn). */
+static int open_spec(struct qls_conn *c, int argc, const char *const *argv, char **label, struct qls_plugin **plugin,
+                     struct ql_table_provider *tp, struct ql_error *err) {
+  if (argc != 1 && argc != 2)
+    return ql_error_set(err, QL_EINVAL,
+                        "USING qlink('PLUGIN/PROVIDER?key=value&...') takes one spec "
+                        "(or a schema provider's spec and a table name), got %d arguments",
+                        argc);
+  char *spec = *label = unquote(argv[0]);
+  char *table = argc == 2 ? unquote(argv[1]) : NULL;
+  if (!spec || (argc == 2 && !table)) {
+    free(table);
+    return ql_error_set(err, QL_ENOMEM, "out of memory");
   }
+  int rc;
+  if (table) {
+    struct qls_schema *sch = NULL;
+    rc = qls_schema_get(c, spec, &sch, err);
+    if (rc == QL_OK) {
+      *plugin = sch->plugin;
+      qls_plugin_ref(*plugin);
+      const struct ql_plugin *p = &(*plugin)->loaded->plugin;
+      void *tok = ql_plugin_enter(p);
+      rc = sch->provider.table(&sch->provider, table, tp, err);
+      ql_plugin_leave(p, tok);
+    }
+    free(table);
+    return rc;
+  }
+  struct ql_table_spec parsed = {0};
+  int32_t kind = 0;
+  rc = qls_spec_open(c, spec, 0, &parsed, plugin, &kind, err);
+  if (rc == QL_OK && kind == QL_ITEM_SCHEMA_PROVIDER) {
+    rc = ql_error_set(err, QL_EINVAL,
+                      "'%s' is a schema provider: SELECT qlink_attach('NAME', '%s') makes its tables NAME.<table>",
+                      parsed.provider, spec);
+  } else if (rc == QL_OK) {
+    const struct ql_plugin *p = &(*plugin)->loaded->plugin;
+    void *tok = ql_plugin_enter(p);
+    rc = p->table_provider_open(p, parsed.provider, &parsed.options, ql_ref_host_session(c->host), tp, err);
+    ql_plugin_leave(p, tok);
+  }
+  ql_table_spec_free(&parsed);
+  return rc;
+}
+
+/* xCreate/xConnect of every module: `open` gets the table provider from
+ * the module arguments; the rest (schema, declaration, statistics) is the
+ * same for all. */
+static int connect_with(qls_provider_open_fn open, sqlite3 *db, void *aux, int argc, const char *const *argv,
+                        sqlite3_vtab **out, char **pz) {
+  struct qls_conn *c = aux;
   struct qls_vtab *vt = calloc(1, sizeof *vt);
   if (!vt) return SQLITE_NOMEM;
   vt->conn = c;
   qls_conn_ref(c);
-  vt->spec = unquote(argv[3]);
-  char *table = argc == 5 ? unquote(argv[4]) : NULL;
   struct ql_error err = {0};
-  int rc = vt->spec && (argc == 4 || table) ? QL_OK : ql_error_set(&err, QL_ENOMEM, "out of memory");
-  const struct ql_session *session = ql_ref_host_session(c->host);
-  if (rc == QL_OK && table) {
-    struct qls_schema *sch = NULL;
-    rc = qls_schema_get(c, vt->spec, &sch, &err);
-    if (rc == QL_OK) {
-      vt->plugin = sch->plugin;
-      qls_plugin_ref(vt->plugin);
-      void *tok = ql_plugin_enter(vt_plugin(vt));
-      rc = sch->provider.table(&sch->provider, table, &vt->tp, &err);
-      ql_plugin_leave(vt_plugin(vt), tok);
-    }
-  } else if (rc == QL_OK) {
-    struct ql_table_spec parsed = {0};
-    int32_t kind = 0;
-    rc = qls_spec_open(c, vt->spec, 0, &parsed, &vt->plugin, &kind, &err);
-    if (rc == QL_OK && kind == QL_ITEM_SCHEMA_PROVIDER) {
-      rc = ql_error_set(&err, QL_EINVAL,
-                        "'%s' is a schema provider: SELECT qlink_attach('NAME', '%s') makes its tables NAME.<table>",
-                        parsed.provider, vt->spec);
-    } else if (rc == QL_OK) {
-      const struct ql_plugin *p = vt_plugin(vt);
-      void *tok = ql_plugin_enter(p);
-      rc = p->table_provider_open(p, parsed.provider, &parsed.options, session, &vt->tp, &err);
-      ql_plugin_leave(p, tok);
-    }
-    ql_table_spec_free(&parsed);
-  }
+  int rc = open(c, argc - 3, argv + 3, &vt->spec, &vt->plugin, &vt->tp, &err);
   if (rc == QL_OK) {
     void *tok = ql_plugin_enter(vt_plugin(vt));
     rc = vt->tp.get_schema(&vt->tp, &vt->schema, &err);
@@ -206,13 +223,12 @@ static int vt_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
   }
   if (rc != QL_OK) {
     *pz = vt->plugin ? qls_errmsg(vt_plugin(vt)->name, vt->spec ? vt->spec : "", &err)
-                     : sqlite3_mprintf("qlink: %s: %s", vt->spec ? vt->spec : "", ql_error_message(&err));
+          : vt->spec ? sqlite3_mprintf("qlink: %s: %s", vt->spec, ql_error_message(&err))
+                     : sqlite3_mprintf("qlink: %s", ql_error_message(&err));
     ql_error_release(&err);
-    free(table);
     vt_free(vt);
-    return SQLITE_ERROR;
+    return rc == QL_ENOMEM ? SQLITE_NOMEM : SQLITE_ERROR;
   }
-  free(table);
   read_statistics(vt);
   int src = sqlite3_declare_vtab(db, decl);
   sqlite3_free(decl);
@@ -223,6 +239,14 @@ static int vt_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
   }
   *out = &vt->base;
   return SQLITE_OK;
+}
+
+static int vt_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **pz) {
+  return connect_with(open_spec, db, aux, argc, argv, out, pz);
+}
+
+static int call_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **pz) {
+  return connect_with(qls_call_open, db, aux, argc, argv, out, pz);
 }
 
 static int vt_disconnect(sqlite3_vtab *base) {
@@ -735,23 +759,20 @@ static int cur_column(sqlite3_vtab_cursor *base, sqlite3_context *ctx, int col) 
   return SQLITE_OK;
 }
 
-static sqlite3_module k_module = {
-    .iVersion = 0,
-    .xCreate = vt_connect,
-    .xConnect = vt_connect,
-    .xBestIndex = vt_best_index,
-    .xDisconnect = vt_disconnect,
-    .xDestroy = vt_disconnect,
-    .xOpen = cur_open,
-    .xClose = cur_close,
-    .xFilter = cur_filter,
-    .xNext = cur_next,
-    .xEof = cur_eof,
-    .xColumn = cur_column,
-    .xRowid = cur_rowid,
-};
+/* What every module shares: the scan of a table provider. */
+#define QLS_SCAN_METHODS                                                                                    \
+  .xBestIndex = vt_best_index, .xDisconnect = vt_disconnect, .xDestroy = vt_disconnect, .xOpen = cur_open, \
+  .xClose = cur_close, .xFilter = cur_filter, .xNext = cur_next, .xEof = cur_eof, .xColumn = cur_column,    \
+  .xRowid = cur_rowid
+
+static sqlite3_module k_module = {.iVersion = 0, .xCreate = vt_connect, .xConnect = vt_connect, QLS_SCAN_METHODS};
+static sqlite3_module k_call_module = {
+    .iVersion = 0, .xCreate = call_connect, .xConnect = call_connect, QLS_SCAN_METHODS};
 
 int qls_register_vtab(struct qls_conn *c) {
   qls_conn_ref(c);
-  return sqlite3_create_module_v2(c->db, "qlink", &k_module, c, qls_conn_unref);
+  int rc = sqlite3_create_module_v2(c->db, "qlink", &k_module, c, qls_conn_unref);
+  if (rc != SQLITE_OK) return rc;
+  qls_conn_ref(c);
+  return sqlite3_create_module_v2(c->db, "qlink_call", &k_call_module, c, qls_conn_unref);
 }

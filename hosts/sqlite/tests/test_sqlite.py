@@ -6,6 +6,7 @@ two connections in two threads. Needs the C release build only
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -60,7 +61,9 @@ def test_grid_floats(db):
 
 def test_functions(db):
     msg = rows(db, "SELECT qlink_load('qlink_sample')")[0][0]
-    assert msg.startswith("qlink_sample: loaded scalar add_one, aggregate sum_sq; skipped running_count (")
+    assert msg.startswith("qlink_sample: loaded scalar add_one, aggregate sum_sq; table function sample_range through "
+                          "CREATE VIRTUAL TABLE t USING qlink_call('qlink_sample', 'NAME', argument, ...); skipped "
+                          "running_count (")
     db.execute("CREATE VIRTUAL TABLE s USING qlink('qlink_sample/series?start=0&stop=2000&step=1')")
     assert rows(db, "SELECT add_one(1), sum_sq(value) FROM s WHERE value < 10") == [(2, 285)]
     assert rows(db, "SELECT sum_sq(value) = sum(value*value) FROM s") == [(1,)]
@@ -76,6 +79,95 @@ def test_tables_and_attach(db):
     assert rows(db, "SELECT count(*) FROM (SELECT x FROM b.numbers LIMIT 50)") == [(50,)]
     with pytest.raises(apsw.SQLError, match="qlink_tables takes a spec"):
         rows(db, "SELECT * FROM qlink_tables")
+
+
+def echo(db, args):
+    db.execute(f"CREATE VIRTUAL TABLE e USING qlink_call('qls_call_test', 'echo'{', ' if args else ''}{args})")
+    return rows(db, "SELECT position, format, value, typeof(value) FROM e")
+
+
+def test_call_literals(db):
+    """Every literal kind of qlink_call reaches the table function with its
+    Arrow format and exact value (the test plugin echoes them)."""
+    got = echo(db, "-9223372036854775808, 0x7fffffffffffffff, 1.5e-3, -.5, 'a''b,(c)', null, True, FALSE, 'é'")
+    assert got == [
+        (1, "l", "-9223372036854775808", "text"),
+        (2, "l", "9223372036854775807", "text"),
+        (3, "g", "0.0015", "text"),
+        (4, "g", "-0.5", "text"),
+        (5, "u", "a'b,(c)", "text"),
+        (6, "n", None, "null"),
+        (7, "b", "true", "text"),
+        (8, "b", "false", "text"),
+        (9, "u", "é", "text"),
+    ]
+
+
+def test_call_reaches_scan(db):
+    echo(db, "1, 2, 3, 4")
+    plan = rows(db, "EXPLAIN QUERY PLAN SELECT value FROM e LIMIT 2")[0][3]
+    # the plan number counts the plans xBestIndex kept; the rest is the pushdown
+    assert re.fullmatch(r"SCAN e VIRTUAL TABLE INDEX \d+:qlink columns=value limit=\?1", plan), plan
+    assert rows(db, "SELECT value FROM e LIMIT 2") == [("1",), ("2",)]
+    assert rows(db, "SELECT count(*) FROM e WHERE position >= 3") == [(2,)]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ("1, x", "qlink_call argument 4 `x`: not a SQL literal: expected an integer, a real, a 'string', NULL, TRUE or FALSE"),
+        ("?", "qlink_call argument 3 `?`: not a SQL literal"),
+        ("-1 - 1", "qlink_call argument 3 `-1 - 1`: text after the number (one literal per argument)"),
+        ("TRUE FALSE", "qlink_call argument 3 `TRUE FALSE`: not a SQL literal"),
+        ("- 'a'", "qlink_call argument 3 `- 'a'`: not a SQL literal"),
+        ("'a' 'b'", "qlink_call argument 3 `'a' 'b'`: text after the string's closing quote"),
+        ("1e400", "qlink_call argument 3 `1e400`: a real outside the float64 range"),
+        ("x'01'", "qlink_call argument 3 `x'01'`: a blob, which is not among the literals accepted"),
+        ("9223372036854775808", "an integer outside the int64 range"),
+    ],
+)
+def test_call_bad_literals(db, args, message):
+    with pytest.raises(apsw.SQLError) as e:
+        echo(db, args)
+    assert message in str(e.value)
+    assert echo(db, "7") == [(1, "l", "7", "text")]  # the connection keeps working
+
+
+def test_call_errors(db):
+    cases = [
+        ("'qls_call_test', 'fail', 1, 2", "qlink: qls_call_test (fail(1, 2)): fail: refused 2 arguments (deliberately)"),
+        ("'qls_call_test', 'nope'", "qlink: qls_call_test (nope()): plugin qls_call_test has no table function 'nope'"),
+        ("'qlink_sample', 'sum_sq'", "'sum_sq' is an aggregate function: SELECT qlink_load('PLUGIN', 'NAME') registers it"),
+        ("'broken_third_batch', 'numbers_fn', 'x'", "qlink: broken (numbers_fn('x')): numbers_fn takes no arguments"),
+        ("'/bin/ls', 'echo'", "outside the allowed plugin directories"),
+        ("'qls_call_test'", "takes the plugin, the function and its arguments, got 1 arguments"),
+    ]
+    for args, message in cases:
+        with pytest.raises(apsw.SQLError) as e:
+            db.execute(f"CREATE VIRTUAL TABLE f USING qlink_call({args})")
+        assert message in str(e.value), args
+    db.execute("CREATE VIRTUAL TABLE nf USING qlink_call('broken_third_batch', 'numbers_fn')")
+    with pytest.raises(apsw.SQLError, match=r"qlink: broken \(numbers_fn\(\)\): numbers: reading batch 3 failed"):
+        rows(db, "SELECT sum(x) FROM nf")
+    assert rows(db, "SELECT sum(x) FROM (SELECT x FROM nf LIMIT 5)") == [(10,)]
+
+
+def test_call_sample_range(db):
+    db.execute("CREATE VIRTUAL TABLE r USING qlink_call('qlink_sample', 'sample_range', 100, -100, -7)")
+    assert rows(db, "SELECT count(*), sum(value), min(value), max(value) FROM r") == [(29, 58, -96, 100)]
+    plan = rows(db, "EXPLAIN QUERY PLAN SELECT value FROM r WHERE value < ? AND value >= -20", 0)[0][3]
+    assert re.fullmatch(r"SCAN r VIRTUAL TABLE INDEX \d+:qlink columns=value filters=value < \?1 \[exact, rechecked\]; "
+                        r"value >= \?2 \[exact, omitted\]", plan), plan
+    assert rows(db, "SELECT value FROM r WHERE value < ? AND value >= -20", 0) == [(-5,), (-12,), (-19,)]
+    with pytest.raises(apsw.SQLError, match="sample_range: argument 1 \\(start\\) must be an integer literal, got a NULL literal"):
+        db.execute("CREATE VIRTUAL TABLE r2 USING qlink_call('qlink_sample', 'sample_range', NULL, 3)")
+
+
+def test_call_listed_by_qlink_load(db):
+    assert rows(db, "SELECT qlink_load('qls_call_test', 'fail')") == [
+        ("qls_call_test: loaded nothing; table function fail through CREATE VIRTUAL TABLE t USING "
+         "qlink_call('qls_call_test', 'NAME', argument, ...)",)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -162,6 +254,18 @@ def test_cli_errors_and_recovery():
     assert "numbers: reading batch 3 failed (deliberately)" in out.stderr
     assert "unknown option 'nope' for qlink_sample/series" in out.stderr
     assert out.stdout.split() == ["still", "here"]
+
+
+def test_cli_call():
+    """Debian's sqlite3 3.40 hands module arguments over as apsw's 3.54 does."""
+    out = cli(
+        "CREATE VIRTUAL TABLE e USING qlink_call('qls_call_test', 'echo', -3, 2.5, 'it''s', NULL, TRUE);\n"
+        "SELECT group_concat(format || '=' || coalesce(value, 'NULL'), ' ') FROM e;\n"
+        "CREATE VIRTUAL TABLE f USING qlink_call('qls_call_test', 'fail');\n"
+        "SELECT count(*) FROM e;\n"
+    )
+    assert out.stdout.splitlines() == ["l=-3 g=2.5 u=it's n=NULL b=true", "5"]
+    assert "qlink: qls_call_test (fail()): fail: refused 0 arguments (deliberately)" in out.stderr
 
 
 def test_cli_path_rule(tmp_path):
