@@ -23,9 +23,11 @@ Adapter interface (``engine.py``). A host joins the suite by adding one file
 
 Every engine difference the suite tolerates is normalised in ``engine.py``
 (type names, NaN/infinity spelled as strings by JSON routes) and nowhere
-else; so are the plugin object kinds a host refuses (``engine.REFUSALS``:
-SQLite and plugin table functions), where the suite checks the refusal's
-message instead of rows. A query a dialect cannot express is marked in ``Query.unsupported``
+else; so are the plugin object kinds a host refuses (``engine.REFUSALS``,
+none today), where the suite checks the refusal's message instead of rows.
+An engine that reaches a plugin object another way than the SQL names it
+adapts the SQL in its adapter (SQLite: table functions through qlink_call,
+``engine_sqlite.call_tables``). A query a dialect cannot express is marked in ``Query.unsupported``
 with the reason; that pair reports as a skip naming it, never dropped.
 
 Each query is checked against its ``oracle`` (rows computed in Python from
