@@ -13,7 +13,7 @@ PY := $(CURDIR)/.venv/bin/python
 CARGO_WS := --release --locked --workspace --exclude qlink-python
 
 .PHONY: all setup build build-release build-asan build-fuzz build-cli run test test-c test-valgrind \
-        test-fuzz test-rust test-python test-sqlite test-duckdb test-xarray test-engines bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-fold bench-ffi clean
+        test-fuzz test-rust test-python test-sqlite test-duckdb test-xarray test-engines bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-fold bench-ffi compat-xarray-sql bench-xarray clean
 
 all: build
 
@@ -141,6 +141,20 @@ bench-sqlite: build
 # planner vs xarray-sql 0.6.0 vs qlink's capsules vs qlink.Session.
 bench-ffi:
 	bench/ffi/run.sh
+
+# qlink.xarray vs datafusion-python's native table and xarray-sql 0.6.0 (in
+# bench/zarr/.venv-xsql): SELECT * over 1,040 rows with 0 and 1,000 UDFs, and
+# an ERA5-like Dataset in memory and from netCDF. bench/results/xarray.json.
+bench-xarray: build-release
+	bench/zarr/setup.sh
+	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release $(PY) bench/xarray/bench_xarray.py --out bench/results/xarray.json
+
+# xarray-sql 0.6.0's own test suite (its sdist) against qlink.xarray standing
+# in for xarray_sql: tests/compat_xarray_sql/REPORT.md (passed / failed / not
+# applicable, with reasons). The DataFusion-route tests need the qlink wheel
+# installed in .venv; without it they are reported "not run".
+compat-xarray-sql: build-release
+	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release $(PY) tests/compat_xarray_sql/run.py
 
 clean:
 	rm -rf $(BUILD)

@@ -97,6 +97,8 @@ class Session(_NativeSession):
     - ``register_schema(name, plugin, provider, **options)``: every table of
       a schema provider as ``name.<table>``; returns the names.
     - ``register_zarr(path, name=None)``: every table of a Zarr store.
+    - ``register_dataset(name, ds, table_names=None, chunks=None)``: an
+      ``xarray.Dataset`` by reference (:mod:`qlink.xarray`).
     - ``install_planner(plugin, planner, **options)``: a planner plugin.
     - ``register_arrow(name, data)``: Arrow data (a pyarrow Table...) as an
       in-memory table.
@@ -116,6 +118,16 @@ class Session(_NativeSession):
         See :func:`register_zarr`.
         """
         return register_zarr(self, path, name)
+
+    def register_dataset(self, name: str, ds, *, table_names=None, chunks=None):
+        """Register an ``xarray.Dataset``'s variables by reference (the
+        qlink_ndarray plugin), named as xarray-sql 0.6 names its tables:
+        ``name``, or ``name.<dims>`` per dimension group. See
+        :func:`qlink.xarray.register`."""
+        from .xarray import register
+
+        register(self, name, ds, table_names=table_names, chunks=chunks)
+        return self
 
 
 # The Zarr helpers live in qlink.zarr and are re-exported here; imported

@@ -61,7 +61,8 @@ import numpy as np
 # __getattr__ answers every missing name with an ImportError
 _ndarray = importlib.import_module("qlink._ndarray")
 
-__all__ = ["Context", "register", "unregister", "to_dataset", "table_names_of", "group_vars_by_dims"]
+__all__ = ["Context", "register", "unregister", "to_dataset", "read_xarray_table", "table_names_of",
+           "group_vars_by_dims"]
 
 Chunks = Mapping[str, int] | None
 TableNames = Mapping[tuple[str, ...], str] | None
@@ -88,8 +89,9 @@ def table_names_of(ds, table_names: TableNames = None, *, case_insensitive: bool
     for dims, name in names.items():
         key = name.casefold() if case_insensitive else name
         if key in taken:
+            how = "" if taken[key][1] == name else " (DuckDB compares names case-insensitively)"
             raise ValueError(
-                f"dimension groups {taken[key][0]} and {dims} would both be registered as table {name!r}; "
+                f"dimension groups {taken[key][0]} and {dims} would both take the same table name {name!r}{how}; "
                 "name one of them with table_names={dims: 'name'}"
             )
         taken[key] = (dims, name)
@@ -371,17 +373,15 @@ def _kind(con) -> str:
         return "duckdb"
     if root == "apsw" or (root == "sqlite3" and type(con).__name__ == "Connection"):
         return "sqlite"
+    if root == "qlink" and hasattr(con, "register_schema") and hasattr(con, "register_arrow"):
+        return "session"
     if hasattr(con, "register_table") and hasattr(con, "sql") and hasattr(con, "catalog"):
         return "datafusion"
     raise TypeError(
-        f"no qlink.xarray route for a connection of type {type(con).__module__}.{type(con).__qualname__}: "
-        "pass a DuckDB connection (qlink.duckdb.connect()), a SQLite connection (qlink.sqlite.connect()) "
-        "or a datafusion SessionContext"
+        f"No xarray-sql engine adapter for connection of type {type(con).__module__}.{type(con).__qualname__}: "
+        "qlink.xarray takes a DuckDB connection (qlink.duckdb.connect()), a SQLite connection "
+        "(qlink.sqlite.connect()) or a datafusion SessionContext"
     )
-
-
-class _Keeper:
-    """Unregisters a connection's datasets when it is garbage-collected."""
 
 
 _by_connection: "weakref.WeakKeyDictionary[Any, dict[str, list[int]]]" = weakref.WeakKeyDictionary()
@@ -435,10 +435,18 @@ def _register_duckdb(con, name, parts, plugin, ids):
         scan = f"SELECT * FROM qlink_scan({_sql_text(_spec(plugin, rid))})"
         con.execute(f"CREATE OR REPLACE TEMP VIEW {_quote(name + '_' + group)} AS {scan}")
     if not in_memory:
-        warnings.warn(f"file-backed DuckDB database: the tables of {name!r} are the temporary views {name}_<group> "
-                      f"only (views {name}.<group> would persist after this process)", RuntimeWarning, stacklevel=3)
+        warnings.warn(f"registered the dimension groups of {name!r} as the temporary views {name}_<group> only: "
+                      f"this is a file-backed connection, where views {name}.<group> would persist after the "
+                      "registration they read is gone", RuntimeWarning, stacklevel=3)
         return
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {_quote(name)}")
+    real = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = ? "
+                                          "AND NOT internal", [name]).fetchall()}
+    clash = real & {group for group, _ in parts}
+    if clash:
+        warnings.warn(f"the {name!r} schema already has real tables named {sorted(clash)}: not replaced by views; "
+                      f"query {name}_<group> instead", RuntimeWarning, stacklevel=3)
+        return
     for (group, _), rid in zip(parts, ids):
         con.execute(f"CREATE OR REPLACE VIEW {_quote(name)}.{_quote(group)} AS "
                     f"SELECT * FROM qlink_scan({_sql_text(_spec(plugin, rid))})")
@@ -492,11 +500,32 @@ def _register_datafusion(ctx, name, parts, plugin, ids):
         schema.register_table(group, lib.table("dataset", id=str(rid)))
 
 
+def _register_session(session, name, ds, plugin, table_names, chunks):
+    """qlink.Session: the whole Dataset as one registration; one table
+    (``register_table``) or the schema provider's tables renamed to
+    xarray-sql's names (``register_schema`` with ``tables=``). Returns the
+    registration id."""
+    groups = group_vars_by_dims(ds)
+    rid = register_dataset(ds, name=name, chunks=chunks, plugin=plugin)
+    try:
+        if len(groups) <= 1:
+            session.register_table(name, plugin, "dataset", id=str(rid))
+        else:
+            names = table_names_of(ds, table_names)
+            renames = ",".join(f"{'_'.join(dims) or 'scalars'}={names[dims]}" for dims in groups)
+            session.register_schema(name, plugin, "dataset", id=str(rid), tables=renames)
+    except BaseException:
+        unregister_dataset(rid, plugin)
+        raise
+    return rid
+
+
 def register(connection, name: str, ds, *, table_names: TableNames = None, chunks: Chunks = None,
-             plugin: str | None = None):
+             plugin: str | None = None, **kwargs):
     """Register ``ds`` as SQL tables on ``connection`` (returned, to chain).
 
-    ``connection``: a DuckDB connection (``qlink.duckdb.connect()``: views
+    ``connection``: a ``qlink.Session`` (also ``Session.register_dataset``),
+    a DuckDB connection (``qlink.duckdb.connect()``: views
     over ``qlink_scan``), a SQLite connection (``qlink.sqlite.connect()``:
     virtual tables ``USING qlink``; a second group spelling needs an
     ATTACHed database, created as ``name``) or a datafusion-python
@@ -509,10 +538,18 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
     else about 65,536 rows per block. Registering ``name`` again replaces
     it. ``plugin`` is the qlink_ndarray.so to use (default
     ``_ndarray.plugin_path()``), which must lie in a directory the
-    connection's qlink extension allows.
+    connection's qlink extension allows. xarray-sql's DuckDB tuning
+    options (``batch_size``, ``prefetch``) are accepted and have nothing
+    to tune here (the scan is C); any other keyword is a TypeError.
     """
+    unknown = set(kwargs) - {"batch_size", "prefetch"}
+    if unknown:
+        raise TypeError(f"register() got unexpected keyword arguments {sorted(unknown)}")
     kind = _kind(connection)
     plugin_file = _ndarray.library(plugin).path
+    if kind == "session":
+        _remember(connection, name, [_register_session(connection, name, ds, plugin_file, table_names, chunks)])
+        return connection
     parts = _split(ds, table_names, case_insensitive=kind == "duckdb")
     ids = [register_dataset(part, name=name if group is None else f"{name}.{group}", chunks=chunks,
                             plugin=plugin_file) for group, part in parts]
@@ -545,6 +582,34 @@ def unregister(connection, name: str) -> int:
 
 def _templates_of(connection):
     return getattr(connection, "_registered_datasets", None)
+
+
+def read_xarray_table(ds, chunks: Chunks = None, *, coord_arrays=None, plugin: str | None = None):
+    """One Dataset (its variables sharing dimensions, as xarray-sql 0.6's
+    ``read_xarray_table``) as a qlink table for a datafusion-python
+    ``SessionContext.register_table`` or a catalog schema's. Needs the
+    qlink wheel. The registration lasts as long as the returned table
+    object (``coord_arrays``, xarray-sql's cache of coordinates it would
+    otherwise read again, changes nothing: coordinates are read once)."""
+    from ._core import Plugin
+
+    path = _ndarray.library(plugin).path
+    groups = group_vars_by_dims(ds)
+    if len(groups) > 1:
+        raise ValueError(f"read_xarray_table takes variables of one set of dimensions; this Dataset has "
+                         f"{len(groups)} ({', '.join(map(str, groups))}): register it with register() or "
+                         "Context.from_dataset, which make a table per group")
+    rid = register_dataset(ds, name="read_xarray_table", chunks=chunks, plugin=path)
+    try:
+        table = Plugin(path).table("dataset", id=str(rid))
+    except BaseException:
+        unregister_dataset(rid, path)
+        raise
+    try:
+        weakref.finalize(table, unregister_dataset, rid, path)
+    except TypeError:  # not weak-referenceable: registered until the process ends
+        pass
+    return table
 
 
 # ------------------------------------------------------------- round trip
@@ -586,8 +651,9 @@ def _cftime_back(values: np.ndarray, calendar: str) -> np.ndarray:
     return out
 
 
-def to_dataset(result, dims: list[str] | None = None, template=None, *, sparsity: str = "result",
-               fill_value: Any = np.nan):
+def to_dataset(result, dims: list[str] | None = None, template=None, sparsity: str = "result",
+               fill_value: Any = np.nan, chunks=None, coords: str = "discover", max_result_bytes: int | None = None,
+               spill=False):
     """A labelled ``xarray.Dataset`` from a query result (a pyarrow Table or
     RecordBatch, a DuckDB relation, a DataFrame of :meth:`Context.sql`, any
     ``__arrow_c_stream__``): ``dims`` (default: the ``template``'s
@@ -596,7 +662,14 @@ def to_dataset(result, dims: list[str] | None = None, template=None, *, sparsity
     dimension coordinates (cftime dates again), its non-dimension
     coordinates over the kept dimensions and, with
     ``sparsity="template"``, its full coordinate ranges (missing cells
-    ``fill_value``) are restored."""
+    ``fill_value``) are restored. The result is read whole, once:
+    ``chunks`` (a mapping or ``"auto"``) chunks the Dataset built from it
+    with dask; ``coords``, ``max_result_bytes`` and ``spill`` (xarray-sql's
+    controls of its lazy re-executing reader) are accepted and change
+    nothing here. Dimension columns come back to the template's types:
+    zone-aware times as its UTC instants, durations sent as text ("21600s",
+    as MySQL and Trino return them) as timedelta64, float16 through
+    float32 (pandas has no float16 index)."""
     import pandas as pd
     import xarray as xr
 
@@ -604,12 +677,21 @@ def to_dataset(result, dims: list[str] | None = None, template=None, *, sparsity
     columns = list(table.column_names)
     if dims is None:
         if template is None:
-            raise ValueError("to_dataset needs dims=[...] or template=")
+            raise ValueError("dims cannot be inferred without a template: pass dims=[...] or template=")
         dims = [str(d) for d in template.dims if str(d) in columns]
     missing = [d for d in dims if d not in columns]
     if missing:
-        raise KeyError(f"dimension columns {missing} are not in the result (columns: {columns})")
+        raise ValueError(f"dimensions {missing} are not columns of the result (columns: {columns})")
     df = table.to_pandas()
+    for d in dims:
+        col = df[d]
+        want = template[d].dtype if template is not None and d in template.coords else None
+        if isinstance(col.dtype, pd.DatetimeTZDtype):
+            df[d] = col.dt.tz_convert("UTC").dt.tz_localize(None)
+        elif want is not None and want.kind == "m" and pd.api.types.is_string_dtype(col):
+            df[d] = pd.to_timedelta(col)
+        elif col.dtype == np.float16:
+            df[d] = col.astype(np.float32)
     if template is not None:
         for d in dims:
             if d in template.coords and template[d].dtype == object and _is_cftime_array(np.asarray(template[d].values)):
@@ -619,10 +701,26 @@ def to_dataset(result, dims: list[str] | None = None, template=None, *, sparsity
         raise ValueError(f"the result has several rows for some {tuple(dims)}: they are not dimensions of it")
     out = df.set_index(dims).to_xarray() if dims else xr.Dataset({c: ((), df[c].iloc[0]) for c in df.columns})
     if template is None:
-        return out
+        return out.chunk(chunks) if chunks is not None else out
     if sparsity == "template":
         out = out.reindex({d: template[d].values for d in dims if d in template.coords}, fill_value=fill_value)
-    elif sparsity != "result":
+    elif sparsity == "result":
+        # the template's coordinate order (to_xarray sorts): a descending latitude stays descending
+        order = {}
+        for d in dims:
+            if d in template.coords and template[d].ndim == 1:
+                want = template[d].values
+                if want.dtype == np.float16:
+                    want = want.astype(np.float32)
+                try:
+                    keep = want[pd.Index(want).isin(out[d].values)]
+                except (TypeError, NotImplementedError):
+                    continue
+                if len(keep) == out.sizes[d]:
+                    order[d] = keep
+        if order:
+            out = out.reindex(order)
+    else:
         raise ValueError(f"sparsity must be 'result' or 'template', not {sparsity!r}")
     for d in dims:
         if d in template.coords:
@@ -630,15 +728,23 @@ def to_dataset(result, dims: list[str] | None = None, template=None, *, sparsity
             if want != out[d].dtype and want != object:
                 try:
                     out = out.assign_coords({d: out[d].values.astype(want)})
-                except (TypeError, ValueError):
+                except (TypeError, ValueError, NotImplementedError):
                     pass
             out[d].attrs = dict(template[d].attrs)
     for name in out.data_vars:
         if name in template.variables:
             src = template[name]
             out[name].attrs = dict(src.attrs)
-            if src.dtype.kind in "biu" and out[name].dtype.kind == "f" and not out[name].isnull().any():
-                out[name] = out[name].astype(src.dtype)
+            # a plain select of the variable (all its dimensions kept) gets its dtype back where the
+            # engine widened it (bool as an integer, integers as floats once NaN-padded) and no value
+            # changes; an aggregate over fewer dimensions keeps the engine's type
+            same_dims = set(out[name].dims) == set(src.dims)
+            if same_dims and src.dtype.kind in "biu" and out[name].dtype != src.dtype and not out[name].isnull().any():
+                cast = out[name].astype(src.dtype)
+                if (cast.astype(out[name].dtype) == out[name]).all():
+                    attrs = out[name].attrs
+                    out[name] = cast
+                    out[name].attrs = attrs
     extra = {c: template.coords[c] for c in template.coords
              if c not in out.coords and c not in dims and set(template.coords[c].dims) <= set(dims)
              and all(template.sizes[x] == out.sizes.get(x) for x in template.coords[c].dims)}
@@ -648,13 +754,18 @@ def to_dataset(result, dims: list[str] | None = None, template=None, *, sparsity
         except (KeyError, ValueError):
             pass
     out.attrs = dict(template.attrs)
-    return out
+    return out.chunk(chunks) if chunks is not None else out
 
 
 # ---------------------------------------------------------- DataFusion
 
 
 def _context_class():
+    try:
+        importlib.import_module("qlink._core")
+    except ImportError as exc:
+        raise ImportError("qlink.xarray.Context needs the qlink wheel (its native module qlink._qlink, which "
+                          "python/build.sh builds); register() on DuckDB and SQLite works without it") from exc
     from datafusion import SessionContext
 
     class XarrayDataFrame:
@@ -674,12 +785,19 @@ def _context_class():
         def to_dataset(self, dims=None, *, dimension_columns=None, template=None, sparsity="result",
                        fill_value=np.nan):
             dims = dims if dims is not None else dimension_columns
-            if template is None and len(self._templates) == 1:
-                template = next(iter(self._templates.values()))
-            elif isinstance(template, str):
+            table = self._inner.to_arrow_table()
+            if isinstance(template, str):
                 template = self._templates[template]
-            return to_dataset(self._inner.to_arrow_table(), dims, template, sparsity=sparsity,
-                              fill_value=fill_value)
+            elif template is None and self._templates:
+                # the registered Dataset (table) sharing most names with the result's columns
+                cols = set(table.column_names)
+
+                def overlap(t):
+                    return len(cols & ({str(d) for d in t.dims} | {str(v) for v in t.data_vars}))
+
+                best = max(self._templates.values(), key=overlap)
+                template = best if overlap(best) else None
+            return to_dataset(table, dims, template, sparsity=sparsity, fill_value=fill_value)
 
         def __getattr__(self, name):
             return getattr(self._inner, name)

@@ -1,0 +1,166 @@
+"""qlink.xarray's DataFusion route (the installed wheel): Context.from_dataset
+named as xarray-sql 0.6 names tables, sql() with to_pandas /
+to_arrow_table / to_dataset, register() on a plain datafusion-python
+SessionContext, dimension filters pruning blocks, lazy (netCDF) and dask
+Datasets, a failing loader's error, and the GIL left free while an
+in-memory Dataset is scanned."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import threading
+import time
+
+import datafusion
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+import qlink
+import qlink.xarray as xql
+
+
+@pytest.fixture()
+def air():
+    rng = np.random.default_rng(3)
+    data = rng.normal(280, 5, size=(8, 4, 5)).astype(np.float32)
+    data[2, 1, 3] = np.nan
+    return xr.Dataset(
+        {"air": (("time", "lat", "lon"), data, {"units": "K"})},
+        coords={"time": pd.date_range("2013-01-01", periods=8, freq="6h"),
+                "lat": np.array([75.0, 72.5, 70.0, 67.5]), "lon": np.arange(200.0, 212.5, 2.5)},
+        attrs={"title": "t"},
+    )
+
+
+def test_context_is_a_session_context_and_names_tables(air):
+    ctx = xql.Context()
+    assert isinstance(ctx, datafusion.SessionContext)
+    assert ctx.from_dataset("air", air, chunks={"time": 2}) is ctx
+    df = ctx.sql("SELECT * FROM air ORDER BY time, lat DESC, lon").to_pandas()
+    want = air.to_dataframe().reset_index().sort_values(["time", "lat", "lon"], ascending=[True, False, True])
+    assert list(df.columns) == ["time", "lat", "lon", "air"]
+    np.testing.assert_array_equal(df["air"].to_numpy(), want["air"].to_numpy())
+    assert (df["time"].to_numpy() == want["time"].to_numpy()).all()
+    mixed = air.assign(elev=(("lat", "lon"), np.arange(20.0).reshape(4, 5)), k=((), 7))
+    ctx.from_dataset("era5", mixed, table_names={("lat", "lon"): "static"})
+    assert ctx.sql("SELECT count(*) AS n FROM era5.time_lat_lon").to_pandas()["n"][0] == 160
+    assert ctx.sql("SELECT sum(elev) AS s FROM era5.static").to_pandas()["s"][0] == 190.0
+    assert ctx.sql("SELECT k FROM era5.scalar").to_pandas()["k"][0] == 7
+
+
+def test_sql_results_round_trip(air):
+    ctx = xql.Context()
+    ctx.from_dataset("air", air)
+    out = ctx.sql("SELECT time, lat, lon, air FROM air").to_dataset(dims=["time", "lat", "lon"])
+    xr.testing.assert_identical(out, air)  # the template's order, attributes and dtypes
+    mean = ctx.sql("SELECT lat, avg(air) AS air FROM air GROUP BY lat").to_dataset(dims=["lat"])
+    np.testing.assert_allclose(mean.air.values, air.air.mean(["time", "lon"]).values, rtol=1e-6)
+    table = ctx.sql("SELECT count(*) AS n FROM air").to_arrow_table()
+    assert table.column("n").to_pylist() == [160]
+    again = xql.to_dataset(ctx.sql("SELECT * FROM air").to_arrow_table(), template=air)
+    xr.testing.assert_identical(again, air)
+
+
+def test_register_on_a_plain_session_context(air):
+    ctx = datafusion.SessionContext()
+    xql.register(ctx, "air", air)
+    assert ctx.sql("SELECT count(*) AS n FROM air").to_pandas()["n"][0] == 160
+    xql.register(ctx, "air", air.isel(time=slice(0, 2)))  # the name again replaces it
+    assert ctx.sql("SELECT count(*) AS n FROM air").to_pandas()["n"][0] == 40
+
+
+def test_dimension_filters_prune_blocks(air):
+    ctx = xql.Context()
+    ctx.from_dataset("air", air, chunks={"time": 2})
+    plan = ctx.sql("EXPLAIN SELECT avg(air) FROM air WHERE time >= '2013-01-02T12:00:00' AND lat < 71").to_pandas()
+    text = "\n".join(plan["plan"])
+    assert "NdarrayScanExec" in text and "blocks=1/4" in text, text
+    got = ctx.sql("SELECT count(*) AS n FROM air WHERE time >= '2013-01-02T12:00:00' AND lat < 71").to_pandas()
+    assert got["n"][0] == 2 * 2 * 5
+
+
+def test_lazy_and_dask_datasets(air, tmp_path):
+    air.to_netcdf(tmp_path / "a.nc")
+    with xr.open_dataset(tmp_path / "a.nc") as lazy:
+        ctx = xql.Context()
+        ctx.from_dataset("air", lazy, chunks={"time": 2})
+        assert not lazy.air.variable._in_memory
+        s = ctx.sql("SELECT sum(air) AS s, count(air) AS n FROM air WHERE lon > 204").to_pandas()
+        sub = air.air.where(air.lon > 204, drop=True)
+        assert s["n"][0] == sub.size  # NaN is a value in DataFusion (count counts it)
+        ctx.from_dataset("d", air.chunk({"time": 3}))
+        d = ctx.sql("SELECT max(lat) AS m, count(*) AS n FROM d").to_pandas()
+        assert d["m"][0] == 75.0 and d["n"][0] == 160
+
+
+def test_loader_failure_is_the_query_error():
+    class Failing(xr.backends.BackendArray):
+        shape, dtype = (6,), np.dtype("f8")
+
+        def __getitem__(self, key):
+            raise OSError("disk gone")
+
+    ds = xr.Dataset({"v": xr.Variable(("i",), xr.core.indexing.LazilyIndexedArray(Failing()))})
+    ctx = xql.Context()
+    ctx.from_dataset("bad", ds)
+    with pytest.raises(Exception, match="variable 'v': loading a block failed: OSError: disk gone"):
+        ctx.sql("SELECT sum(v) FROM bad").to_pandas()
+
+
+def _scan_elapsed_ms(text: str) -> float:
+    m = re.search(r"NdarrayScanExec.*?elapsed_compute=([0-9.]+)(ns|µs|us|ms|s)\b", text, re.S)
+    value, unit = float(m.group(1)), m.group(2)
+    return value * {"ns": 1e-6, "µs": 1e-3, "us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
+
+
+def test_gil_is_free_while_scanning_memory(tmp_path):
+    """While this thread holds the GIL (a libc sleep through ctypes.PyDLL),
+    an in-memory scan runs to its end (its elapsed_compute stays small),
+    where a lazy variable's loader waits for the GIL (elapsed_compute
+    spans the hold)."""
+    n = 4_000_000
+    mem = xr.Dataset({"v": ("i", np.arange(n, dtype=np.float64))})
+    mem.to_netcdf(tmp_path / "v.nc")
+    libc = ctypes.PyDLL(None)
+    libc.usleep.argtypes = [ctypes.c_uint]
+
+    def held(ctx):
+        out = {}
+        started = threading.Event()
+
+        def run():
+            started.set()
+            out["plan"] = ctx.sql("EXPLAIN ANALYZE SELECT sum(v) FROM t").to_pandas()
+
+        t = threading.Thread(target=run)
+        t.start()
+        started.wait()
+        time.sleep(0.02)
+        libc.usleep(1_500_000)
+        t.join()
+        return _scan_elapsed_ms("\n".join(out["plan"]["plan"]))
+
+    ctx = xql.Context()
+    ctx.from_dataset("t", mem)
+    assert held(ctx) < 700
+    with xr.open_dataset(tmp_path / "v.nc") as lazy:
+        ctx2 = xql.Context()
+        ctx2.from_dataset("t", lazy)
+        assert held(ctx2) > 1000
+
+
+def test_session_register_dataset(air):
+    s = qlink.Session()
+    assert s.register_dataset("air", air) is s
+    assert s.sql("SELECT count(*) AS n FROM air").column("n").to_pylist() == [160]
+    mixed = air.assign(elev=(("lat", "lon"), np.arange(20.0).reshape(4, 5)))
+    s.register_dataset("era5", mixed, table_names={("lat", "lon"): "static"})
+    assert s.sql("SELECT sum(elev) AS e FROM era5.static").column("e").to_pylist() == [190.0]
+    assert s.sql("SELECT count(air) AS n FROM era5.time_lat_lon").column("n").to_pylist() == [160]
+
+
+def test_the_plugin_ships_with_the_package():
+    assert qlink.plugin_path("qlink_ndarray").endswith("qlink_ndarray.so")

@@ -1,0 +1,14 @@
+"""xarray_sql.sql: Context, as qlink.xarray's."""
+import qlink.xarray as _q
+
+from ._internal import context as _context
+
+from ._internal import module_getattr as _m
+
+_fallback = _m(__name__)
+
+
+def __getattr__(name):
+    if name in ("Context", "XarrayContext"):
+        return _context(name)
+    return _fallback(name)
