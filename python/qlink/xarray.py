@@ -31,9 +31,11 @@ datetime64 as timestamps in their unit (NaT is NULL), NaN stays NaN (SQLite
 stores NaN as NULL), ``<U`` and ``|S`` as text and binary, object arrays of
 ``str`` as text. cftime objects (any calendar: noleap, 360_day, julian,
 all_leap, ...) become ISO-8601 text, ``YYYY-MM-DDTHH:MM:SS[.ffffff]`` with
-a four-digit year, which sorts and compares as the dates do within the
-calendar (``WHERE time >= '2000-07-01'``) and never turns a 360_day
-February 30 into another date; :func:`to_dataset` turns them back into
+a four-digit year (years 0 to 9999), which sorts and compares as the dates do within the
+calendar (``WHERE time >= '2000-07-01'``; write the whole
+``'2000-07-01T00:00:00'``, or ``cftime('2000-07-01')`` in a
+:class:`Context`, for ``>`` and ``=``) and never turns a 360_day February
+30 into another date; :func:`to_dataset` turns them back into
 cftime objects of the template's calendar. Object arrays (and cftime
 variables) are converted when registered, so they are read then.
 
@@ -62,7 +64,7 @@ import numpy as np
 _ndarray = importlib.import_module("qlink._ndarray")
 
 __all__ = ["Context", "register", "unregister", "to_dataset", "read_xarray_table", "table_names_of",
-           "group_vars_by_dims"]
+           "group_vars_by_dims", "cftime_text"]
 
 Chunks = Mapping[str, int] | None
 TableNames = Mapping[tuple[str, ...], str] | None
@@ -120,6 +122,31 @@ def _iso(value) -> str | None:
     if value.microsecond:
         text += f".{value.microsecond:06d}"
     return text
+
+
+_ISO = None
+
+
+def cftime_text(text: str | None) -> str | None:
+    """A date as the text a cftime column holds: ``2000-7-1``,
+    ``2000-07-01 12:30`` or ``2000-02-30T00:00:00.5`` become
+    ``YYYY-MM-DDTHH:MM:SS[.ffffff]``, so comparisons with a column are exact
+    (``time > cftime('2000-07-01')`` leaves out midnight, which the bare
+    ``'2000-07-01'``, a prefix of it, would not). ``ValueError`` for other
+    text. The ``cftime()`` SQL function of :class:`Context`."""
+    global _ISO
+    if text is None:
+        return None
+    if _ISO is None:
+        import re
+
+        _ISO = re.compile(r"\s*(-?\d{1,4})-(\d{1,2})-(\d{1,2})(?:[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?)?\s*$")
+    m = _ISO.match(str(text))
+    if not m:
+        raise ValueError(f"cftime(): {text!r} is not a date (YYYY-MM-DD[THH:MM[:SS[.ffffff]]])")
+    y, mo, d, h, mi, sec, frac = m.groups()
+    out = f"{int(y):04d}-{int(mo):02d}-{int(d):02d}T{int(h or 0):02d}:{int(mi or 0):02d}:{int(sec or 0):02d}"
+    return out + (f".{frac.ljust(6, '0')}" if frac and int(frac) else "")
 
 
 def _object_to_buffer(name: str, values: np.ndarray) -> tuple[np.ndarray, dict]:
@@ -816,7 +843,20 @@ def _context_class():
         def from_dataset(self, name: str, input_table, *, table_names: TableNames = None, chunks: Chunks = None,
                          plugin: str | None = None):
             register(self, name, input_table, table_names=table_names, chunks=chunks, plugin=plugin)
+            if not getattr(self, "_cftime_udf", False) and any(
+                    v.dtype == object and _is_cftime_array(np.asarray(v.values)) for v in input_table.coords.values()):
+                self._register_cftime_udf()
             return self
+
+        def _register_cftime_udf(self):
+            import pyarrow as pa
+            from datafusion import udf
+
+            def cftime_fn(values: pa.Array) -> pa.Array:
+                return pa.array([cftime_text(v) for v in values.to_pylist()], pa.string())
+
+            self.register_udf(udf(cftime_fn, [pa.string()], pa.string(), "immutable", name="cftime"))
+            self._cftime_udf = True
 
         def sql(self, query: str, *args, **kwargs):
             return XarrayDataFrame(super().sql(query, *args, **kwargs), self._registered_datasets)

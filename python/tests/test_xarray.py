@@ -152,6 +152,17 @@ def test_gil_is_free_while_scanning_memory(tmp_path):
         assert held(ctx2) > 1000
 
 
+def test_cftime_function_in_a_context():
+    times = xr.date_range("2000-02-28", periods=6, freq="D", calendar="360_day", use_cftime=True)
+    ds = xr.Dataset({"v": ("time", np.arange(6.0))}, coords={"time": times})
+    ctx = xql.Context()
+    ctx.from_dataset("c", ds)
+    got = ctx.sql("SELECT time FROM c WHERE time > cftime('2000-02-30') ORDER BY time").to_pandas()
+    assert list(got["time"]) == ["2000-03-01T00:00:00", "2000-03-02T00:00:00", "2000-03-03T00:00:00"]
+    back = ctx.sql("SELECT time, v FROM c").to_dataset()
+    assert back.time.values[2] == ds.time.values[2] and back.time.values[2].day == 30
+
+
 def test_session_register_dataset(air):
     s = qlink.Session()
     assert s.register_dataset("air", air) is s

@@ -321,3 +321,17 @@ def test_gil_is_free_while_scanning_memory(engine, tmp_path):
     with xr.open_dataset(tmp_path / "v.nc") as lazy:
         xql.register(engine.con, "l", lazy)
         assert scan_end_minus_hold_end("l") > -0.05  # the loader waited for the GIL
+
+
+def test_cftime_text_normalises_dates(engine):
+    assert xql.cftime_text("2000-7-1") == "2000-07-01T00:00:00"
+    assert xql.cftime_text(" 2000-02-30 06:30 ") == "2000-02-30T06:30:00"
+    assert xql.cftime_text("1-01-01T00:00:00.25") == "0001-01-01T00:00:00.250000"
+    assert xql.cftime_text(None) is None
+    with pytest.raises(ValueError, match="'July' is not a date"):
+        xql.cftime_text("July")
+    # the normalised text compares exactly where the bare date, a prefix, would not
+    times = xr.date_range("2000-06-30", periods=3, freq="D", calendar="360_day", use_cftime=True)
+    xql.register(engine.con, "c", xr.Dataset({"v": ("time", [1.0, 2.0, 3.0])}, coords={"time": times}))
+    assert engine.rows("SELECT count(*) FROM c WHERE time > ?", [xql.cftime_text("2000-07-01")])[0][0] == 1
+    assert engine.rows("SELECT count(*) FROM c WHERE time > '2000-07-01'")[0][0] == 2
