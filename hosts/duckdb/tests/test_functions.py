@@ -117,6 +117,18 @@ def test_aggregate_groups_nulls_and_empty(con):
     assert con.execute("SELECT sum_sq(x::INTEGER) FROM (VALUES (3), (4)) t(x)").fetchone() == (25,)
 
 
+def test_aggregate_wrong_argument_types_are_duckdbs_binder_errors(con):
+    # The aggregate C API has no bind: DuckDB's binder matches the declared
+    # parameter types and names the function with the argument's type.
+    with pytest.raises(duckdb.BinderException, match=r"'sum_sq\(DATE\)'(.|\n)*sum_sq\(BIGINT\) -> BIGINT"):
+        con.execute("SELECT sum_sq(DATE '2024-01-01')")
+    with pytest.raises(duckdb.BinderException, match=r"'sum_sq\(VARCHAR\)'"):
+        con.execute("SELECT sum_sq(x) FROM (VALUES ('a')) t(x)")
+    with pytest.raises(duckdb.ConversionException, match="Could not convert string 'x' to INT64"):
+        con.execute("SELECT sum_sq('x')")
+    assert con.execute("SELECT sum_sq(x) FROM (VALUES (1), (2)) t(x)").fetchone() == (5,)
+
+
 def test_table_function_binds_like_qlink_scan(con):
     r = con.execute("SELECT * FROM sample_range(-5, 20, 3)")
     assert r.fetchall() == [(v,) for v in range(-5, 20, 3)]
