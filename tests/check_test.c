@@ -60,6 +60,23 @@ int main(void) {
   if (violations != 0) fprintf(stderr, "%s", report);
   free(report);
 
+  /* Table functions are called without arguments: sample_range refuses
+   * (its right, with a conforming error); numbers_fn's provider is checked. */
+  {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/plugins/qlink_sample.so", g_build);
+    size_t size = 0;
+    FILE *out = open_memstream(&report, &size);
+    const char *specs[1] = {"series?stop=100"};
+    struct ql_check_options o = {1, specs, 2, 1, out, 0};
+    violations = ql_check_plugin(path, &o);
+    fclose(out);
+    QL_CHECK_INT(violations, 0);
+    QL_CHECK(report != NULL &&
+             strstr(report, "check table function 'sample_range' called without arguments: QL_EINVAL\n") != NULL);
+    free(report);
+  }
+
   /* Without the required option the provider cannot open: that is reported. */
   violations = check("qlink_sample", NULL, &report);
   QL_CHECK(violations > 0);
@@ -127,13 +144,15 @@ int main(void) {
   QL_CHECK_INT(violations, 0);
   QL_CHECK(report != NULL && strstr(report, "VIOLATION") == NULL);
   free(report);
+  /* item 0 (numbers) and the provider the table function numbers_fn() returns */
   violations = check_with("broken_crash", NULL, 1, &report);
-  QL_CHECK_INT(violations, 1);
+  QL_CHECK_INT(violations, 2);
   QL_CHECK(report != NULL && strstr(report, "VIOLATION crash: catalogue item 0: ") != NULL);
   free(report);
-  /* 2 scans x (4 partitions + the plan) and the table's own statistics. */
+  /* 2 scans x (4 partitions + the plan) and the table's own statistics,
+   * for numbers and for the same provider returned by numbers_fn(). */
   violations = check_with("broken_stats", NULL, 1, &report);
-  QL_CHECK_INT(violations, 11);
+  QL_CHECK_INT(violations, 22);
   QL_CHECK(report != NULL && strstr(report, "VIOLATION statistics.num_rows: the table claims exactly 101 rows, a scan returned 100") != NULL);
   QL_CHECK(report != NULL && strstr(report, "VIOLATION statistics.num_rows:") != NULL);
   QL_CHECK(report != NULL && strstr(report, "QLC_CHILD_DONE") == NULL);

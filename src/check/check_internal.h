@@ -66,6 +66,10 @@ void ql_check_table_provider(struct ql_checker *ck, const struct ql_item_info *i
 void ql_check_schema_provider(struct ql_checker *ck, const struct ql_item_info *item);
 void ql_check_function(struct ql_checker *ck, const struct ql_item_info *item);
 void ql_check_planner(struct ql_checker *ck, const struct ql_item_info *item);
+/* The table-provider checks (members, schema, statistics, scans, rows) of
+ * provider `p` that a table function call returned, named `name` in
+ * reports; releases it (tables.c). */
+void ql_check_provider_of_call(struct ql_checker *ck, const char *name, struct ql_table_provider *p);
 
 /* Options for a provider from the specs ("name?k=v&..."), or none. */
 int ql_check_spec_options(struct ql_checker *ck, const char *name, struct ql_table_spec *spec);

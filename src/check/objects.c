@@ -201,6 +201,25 @@ static void check_window(struct ql_checker *ck, const struct ql_item_info *item)
   check_unknown_name(ck, "window_function_open", QLC_NO_SUCH_FUNCTION, rc, &err);
 }
 
+/* A call without arguments (the ABI does not declare a table function's
+ * arity): either a provider that passes the table-provider checks, or an
+ * error that follows the error rules (a refusal such as "takes 2
+ * arguments" is the function's right, not a violation). */
+static void check_table_function_call(struct ql_checker *ck, const char *name, const struct ql_table_function *f) {
+  struct ql_plan_view empty = {sizeof empty, 0, 0, -1, NULL, NULL, NULL, NULL, NULL};
+  struct ql_expr_list args = {&empty, 0, 0, NULL};
+  struct ql_table_provider p = {0};
+  struct ql_error err = {0};
+  int rc;
+  QLC_CALL(ck, rc, f->call(f, ql_ref_host_session(ck->host), &args, &p, &err));
+  ql_check_note(ck, "table function '%s' called without arguments: %s", name, ql_status_name(rc));
+  ql_check_error(ck, &err, rc, "table_function.call");
+  if (rc != QL_OK) return;
+  char what[160];
+  snprintf(what, sizeof what, "%s()", name);
+  ql_check_provider_of_call(ck, what, &p);
+}
+
 static void check_table_function(struct ql_checker *ck, const struct ql_item_info *item) {
   const struct ql_plugin *pl = ck->plugin;
   struct ql_table_function f = {0}, g = {0};
@@ -211,7 +230,11 @@ static void check_table_function(struct ql_checker *ck, const struct ql_item_inf
   ql_check_error(ck, &err, rc, "table_function_open");
   if (rc == QL_OK) {
     check_identity(ck, item, &f.id, QL_FUNCTION_TABLE);
-    if (f.call == NULL) ql_check_violation(ck, "function.members", "'%s': call is required", item->name);
+    if (f.call == NULL) {
+      ql_check_violation(ck, "function.members", "'%s': call is required", item->name);
+    } else {
+      check_table_function_call(ck, item->name, &f);
+    }
     QLC_RELEASED(ck, f, "release.table_function", "function.members", item->name);
   }
   QLC_CALL(ck, rc, pl->table_function_open(pl, QLC_NO_SUCH_FUNCTION, &g, &err));

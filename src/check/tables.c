@@ -875,6 +875,44 @@ static void check_pool_empty(struct ql_checker *ck, const char *what) {
   }
 }
 
+/* The provider's members, or a violation naming the missing ones (then the
+ * provider is released). */
+static int provider_members_ok(struct ql_checker *ck, const char *name, struct ql_table_provider *p) {
+  if (p->get_schema != NULL && p->scan != NULL && p->release != NULL) return 1;
+  ql_check_violation(ck, "table_provider.members", "'%s' lacks required members; NULL:%s%s%s", name,
+                     p->get_schema ? "" : " get_schema", p->scan ? "" : " scan", p->release ? "" : " release");
+  release_provider(ck, p, name);
+  return 0;
+}
+
+/* Schema stability, statistics, scans and rows of an open provider with
+ * its members, then release it. */
+static void check_provider_object(struct ql_checker *ck, const char *name, struct ql_table_provider *p) {
+  struct ql_error err = {0};
+  int rc;
+  struct ArrowSchema s1, s2;
+  if (provider_schema(ck, p, &s1) == QL_OK) {
+    if (provider_schema(ck, p, &s2) == QL_OK) {
+      if (!ql_check_schema_equal(&s1, &s2)) ql_check_violation(ck, "schema.stable", "'%s': two get_schema calls differ", name);
+      QLC_DO(ck, ql_schema_release(&s2));
+    }
+    if (p->get_statistics) {
+      struct ql_statistics st = {0};
+      QLC_CALL(ck, rc, p->get_statistics(p, &st, &err));
+      if (rc == QL_OK) {
+        check_statistics_shape(ck, &st, s1.n_children, "table");
+      } else {
+        note_error(ck, "statistics.get", "table get_statistics", rc, &err);
+      }
+      ql_check_error(ck, &err, rc, "get_statistics");
+    }
+    check_scans(ck, p, &s1);
+    check_against_rows(ck, p);
+    QLC_DO(ck, ql_schema_release(&s1));
+  }
+  release_provider(ck, p, name);
+}
+
 void ql_check_table_provider(struct ql_checker *ck, const struct ql_item_info *item) {
   ql_check_note(ck, "table provider '%s'", item->name);
   struct ql_table_spec spec = {0};
@@ -890,36 +928,19 @@ void ql_check_table_provider(struct ql_checker *ck, const struct ql_item_info *i
   }
   p = original;
   original.release = NULL;
-  if (p.get_schema == NULL || p.scan == NULL || p.release == NULL) {
-    ql_check_violation(ck, "table_provider.members", "'%s' lacks required members; NULL:%s%s%s", item->name,
-                       p.get_schema ? "" : " get_schema", p.scan ? "" : " scan", p.release ? "" : " release");
-    release_provider(ck, &p, item->name);
+  if (!provider_members_ok(ck, item->name, &p)) {
     ql_table_spec_free(&spec);
     return;
   }
   check_unknown_option(ck, item->name, &spec.options);
   check_unknown_name(ck);
-  struct ArrowSchema s1, s2;
-  if (provider_schema(ck, &p, &s1) == QL_OK) {
-    if (provider_schema(ck, &p, &s2) == QL_OK) {
-      if (!ql_check_schema_equal(&s1, &s2)) ql_check_violation(ck, "schema.stable", "'%s': two get_schema calls differ", item->name);
-      QLC_DO(ck, ql_schema_release(&s2));
-    }
-    if (p.get_statistics) {
-      struct ql_statistics st = {0};
-      QLC_CALL(ck, rc, p.get_statistics(&p, &st, &err));
-      if (rc == QL_OK) {
-        check_statistics_shape(ck, &st, s1.n_children, "table");
-      } else {
-        note_error(ck, "statistics.get", "table get_statistics", rc, &err);
-      }
-      ql_check_error(ck, &err, rc, "get_statistics");
-    }
-    check_scans(ck, &p, &s1);
-    check_against_rows(ck, &p);
-    QLC_DO(ck, ql_schema_release(&s1));
-  }
-  release_provider(ck, &p, item->name);
+  check_provider_object(ck, item->name, &p);
   ql_table_spec_free(&spec);
   check_pool_empty(ck, item->name);
+}
+
+void ql_check_provider_of_call(struct ql_checker *ck, const char *name, struct ql_table_provider *p) {
+  if (!provider_members_ok(ck, name, p)) return;
+  check_provider_object(ck, name, p);
+  check_pool_empty(ck, name);
 }
