@@ -14,6 +14,7 @@
 #include "qlink/lib/ir.h"
 #include "qlink/lib/loader.h"
 #include "qlink/lib/status.h"
+#include "test_host.h"
 
 static const struct ql_plugin *g_plugin;
 static struct ql_ref_host *g_host;
@@ -578,18 +579,11 @@ static void test_planners(void) {
 }
 
 int main(void) {
-  const char *build = getenv("QL_BUILD_DIR");
-  char path[4096];
-  snprintf(path, sizeof path, "%s/plugins/qlink_sample.so", build ? build : ".");
-  struct ql_error err = {0};
-  struct ql_loaded_plugin *lp = NULL;
-  QL_CHECK_OK(ql_plugin_load(path, &lp, &err), err);
-  if (lp == NULL) QL_TEST_END();
-  g_plugin = &lp->plugin;
-  struct ql_ref_host_options o = {-1, 4, 2}; /* 4-row batches: streams cross many batches */
-  QL_CHECK_OK(ql_ref_host_new(&o, &g_host, &err), err);
-  struct smp_hook_counts *counts = ql_plugin_enter(g_plugin);
-  ql_plugin_leave(g_plugin, counts);
+  struct smp_test_host t;
+  if (smp_test_host_open(&t) != 0) QL_TEST_END();
+  g_plugin = t.plugin;
+  g_host = t.host;
+  struct smp_hook_counts *counts = t.counts;
   int64_t enters_before = counts->enters;
 
   test_series();
@@ -601,11 +595,6 @@ int main(void) {
   test_planners();
 
   QL_CHECK(counts->enters - enters_before > 50);
-  QL_CHECK_INT(counts->leaves, counts->enters);
-  QL_CHECK_INT(counts->depth, 0);
-  QL_CHECK_INT(counts->mismatches, 0);
-  QL_CHECK_INT(pool_reserved(), 0);
-  ql_plugin_unload(lp);
-  QL_CHECK_OK(ql_ref_host_free(g_host, &err), err);
+  smp_test_host_close(&t);
   QL_TEST_END();
 }

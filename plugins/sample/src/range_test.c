@@ -13,6 +13,7 @@
 #include "qlink/lib/ir.h"
 #include "qlink/lib/loader.h"
 #include "qlink/lib/status.h"
+#include "test_host.h"
 
 static const struct ql_plugin *g_plugin;
 static struct ql_ref_host *g_host;
@@ -208,18 +209,11 @@ static void test_errors(void) {
 }
 
 int main(void) {
-  const char *build = getenv("QL_BUILD_DIR");
-  char path[4096];
-  snprintf(path, sizeof path, "%s/plugins/qlink_sample.so", build ? build : ".");
+  struct smp_test_host t;
+  if (smp_test_host_open(&t) != 0) QL_TEST_END();
+  g_plugin = t.plugin;
+  g_host = t.host;
   struct ql_error err = {0};
-  struct ql_loaded_plugin *lp = NULL;
-  QL_CHECK_OK(ql_plugin_load(path, &lp, &err), err);
-  if (lp == NULL) QL_TEST_END();
-  g_plugin = &lp->plugin;
-  struct ql_ref_host_options o = {-1, 4, 2}; /* 4-row batches */
-  QL_CHECK_OK(ql_ref_host_new(&o, &g_host, &err), err);
-  struct smp_hook_counts *counts = ql_plugin_enter(g_plugin);
-  ql_plugin_leave(g_plugin, counts);
 
   const struct ql_item_info *item = ql_plugin_find_item(g_plugin, QL_ITEM_TABLE_FUNCTION, "sample_range");
   QL_CHECK(item != NULL);
@@ -248,12 +242,6 @@ int main(void) {
   QL_CHECK_STR(ql_error_message(&err), "qlink_sample has no table function 'range'");
   ql_error_release(&err);
 
-  QL_CHECK_INT(counts->leaves, counts->enters);
-  QL_CHECK_INT(counts->depth, 0);
-  QL_CHECK_INT(counts->mismatches, 0);
-  const struct ql_memory_pool *pool = ql_ref_host_runtime_env(g_host)->memory_pool;
-  QL_CHECK_INT(pool->reserved(pool), 0);
-  ql_plugin_unload(lp);
-  QL_CHECK_OK(ql_ref_host_free(g_host, &err), err);
+  smp_test_host_close(&t);
   QL_TEST_END();
 }
