@@ -214,6 +214,9 @@ def _block_chunks(name: str, var, chunks: Chunks) -> tuple[int, ...] | None:
             raise TypeError(f"chunks must map dimension names to block extents, not {type(chunks).__name__}")
         out = []
         for dim, size in zip(var.dims, var.shape):
+            if size == 0:  # an empty dimension has no blocks to cut
+                out.append(1)
+                continue
             want = chunks.get(dim, size)
             if want in (None, -1):
                 want = size
@@ -521,7 +524,7 @@ def _register_datafusion(ctx, name, parts, plugin, ids):
         return
     from datafusion.catalog import Schema
 
-    schema = Schema.memory_schema()
+    schema = Schema.memory_schema(ctx)
     ctx.catalog().register_schema(name, schema)
     for (group, _), rid in zip(parts, ids):
         schema.register_table(group, lib.table("dataset", id=str(rid)))
@@ -691,7 +694,8 @@ def to_dataset(result, dims: list[str] | None = None, template=None, sparsity: s
     ``sparsity="template"``, its full coordinate ranges (missing cells
     ``fill_value``) are restored. The result is read whole, once:
     ``chunks`` (a mapping or ``"auto"``) chunks the Dataset built from it
-    with dask; ``coords``, ``max_result_bytes`` and ``spill`` (xarray-sql's
+    with dask, ``"inherit"`` (the default of ``Context.sql(...).to_dataset``)
+    as the template is along the dimensions it cuts into several chunks; ``coords``, ``max_result_bytes`` and ``spill`` (xarray-sql's
     controls of its lazy re-executing reader) are accepted and change
     nothing here. Dimension columns come back to the template's types:
     zone-aware times as its UTC instants, durations sent as text ("21600s",
@@ -700,6 +704,9 @@ def to_dataset(result, dims: list[str] | None = None, template=None, sparsity: s
     import pandas as pd
     import xarray as xr
 
+    if sparsity == "template" and template is None:
+        raise ValueError("sparsity='template' requires template= to be supplied (the Dataset whose coordinates "
+                         "the result is reindexed to)")
     table = _as_arrow(result)
     columns = list(table.column_names)
     if dims is None:
@@ -728,7 +735,7 @@ def to_dataset(result, dims: list[str] | None = None, template=None, sparsity: s
         raise ValueError(f"the result has several rows for some {tuple(dims)}: they are not dimensions of it")
     out = df.set_index(dims).to_xarray() if dims else xr.Dataset({c: ((), df[c].iloc[0]) for c in df.columns})
     if template is None:
-        return out.chunk(chunks) if chunks is not None else out
+        return out.chunk(chunks) if chunks is not None and chunks != "inherit" else out
     if sparsity == "template":
         out = out.reindex({d: template[d].values for d in dims if d in template.coords}, fill_value=fill_value)
     elif sparsity == "result":
@@ -762,6 +769,11 @@ def to_dataset(result, dims: list[str] | None = None, template=None, sparsity: s
         if name in template.variables:
             src = template[name]
             out[name].attrs = dict(src.attrs)
+            # the storage encoding survives, less what is bound to the stored dtype (SQL may have cast it)
+            out[name].encoding = {k: v for k, v in src.encoding.items()
+                                  if k not in ("dtype", "_FillValue", "missing_value", "scale_factor", "add_offset",
+                                               "units", "calendar", "chunks", "preferred_chunks", "source",
+                                               "original_shape")}
             # a plain select of the variable (all its dimensions kept) gets its dtype back where the
             # engine widened it (bool as an integer, integers as floats once NaN-padded) and no value
             # changes; an aggregate over fewer dimensions keeps the engine's type
@@ -781,6 +793,11 @@ def to_dataset(result, dims: list[str] | None = None, template=None, sparsity: s
         except (KeyError, ValueError):
             pass
     out.attrs = dict(template.attrs)
+    if isinstance(chunks, str) and chunks == "inherit":
+        # the template's dask chunks along the dimensions it cuts into several; eager where it cuts none
+        sizes = {d: template.chunksizes[d] for d in out.dims
+                 if d in template.chunksizes and len(template.chunksizes[d]) > 1}
+        chunks = {d: c[0] for d, c in sizes.items()} if sizes else None
     return out.chunk(chunks) if chunks is not None else out
 
 
@@ -810,10 +827,13 @@ def _context_class():
             return self._inner.to_arrow_table()
 
         def to_dataset(self, dims=None, *, dimension_columns=None, template=None, sparsity="result",
-                       fill_value=np.nan):
+                       fill_value=np.nan, chunks="inherit", **kwargs):
             dims = dims if dims is not None else dimension_columns
             table = self._inner.to_arrow_table()
             if isinstance(template, str):
+                if template not in self._templates:
+                    raise ValueError(f"template {template!r} is not a registered table (registered: "
+                                     f"{sorted(self._templates)})")
                 template = self._templates[template]
             elif template is None and self._templates:
                 # the registered Dataset (table) sharing most names with the result's columns
@@ -822,9 +842,11 @@ def _context_class():
                 def overlap(t):
                     return len(cols & ({str(d) for d in t.dims} | {str(v) for v in t.data_vars}))
 
-                best = max(self._templates.values(), key=overlap)
-                template = best if overlap(best) else None
-            return to_dataset(table, dims, template, sparsity=sparsity, fill_value=fill_value)
+                scores = [(overlap(t), t) for t in self._templates.values()]
+                top = max(score for score, _ in scores)
+                best = [t for score, t in scores if score == top]
+                template = best[0] if top and len(best) == 1 else None  # ambiguous: no template
+            return to_dataset(table, dims, template, sparsity=sparsity, fill_value=fill_value, chunks=chunks, **kwargs)
 
         def __getattr__(self, name):
             return getattr(self._inner, name)

@@ -2,6 +2,8 @@
 
 What it changes around xarray-sql's own tests, and why:
 
+* qlink is the installed wheel's, with this tree's qlink.xarray where the
+  wheel predates it (else this tree's python/qlink, without the wheel).
 * ``duckdb.connect`` opens connections with ``allow_unsigned_extensions``
   and the qlink extension loaded (DuckDB loads an unsigned extension only
   when the database is opened so; xarray-sql needs no extension). The
@@ -64,7 +66,7 @@ def _air_temperature():
     lon = np.arange(200.0, 330.1, 2.5, dtype=np.float32)
     t = np.arange(len(time))[:, None, None]
     air = (273.15 + 20 * np.cos(np.deg2rad(lat))[None, :, None] + 5 * np.sin(t / 40.0)
-           + 0.01 * lon[None, None, :]).astype(np.float32)
+           + 0.01 * lon[None, None, :]).astype(np.float64)  # the file's int16 x 0.01 decodes to float64
     return xr.Dataset(
         {"air": (("time", "lat", "lon"), air, {"long_name": "4xDaily Air temperature at sigma level 995",
                                                  "units": "degK", "precision": 2, "GRIB_id": 11,
@@ -104,6 +106,27 @@ def _rasm():
                "institution": "U.W.", "source": "RACM R1002RBRxaaa01a", "output_frequency_daily": 24,
                "output_mode": "averaged", "convention": "CF-1.4"},
     )
+
+
+def _use_qlink() -> None:
+    """The installed qlink (the wheel) when there is one, with this tree's
+    modules that a wheel older than them lacks (qlink.xarray); else this
+    tree's python/qlink (the C-build routes only)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    source = Path(__file__).resolve().parents[2] / "python"
+    try:
+        import qlink
+    except ImportError:
+        sys.path.insert(0, str(source))
+        import qlink
+    if importlib.util.find_spec("qlink.xarray") is None:
+        qlink.__path__.append(str(source / "qlink"))
+
+
+_use_qlink()  # at import: the suite's conftest imports xarray_sql (the shim) before pytest_configure
 
 
 def pytest_configure(config):

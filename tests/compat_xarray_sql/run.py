@@ -32,6 +32,8 @@ VERSION = "0.6.0"
 
 # Tests judged not applicable by reading them: (regex on the test id, reason).
 JUDGED: list[tuple[str, str]] = [
+    (r"test_timedelta_microseconds_register_filter_and_prune",
+     "monkeypatches xarray_sql.sql.read_xarray_table (an internal) to count its Python blocks"),
     (r"arco-era5|test_adbc_era5_integration",
      "reads ARCO-ERA5 from Google Cloud Storage (gcsfs and network access, neither here)"),
 ]
@@ -46,6 +48,14 @@ JUDGED_ERRORS: list[tuple[str, str]] = [
 
 # Failures explained (test id regex -> what causes it), printed with the reason.
 NOTES: list[tuple[str, str]] = [
+    (r"TestNanAsNull", "a different rule, by design: qlink serves an in-memory Dataset's NaN as NaN (a value "
+     "DataFusion's avg and count include), xarray-sql turns it into NULL"),
+    (r"test_360day_integer_filter", "a different representation, by design: qlink serves cftime dates as "
+     "ISO-8601 text, xarray-sql non-Gregorian ones as integer offsets from a reference date"),
+    (r"test_gregorian_like_no_cftime_udf", "qlink registers cftime() for every cftime calendar, since all of "
+     "them are text here; xarray-sql only for the non-Gregorian ones"),
+    (r"test_stats\.py", "statistics qlink does not give (yet): exact byte sizes, min/max of text and duration "
+     "coordinates, or it gives some xarray-sql leaves out"),
     (r"test_read_only_duckdb_warns_but_still_registers",
      "the qlink DuckDB extension keeps the database instance open after its last connection closes (it holds "
      "a connection of its own for qlink_attach), so DuckDB refuses to reopen the file read-only in this process"),
@@ -104,15 +114,14 @@ def main() -> int:
     src = fetch_sdist(work)
     out = work / "results.json"
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE / "shim"), str(HERE), str(ROOT / "python")] +
+    # qlink itself: the installed wheel where there is one (compat_plugin.py adds this tree's modules a
+    # wheel older than them lacks), else this tree's python/ (the DuckDB route only)
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE / "shim"), str(HERE)] +
                                         ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env.setdefault("QLINK_BUILD_DIR", str(ROOT / "build" / "release"))
     env["QLINK_COMPAT_OUT"] = str(out)
-    try:
-        import qlink._qlink  # noqa: F401
-        have_wheel = True
-    except ImportError:
-        have_wheel = False
+    probe = subprocess.run([sys.executable, "-c", "import qlink._qlink"], capture_output=True)
+    have_wheel = probe.returncode == 0
     if args.report_only:
         args.k = json.loads((work / "run.json").read_text()).get("k")
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "compat_plugin", "--tb=short",
@@ -120,9 +129,12 @@ def main() -> int:
     if args.k:
         cmd += ["-k", args.k]
     if not args.report_only:
+        out.unlink(missing_ok=True)
         proc = subprocess.run(cmd, cwd=src, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         (work / "pytest.log").write_text(proc.stdout)
         (work / "run.json").write_text(json.dumps({"k": args.k}))
+    if not out.is_file():
+        sys.exit(f"compat-xarray-sql: pytest reported nothing; its output ends:\n{proc.stdout[-3000:]}")
     results = json.loads(out.read_text())
     rows = []
     for r in results:
