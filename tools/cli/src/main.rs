@@ -460,7 +460,12 @@ fn main() {
     // shell installs its own (Ctrl-C cancels the statement, not the shell).
     install_sigint();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| fail(e));
-    if let Err(e) = rt.block_on(run(&args)) {
+    let result = rt.block_on(run(&args));
+    // Do not wait for the workers: a statement cancelled with Ctrl-C may
+    // still be inside one batch of a join (DataFusion stops it at its next
+    // yield), and quitting the shell must not wait for that.
+    rt.shutdown_background();
+    if let Err(e) = result {
         if is_broken_pipe(&e) {
             std::process::exit(141);
         }

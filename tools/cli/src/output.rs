@@ -3,7 +3,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use datafusion::arrow::array::{new_empty_array, Array, ArrayRef, AsArray, PrimitiveArray, RecordBatch, StringBuilder};
@@ -14,13 +14,17 @@ use datafusion::arrow::json::{Encoder, EncoderFactory, EncoderOptions, WriterBui
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::error::DataFusionError;
 use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_plan::metrics::MetricValue;
+use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 use futures::StreamExt;
 
-/// Stderr progress for long queries: elapsed time, rows, batches.
+/// Stderr progress for long queries: elapsed time, the scans' partitions
+/// finished of their total, rows and batches printed.
 pub(crate) struct Progress {
     rows: Arc<AtomicU64>,
     batches: Arc<AtomicU64>,
     done: Arc<AtomicBool>,
+    plan: Arc<Mutex<Option<Arc<dyn ExecutionPlan>>>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -31,8 +35,10 @@ impl Progress {
         let rows = Arc::new(AtomicU64::new(0));
         let batches = Arc::new(AtomicU64::new(0));
         let done = Arc::new(AtomicBool::new(false));
+        let plan: Arc<Mutex<Option<Arc<dyn ExecutionPlan>>>> = Arc::new(Mutex::new(None));
         let thread = if show && std::io::stderr().is_terminal() {
             let (r, b, d) = (Arc::clone(&rows), Arc::clone(&batches), Arc::clone(&done));
+            let watched = Arc::clone(&plan);
             Some(std::thread::spawn(move || {
                 let t0 = Instant::now();
                 let mut shown = false;
@@ -42,8 +48,15 @@ impl Progress {
                         continue;
                     }
                     shown = true;
+                    let parts = match watched.lock().ok().and_then(|p| p.clone()) {
+                        Some(p) => {
+                            let (finished, total) = scan_partitions(p.as_ref());
+                            format!("  partitions {finished}/{total}")
+                        }
+                        None => String::new(),
+                    };
                     eprint!(
-                        "\r\x1b[K{:.1}s  {} rows  {} batches",
+                        "\r\x1b[K{:.1}s{parts}  {} rows  {} batches",
                         t0.elapsed().as_secs_f64(),
                         r.load(Ordering::Relaxed),
                         b.load(Ordering::Relaxed)
@@ -56,12 +69,39 @@ impl Progress {
         } else {
             None
         };
-        Progress { rows, batches, done, thread }
+        Progress { rows, batches, done, plan, thread }
+    }
+    /// Count `plan`'s scan partitions in the progress line.
+    pub(crate) fn watch(&self, plan: Arc<dyn ExecutionPlan>) {
+        if let Ok(mut p) = self.plan.lock() {
+            *p = Some(plan);
+        }
     }
     fn add(&self, b: &RecordBatch) {
         self.rows.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
         self.batches.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// The leaves' (the scans') partitions of `plan`: (finished, total). A
+/// partition is finished once its stream recorded an end time (DataFusion's
+/// baseline metrics `end_timestamp`, which qlink's and DataFusion's own
+/// scans record).
+fn scan_partitions(plan: &dyn ExecutionPlan) -> (usize, usize) {
+    let children = plan.children();
+    if children.is_empty() {
+        let total = plan.output_partitioning().partition_count();
+        let finished = plan.metrics().map_or(0, |m| {
+            m.iter()
+                .filter(|metric| matches!(metric.value(), MetricValue::EndTimestamp(t) if t.value().is_some()))
+                .count()
+        });
+        return (finished.min(total), total);
+    }
+    children.iter().fold((0, 0), |(f, t), c| {
+        let (cf, ct) = scan_partitions(c.as_ref());
+        (f + cf, t + ct)
+    })
 }
 
 impl Drop for Progress {

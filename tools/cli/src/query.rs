@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use datafusion::arrow::array::{RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::error::DataFusionError;
+use datafusion::physical_plan::execute_stream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use qlink_datafusion::QlinkSession;
 
@@ -43,7 +44,13 @@ pub async fn run_statement(s: &QlinkSession, sql: &str, opts: &RunOptions) -> Re
                 let batch = describe(s, &name).await?;
                 Box::pin(RecordBatchStreamAdapter::new(batch.schema(), futures::stream::iter([Ok(batch)])))
             }
-            None => s.ctx.sql(sql).await?.execute_stream().await?,
+            None => {
+                let df = s.ctx.sql(sql).await?;
+                let task = Arc::new(df.task_ctx());
+                let plan = df.create_physical_plan().await?;
+                progress.watch(Arc::clone(&plan));
+                execute_stream(plan, task)?
+            }
         };
         print_stream(stream, &opts.format, &progress).await?;
         drop(progress);

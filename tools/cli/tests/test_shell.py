@@ -9,6 +9,7 @@ build/release)."""
 import fcntl
 import os
 import pty
+import re
 import select
 import subprocess
 import termios
@@ -135,11 +136,29 @@ def test_shell_runs_statements_and_keeps_history(shell):
     assert "\\d s" in lines
 
 
+def test_ctrl_c_at_the_prompt_drops_the_entry(shell):
+    sh, _ = shell
+    sh.send("SELECT 1\r")
+    sh.expect("...> ")
+    sh.send("\x03")
+    sh.expect("qlink> ")
+    sh.send("SELECT 8 AS eight;\r")
+    out = sh.expect("qlink> ")
+    assert "eight" in out and "| 8" in out
+    sh.send("\x04")
+    assert sh.close() == 0
+
+
 def test_ctrl_c_cancels_the_statement_not_the_shell(shell):
     sh, _ = shell
     sh.send(LONG + "\r")
-    # The progress line appears on the terminal once the statement has run a second.
-    sh.expect(" rows ", timeout=60)
+    # The progress line appears on the terminal once the statement has run a
+    # second: the join's two scans of 4 partitions each; the nested-loop
+    # join has read its build side whole (4 finished) and is still probing.
+    line = sh.expect(" rows ", timeout=60)
+    m = re.search(r"partitions (\d+)/(\d+)", line)
+    assert m is not None, line
+    assert int(m.group(2)) == 8 and 4 <= int(m.group(1)) < 8, line
     sh.send("\x03")
     sh.expect("query cancelled (Ctrl-C)", timeout=60)
     sh.expect("qlink> ")
