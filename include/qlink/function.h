@@ -144,7 +144,10 @@ struct ql_window_function {
 /* --------------------------------------------------------- table functions */
 
 /* A table function (UDTF): `SELECT * FROM f(1, 'x')`. Arguments are
- * literal expressions (QL_EXPR_LITERAL roots of `args`). */
+ * literal expressions (QL_EXPR_LITERAL roots of `args`), borrowed for the
+ * call. The provider `call` returns is moved to the caller and independent
+ * of the function: a host may release the function right after the call
+ * (the SQLite host does) and keep using the provider. Thread-safe. */
 struct ql_table_function {
   uint32_t struct_size;
   int32_t reserved_;
