@@ -13,7 +13,7 @@ PY := $(CURDIR)/.venv/bin/python
 CARGO_WS := --release --locked --workspace --exclude qlink-python
 
 .PHONY: all setup build build-release build-asan build-fuzz build-cli run test test-c test-valgrind \
-        test-fuzz test-rust test-python test-sqlite test-duckdb test-xarray test-engines bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-fold bench-ffi compat-xarray-sql bench-xarray clean
+        test-fuzz test-rust test-python test-sqlite require-duckdb test-duckdb test-xarray test-engines bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-fold bench-ffi compat-xarray-sql bench-xarray clean
 
 all: build
 
@@ -90,7 +90,14 @@ test-sqlite: build-release
 
 # The DuckDB host through DuckDB's Python module and CLI (its C tests run
 # in test-c).
-test-duckdb: build-release
+# The suites skip a host that is not built; under `make` a missing DuckDB
+# extension is an error instead (its headers come from scripts/setup.sh;
+# a build dir configured before them needs `cmake -S . -B $(BUILD)/release`).
+DUCKDB_EXT = $(BUILD)/release/hosts/duckdb/qlink.duckdb_extension
+require-duckdb: build-release
+	@test -f $(DUCKDB_EXT) || { echo "make: $(DUCKDB_EXT) is not built (run scripts/setup.sh, then cmake -S . -B $(BUILD)/release)" >&2; exit 1; }
+
+test-duckdb: require-duckdb
 	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release $(PY) -m pytest -q hosts/duckdb/tests
 
 # qlink.xarray over the C build alone: xarray Datasets registered with
@@ -102,7 +109,7 @@ test-xarray: build-release
 # Cross-engine conformance (tests/engines): the same queries over the same
 # plugins in every host that is built (DataFusion through the qlink CLI, the
 # C hosts through their extensions), rows and types compared exactly.
-test-engines: build-release build-cli
+test-engines: require-duckdb build-cli
 	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release QLINK_CLI=$(QLINK_CLI) $(PY) -m pytest -q tests/engines
 
 # ---- benchmarks (print a table, write bench/results/*.json)
