@@ -94,8 +94,11 @@ test-sqlite: build-release
 # extension is an error instead (its headers come from scripts/setup.sh;
 # a build dir configured before them needs `cmake -S . -B $(BUILD)/release`).
 DUCKDB_EXT = $(BUILD)/release/hosts/duckdb/qlink.duckdb_extension
+DUCKDB_EXT_V2 = $(BUILD)/release/hosts/duckdb/qlink_v2.duckdb_extension
 require-duckdb: build-release
-	@test -f $(DUCKDB_EXT) || { echo "make: $(DUCKDB_EXT) is not built (run scripts/setup.sh, then cmake -S . -B $(BUILD)/release)" >&2; exit 1; }
+	@for ext in $(DUCKDB_EXT) $(DUCKDB_EXT_V2); do \
+	  test -f $$ext || { echo "make: $$ext is not built (run scripts/setup.sh, then cmake -S . -B $(BUILD)/release)" >&2; exit 1; }; \
+	done
 
 test-duckdb: require-duckdb
 	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release $(PY) -m pytest -q hosts/duckdb/tests

@@ -53,22 +53,26 @@ if [[ ! -x .venv/bin/python || ! -f $stamp || "$(cat $stamp)" != "$want_hash" ]]
   echo "$want_hash" >"$stamp"
 fi
 
-# DuckDB's C extension headers (duckdb.h, duckdb_extension.h) for the DuckDB
-# host (hosts/duckdb): taken from the sdist of the pinned duckdb package into
-# build/deps/duckdb/include (git-ignored). CMake skips the DuckDB targets
-# when they are absent.
+# DuckDB's C extension headers for the DuckDB host (hosts/duckdb): the stable
+# C API V1 (duckdb.h, duckdb_extension.h) and the unstable V2 of this exact
+# engine version (duckdb_v2.h, duckdb_extension_v2.h), taken from the sdist of
+# the pinned duckdb package into build/deps/duckdb/include (git-ignored).
+# CMake skips the DuckDB targets when they are absent.
 DUCKDB_VERSION=$(sed -n 's/^duckdb==//p' scripts/requirements.txt)
 duckdb_inc=build/deps/duckdb/include
-if [[ ! -f $duckdb_inc/.version || "$(cat $duckdb_inc/.version)" != "$DUCKDB_VERSION" ]]; then
+if [[ ! -f $duckdb_inc/.version || "$(cat $duckdb_inc/.version)" != "$DUCKDB_VERSION" ||
+      ! -f $duckdb_inc/duckdb_extension_v2.h ]]; then
   echo "setup: fetching DuckDB $DUCKDB_VERSION C headers (sdist)"
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   .venv/bin/pip download -q --disable-pip-version-check --no-deps --no-binary duckdb -d "$tmp" "duckdb==$DUCKDB_VERSION"
   tar -xzf "$tmp"/duckdb-"$DUCKDB_VERSION".tar.gz -C "$tmp" --wildcards \
     "duckdb-$DUCKDB_VERSION/external/duckdb/src/include/duckdb.h" \
-    "duckdb-$DUCKDB_VERSION/external/duckdb/src/include/duckdb_extension.h"
+    "duckdb-$DUCKDB_VERSION/external/duckdb/src/include/duckdb_extension.h" \
+    "duckdb-$DUCKDB_VERSION/external/duckdb/src/include/duckdb_v2.h" \
+    "duckdb-$DUCKDB_VERSION/external/duckdb/src/include/duckdb_extension_v2.h"
   mkdir -p "$duckdb_inc"
-  cp "$tmp/duckdb-$DUCKDB_VERSION/external/duckdb/src/include/"duckdb{,_extension}.h "$duckdb_inc/"
+  cp "$tmp/duckdb-$DUCKDB_VERSION/external/duckdb/src/include/"duckdb{,_extension}{,_v2}.h "$duckdb_inc/"
   echo "$DUCKDB_VERSION" >"$duckdb_inc/.version"
   rm -rf "$tmp"
   trap - EXIT

@@ -16,6 +16,11 @@ bench/results/duckdb.json.
     For the box query, the bytes each engine read (DuckDB: this process's
     rchar; DataFusion: the scan's bytes_read metric) and the rows its scan
     returned: DuckDB's stable C API has no filter pushdown.
+    The V2 build (qlink_v2.duckdb_extension, DuckDB's unstable C API V2,
+    when the running duckdb is the version it is built for) pushes the box
+    filters into qlink_zarr: the same box query through it, its bytes and
+    the rows its scan returned (EXPLAIN ANALYZE), and its time over
+    DataFusion's (duckdb_v2_vs_datafusion_box_ratio) and over V1's.
 (3) the same table as Parquet read by DuckDB natively: the reference row.
 Times are the best of --repeat runs (3 x --repeat for the series queries),
 wall clock, in seconds.
@@ -83,6 +88,31 @@ def datafusion_scan_metrics(cli, plugin, store, table, sql):
     return get("bytes_read"), get("output_rows")
 
 
+def scan_rows(con, sql):
+    """Rows the QLINK_SCAN operator returned, from EXPLAIN ANALYZE."""
+    profile = con.execute("EXPLAIN ANALYZE " + sql).fetchall()[0][1]
+    rest = profile[profile.index("QLINK_SCAN"):]
+    return int(re.search(r"([0-9,]+) rows", rest).group(1).replace(",", ""))
+
+
+def v2_box(a, store, table, box, box_rows):
+    """The box query through the V2 build: (seconds, bytes read, scan rows),
+    or None with the reason."""
+    ext = BUILD / "hosts" / "duckdb" / "qlink_v2.duckdb_extension"
+    pinned = next((x.split("==")[1] for x in (ROOT / "scripts" / "requirements.txt").read_text().splitlines()
+                   if x.startswith("duckdb==")), None)
+    if not ext.is_file():
+        return None, f"the V2 build is not there ({ext})"
+    if duckdb.__version__ != pinned:
+        return None, f"the V2 build loads into duckdb {pinned} only, this is {duckdb.__version__}"
+    con = duckdb.connect(config={"allow_unsigned_extensions": True, "threads": a.threads})
+    con.execute(f"LOAD '{ext}'")
+    src = f"qlink_scan('qlink_zarr/store?path={store}', \"table\" := '{table}')"
+    t, r = best(con, box.format(t=src), a.repeat)
+    assert r[0][0] == box_rows, (r, box_rows)
+    return (t, duckdb_bytes_read(con, box.format(t=src)), scan_rows(con, box.format(t=src))), None
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--era5", required=True)
@@ -143,6 +173,10 @@ def main(argv=None):
     # C API has no filter pushdown, so the scan hands it every row.
     bytes_box_duckdb = duckdb_bytes_read(con, box.format(t=f"era5.{table}"))
     bytes_full_duckdb = duckdb_bytes_read(con, full.format(t=f"era5.{table}"))
+    v2, v2_missing = v2_box(a, store, table, box, r_box[0][0])
+    t_box_v2, bytes_box_v2, rows_box_v2 = v2 if v2 else (None, None, None)
+    if v2:
+        rows += [("zarr box query, DuckDB V2 build (filter pushdown)", t_box_v2)]
     ratio_df, reason = None, None
     t_dfull = t_dbox = bytes_box_df = rows_box_df = None
     if a.qlink and Path(a.qlink).is_file():
@@ -171,6 +205,10 @@ def main(argv=None):
         "zarr_box_duckdb_bytes_read": bytes_box_duckdb, "zarr_full_duckdb_bytes_read": bytes_full_duckdb,
         "zarr_box_duckdb_scan_rows": r_full[0][0],
         "zarr_box_datafusion_bytes_read": bytes_box_df, "zarr_box_datafusion_scan_rows": rows_box_df,
+        "zarr_box_duckdb_v2_s": t_box_v2, "zarr_box_duckdb_v2_bytes_read": bytes_box_v2,
+        "zarr_box_duckdb_v2_scan_rows": rows_box_v2, "duckdb_v2_missing": v2_missing,
+        "duckdb_v2_vs_v1_box_ratio": (t_box_v2 / t_box) if t_box_v2 else None,
+        "duckdb_v2_vs_datafusion_box_ratio": (t_box_v2 / t_dbox) if (t_box_v2 and t_dbox) else None,
     }
     print("| query | seconds |\n|---|---:|")
     for name, t in rows:
@@ -185,6 +223,11 @@ def main(argv=None):
         print(f"box query: DuckDB / DataFusion = {t_box / t_dbox:.3f}; bytes read {bytes_box_duckdb / 1e6:.1f} MB vs "
               f"{bytes_box_df / 1e6:.1f} MB; rows out of the scan {r_full[0][0]:,} vs {int(rows_box_df):,} "
               f"(box rows {r_box[0][0]:,})")
+    if v2:
+        print(f"box query, V2 build: {t_box_v2:.4f} s ({t_box_v2 / t_box:.3f} of V1's), bytes read "
+              f"{bytes_box_v2 / 1e6:.1f} MB, rows out of the scan {rows_box_v2:,}")
+    else:
+        print(f"box query, V2 build: not measured ({v2_missing})")
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {a.out}")

@@ -7,11 +7,23 @@ DataFusion, no Rust, and it does not import qlink's native module::
     import qlink.duckdb
     con = qlink.duckdb.connect()                    # plugins from build/release/plugins
     con.execute("SELECT sum(value) FROM qlink_scan('qlink_sample/series?stop=10')").fetchall()
-    con.execute("CALL qlink_attach('era5', 'qlink_zarr/store?path=/data/era5.zarr')")
+    qlink.duckdb.attach(con, "era5", "qlink_zarr/store?path=/data/era5.zarr")  # either build
+    con.execute("CALL qlink_attach('era5', 'qlink_zarr/store?path=/data/era5.zarr')")  # V1 build only
 
-``connect(database=":memory:", plugin_dirs=None, extension=None, config=None)``
+Two builds of the extension exist: ``qlink.duckdb_extension`` (DuckDB's
+stable C API V1: every qlink function, any DuckDB from 1.5.6 on) and
+``qlink_v2.duckdb_extension`` (the unstable C API V2 of the DuckDB version
+scripts/requirements.txt pins, and only that one: ``qlink_scan`` with filter
+pushdown, ``qlink_tables``, ``qlink_plugins``, ``qlink_allow``; no
+``qlink_attach`` or ``qlink_load``). ``connect()`` loads the V2 build when the
+running ``duckdb`` is the pinned version and that build exists, else V1;
+``api="v1"`` or ``api="v2"`` chooses. ``attach(con, name, spec)`` does what
+``CALL qlink_attach`` does (a schema of views over ``qlink_scan``) through
+either build.
+
+``connect(database=":memory:", plugin_dirs=None, extension=None, config=None, api="auto")``
 opens the database with unsigned extensions allowed, loads the extension
-(``extension_path()``) and allows the directories ``plugin_dirs`` (default:
+(``extension_path(api)``) and allows the directories ``plugin_dirs`` (default:
 ``QLINK_PLUGIN_PATH`` if set, which the extension reads itself, else the
 build's ``plugins/`` folder) with ``qlink_allow``. The list is sealed as soon
 as a plugin loads; to hand the connection to untrusted SQL before that, run
@@ -30,12 +42,40 @@ def _build_dir() -> Path:
     return Path(os.environ.get("QLINK_BUILD_DIR", _ROOT / "build" / "release"))
 
 
-def extension_path() -> str:
+def pinned_duckdb_version() -> str | None:
+    """The DuckDB version the V2 build is made for (``duckdb==`` in
+    scripts/requirements.txt), or None when that file is absent."""
+    req = _ROOT / "scripts" / "requirements.txt"
+    if not req.is_file():
+        return None
+    for line in req.read_text().splitlines():
+        if line.startswith("duckdb=="):
+            return line.split("==", 1)[1].strip()
+    return None
+
+
+def choose_api(api: str = "auto") -> str:
+    """"v1" or "v2": ``api`` itself, or for "auto" "v2" when the running
+    duckdb is the pinned version and the V2 build exists, else "v1"."""
+    if api in ("v1", "v2"):
+        return api
+    if api != "auto":
+        raise ValueError(f"api must be 'auto', 'v1' or 'v2', not {api!r}")
+    import duckdb
+
+    v2 = _build_dir() / "hosts" / "duckdb" / "qlink_v2.duckdb_extension"
+    return "v2" if duckdb.__version__ == pinned_duckdb_version() and v2.is_file() else "v1"
+
+
+def extension_path(api: str = "v1") -> str:
     """The qlink DuckDB extension: ``QLINK_DUCKDB_EXTENSION``, else
-    ``hosts/duckdb/qlink.duckdb_extension`` in the build directory
-    (``QLINK_BUILD_DIR``, default ``build/release`` of this source tree)."""
+    ``hosts/duckdb/qlink.duckdb_extension`` (api "v1") or
+    ``hosts/duckdb/qlink_v2.duckdb_extension`` (api "v2") in the build
+    directory (``QLINK_BUILD_DIR``, default ``build/release`` of this source
+    tree)."""
     env = os.environ.get("QLINK_DUCKDB_EXTENSION")
-    path = Path(env) if env else _build_dir() / "hosts" / "duckdb" / "qlink.duckdb_extension"
+    name = "qlink_v2.duckdb_extension" if choose_api(api) == "v2" else "qlink.duckdb_extension"
+    path = Path(env) if env else _build_dir() / "hosts" / "duckdb" / name
     if not path.is_file():
         raise FileNotFoundError(f"the qlink DuckDB extension is not built: {path} (run the C release build)")
     return str(path)
@@ -50,13 +90,33 @@ def default_plugin_dirs() -> list[str]:
 
 
 def connect(database: str = ":memory:", plugin_dirs: list[str] | None = None, extension: str | None = None,
-            config: dict | None = None):
+            config: dict | None = None, api: str = "auto"):
     """A ``duckdb.DuckDBPyConnection`` with the qlink extension loaded and
     the plugin directories allowed (see the module's documentation)."""
     import duckdb
 
+    path = extension or extension_path(api)
     con = duckdb.connect(database, config={**(config or {}), "allow_unsigned_extensions": True})
-    con.load_extension(extension or extension_path())
+    con.load_extension(path)
     for d in default_plugin_dirs() if plugin_dirs is None else plugin_dirs:
         con.execute("SELECT * FROM qlink_allow(?)", [d]).fetchall()
     return con
+
+
+def _sql_text(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def attach(con, name: str, spec: str) -> list[str]:
+    """Every table of the schema provider ``spec`` as a view ``name.<table>``
+    over ``qlink_scan(spec, "table" := '<table>')``, as ``CALL
+    qlink_attach(name, spec)`` makes them, with either build of the
+    extension; returns the table names."""
+    tables = [t for (t,) in con.execute("SELECT * FROM qlink_tables(?)", [spec]).fetchall()]
+    schema = '"' + name.replace('"', '""') + '"'
+    con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+    for t in tables:
+        view = '"' + t.replace('"', '""') + '"'
+        con.execute(f"CREATE OR REPLACE VIEW {schema}.{view} AS SELECT * FROM qlink_scan({_sql_text(spec)}, "
+                    f"\"table\" := {_sql_text(t)})")
+    return tables

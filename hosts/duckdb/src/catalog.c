@@ -11,41 +11,9 @@
 #include "qlink/lib/status.h"
 
 
-/* Rows of VARCHAR cells, row-major. */
-struct qd_rows {
-  int32_t n_cols;
-  int64_t n_rows, cap;
-  char **cells;
-  int64_t next; /* the next row to return (single thread) */
-};
-
-static void qd_rows_free(void *data) {
-  struct qd_rows *r = data;
-  if (!r) return;
-  for (int64_t i = 0; i < r->n_rows * r->n_cols; i++) free(r->cells[i]);
-  free(r->cells);
-  free(r);
-}
-
-static int qd_rows_add(struct qd_rows *r, const char *const *cells) {
-  if (r->n_rows == r->cap) {
-    int64_t cap = r->cap ? r->cap * 2 : 8;
-    char **grown = realloc(r->cells, (size_t)(cap * r->n_cols) * sizeof(*grown));
-    if (!grown) return -1;
-    r->cells = grown;
-    r->cap = cap;
-  }
-  for (int32_t c = 0; c < r->n_cols; c++) {
-    r->cells[r->n_rows * r->n_cols + c] = strdup(cells[c] ? cells[c] : "");
-  }
-  r->n_rows++;
-  return 0;
-}
-
 static struct qd_rows *qd_rows_bind(duckdb_bind_info info, int32_t n_cols, const char *const *names) {
-  struct qd_rows *r = calloc(1, sizeof(*r));
+  struct qd_rows *r = qd_rows_new(n_cols);
   if (!r) return NULL;
-  r->n_cols = n_cols;
   duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
   for (int32_t c = 0; c < n_cols; c++) duckdb_bind_add_result_column(info, names[c], varchar);
   duckdb_destroy_logical_type(&varchar);
@@ -87,44 +55,11 @@ static void qd_plugins_bind(duckdb_bind_info info) {
   static const char *const cols[] = {"name", "version", "abi_version", "path", "description"};
   struct qd_rows *r = qd_rows_bind(info, 5, cols);
   if (!r) return duckdb_bind_set_error(info, "qlink_plugins: out of memory");
-  pthread_mutex_lock(&db->mutex);
-  for (struct qd_plugin *p = db->plugins; p; p = p->next) {
-    char abi[32];
-    snprintf(abi, sizeof(abi), "%u.%u", QL_ABI_VERSION_MAJOR(p->loaded->abi_version),
-             QL_ABI_VERSION_MINOR(p->loaded->abi_version));
-    const struct ql_plugin *pl = &p->loaded->plugin;
-    const char *cells[] = {pl->name, pl->version, abi, p->real_path, pl->description};
-    qd_rows_add(r, cells);
-  }
-  pthread_mutex_unlock(&db->mutex);
+  if (qd_rows_plugins(db, r) != 0) return qd_fail(info, r, "qlink_plugins: out of memory%s%s", "", "");
   duckdb_bind_set_bind_data(info, r, qd_rows_free);
 }
 
 /* ---- qlink_tables('SPEC') and qlink_attach('NAME', 'SPEC') */
-
-/* The table names of the schema provider SPEC, as rows of (table). */
-static int qd_schema_tables(struct qd_db *db, const char *spec, struct qd_rows *r, struct ql_error *err) {
-  struct ql_table_spec ts = {0};
-  const struct ql_plugin *p = NULL;
-  int rc = ql_table_spec_parse(spec, &ts, err);
-  if (rc == QL_OK) rc = qd_plugin_get(db, ts.plugin, &p, err);
-  if (rc == QL_OK && !p->schema_provider_open) {
-    rc = ql_error_set(err, QL_ENOTFOUND, "plugin %s has no schema provider '%s'", p->name, ts.provider);
-  }
-  if (rc == QL_OK) {
-    struct ql_schema_provider sp = {0};
-    void *tok = ql_plugin_enter(p);
-    rc = p->schema_provider_open(p, ts.provider, &ts.options, ql_ref_host_session(db->host), &sp, err);
-    for (int64_t i = 0; rc == QL_OK && i < sp.table_count(&sp); i++) {
-      const char *name = sp.table_name(&sp, i);
-      if (qd_rows_add(r, &name) != 0) rc = ql_error_set(err, QL_ENOMEM, "out of memory");
-    }
-    if (sp.release) sp.release(&sp);
-    ql_plugin_leave(p, tok);
-  }
-  ql_table_spec_free(&ts);
-  return rc;
-}
 
 static void qd_tables_bind(duckdb_bind_info info) {
   struct qd_db *db = duckdb_bind_get_extra_info(info);
@@ -136,7 +71,7 @@ static void qd_tables_bind(duckdb_bind_info info) {
     duckdb_free(spec);
     return qd_fail(info, r, "qlink_tables: out of memory%s%s", "", "");
   }
-  if (qd_schema_tables(db, spec, r, &err) != QL_OK) {
+  if (qd_rows_tables(db, spec, r, &err) != QL_OK) {
     qd_fail(info, r, "qlink_tables('%s'): %s", spec, ql_error_message(&err));
     ql_error_release(&err);
     duckdb_free(spec);
@@ -167,7 +102,7 @@ static void qd_attach_bind(duckdb_bind_info info) {
     duckdb_free(name), duckdb_free(spec);
     return qd_fail(info, r, "qlink_attach: out of memory%s%s", "", "");
   }
-  if (qd_schema_tables(db, spec, r, &err) != QL_OK) {
+  if (qd_rows_tables(db, spec, r, &err) != QL_OK) {
     qd_fail(info, r, "qlink_attach('%s', ...): %s", name, ql_error_message(&err));
     ql_error_release(&err);
     duckdb_free(name), duckdb_free(spec);
@@ -223,19 +158,14 @@ static void qd_allow_bind(duckdb_bind_info info) {
   int locked = lock && duckdb_get_bool(lock);
   if (lock) duckdb_destroy_value(&lock);
   if (ctx) duckdb_destroy_client_context(&ctx);
-  if (locked) ql_plugin_dirs_seal(db->dirs);
   struct ql_error err = {0};
-  if (ql_plugin_dirs_add(db->dirs, dir, &err) != QL_OK) {
+  if (qd_rows_allow(db, dir, locked, r, &err) != QL_OK) {
     qd_fail(info, r, "qlink_allow('%s'): %s", dir, ql_error_message(&err));
     ql_error_release(&err);
     duckdb_free(dir);
     return;
   }
   duckdb_free(dir);
-  for (int64_t i = 0; i < ql_plugin_dirs_count(db->dirs); i++) {
-    const char *d = ql_plugin_dirs_get(db->dirs, i);
-    qd_rows_add(r, &d);
-  }
   duckdb_bind_set_bind_data(info, r, qd_rows_free);
 }
 

@@ -1,14 +1,29 @@
-/* The DuckDB host's shared state (ext.c) and its catalog functions
- * (catalog.c). */
+/* The DuckDB host's shared state and the parts of a scan both builds share.
+ *
+ * Two extensions are built from these sources: qlink.duckdb_extension
+ * against DuckDB's stable C API V1 (ext.c, catalog.c, functions.c) and,
+ * with QD_CAPI_V2 defined, qlink_v2.duckdb_extension against the unstable
+ * C API V2 of the pinned engine version (ext_v2.c, filters_v2.c), which
+ * adds filter pushdown. scan.c and vectors.c compile into both; what they
+ * share uses no DuckDB call, or one per API behind QD_CAPI_V2. */
 #ifndef QLINK_DUCKDB_EXT_INTERNAL_H
 #define QLINK_DUCKDB_EXT_INTERNAL_H
 
+#ifdef QD_CAPI_V2
+#define DUCKDB_EXTENSION_NAME qlink_v2
+#define DUCKDB_V2_API_ALLOW_UNSTABLE 1
+#include <duckdb_extension_v2.h>
+typedef duckdb_v2_vector_handle qd_vector;
+#else
 #define DUCKDB_EXTENSION_NAME qlink
 #define DUCKDB_EXTENSION_API_VERSION_MAJOR 1
 #define DUCKDB_EXTENSION_API_VERSION_MINOR 5
 #define DUCKDB_EXTENSION_API_VERSION_PATCH 6
 #include <duckdb_extension.h>
+typedef duckdb_vector qd_vector;
+#endif
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "qlink/lib/loader.h"
 
@@ -33,17 +48,118 @@ struct qd_db {
   struct ql_plugin_dirs *dirs;
   pthread_mutex_t mutex;
   struct qd_plugin *plugins;
+#ifndef QD_CAPI_V2
   duckdb_connection ddl;      /* held for qlink_attach's views, qlink_load's functions and macros */
+#endif
   pthread_mutex_t ddl_mutex;  /* one statement at a time on `ddl` */
   struct qd_loaded_fn *functions; /* what qlink_load registered (under mutex) */
 };
 
+
+/* A database's state: the reference host and the directories of
+ * QLINK_PLUGIN_PATH. NULL with the reason in msg. scan.c. */
+struct qd_db *qd_db_new(char *msg, size_t cap);
 
 /* The loaded plugin named `name_or_path` (a loaded plugin's name, else a
  * name or path resolved through the allowed directories and loaded; the
  * first load seals the directory list). Thread-safe. */
 int qd_plugin_get(struct qd_db *db, const char *name_or_path, const struct ql_plugin **out, struct ql_error *err);
 
+/* ---- one table provider as a DuckDB table function: qlink_scan's bind
+ * data, also made by plugin table functions (functions.c). scan.c. */
+struct qd_type;
+struct ql_ir_builder;
+#define QD_MAX_FILTERS 64
+struct qd_bind {
+  struct qd_db *db;
+  char *label; /* malloc'd; prefixes every error: "qlink_scan('SPEC')", "qlink_sample.sample_range(...)" */
+  const struct ql_plugin *plugin;
+  struct ql_table_provider provider;
+  struct ArrowSchema schema;
+  int64_t n_columns;
+  struct qd_type *types;
+  /* Filters for the scan (V2 build: DuckDB's pushed predicates, translated
+   * into `filters`, a builder of the bind's own): answers[i] is the
+   * provider's; EXACT ones were accepted (DuckDB dropped its filter), the
+   * others only prune. */
+  struct ql_ir_builder *filters;
+  int32_t n_filters;
+  ql_expr_id roots[QD_MAX_FILTERS];
+  int32_t answers[QD_MAX_FILTERS];
+};
+/* qlink_scan's bind data for `spec`, labelled "qlink_scan('SPEC')"; NULL
+ * without memory. */
+struct qd_bind *qd_bind_new(struct qd_db *db, const char *spec);
+void qd_bind_free(void *bind);
+/* Open the provider of `spec` ("PLUGIN/PROVIDER?k=v&..."; with `table`
+ * non-NULL, that table of the schema provider PROVIDER) into b->plugin and
+ * b->provider. */
+int qd_bind_open(struct qd_bind *b, const char *spec, const char *table, struct ql_error *err);
+/* With b->plugin and b->provider set: the provider's schema into b->schema
+ * and b->types (types.c's mapping; an unmappable column is an error naming
+ * it), and its row count when the statistics give one (*rows -1 if not). */
+int qd_bind_schema(struct qd_bind *b, int64_t *rows, int *exact, struct ql_error *err);
+/* DuckDB's `threads` and `memory_limit` (its text, e.g. "1.5 GiB"; NULL:
+ * unchanged) as the reference host's settings; threads <= 0: unchanged. */
+void qd_apply_settings(struct qd_db *db, int64_t threads, const char *memory_limit);
+
+/* One scan: planned once per query, whole partitions per DuckDB thread. */
+struct qd_global {
+  struct qd_bind *bind;
+  struct ql_execution_plan plan;
+  int64_t partitions;
+  atomic_llong next;
+  atomic_int cancelled;
+  int32_t n_out;          /* output columns */
+  int32_t *out_source;    /* per output column: index into the plan's schema, or -1 (row id) */
+  int32_t *out_col;       /* per output column: its table column (for its type) */
+};
+/* Plan the scan of `b` for the `n` output columns `cols` (indices into the
+ * table's columns; one past them: DuckDB's row id), with b's filters. On
+ * failure *msg (cap bytes) is the error, prefixed by the label. */
+struct qd_global *qd_global_new(struct qd_bind *b, idx_t n, const idx_t *cols, char *msg, size_t cap);
+void qd_global_free(void *global);
+
+struct qd_local {
+  struct qd_global *g;
+  struct ql_task_context ctx;
+  struct ArrowArrayStream stream;
+  struct ArrowArray batch;
+  int64_t offset; /* rows of `batch` already copied */
+};
+void qd_local_free(void *local);
+/* Make l->batch hold rows not yet copied, taking the next partition when
+ * one ends: 1 when it does, 0 when every partition is done, -1 on a plugin
+ * error (in msg, prefixed by the label; the scan is cancelled). */
+int qd_local_next(struct qd_local *l, char *msg, size_t cap);
+
+/* Rows of VARCHAR cells, row-major: the catalog functions' results. */
+struct qd_rows {
+  int32_t n_cols;
+  int64_t n_rows, cap;
+  char **cells;
+  int64_t next; /* the next row to return (single thread) */
+};
+struct qd_rows *qd_rows_new(int32_t n_cols);
+void qd_rows_free(void *rows);
+int qd_rows_add(struct qd_rows *r, const char *const *cells);
+/* One row (name, version, abi_version, path, description) per loaded plugin. */
+int qd_rows_plugins(struct qd_db *db, struct qd_rows *r);
+/* The table names of the schema provider SPEC, one row each. */
+int qd_rows_tables(struct qd_db *db, const char *spec, struct qd_rows *r, struct ql_error *err);
+/* qlink_allow's work: `dir` added unless sealed (locked: seal first), then
+ * every allowed directory, one row each. */
+int qd_rows_allow(struct qd_db *db, const char *dir, int locked, struct qd_rows *r, struct ql_error *err);
+
+#ifdef QD_CAPI_V2
+/* Fail a V2 callback: `msg` into DuckDB's error slot (ext_v2.c). */
+void qd_v2_fail(duckdb_v2_error_info_handle *err, const char *msg);
+/* qlink_scan's filter pushdown callback (filters_v2.c): DuckDB's predicates
+ * as qlink filters into the bind's `filters`; those the provider answers
+ * EXACT are accepted (DuckDB drops its own filter), INEXACT ones prune. */
+void qd_filter_pushdown(duckdb_v2_table_function_filter_pushdown_info_handle info, duckdb_v2_context_handle context,
+                        duckdb_v2_error_info_handle *err);
+#else
 /* Register qlink_plugins, qlink_tables, qlink_allow and qlink_attach. */
 int qd_register_catalog(duckdb_connection con, struct qd_db *db);
 /* `s` as a SQL identifier in double quotes (q '"') or a string literal in
@@ -54,30 +170,16 @@ void qd_quote(char *out, size_t cap, const char *s, char q);
  * functions (functions.c). */
 int qd_register_functions(duckdb_connection con, struct qd_db *db);
 
-/* ---- one table provider as a DuckDB table function (ext.c): qlink_scan's
- * bind data, also made by plugin table functions (functions.c). */
-struct qd_type;
-struct qd_bind {
-  struct qd_db *db;
-  char *label; /* malloc'd; prefixes every error: "qlink_scan('SPEC')", "qlink_sample.sample_range(...)" */
-  const struct ql_plugin *plugin;
-  struct ql_table_provider provider;
-  struct ArrowSchema schema;
-  int64_t n_columns;
-  struct qd_type *types;
-};
-void qd_bind_free(void *bind);
-/* With b->plugin and b->provider set: the provider's schema as the result
- * columns (types.c's mapping; an unmappable column is an error naming it)
- * and its statistics as the cardinality. */
+/* With b->plugin and b->provider set: qd_bind_schema, then the columns as
+ * DuckDB's result columns and the row count as its cardinality (ext.c). */
 int qd_bind_provider(duckdb_bind_info info, struct qd_bind *b, struct ql_error *err);
 /* DuckDB's threads and memory_limit of `ctx` as the reference host's
  * settings (NULL: nothing). */
 void qd_follow_settings(struct qd_db *db, duckdb_client_context ctx);
-/* init, local init and scan of a struct qd_bind: one plan per query, whole
- * partitions per DuckDB thread. */
+/* init, local init and scan of a struct qd_bind (ext.c). */
 void qd_scan_init(duckdb_init_info info);
 void qd_scan_local_init(duckdb_init_info info);
 void qd_scan(duckdb_function_info info, duckdb_data_chunk output);
+#endif
 
 #endif /* QLINK_DUCKDB_EXT_INTERNAL_H */

@@ -1,26 +1,65 @@
 /* The DuckDB host: Arrow arrays into DuckDB vectors and DuckDB vectors as
- * libqlink cells (vectors.h). */
+ * libqlink cells (vectors.h). qd_copy serves both builds: the few calls
+ * that reach a vector's memory differ between C API V1 and V2. */
 #include "vectors.h"
 
 #include <string.h>
 
+#ifdef QD_CAPI_V2
+static uint64_t *qd_vector_validity(qd_vector v) {
+  uint64_t *mask = NULL;
+  return duckdb_v2_vector_flat_get_validity_mutable(v, &mask, NULL) == DUCKDB_V2_ERROR_NONE ? mask : NULL;
+}
+
+static void *qd_vector_data(qd_vector v) {
+  void *data = NULL;
+  return duckdb_v2_vector_get_data_mutable(v, &data, NULL) == DUCKDB_V2_ERROR_NONE ? data : NULL;
+}
+
+/* A string or blob value in DuckDB's 16-byte layout: inline up to 12
+ * bytes, else in the vector's arena with a 4-byte prefix. */
+static int qd_set_bytes(duckdb_v2_arena_handle arena, duckdb_v2_bytes *out, const char *s, idx_t len) {
+  memset(out, 0, sizeof(*out));
+  out->value.inlined.length = (uint32_t)len;
+  if (len <= DUCKDB_V2_BYTES_INLINE_LENGTH) {
+    if (len) memcpy(out->value.inlined.inlined, s, len);
+    return 0;
+  }
+  uint8_t *copy = NULL;
+  if (duckdb_v2_arena_allocate(arena, len, &copy, NULL) != DUCKDB_V2_ERROR_NONE || !copy) return -1;
+  memcpy(copy, s, len);
+  memcpy(out->value.pointer.prefix, s, 4);
+  out->value.pointer.ptr = (char *)copy;
+  return 0;
+}
+#else
 duckdb_logical_type qd_logical_type(const struct qd_type *t) {
   if (t->kind == QD_DECIMAL) return duckdb_create_decimal_type(t->precision, t->scale);
   return duckdb_create_logical_type((duckdb_type)t->duckdb);
 }
 
-void qd_copy(const struct qd_type *t, const struct ArrowArray *a, int64_t from, idx_t n, duckdb_vector v, idx_t to) {
+static uint64_t *qd_vector_validity(qd_vector v) {
+  duckdb_vector_ensure_validity_writable(v);
+  return duckdb_vector_get_validity(v);
+}
+
+static void *qd_vector_data(qd_vector v) { return duckdb_vector_get_data(v); }
+#endif
+
+int qd_copy(const struct qd_type *t, const struct ArrowArray *a, int64_t from, idx_t n, qd_vector v, idx_t to) {
   int64_t off = a->offset + from;
   const uint8_t *valid = a->null_count != 0 ? a->buffers[0] : NULL;
   if (valid) {
-    duckdb_vector_ensure_validity_writable(v);
-    uint64_t *mask = duckdb_vector_get_validity(v);
+    uint64_t *mask = qd_vector_validity(v);
+    if (!mask) return -1;
     for (idx_t r = 0; r < n; r++) {
       int64_t i = off + (int64_t)r;
-      if (!(valid[i >> 3] & (1u << (i & 7)))) duckdb_validity_set_row_invalid(mask, to + r);
+      if (!(valid[i >> 3] & (1u << (i & 7)))) mask[(to + r) >> 6] &= ~((uint64_t)1 << ((to + r) & 63));
     }
   }
-  uint8_t *dst = (uint8_t *)duckdb_vector_get_data(v) + to * (idx_t)(t->kind == QD_STRING ? 0 : t->width);
+  uint8_t *dst = qd_vector_data(v);
+  if (!dst) return -1;
+  dst += to * (idx_t)(t->kind == QD_STRING ? 0 : t->width);
   const uint8_t *src = a->n_buffers > 1 ? a->buffers[1] : NULL;
   switch (t->kind) {
     case QD_FIXED:
@@ -50,7 +89,11 @@ void qd_copy(const struct qd_type *t, const struct ArrowArray *a, int64_t from, 
     case QD_DURATION:
       for (idx_t r = 0; r < n; r++) {
         int64_t x = ((const int64_t *)src)[off + (int64_t)r];
+#ifdef QD_CAPI_V2
+        duckdb_v2_interval_t iv = {0, 0, t->unit_den > 1 ? x / t->unit_den : x * t->unit_num};
+#else
         duckdb_interval iv = {0, 0, t->unit_den > 1 ? x / t->unit_den : x * t->unit_num};
+#endif
         memcpy(dst + r * sizeof(iv), &iv, sizeof(iv));
       }
       break;
@@ -65,7 +108,11 @@ void qd_copy(const struct qd_type *t, const struct ArrowArray *a, int64_t from, 
         else ((int16_t *)dst)[r] = (int16_t)lo;
       }
       break;
-    case QD_STRING:
+    case QD_STRING: {
+#ifdef QD_CAPI_V2
+      duckdb_v2_arena_handle arena = NULL;
+      if (duckdb_v2_vector_get_arena(v, &arena, NULL) != DUCKDB_V2_ERROR_NONE) return -1;
+#endif
       for (idx_t r = 0; r < n; r++) {
         int64_t i = off + (int64_t)r, s, e;
         if (t->large) {
@@ -74,14 +121,22 @@ void qd_copy(const struct qd_type *t, const struct ArrowArray *a, int64_t from, 
           s = ((const int32_t *)a->buffers[1])[i], e = ((const int32_t *)a->buffers[1])[i + 1];
         }
         if (valid && !(valid[i >> 3] & (1u << (i & 7)))) continue;
+#ifdef QD_CAPI_V2
+        if (qd_set_bytes(arena, (duckdb_v2_bytes *)dst + to + r, (const char *)a->buffers[2] + s, (idx_t)(e - s)) != 0)
+          return -1;
+#else
         duckdb_vector_assign_string_element_len(v, to + r, (const char *)a->buffers[2] + s, (idx_t)(e - s));
+#endif
       }
       break;
+    }
     default:
       break;
   }
+  return 0;
 }
 
+#ifndef QD_CAPI_V2
 
 int qd_vector_cells(duckdb_vector v, idx_t n, struct ql_cell *cells, int64_t stride, int32_t *type) {
   duckdb_logical_type lt = duckdb_vector_get_column_type(v);
@@ -134,3 +189,4 @@ int qd_vector_cells(duckdb_vector v, idx_t n, struct ql_cell *cells, int64_t str
   }
   return 0;
 }
+#endif

@@ -8,17 +8,20 @@
 #include "qlink/lib/args.h"
 #include "types.h"
 
+/* Copy rows [from, from + n) of `a` (an array of type `t`, offset
+ * honoured) into rows [to, to + n) of `v`, validity included. 0, or -1
+ * when DuckDB refused the vector's memory (V2: out of memory). */
+int qd_copy(const struct qd_type *t, const struct ArrowArray *a, int64_t from, idx_t n, qd_vector v, idx_t to);
+
+#ifndef QD_CAPI_V2
 /* The DuckDB logical type of `t`; the caller destroys it. */
 duckdb_logical_type qd_logical_type(const struct qd_type *t);
-
-/* Copy rows [from, from + n) of `a` (an array of type `t`, offset
- * honoured) into rows [to, to + n) of `v`, validity included. */
-void qd_copy(const struct qd_type *t, const struct ArrowArray *a, int64_t from, idx_t n, duckdb_vector v, idx_t to);
 
 /* Read the first `n` rows of `v` into cells[r * stride] (strings borrow the
  * vector's memory; a DECIMAL is the double nearest its value). -1 when the
  * vector's type has no cell kind (qd_cell_kind_of) or is a DECIMAL wider
  * than 18 digits, with its type id in *type. */
 int qd_vector_cells(duckdb_vector v, idx_t n, struct ql_cell *cells, int64_t stride, int32_t *type);
+#endif
 
 #endif /* QLINK_DUCKDB_VECTORS_H */

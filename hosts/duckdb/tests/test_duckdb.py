@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from conftest import open_db
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -27,16 +28,7 @@ pytestmark = pytest.mark.skipif(not EXT.is_file(), reason=f"the DuckDB extension
 def connect(plugin_path: str | None = str(PLUGINS), threads: int | None = None):
     """A connection with the extension loaded in a child-free way: the
     extension reads QLINK_PLUGIN_PATH when it loads into a database."""
-    if plugin_path is None:
-        os.environ.pop("QLINK_PLUGIN_PATH", None)
-    else:
-        os.environ["QLINK_PLUGIN_PATH"] = plugin_path
-    config = {"allow_unsigned_extensions": True}
-    if threads:
-        config["threads"] = threads
-    con = duckdb.connect(config=config)
-    con.execute(f"LOAD '{EXT}'")
-    return con
+    return open_db(EXT, plugin_path, threads)
 
 
 def run_threads(n: int, work) -> list:
@@ -210,16 +202,11 @@ def test_allow_is_the_owners_and_cannot_widen_later(tmp_path):
     assert "the allowed directories are fixed" in str(e.value)
 
 
-def test_python_helper_without_the_native_module():
+def test_python_helper_without_the_native_module(run_helper):
     code = ("import sys, qlink.duckdb as q; con = q.connect(); "
             "print(con.execute(\"SELECT sum(value)::BIGINT FROM qlink_scan('qlink_sample/series?stop=101')\").fetchone()[0]); "
             "print('qlink._core' in sys.modules)")
-    env = {k: v for k, v in os.environ.items() if k != "QLINK_PLUGIN_PATH"}
-    env["QLINK_BUILD_DIR"] = str(BUILD)
-    env["PYTHONPATH"] = str(ROOT / "python")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["5050", "False"]
+    assert run_helper(code) == ["5050", "False"]
 
 
 def test_plugin_failing_in_its_third_batch_then_the_connection_works():

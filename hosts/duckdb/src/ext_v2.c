@@ -1,0 +1,409 @@
+/* The qlink DuckDB extension against DuckDB's C API V2 (unstable: built
+ * for, and loaded by, the pinned engine version only): qlink_v2.duckdb_extension.
+ *
+ * The same host as ext.c (C API V1) for what the two share (scan.c,
+ * vectors.c, types.c): qlink_scan('PLUGIN/PROVIDER?k=v&...' [, table :=
+ * 'NAME']), qlink_tables('SPEC'), qlink_plugins() and qlink_allow('DIR'),
+ * plus filter pushdown: DuckDB offers each predicate over qlink_scan's
+ * rows to filters_v2.c, which translates it into qlink filters, asks the
+ * provider, and accepts what the provider evaluates exactly.
+ * qlink_attach and qlink_load (plugin functions) are in the V1 build only.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ext_internal.h"
+#include "qlink/lib/host.h"
+#include "qlink/lib/plugin_dirs.h"
+#include "qlink/lib/status.h"
+#include "types.h"
+#include "vectors.h"
+
+/* ---- small wrappers over the V2 calling convention */
+
+static duckdb_v2_str qd_str(const char *s) { return (duckdb_v2_str){s, s ? strlen(s) : 0}; }
+
+void qd_v2_fail(duckdb_v2_error_info_handle *err, const char *msg) {
+  duckdb_v2_str text = qd_str(msg);
+  duckdb_v2_error_info_set_code(*err, DUCKDB_V2_ERROR_INPUT_INVALID);
+  duckdb_v2_error_info_set_text(*err, &text);
+}
+
+/* Argument `index` of a bind as a malloc'd string; NULL when it is NULL. */
+static char *qd_arg_text(duckdb_v2_function_bind_info_handle info, idx_t index) {
+  duckdb_v2_value_handle v = NULL;
+  if (duckdb_v2_function_bind_get_arg_value(info, index, &v, NULL) != DUCKDB_V2_ERROR_NONE) return NULL;
+  bool is_null = true;
+  duckdb_v2_value_is_null(v, &is_null, NULL);
+  duckdb_v2_str s = {NULL, 0};
+  char *out = NULL;
+  if (!is_null && duckdb_v2_value_get_varchar(v, &s, NULL) == DUCKDB_V2_ERROR_NONE) {
+    out = malloc(s.len + 1);
+    if (out) {
+      if (s.len) memcpy(out, s.ptr, s.len);
+      out[s.len] = '\0';
+    }
+  }
+  duckdb_v2_value_destroy(&v);
+  return out;
+}
+
+/* Config option `name` of the context: its integer (as_text 0) or its text
+ * into buf[cap] (as_text 1). 0 on success. */
+static int qd_option(duckdb_v2_context_handle ctx, const char *name, int as_text, int64_t *i, char *buf, size_t cap) {
+  duckdb_v2_config_handle config = NULL;
+  if (duckdb_v2_context_get_config(ctx, &config, NULL) != DUCKDB_V2_ERROR_NONE) return -1;
+  duckdb_v2_identifier_t id = qd_str(name);
+  duckdb_v2_value_handle v = NULL;
+  DUCKDB_V2_SETTING_SCOPE scope;
+  if (duckdb_v2_config_get_option_value(config, &id, &v, &scope, NULL) != DUCKDB_V2_ERROR_NONE) return -1;
+  int rc = -1;
+  if (!as_text) {
+    rc = duckdb_v2_value_get_bigint(v, i, NULL) == DUCKDB_V2_ERROR_NONE ? 0 : -1;
+  } else {
+    duckdb_v2_str s = {NULL, 0};
+    if (duckdb_v2_value_get_varchar(v, &s, NULL) == DUCKDB_V2_ERROR_NONE && s.len < cap) {
+      if (s.len) memcpy(buf, s.ptr, s.len);
+      buf[s.len] = '\0';
+      rc = 0;
+    }
+  }
+  duckdb_v2_value_destroy(&v);
+  return rc;
+}
+
+static void qd_follow_settings_v2(struct qd_db *db, duckdb_v2_context_handle ctx) {
+  int64_t threads = 0;
+  char limit[64];
+  if (qd_option(ctx, "threads", 0, &threads, NULL, 0) != 0) threads = 0;
+  qd_apply_settings(db, threads, qd_option(ctx, "memory_limit", 1, NULL, limit, sizeof(limit)) == 0 ? limit : NULL);
+}
+
+static void *qd_user_data(duckdb_v2_function_bind_info_handle info) {
+  void *data = NULL;
+  duckdb_v2_function_bind_get_user_data(info, &data, NULL);
+  return data;
+}
+
+/* ---- qlink_scan */
+
+static void qd_scan_bind_v2(duckdb_v2_function_bind_info_handle info, duckdb_v2_table_function_bind_info_handle result,
+                            duckdb_v2_context_handle context, duckdb_v2_error_info_handle *err) {
+  struct qd_db *db = qd_user_data(info);
+  struct ql_error qerr = {0};
+  char msg[1024];
+  char *spec = qd_arg_text(info, 0);
+  struct qd_bind *b = spec ? qd_bind_new(db, spec) : NULL;
+  if (!b) {
+    qd_v2_fail(err, spec ? "qlink_scan: out of memory" : "qlink_scan: the spec is NULL");
+    free(spec);
+    return;
+  }
+  qd_follow_settings_v2(db, context);
+  duckdb_v2_identifier_t tname = qd_str("table");
+  idx_t tindex = 0;
+  bool found = false;
+  duckdb_v2_function_bind_get_arg_index(info, &tname, &tindex, &found, NULL);
+  char *table = found ? qd_arg_text(info, tindex) : NULL;
+  int rc = qd_bind_open(b, spec, table, &qerr);
+  free(spec);
+  free(table);
+  int64_t rows = -1;
+  int exact = 0;
+  if (rc == QL_OK) rc = qd_bind_schema(b, &rows, &exact, &qerr);
+  duckdb_v2_factory_handle factory = NULL;
+  if (rc == QL_OK && duckdb_v2_context_get_factory(context, &factory, NULL) != DUCKDB_V2_ERROR_NONE) {
+    rc = ql_error_set(&qerr, QL_EINTERNAL, "DuckDB gave no type factory");
+  }
+  for (int64_t i = 0; rc == QL_OK && i < b->n_columns; i++) {
+    const struct qd_type *t = &b->types[i];
+    char text[64];
+    if (t->kind == QD_DECIMAL) snprintf(text, sizeof(text), "DECIMAL(%u,%u)", t->precision, t->scale);
+    else snprintf(text, sizeof(text), "%s", qd_type_name(t->duckdb));
+    duckdb_v2_str ts = qd_str(text);
+    duckdb_v2_logical_type_handle lt = NULL;
+    duckdb_v2_identifier_t name = qd_str(b->schema.children[i]->name);
+    if (duckdb_v2_factory_create_type_from_text(factory, &ts, &lt, NULL) != DUCKDB_V2_ERROR_NONE ||
+        duckdb_v2_table_function_bind_add_result_column(result, &name, lt, NULL) != DUCKDB_V2_ERROR_NONE) {
+      rc = ql_error_set(&qerr, QL_EINTERNAL, "column '%s': DuckDB refused its type %s", name.ptr, text);
+    }
+    if (lt) duckdb_v2_logical_type_destroy(&lt);
+  }
+  if (rc == QL_OK && rows >= 0) duckdb_v2_table_function_bind_set_cardinality(result, (idx_t)rows, exact, NULL);
+  if (rc != QL_OK) {
+    snprintf(msg, sizeof(msg), "%s: %s", b->label, ql_error_message(&qerr));
+    ql_error_release(&qerr);
+    qd_v2_fail(err, msg);
+    qd_bind_free(b);
+    return;
+  }
+  duckdb_v2_opaque data = {b, qd_bind_free, NULL};
+  duckdb_v2_function_bind_set_bind_data(info, &data, NULL);
+}
+
+static void qd_scan_init_v2(duckdb_v2_table_function_init_global_info_handle info, duckdb_v2_context_handle context,
+                            duckdb_v2_error_info_handle *err) {
+  (void)context;
+  struct qd_bind *b = NULL;
+  idx_t n = 0;
+  duckdb_v2_table_function_init_global_get_bind_data(info, (void **)&b, NULL);
+  duckdb_v2_table_function_init_global_get_column_count(info, &n, NULL);
+  idx_t *cols = calloc(n ? n : 1, sizeof(*cols));
+  char msg[1024];
+  if (!b || !cols) {
+    free(cols);
+    return qd_v2_fail(err, "qlink_scan: out of memory");
+  }
+  for (idx_t i = 0; i < n; i++) duckdb_v2_table_function_init_global_get_column_index(info, i, &cols[i], NULL);
+  struct qd_global *g = qd_global_new(b, n, cols, msg, sizeof(msg));
+  free(cols);
+  if (!g) return qd_v2_fail(err, msg);
+  duckdb_v2_table_function_init_global_set_max_threads(info, (idx_t)(g->partitions > 0 ? g->partitions : 1), NULL);
+  duckdb_v2_opaque data = {g, qd_global_free, NULL};
+  duckdb_v2_table_function_init_global_set_global_state(info, &data, NULL);
+}
+
+static void qd_scan_local_init_v2(duckdb_v2_table_function_init_local_info_handle info,
+                                  duckdb_v2_context_handle context, duckdb_v2_error_info_handle *err) {
+  (void)context;
+  struct qd_local *l = calloc(1, sizeof(*l));
+  if (!l) return qd_v2_fail(err, "qlink_scan: out of memory");
+  duckdb_v2_table_function_init_local_get_global_state(info, (void **)&l->g, NULL);
+  duckdb_v2_opaque data = {l, qd_local_free, NULL};
+  duckdb_v2_table_function_init_local_set_local_state(info, &data, NULL);
+}
+
+static void qd_scan_v2(duckdb_v2_table_function_exec_info_handle info, duckdb_v2_context_handle context,
+                       duckdb_v2_error_info_handle *err) {
+  (void)context;
+  struct qd_local *l = NULL;
+  duckdb_v2_data_chunk_handle out = NULL;
+  duckdb_v2_table_function_exec_get_local_state(info, (void **)&l, NULL);
+  duckdb_v2_table_function_exec_get_output_chunk(info, &out, NULL);
+  struct qd_global *g = l ? l->g : NULL;
+  idx_t cap = 0;
+  if (!g || !out || duckdb_v2_data_chunk_get_capacity(out, &cap, NULL) != DUCKDB_V2_ERROR_NONE) {
+    return qd_v2_fail(err, "qlink_scan: DuckDB gave no scan state or output chunk");
+  }
+  char msg[1024];
+  int more = qd_local_next(l, msg, sizeof(msg));
+  if (more < 0) return qd_v2_fail(err, msg);
+  idx_t n = 0;
+  if (more) {
+    n = (idx_t)(l->batch.length - l->offset);
+    if (n > cap) n = cap;
+    for (int32_t c = 0; c < g->n_out; c++) {
+      duckdb_v2_vector_handle v = NULL;
+      duckdb_v2_data_chunk_get_vector(out, (idx_t)c, &v, NULL);
+      int32_t src = g->out_source[c];
+      int rc = -1;
+      if (v && src < 0) {
+        int64_t *ids = NULL;
+        if (duckdb_v2_vector_get_data_mutable(v, (void **)&ids, NULL) == DUCKDB_V2_ERROR_NONE && ids) {
+          for (idx_t r = 0; r < n; r++) ids[r] = l->offset + (int64_t)r;
+          rc = 0;
+        }
+      } else if (v) {
+        rc = qd_copy(&g->bind->types[g->out_col[c]], l->batch.children[src], l->offset, n, v, 0);
+      }
+      if (rc != 0) {
+        atomic_store(&g->cancelled, 1);
+        snprintf(msg, sizeof(msg), "%s: DuckDB refused memory for output column %d", g->bind->label, c);
+        return qd_v2_fail(err, msg);
+      }
+    }
+    l->offset += (int64_t)n;
+  }
+  if (g->n_out > 0) {
+    duckdb_v2_vector_handle first = NULL;
+    duckdb_v2_data_chunk_get_vector(out, 0, &first, NULL);
+    if (first) duckdb_v2_vector_set_size(first, n, NULL);
+  }
+}
+
+/* ---- catalog functions: rows of VARCHAR computed at bind, one thread */
+
+static int qd_rows_columns(duckdb_v2_table_function_bind_info_handle result, duckdb_v2_context_handle context,
+                           int32_t n, const char *const *names) {
+  duckdb_v2_factory_handle factory = NULL;
+  duckdb_v2_logical_type_handle varchar = NULL;
+  duckdb_v2_str vt = qd_str("VARCHAR");
+  if (duckdb_v2_context_get_factory(context, &factory, NULL) != DUCKDB_V2_ERROR_NONE ||
+      duckdb_v2_factory_create_type_from_text(factory, &vt, &varchar, NULL) != DUCKDB_V2_ERROR_NONE)
+    return -1;
+  int rc = 0;
+  for (int32_t c = 0; c < n && rc == 0; c++) {
+    duckdb_v2_identifier_t name = qd_str(names[c]);
+    if (duckdb_v2_table_function_bind_add_result_column(result, &name, varchar, NULL) != DUCKDB_V2_ERROR_NONE) rc = -1;
+  }
+  duckdb_v2_logical_type_destroy(&varchar);
+  return rc;
+}
+
+static void qd_rows_done(duckdb_v2_function_bind_info_handle info, struct qd_rows *r, duckdb_v2_error_info_handle *err,
+                         const char *what, int rc, struct ql_error *qerr) {
+  char msg[2048];
+  if (rc != 0) {
+    snprintf(msg, sizeof(msg), "%s: %s", what, qerr && qerr->message ? ql_error_message(qerr) : "out of memory");
+    if (qerr) ql_error_release(qerr);
+    qd_rows_free(r);
+    return qd_v2_fail(err, msg);
+  }
+  duckdb_v2_opaque data = {r, qd_rows_free, NULL};
+  duckdb_v2_function_bind_set_bind_data(info, &data, NULL);
+}
+
+static void qd_plugins_bind_v2(duckdb_v2_function_bind_info_handle info, duckdb_v2_table_function_bind_info_handle result,
+                               duckdb_v2_context_handle context, duckdb_v2_error_info_handle *err) {
+  static const char *const cols[] = {"name", "version", "abi_version", "path", "description"};
+  struct qd_rows *r = qd_rows_new(5);
+  int rc = r && qd_rows_columns(result, context, 5, cols) == 0 ? qd_rows_plugins(qd_user_data(info), r) : -1;
+  qd_rows_done(info, r, err, "qlink_plugins()", rc, NULL);
+}
+
+static void qd_tables_bind_v2(duckdb_v2_function_bind_info_handle info, duckdb_v2_table_function_bind_info_handle result,
+                              duckdb_v2_context_handle context, duckdb_v2_error_info_handle *err) {
+  static const char *const cols[] = {"table_name"};
+  struct qd_rows *r = qd_rows_new(1);
+  char *spec = qd_arg_text(info, 0), what[1024];
+  struct ql_error qerr = {0};
+  int rc = r && spec && qd_rows_columns(result, context, 1, cols) == 0 ? 0 : -1;
+  if (rc == 0) rc = qd_rows_tables(qd_user_data(info), spec, r, &qerr) == QL_OK ? 0 : -1;
+  snprintf(what, sizeof(what), "qlink_tables('%s')", spec ? spec : "");
+  free(spec);
+  qd_rows_done(info, r, err, what, rc, &qerr);
+}
+
+static void qd_allow_bind_v2(duckdb_v2_function_bind_info_handle info, duckdb_v2_table_function_bind_info_handle result,
+                             duckdb_v2_context_handle context, duckdb_v2_error_info_handle *err) {
+  static const char *const cols[] = {"allowed"};
+  struct qd_rows *r = qd_rows_new(1);
+  char *dir = qd_arg_text(info, 0), what[1024], lock[16] = "";
+  struct ql_error qerr = {0};
+  int rc = r && dir && qd_rows_columns(result, context, 1, cols) == 0 ? 0 : -1;
+  /* The owner hands the connection on with lock_configuration: from then on SQL cannot widen the list. */
+  int locked = qd_option(context, "lock_configuration", 1, NULL, lock, sizeof(lock)) == 0 && strcmp(lock, "true") == 0;
+  if (rc == 0) rc = qd_rows_allow(qd_user_data(info), dir, locked, r, &qerr) == QL_OK ? 0 : -1;
+  snprintf(what, sizeof(what), "qlink_allow('%s')", dir ? dir : "");
+  free(dir);
+  qd_rows_done(info, r, err, what, rc, &qerr);
+}
+
+static void qd_rows_init_v2(duckdb_v2_table_function_init_global_info_handle info, duckdb_v2_context_handle context,
+                            duckdb_v2_error_info_handle *err) {
+  (void)context, (void)err;
+  duckdb_v2_table_function_init_global_set_max_threads(info, 1, NULL);
+}
+
+static void qd_rows_emit_v2(duckdb_v2_table_function_exec_info_handle info, duckdb_v2_context_handle context,
+                            duckdb_v2_error_info_handle *err) {
+  (void)context;
+  struct qd_rows *r = NULL;
+  duckdb_v2_data_chunk_handle out = NULL;
+  idx_t cap = 0, n = 0;
+  duckdb_v2_table_function_exec_get_bind_data(info, (void **)&r, NULL);
+  duckdb_v2_table_function_exec_get_output_chunk(info, &out, NULL);
+  if (!r || !out || duckdb_v2_data_chunk_get_capacity(out, &cap, NULL) != DUCKDB_V2_ERROR_NONE)
+    return qd_v2_fail(err, "qlink: DuckDB gave no rows or output chunk");
+  struct qd_type varchar = {.kind = QD_STRING};
+  for (int32_t c = 0; c < r->n_cols; c++) {
+    /* column c of the rows left, as one Arrow utf8 array */
+    int64_t start = r->next, count = r->n_rows - start < (int64_t)cap ? r->n_rows - start : (int64_t)cap;
+    int32_t *offsets = malloc(sizeof(int32_t) * (size_t)(count + 1));
+    size_t total = 0;
+    for (int64_t i = 0; i < count; i++) total += strlen(r->cells[(start + i) * r->n_cols + c]);
+    char *bytes = malloc(total ? total : 1);
+    duckdb_v2_vector_handle v = NULL;
+    duckdb_v2_data_chunk_get_vector(out, (idx_t)c, &v, NULL);
+    int rc = offsets && bytes && v ? 0 : -1;
+    if (rc == 0) {
+      offsets[0] = 0;
+      for (int64_t i = 0; i < count; i++) {
+        const char *s = r->cells[(start + i) * r->n_cols + c];
+        size_t len = strlen(s);
+        memcpy(bytes + offsets[i], s, len);
+        offsets[i + 1] = offsets[i] + (int32_t)len;
+      }
+      const void *buffers[3] = {NULL, offsets, bytes};
+      struct ArrowArray a = {.length = count, .n_buffers = 3, .buffers = buffers};
+      rc = qd_copy(&varchar, &a, 0, (idx_t)count, v, 0);
+    }
+    free(offsets);
+    free(bytes);
+    if (rc != 0) return qd_v2_fail(err, "qlink: out of memory");
+    n = (idx_t)count;
+  }
+  r->next += (int64_t)n;
+  duckdb_v2_vector_handle first = NULL;
+  duckdb_v2_data_chunk_get_vector(out, 0, &first, NULL);
+  if (first) duckdb_v2_vector_set_size(first, n, NULL);
+}
+
+/* ---- registration */
+
+static int qd_register_v2(duckdb_v2_extension_handle extension, duckdb_v2_factory_handle factory, struct qd_db *db,
+                          const char *name, int n_args, int named_table, duckdb_v2_table_function_bind_callback_fn bind,
+                          duckdb_v2_table_function_init_global_callback_fn init,
+                          duckdb_v2_table_function_init_local_callback_fn local,
+                          duckdb_v2_table_function_exec_callback_fn exec, int pushdown) {
+  duckdb_v2_table_function_handle f = NULL;
+  duckdb_v2_function_signature_handle sig = NULL;
+  duckdb_v2_logical_type_handle varchar = NULL;
+  duckdb_v2_value_handle none = NULL;
+  duckdb_v2_str vt = qd_str("VARCHAR");
+  duckdb_v2_identifier_t fname = qd_str(name);
+  duckdb_v2_opaque user = {db, NULL, NULL};
+  int ok = duckdb_v2_table_function_create(factory, &f, NULL) == DUCKDB_V2_ERROR_NONE &&
+           duckdb_v2_table_function_set_name(f, &fname, NULL) == DUCKDB_V2_ERROR_NONE &&
+           duckdb_v2_table_function_get_signature(f, &sig, NULL) == DUCKDB_V2_ERROR_NONE &&
+           duckdb_v2_factory_create_type_from_text(factory, &vt, &varchar, NULL) == DUCKDB_V2_ERROR_NONE;
+  static const char *const arg_names[] = {"arg0", "arg1"};
+  for (int i = 0; ok && i < n_args; i++) {
+    duckdb_v2_identifier_t an = qd_str(arg_names[i]);
+    ok = duckdb_v2_function_signature_add_parameter(sig, &an, varchar, NULL, DUCKDB_V2_FUNCTION_PARAMETER_KIND_POSITIONAL_ONLY,
+                                                    NULL) == DUCKDB_V2_ERROR_NONE;
+  }
+  if (ok && named_table) {
+    duckdb_v2_identifier_t tn = qd_str("table");
+    ok = duckdb_v2_value_create_null(factory, varchar, &none, NULL) == DUCKDB_V2_ERROR_NONE &&
+         duckdb_v2_function_signature_add_parameter(sig, &tn, varchar, none, DUCKDB_V2_FUNCTION_PARAMETER_KIND_NAMED_ONLY,
+                                                    NULL) == DUCKDB_V2_ERROR_NONE;
+  }
+  ok = ok && duckdb_v2_table_function_set_user_data(f, &user, NULL) == DUCKDB_V2_ERROR_NONE &&
+       duckdb_v2_table_function_set_bind_callback(f, bind, NULL) == DUCKDB_V2_ERROR_NONE &&
+       duckdb_v2_table_function_set_init_global_callback(f, init, NULL) == DUCKDB_V2_ERROR_NONE &&
+       (!local || duckdb_v2_table_function_set_init_local_callback(f, local, NULL) == DUCKDB_V2_ERROR_NONE) &&
+       duckdb_v2_table_function_set_exec_callback(f, exec, NULL) == DUCKDB_V2_ERROR_NONE;
+  if (ok && pushdown) {
+    ok = duckdb_v2_table_function_set_projection_pushdown(f, true, NULL) == DUCKDB_V2_ERROR_NONE &&
+         duckdb_v2_table_function_set_filter_pushdown_callback(f, qd_filter_pushdown, NULL) == DUCKDB_V2_ERROR_NONE;
+  }
+  ok = ok && duckdb_v2_extension_register_table_function(extension, f, NULL) == DUCKDB_V2_ERROR_NONE;
+  if (none) duckdb_v2_value_destroy(&none);
+  if (varchar) duckdb_v2_logical_type_destroy(&varchar);
+  if (f) duckdb_v2_table_function_destroy(&f);
+  return ok ? 0 : -1;
+}
+
+/* ---- entry point: qlink_v2_init_c_api_v2 (the file's base name, qlink_v2) */
+
+DUCKDB_EXTENSION_API void qlink_v2_init_c_api_v2(struct duckdb_v2_extension_input *input);
+
+DUCKDB_EXTENSION_ENTRYPOINT(duckdb_v2_extension_handle extension, duckdb_v2_context_handle context,
+                            duckdb_v2_error_info_handle *err) {
+  char msg[1024];
+  struct qd_db *db = qd_db_new(msg, sizeof(msg));
+  if (!db) return qd_v2_fail(err, msg);
+  duckdb_v2_factory_handle factory = NULL;
+  int ok = duckdb_v2_context_get_factory(context, &factory, NULL) == DUCKDB_V2_ERROR_NONE;
+  ok = ok && qd_register_v2(extension, factory, db, "qlink_scan", 1, 1, qd_scan_bind_v2, qd_scan_init_v2,
+                            qd_scan_local_init_v2, qd_scan_v2, 1) == 0;
+  ok = ok && qd_register_v2(extension, factory, db, "qlink_plugins", 0, 0, qd_plugins_bind_v2, qd_rows_init_v2, NULL,
+                            qd_rows_emit_v2, 0) == 0;
+  ok = ok && qd_register_v2(extension, factory, db, "qlink_tables", 1, 0, qd_tables_bind_v2, qd_rows_init_v2, NULL,
+                            qd_rows_emit_v2, 0) == 0;
+  ok = ok && qd_register_v2(extension, factory, db, "qlink_allow", 1, 0, qd_allow_bind_v2, qd_rows_init_v2, NULL,
+                            qd_rows_emit_v2, 0) == 0;
+  if (!ok) qd_v2_fail(err, "qlink: registering the qlink functions failed");
+}

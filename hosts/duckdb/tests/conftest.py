@@ -1,0 +1,46 @@
+"""Shared by the DuckDB host's tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+BUILD = Path(os.environ.get("QLINK_BUILD_DIR", ROOT / "build" / "release"))
+
+
+def open_db(ext: Path, plugin_path: str | None, threads: int | None = None):
+    """A DuckDB connection with the extension `ext` loaded, plugins from
+    `plugin_path` (QLINK_PLUGIN_PATH, which the extension reads when it loads
+    into a database; None: unset)."""
+    import duckdb
+
+    if plugin_path is None:
+        os.environ.pop("QLINK_PLUGIN_PATH", None)
+    else:
+        os.environ["QLINK_PLUGIN_PATH"] = plugin_path
+    config = {"allow_unsigned_extensions": True}
+    if threads:
+        config["threads"] = threads
+    con = duckdb.connect(config=config)
+    con.execute(f"LOAD '{ext}'")
+    return con
+
+
+@pytest.fixture
+def run_helper():
+    """run(code): `code` in a fresh Python that imports qlink from python/
+    (no native module), with this build and no QLINK_PLUGIN_PATH; its stdout
+    split into words (the run must succeed)."""
+    def run(code: str) -> list[str]:
+        env = {k: v for k, v in os.environ.items() if k != "QLINK_PLUGIN_PATH"}
+        env["QLINK_BUILD_DIR"] = str(BUILD)
+        env["PYTHONPATH"] = str(ROOT / "python")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split()
+    return run
