@@ -63,7 +63,22 @@ int zr_dataset_read_box(const struct zr_dataset *ds, int64_t array, const int64_
 
 int zr_column_decoder(const struct zr_dataset *ds, const struct zr_array *a, int32_t decode_times,
                       struct zr_decoder *out, struct ql_error *error) {
-  if (ds->cf) return zr_decoder_init(a, decode_times, out, error);
+  if (ds->cf) {
+    QL_RETURN_NOT_OK(zr_decoder_init(a, decode_times, out, error));
+    if (ds->nan_fill == ZR_NAN_FILL_NAN && out->mask_nan) {
+      /* NaN cells stay NaN, as xarray holds them: drop the NaN slot, keep the other masks */
+      int32_t k = 0;
+      for (int32_t j = 0; j < out->n_mask; j++) {
+        if (out->mask_f[j] != out->mask_f[j]) continue;
+        out->mask_f[k] = out->mask_f[j];
+        out->mask_i[k] = out->mask_i[j];
+        k++;
+      }
+      out->n_mask = k;
+      out->mask_nan = 0;
+    }
+    return QL_OK;
+  }
   /* values as they are: the decoder sees the element type alone (no
    * attributes, no fill value), so nothing is masked, scaled or converted */
   struct zr_array plain = *a;

@@ -164,6 +164,8 @@ struct zr_dataset {
   const char *plan_name;  /* the scan's plan name (static): "ZarrScanExec" */
   int32_t cf;             /* 1: cells decoded by CF rules from the attributes (cf.h); 0: served as stored,
                              every attribute (but `coordinates`) field metadata */
+  int32_t nan_fill;       /* with cf: how a float variable whose fill value is NaN serves its NaN cells
+                             (enum zr_nan_fill; the `nan_fill` option) */
   struct zr_store store;  /* the Zarr source's store (zeroed for other sources) */
   struct zr_group group;  /* the arrays: metadata, dimension names, attributes */
   int32_t n_dims;
@@ -173,7 +175,14 @@ struct zr_dataset {
   struct zr_chunk_cache *caches; /* the Zarr source's: per group array (group.n_arrays), or NULL */
 };
 
-/* A dataset with no arrays yet (refs 1, cf 1, plan_name "ZarrScanExec"):
+/* How a CF-decoded float variable whose _FillValue or missing_value is NaN
+ * (xarray writes `_FillValue: NaN` for every float variable) serves its
+ * NaN cells: as SQL NULL (cf.h, the default), or as NaN, the values
+ * xarray itself holds once it opened the store (what qlink_ndarray serves
+ * for that Dataset in memory). Other fill values mask as before. */
+enum zr_nan_fill { ZR_NAN_FILL_NULL = 0, ZR_NAN_FILL_NAN = 1 };
+
+/* A dataset with no arrays yet (refs 1, cf 1, nan_fill NULL, plan_name "ZarrScanExec"):
  * its creator fills group, source, label and origin, then calls
  * zr_dataset_build; on any failure zr_dataset_unref frees what is there
  * (source.release included). NULL without memory. */
@@ -187,7 +196,7 @@ int zr_dataset_read_box(const struct zr_dataset *ds, int64_t array, const int64_
                         uint8_t *out, struct zr_heap *heap, struct zr_scratch *scratch, int64_t *chunks,
                         int64_t *bytes, struct ql_error *error);
 /* The decoder of a column over array `a` of `ds`: zr_decoder_init when
- * ds->cf, else the element type's own values (no mask, no scaling, no CF
+ * ds->cf (less its NaN mask with ZR_NAN_FILL_NAN), else the element type's own values (no mask, no scaling, no CF
  * times; NaN stays NaN, NaT is null). */
 int zr_column_decoder(const struct zr_dataset *ds, const struct zr_array *a, int32_t decode_times,
                       struct zr_decoder *out, struct ql_error *error);
@@ -195,10 +204,10 @@ int zr_column_decoder(const struct zr_dataset *ds, const struct zr_array *a, int
 /* Open the store at `url` through `registry`, read its metadata and
  * coordinates, build the tables. `renames` is the `tables` option or NULL;
  * `min_block_rows` (>= 1) the rows a block grows to at least (1: one block
- * per chunk of the common grid). Errors name the store, the array and the
- * problem. */
+ * per chunk of the common grid); `nan_fill` an enum zr_nan_fill. Errors
+ * name the store, the array and the problem. */
 int zr_dataset_open(const struct ql_object_store_registry *registry, const char *url, const char *renames,
-                    int64_t min_block_rows, struct zr_dataset **out, struct ql_error *error);
+                    int64_t min_block_rows, int32_t nan_fill, struct zr_dataset **out, struct ql_error *error);
 struct zr_dataset *zr_dataset_ref(struct zr_dataset *ds);
 void zr_dataset_unref(struct zr_dataset *ds);
 

@@ -118,7 +118,7 @@ static void test_open_memory(struct fixture *f) {
   long before = max_rss_kb();
   struct zr_dataset *ds = NULL;
   const struct ql_object_store_registry *reg = ql_ref_store_registry_view(ql_ref_host_stores(f->host));
-  QL_CHECK_OK(zr_dataset_open(reg, "memory:///obs.zarr", NULL, ZR_DEFAULT_BLOCK_ROWS, &ds, &err), err);
+  QL_CHECK_OK(zr_dataset_open(reg, "memory:///obs.zarr", NULL, ZR_DEFAULT_BLOCK_ROWS, ZR_NAN_FILL_NULL, &ds, &err), err);
   long grown_kb = max_rss_kb() - before;
   if (!ds) return;
   QL_CHECK(grown_kb < 64 * 1024); /* 64 MiB; it was 80 GiB (or a failed open) */

@@ -17,19 +17,23 @@ static const struct ql_option_info table_options[] = {
     {"table", "which table (a dimension group, by default or new name); default: the only or largest one", NULL, 0, 0},
     {"tables", "rename tables: OLD=NEW,OLD2=NEW2 with OLD a default name (dimension names joined by '_', README: Table names)", NULL, 0, 0},
     {"block_rows", "rows a partition block holds at least (blocks of tiny chunks grow; 1: a block per chunk)", "65536", 0,
-     0}};
+     0},
+    {"nan_fill", "NaN cells of a float variable whose fill value is NaN: 'null' (SQL NULL) or 'nan' (NaN, as xarray holds them)",
+     "null", 0, 0}};
 
 static const struct ql_option_info store_options[] = {
     {"path", "Zarr store: a local path or a URL the session's object stores serve (file:///x.zarr, memory:///x.zarr)",
      NULL, 1, 0},
     {"tables", "rename tables: OLD=NEW,OLD2=NEW2 with OLD a default name (dimension names joined by '_', README: Table names)", NULL, 0, 0},
     {"block_rows", "rows a partition block holds at least (blocks of tiny chunks grow; 1: a block per chunk)", "65536", 0,
-     0}};
+     0},
+    {"nan_fill", "NaN cells of a float variable whose fill value is NaN: 'null' (SQL NULL) or 'nan' (NaN, as xarray holds them)",
+     "null", 0, 0}};
 
 static const struct ql_item_info items[] = {
-    {QL_ITEM_TABLE_PROVIDER, 4, "table",
+    {QL_ITEM_TABLE_PROVIDER, 5, "table",
      "one table (a dimension group, or 'scalars': the 0-d variables) of a Zarr v2/v3 store", table_options},
-    {QL_ITEM_SCHEMA_PROVIDER, 3, "store",
+    {QL_ITEM_SCHEMA_PROVIDER, 4, "store",
      "every table (each dimension group, and 'scalars' for the 0-d variables) of a Zarr v2/v3 store", store_options}};
 
 static int open_dataset(const struct ql_options *options, const struct ql_session *session,
@@ -44,7 +48,15 @@ static int open_dataset(const struct ql_options *options, const struct ql_sessio
   }
   int64_t block_rows;
   QL_RETURN_NOT_OK(zr_parse_block_rows(ql_options_get(options, "block_rows", NULL), what, &block_rows, error));
-  return zr_dataset_open(env->object_stores, path, ql_options_get(options, "tables", NULL), block_rows, out, error);
+  const char *nan_fill = ql_options_get(options, "nan_fill", NULL);
+  int32_t fill = ZR_NAN_FILL_NULL;
+  if (nan_fill && strcmp(nan_fill, "nan") == 0) {
+    fill = ZR_NAN_FILL_NAN;
+  } else if (nan_fill && strcmp(nan_fill, "null") != 0) {
+    return ql_error_set(error, QL_EINVAL, "%s: option 'nan_fill' must be 'null' or 'nan' (got '%s')", what, nan_fill);
+  }
+  return zr_dataset_open(env->object_stores, path, ql_options_get(options, "tables", NULL), block_rows, fill, out,
+                         error);
 }
 
 static int plugin_table_provider_open(const struct ql_plugin *self, const char *name, const struct ql_options *options,
@@ -55,7 +67,7 @@ static int plugin_table_provider_open(const struct ql_plugin *self, const char *
     return ql_error_set(error, QL_ENOTFOUND, "qlink_zarr has no table provider '%s' (it has 'table')", name ? name : "");
   }
   struct zr_dataset *ds = NULL;
-  QL_RETURN_NOT_OK(open_dataset(options, session, table_options, 4, "qlink_zarr/table", &ds, error));
+  QL_RETURN_NOT_OK(open_dataset(options, session, table_options, 5, "qlink_zarr/table", &ds, error));
   int rc = zr_table_provider_find(ds, ql_options_get(options, "table", NULL), out, error);
   zr_dataset_unref(ds);
   return rc;
@@ -69,7 +81,7 @@ static int plugin_schema_provider_open(const struct ql_plugin *self, const char 
     return ql_error_set(error, QL_ENOTFOUND, "qlink_zarr has no schema provider '%s' (it has 'store')", name ? name : "");
   }
   struct zr_dataset *ds = NULL;
-  QL_RETURN_NOT_OK(open_dataset(options, session, store_options, 3, "qlink_zarr/store", &ds, error));
+  QL_RETURN_NOT_OK(open_dataset(options, session, store_options, 4, "qlink_zarr/store", &ds, error));
   zr_schema_provider_new(ds, out);
   return QL_OK;
 }

@@ -408,6 +408,93 @@ static void test_schema_provider(struct fixture *f) {
   ql_error_release(&err);
 }
 
+/* Count the NULL and the NaN (valid) cells of float column `col` ("f" or
+ * "g") of `table` opened with nan_fill `mode` (NULL: the default), every
+ * partition; the valid cells' values go to vals (up to cap). */
+static int64_t nan_fill_scan(struct fixture *f, const char *table, const char *mode, int64_t col, int64_t *nulls,
+                             int64_t *nans, double *vals, int64_t cap) {
+  struct ql_error err = {0};
+  const char *keys[4] = {"path", "block_rows", "table", "nan_fill"};
+  const char *values[4] = {"memory:///t.zarr", "1", table, mode};
+  struct ql_options opts = {mode ? 4 : 3, keys, values};
+  QL_CHECK_OK(f->plugin.table_provider_open(&f->plugin, "table", &opts, ql_ref_host_session(f->host), &f->tp, &err),
+              err);
+  struct ql_scan_args args = {sizeof(struct ql_scan_args), -1, NULL, {NULL, 0, 0, NULL}, -1};
+  struct ql_execution_plan plan;
+  QL_CHECK_OK(f->tp.scan(&f->tp, ql_ref_host_session(f->host), &args, &plan, &err), err);
+  struct ql_plan_properties props;
+  memset(&props, 0, sizeof(props));
+  props.struct_size = sizeof(props);
+  QL_CHECK_OK(plan.get_properties(&plan, &props, &err), err);
+  int64_t n = 0;
+  *nulls = *nans = 0;
+  for (int64_t p = 0; p < props.partition_count; p++) {
+    struct ql_task_context ctx;
+    ql_ref_host_task_context(f->host, p, &ctx);
+    struct ArrowArrayStream st;
+    QL_CHECK_OK(plan.execute(&plan, p, &ctx, &st, &err), err);
+    struct ArrowSchema schema;
+    QL_CHECK_INT(st.get_schema(&st, &schema), 0);
+    int wide = strcmp(schema.children[col]->format, "g") == 0;
+    schema.release(&schema);
+    for (;;) {
+      struct ArrowArray a;
+      QL_CHECK_INT(st.get_next(&st, &a), 0);
+      if (!a.release) break;
+      const struct ArrowArray *c = a.children[col];
+      for (int64_t r = 0; r < a.length; r++) {
+        if (!ql_array_is_valid(c, r)) {
+          (*nulls)++;
+          continue;
+        }
+        double v = wide ? ((const double *)c->buffers[1])[c->offset + r] : ((const float *)c->buffers[1])[c->offset + r];
+        if (isnan(v)) (*nans)++;
+        if (n < cap) vals[n] = v;
+        n++;
+      }
+      a.release(&a);
+    }
+    st.release(&st);
+  }
+  plan.release(&plan);
+  f->tp.release(&f->tp);
+  ql_error_release(&err);
+  return n;
+}
+
+/* nan_fill=nan keeps the NaN cells of a NaN-filled float variable (w) NaN,
+ * as xarray holds them; other fill values (v's -1, int16 -> float32)
+ * still mask to NULL; a bad value is refused naming the option. */
+static void test_nan_fill(struct fixture *f) {
+  int64_t nulls, nans;
+  double vals[16];
+  /* lat: lat, w = 0.5, NaN, 1.5 */
+  QL_CHECK_INT(nan_fill_scan(f, "lat", NULL, 1, &nulls, &nans, vals, 16), 2);
+  QL_CHECK_INT(nulls, 1);
+  QL_CHECK_INT(nans, 0);
+  QL_CHECK_INT(nan_fill_scan(f, "lat", "null", 1, &nulls, &nans, vals, 16), 2);
+  QL_CHECK_INT(nulls, 1);
+  QL_CHECK_INT(nan_fill_scan(f, "lat", "nan", 1, &nulls, &nans, vals, 16), 3);
+  QL_CHECK_INT(nulls, 0);
+  QL_CHECK_INT(nans, 1);
+  QL_CHECK(vals[0] == 0.5 && isnan(vals[1]) && vals[2] == 1.5);
+  /* time_lat: v's masked cells (v[1][1] = -1 and the unwritten chunk's two: 3 of 12) stay NULL */
+  QL_CHECK_INT(nan_fill_scan(f, "time_lat", "nan", 2, &nulls, &nans, vals, 16), 9);
+  QL_CHECK_INT(nulls, 3);
+  QL_CHECK_INT(nans, 0);
+  struct ql_error err = {0};
+  const char *keys[2] = {"path", "nan_fill"}, *values[2] = {"memory:///t.zarr", "NaN"};
+  struct ql_options opts = {2, keys, values};
+  QL_CHECK_INT(f->plugin.table_provider_open(&f->plugin, "table", &opts, ql_ref_host_session(f->host), &f->tp, &err),
+               QL_EINVAL);
+  QL_CHECK(strstr(ql_error_message(&err), "option 'nan_fill' must be 'null' or 'nan' (got 'NaN')") != NULL);
+  struct ql_schema_provider sp;
+  QL_CHECK_INT(f->plugin.schema_provider_open(&f->plugin, "store", &opts, ql_ref_host_session(f->host), &sp, &err),
+               QL_EINVAL);
+  QL_CHECK(strstr(ql_error_message(&err), "qlink_zarr/store: option 'nan_fill'") != NULL);
+  ql_error_release(&err);
+}
+
 /* A session memory limit applies to the partition blocks. */
 static void test_memory_limit(void) {
   struct ql_error err = {0};
@@ -468,6 +555,7 @@ int main(void) {
   test_block_rows(&f);
   test_errors(&f);
   test_schema_provider(&f);
+  test_nan_fill(&f);
   f.plugin.release(&f.plugin);
   QL_CHECK_OK(ql_ref_host_free(f.host, &err), err);
   ql_error_release(&err);

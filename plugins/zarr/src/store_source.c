@@ -231,10 +231,11 @@ static int label_store(struct zr_dataset *ds, const char *url, struct ql_error *
 }
 
 int zr_dataset_open(const struct ql_object_store_registry *registry, const char *url, const char *renames,
-                    int64_t min_block_rows, struct zr_dataset **out, struct ql_error *error) {
+                    int64_t min_block_rows, int32_t nan_fill, struct zr_dataset **out, struct ql_error *error) {
   *out = NULL;
   struct zr_dataset *ds = zr_dataset_alloc(min_block_rows);
   if (!ds) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  ds->nan_fill = nan_fill;
   ds->source.read_box = store_read_box;
   ds->source.release = store_release;
   int rc = label_store(ds, url, error);
