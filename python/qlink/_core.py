@@ -119,14 +119,15 @@ class Session(_NativeSession):
         """
         return register_zarr(self, path, name)
 
-    def register_dataset(self, name: str, ds, *, table_names=None, chunks=None):
+    def register_dataset(self, name: str, ds, *, table_names=None, chunks=None, route="auto"):
         """Register an ``xarray.Dataset``'s variables by reference (the
-        qlink_ndarray plugin), named as xarray-sql 0.6 names its tables:
-        ``name``, or ``name.<dims>`` per dimension group. See
-        :func:`qlink.xarray.register`."""
+        qlink_ndarray plugin; an unchanged Dataset opened from a local Zarr
+        store through qlink_zarr, ``route``), named as xarray-sql 0.6
+        names its tables: ``name``, or ``name.<dims>`` per dimension group.
+        See :func:`qlink.xarray.register`."""
         from .xarray import register
 
-        register(self, name, ds, table_names=table_names, chunks=chunks)
+        register(self, name, ds, table_names=table_names, chunks=chunks, route=route)
         return self
 
 

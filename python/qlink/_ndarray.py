@@ -77,6 +77,16 @@ def plugin_path() -> str:
     return str(path.resolve())
 
 
+def zarr_plugin_path(ndarray_path: str | None = None) -> str:
+    """qlink_zarr.so beside the qlink_ndarray plugin at ``ndarray_path``
+    (default :func:`plugin_path`): the wheel and the C build put both in
+    one folder, which the engines then allow once."""
+    path = Path(ndarray_path or plugin_path()).resolve().parent / "qlink_zarr.so"
+    if not path.is_file():
+        raise FileNotFoundError(f"the qlink_zarr plugin is not built: {path} (run the C release build)")
+    return str(path)
+
+
 class Library:
     """The loaded plugin and its registration API."""
 

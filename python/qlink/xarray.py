@@ -39,6 +39,12 @@ calendar (``WHERE time >= '2000-07-01'``; write the whole
 cftime objects of the template's calendar. Object arrays (and cftime
 variables) are converted when registered, so they are read then.
 
+A Dataset xarray opened from a local Zarr store and left unchanged is
+served by qlink_zarr straight from the store instead (``route="auto"``,
+the default of :func:`register` and :meth:`Context.from_dataset`;
+``route="ndarray"`` or ``"zarr"`` force one), with the same table names,
+columns and rows; :func:`zarr_route` says why a Dataset does not qualify.
+
 The DuckDB and SQLite routes need the C build alone (not ``qlink._qlink``);
 :class:`Context` and a datafusion-python ``SessionContext`` need the qlink
 wheel.
@@ -50,6 +56,7 @@ import ctypes
 import importlib
 import itertools
 import json
+import os
 import threading
 import warnings
 import weakref
@@ -64,7 +71,7 @@ import numpy as np
 _ndarray = importlib.import_module("qlink._ndarray")
 
 __all__ = ["Context", "register", "unregister", "to_dataset", "read_xarray_table", "table_names_of",
-           "group_vars_by_dims", "cftime_text"]
+           "group_vars_by_dims", "cftime_text", "zarr_route", "NotRoutable", "route_of"]
 
 Chunks = Mapping[str, int] | None
 TableNames = Mapping[tuple[str, ...], str] | None
@@ -384,8 +391,28 @@ def _sql_text(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _spec(plugin: str, rid: int) -> str:
-    return f"{plugin}/dataset?id={rid}"
+class _Source:
+    """One table's provider: plugin file, provider name, options."""
+
+    def __init__(self, plugin: str, provider: str, options: dict[str, str]):
+        self.plugin, self.provider, self.options = plugin, provider, options
+
+    def spec(self) -> str:
+        """``PLUGIN/PROVIDER?k=v&...`` as the hosts parse it (values percent-encoded)."""
+        from urllib.parse import quote
+
+        query = "&".join(f"{k}={quote(str(v), safe='/')}" for k, v in self.options.items())
+        return f"{self.plugin}/{self.provider}?{query}"
+
+    def table(self):
+        """The provider as a qlink capsule table (the qlink wheel)."""
+        from ._core import Plugin
+
+        return Plugin(self.plugin).table(self.provider, **self.options)
+
+
+def _ndarray_source(plugin: str, rid: int) -> _Source:
+    return _Source(plugin, "dataset", {"id": str(rid)})
 
 
 def _split(ds, table_names: TableNames, case_insensitive: bool):
@@ -418,14 +445,33 @@ _by_connection: "weakref.WeakKeyDictionary[Any, dict[str, list[int]]]" = weakref
 _by_connection_id: dict[int, dict[str, list[int]]] = {}
 
 
-def _remember(con, name: str, ids: list[int]) -> None:
+def _remember(con, name: str, ids: list[int], route: str = "ndarray") -> None:
     try:
         table = _by_connection.setdefault(con, {})
     except TypeError:  # not weak-referenceable: kept until unregister() or exit
         table = _by_connection_id.setdefault(id(con), {})
     for old in table.pop(name, []):
         unregister_dataset(old)
-    table[name] = ids
+    table[name] = _Ids(ids, route)
+
+
+class _Ids(list):
+    """A name's registration ids, and the route that serves it."""
+
+    def __init__(self, ids, route: str):
+        super().__init__(ids)
+        self.route = route
+
+
+def route_of(connection, name: str) -> str | None:
+    """``"zarr"`` or ``"ndarray"``: the route :func:`register` took for
+    ``name`` on ``connection``; None if it registered no such name."""
+    try:
+        table = _by_connection.get(connection, {})
+    except TypeError:
+        table = _by_connection_id.get(id(connection), {})
+    ids = table.get(name)
+    return getattr(ids, "route", None) if ids is not None else None
 
 
 def _forget(con, name: str) -> list[int]:
@@ -436,7 +482,7 @@ def _forget(con, name: str) -> list[int]:
     return table.pop(name, [])
 
 
-def _duckdb_prepare(con, plugin: str) -> None:
+def _duckdb_prepare(con, plugins) -> None:
     try:
         con.execute("SELECT count(*) FROM qlink_plugins()").fetchall()
     except Exception:  # noqa: BLE001 - not loaded yet: load it (needs allow_unsigned_extensions)
@@ -449,20 +495,21 @@ def _duckdb_prepare(con, plugin: str) -> None:
                 "the qlink DuckDB extension is not loaded on this connection and cannot be "
                 f"({exc}); open it with qlink.duckdb.connect()"
             ) from exc
-    try:
-        con.execute("SELECT * FROM qlink_allow(?)", [str(Path(plugin).parent)]).fetchall()
-    except Exception:  # noqa: BLE001 - sealed: the directory must already be allowed (the error says so)
-        pass
+    for folder in sorted({str(Path(p).parent) for p in plugins}):
+        try:
+            con.execute("SELECT * FROM qlink_allow(?)", [folder]).fetchall()
+        except Exception:  # noqa: BLE001 - sealed: the directory must already be allowed (the error says so)
+            pass
 
 
-def _register_duckdb(con, name, parts, plugin, ids):
-    _duckdb_prepare(con, plugin)
+def _register_duckdb(con, name, parts, sources):
+    _duckdb_prepare(con, [src.plugin for src in sources])
     if parts[0][0] is None:
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {_quote(name)} AS SELECT * FROM qlink_scan({_sql_text(_spec(plugin, ids[0]))})")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {_quote(name)} AS SELECT * FROM qlink_scan({_sql_text(sources[0].spec())})")
         return
     in_memory = all(row[2] in (None, "") for row in con.execute("PRAGMA database_list").fetchall())
-    for (group, _), rid in zip(parts, ids):
-        scan = f"SELECT * FROM qlink_scan({_sql_text(_spec(plugin, rid))})"
+    for (group, _), src in zip(parts, sources):
+        scan = f"SELECT * FROM qlink_scan({_sql_text(src.spec())})"
         con.execute(f"CREATE OR REPLACE TEMP VIEW {_quote(name + '_' + group)} AS {scan}")
     if not in_memory:
         warnings.warn(f"registered the dimension groups of {name!r} as the temporary views {name}_<group> only: "
@@ -477,9 +524,9 @@ def _register_duckdb(con, name, parts, plugin, ids):
         warnings.warn(f"the {name!r} schema already has real tables named {sorted(clash)}: not replaced by views; "
                       f"query {name}_<group> instead", RuntimeWarning, stacklevel=3)
         return
-    for (group, _), rid in zip(parts, ids):
+    for (group, _), src in zip(parts, sources):
         con.execute(f"CREATE OR REPLACE VIEW {_quote(name)}.{_quote(group)} AS "
-                    f"SELECT * FROM qlink_scan({_sql_text(_spec(plugin, rid))})")
+                    f"SELECT * FROM qlink_scan({_sql_text(src.spec())})")
 
 
 def _sqlite_exec(con, sql: str, args=()):
@@ -488,54 +535,267 @@ def _sqlite_exec(con, sql: str, args=()):
     return cur.fetchall()
 
 
-def _sqlite_prepare(con, plugin: str) -> None:
-    try:
-        _sqlite_exec(con, "SELECT qlink_allow(?)", (str(Path(plugin).parent),))
-    except Exception as exc:  # noqa: BLE001
-        text = str(exc)
-        if "no such function" in text:
-            raise RuntimeError("the qlink SQLite extension is not loaded on this connection; "
-                               "open it with qlink.sqlite.connect()") from exc
-        # sealed: the directory must already be allowed (the host's error names the rule otherwise)
+def _sqlite_prepare(con, plugins) -> None:
+    for folder in sorted({str(Path(p).parent) for p in plugins}):
+        try:
+            _sqlite_exec(con, "SELECT qlink_allow(?)", (folder,))
+        except Exception as exc:  # noqa: BLE001
+            text = str(exc)
+            if "no such function" in text:
+                raise RuntimeError("the qlink SQLite extension is not loaded on this connection; "
+                                   "open it with qlink.sqlite.connect()") from exc
+            # sealed: the directory must already be allowed (the host's error names the rule otherwise)
 
 
-def _register_sqlite(con, name, parts, plugin, ids):
-    _sqlite_prepare(con, plugin)
+def _register_sqlite(con, name, parts, sources):
+    _sqlite_prepare(con, [src.plugin for src in sources])
     if parts[0][0] is None:
         _sqlite_exec(con, f"DROP TABLE IF EXISTS temp.{_quote(name)}")
-        _sqlite_exec(con, f"CREATE VIRTUAL TABLE temp.{_quote(name)} USING qlink({_sql_text(_spec(plugin, ids[0]))})")
+        _sqlite_exec(con, f"CREATE VIRTUAL TABLE temp.{_quote(name)} USING qlink({_sql_text(sources[0].spec())})")
         return
     attached = {row[1] for row in _sqlite_exec(con, "PRAGMA database_list")}
     if name not in attached:
         _sqlite_exec(con, f"ATTACH ':memory:' AS {_quote(name)}")
-    for (group, _), rid in zip(parts, ids):
+    for (group, _), src in zip(parts, sources):
         _sqlite_exec(con, f"DROP TABLE IF EXISTS {_quote(name)}.{_quote(group)}")
-        _sqlite_exec(con, f"CREATE VIRTUAL TABLE {_quote(name)}.{_quote(group)} USING qlink({_sql_text(_spec(plugin, rid))})")
+        _sqlite_exec(con, f"CREATE VIRTUAL TABLE {_quote(name)}.{_quote(group)} USING qlink({_sql_text(src.spec())})")
 
 
-def _register_datafusion(ctx, name, parts, plugin, ids):
-    from ._core import Plugin
-
-    lib = Plugin(plugin)
+def _register_datafusion(ctx, name, parts, sources):
     if parts[0][0] is None:
         if ctx.table_exist(name):
             ctx.deregister_table(name)
-        ctx.register_table(name, lib.table("dataset", id=str(ids[0])))
+        ctx.register_table(name, sources[0].table())
         return
     from datafusion.catalog import Schema
 
     schema = Schema.memory_schema(ctx)
     ctx.catalog().register_schema(name, schema)
-    for (group, _), rid in zip(parts, ids):
-        schema.register_table(group, lib.table("dataset", id=str(rid)))
+    for (group, _), src in zip(parts, sources):
+        schema.register_table(group, src.table())
 
 
-def _register_session(session, name, ds, plugin, table_names, chunks):
-    """qlink.Session: the whole Dataset as one registration; one table
-    (``register_table``) or the schema provider's tables renamed to
-    xarray-sql's names (``register_schema`` with ``tables=``). Returns the
-    registration id."""
+# ------------------------------------------------------------ the zarr route
+
+ROUTES = ("auto", "ndarray", "zarr")
+
+
+class NotRoutable(ValueError):
+    """Why a Dataset cannot be served by qlink_zarr from its store
+    (:func:`zarr_route`); ``register(..., route="zarr")`` raises it."""
+
+
+def _wrapped(data):
+    """The array a lazy xarray wrapper wraps (the next layer down), or None."""
+    return getattr(data, "array", None)
+
+
+def _full_key(key, shape) -> bool:
+    tup = getattr(key, "tuple", None)
+    if tup is None or len(tup) != len(shape):
+        return False
+    for k, n in zip(tup, shape):
+        if not isinstance(k, slice) or k.start not in (None, 0) or k.step not in (None, 1):
+            return False
+        if k.stop is not None and k.stop < n:
+            return False
+    return True
+
+
+# the lazy layers xarray puts between a Zarr array and a Dataset variable it
+# opened (indexing adapters and the CF decoding of open_dataset); any other
+# layer (a selection, arithmetic, a loaded copy) is a change
+_LAYERS = {"ImplicitToExplicitIndexingAdapter", "MemoryCachedArray", "CopyOnWriteArray", "_ElementwiseFunctionArray",
+           "LazilyIndexedArray", "NativeEndiannessArray", "BoolTypeArray"}
+
+
+def _backend_chain(var):
+    """The outermost lazy layer of an unchanged variable xarray opened:
+    its backend chain, or the one a dask array of ``open_dataset`` holds
+    as its only source (a graph of exactly that array and its blocks)."""
+    data = var._data  # not var.data, which loads a lazy backend array
+    if type(data).__module__.startswith("dask"):
+        name = getattr(data, "name", "")
+        layers = dict(getattr(getattr(data, "dask", None), "layers", {}) or {})
+        if not name.startswith("open_dataset-") or set(layers) != {name, f"original-{name}"}:
+            return None
+        original = layers[f"original-{name}"]
+        values = list(original.values()) if hasattr(original, "values") else []
+        return values[0] if len(values) == 1 else None
+    if not _is_lazy(var):
+        return None
+    return var._data
+
+
+def _zarr_array_of(var, shape):
+    """The zarr array an unchanged lazily opened variable reads whole, else None."""
+    layer = _backend_chain(var)
+    while layer is not None and type(layer).__name__ in _LAYERS:
+        if type(layer).__name__ == "LazilyIndexedArray" and not _full_key(layer.key, shape):
+            return None
+        layer = _wrapped(layer)
+    if layer is None or type(layer).__name__ != "ZarrArrayWrapper":
+        return None
+    return getattr(layer, "_array", None)
+
+
+def _same(a, b) -> bool:
+    try:
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=np.asarray(a).dtype.kind == "f"))
+        if isinstance(a, (float, np.floating)) and isinstance(b, (float, np.floating)) and a != a and b != b:
+            return True
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            return set(a) == set(b) and all(_same(a[k], b[k]) for k in a)
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+# encoding keys that decide how xarray decoded the stored values
+_DECODING = ("units", "calendar", "_FillValue", "missing_value", "scale_factor", "add_offset", "dtype", "_Unsigned")
+
+
+def _is_nan(v) -> bool:
+    try:
+        return bool(np.all(np.isnan(np.asarray(v, dtype=float))))
+    except (TypeError, ValueError):
+        return False
+
+
+def _check_variable(name: str, var, fresh, root: str) -> None:
+    kind = var.dtype.kind
+    if kind not in "biufMU":
+        raise NotRoutable(f"variable {name!r} is {var.dtype} (the zarr route serves numbers, bools, datetime64 "
+                          "and fixed-width strings)")
+    if var.dims != fresh.dims or var.shape != fresh.shape or var.dtype != fresh.dtype:
+        raise NotRoutable(f"variable {name!r} is {var.dims} {var.shape} {var.dtype}; the store's reads as "
+                          f"{fresh.dims} {fresh.shape} {fresh.dtype}")
+    if not _same(dict(var.attrs), dict(fresh.attrs)):
+        raise NotRoutable(f"variable {name!r}: its attributes differ from the store's")
+    for key in _DECODING:
+        if not _same(var.encoding.get(key), fresh.encoding.get(key)):
+            raise NotRoutable(f"variable {name!r}: its encoding[{key!r}] differs from the store's")
+    for key in ("scale_factor", "add_offset", "_Unsigned"):
+        if key in var.encoding:
+            raise NotRoutable(f"variable {name!r} is packed ({key})")
+    for key in ("_FillValue", "missing_value"):
+        if key in var.encoding and kind != "M" and not (kind == "f" and _is_nan(var.encoding[key])):
+            # xarray holds such cells as NaN, qlink_zarr as NULL
+            raise NotRoutable(f"variable {name!r} has {key} {var.encoding[key]!r} (only NaN fills are served alike)")
+    if name in var.dims and var.ndim == 1 and _is_lazy(var) is False and not getattr(var, "chunks", None):
+        # an index xarray read when it opened the store: its values are the Dataset's to compare
+        if not var.equals(fresh):
+            raise NotRoutable(f"coordinate {name!r} differs from the store's")
+        return
+    array = _zarr_array_of(var, var.shape)
+    if array is None:
+        raise NotRoutable(f"variable {name!r} is not the store's array as opened (selected, computed or loaded)")
+    store_root = getattr(getattr(array, "store", None), "root", None)
+    if str(getattr(array, "path", "")) != name or store_root is None or \
+            os.path.realpath(str(store_root)) != root:
+        raise NotRoutable(f"variable {name!r} reads another array than {root}/{name}")
+
+
+def _utf8_sorted(names: list[str]) -> bool:
+    keys = [n.encode() for n in names]
+    return keys == sorted(keys)
+
+
+def zarr_route(ds, table_names: TableNames = None) -> tuple[str, dict]:
+    """The local Zarr store ``ds`` was opened from (``xr.open_zarr`` /
+    ``open_dataset(engine="zarr")``) and, for each dimension group, the
+    table qlink_zarr names it by default, when qlink_zarr would serve
+    exactly the rows qlink_ndarray serves for ``ds``; else
+    :class:`NotRoutable` saying why. Conservative: ``ds`` must be the
+    whole store as xarray's default decoding opened it (the same
+    variables in the same order, dimensions, shapes, dtypes, attributes
+    and decoding; its indexes equal to the store's coordinates now; every
+    other variable still the store's whole array, lazily read: no
+    selection, arithmetic, renaming or loaded copy), of numbers, bools,
+    datetime64 and fixed-width strings, with no fill value but NaN on
+    floats (the route reads NaN cells as NaN, as xarray holds them) and
+    no packing, no 0-d data variable, and variables in the order
+    qlink_zarr lists them (by name)."""
+    import xarray as xr
+
+    source = ds.encoding.get("source")
+    if not isinstance(source, (str, os.PathLike)):
+        raise NotRoutable("the Dataset names no source (encoding['source']): not opened from a store")
+    source = str(source)
+    if "://" in source:
+        raise NotRoutable(f"the store {source} is not a local path")
+    root = os.path.realpath(source)
+    if not (os.path.isfile(os.path.join(root, "zarr.json")) or os.path.isfile(os.path.join(root, ".zgroup"))):
+        raise NotRoutable(f"{source} is not a Zarr store (no zarr.json or .zgroup)")
     groups = group_vars_by_dims(ds)
+    if not groups:
+        raise NotRoutable("the Dataset has no data variables")
+    if () in groups:
+        raise NotRoutable("the Dataset has 0-d data variables")
+    defaults = {dims: "_".join(dims) for dims in groups}
+    if len(set(defaults.values())) != len(defaults) or "scalars" in defaults.values():
+        raise NotRoutable("dimension groups whose joined names clash")
+    table_names_of(ds, table_names)  # the ndarray route's naming errors first
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fresh = xr.open_zarr(root, chunks=None)
+    except Exception as exc:  # noqa: BLE001 - any failure: the store is not what the Dataset came from
+        raise NotRoutable(f"the store {source} does not open as a Dataset ({type(exc).__name__}: {exc})") from None
+    with fresh:
+        if list(ds.variables) != list(fresh.variables) or set(ds.coords) != set(fresh.coords):
+            raise NotRoutable(f"the Dataset's variables {list(ds.variables)} are not the store's "
+                              f"{list(fresh.variables)}")
+        if dict(ds.sizes) != dict(fresh.sizes):
+            raise NotRoutable(f"the Dataset's dimensions {dict(ds.sizes)} are not the store's {dict(fresh.sizes)}")
+        for name, var in ds.variables.items():
+            _check_variable(str(name), var, fresh.variables[name], root)
+    if not _utf8_sorted([str(v) for v in ds.data_vars]) or \
+            not _utf8_sorted([str(c) for c in ds.coords if c not in ds.dims]):
+        raise NotRoutable("the variables are not in the order qlink_zarr lists them (by name)")
+    return root, defaults
+
+
+def _zarr_sources(ds, parts, table_names: TableNames, plugin: str) -> list[_Source]:
+    """One qlink_zarr table per part of ``_split`` (its groups, in order)."""
+    root, defaults = zarr_route(ds, table_names)
+    zarr_plugin = _ndarray.zarr_plugin_path(plugin)
+    if parts[0][0] is None:
+        return [_Source(zarr_plugin, "table", {"path": root, "nan_fill": "nan"})]
+    return [_Source(zarr_plugin, "table", {"path": root, "table": defaults[dims], "nan_fill": "nan"})
+            for dims in group_vars_by_dims(ds)]
+
+
+def _choose_route(ds, route: str, chunks: Chunks) -> bool:
+    """True to serve ``ds`` through qlink_zarr."""
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {', '.join(map(repr, ROUTES))}, not {route!r}")
+    if route == "ndarray":
+        return False
+    if route == "zarr":
+        if chunks:
+            raise ValueError("route='zarr' reads the store's own chunks; chunks= sets blocks of the ndarray route")
+        return True
+    return not chunks
+
+
+def _register_session(session, name, ds, plugin, table_names, chunks, zarr: bool):
+    """qlink.Session: the whole Dataset as one registration (or its store,
+    through qlink_zarr); one table (``register_table``) or the schema
+    provider's tables renamed to xarray-sql's names (``register_schema``
+    with ``tables=``). Returns the registration ids."""
+    groups = group_vars_by_dims(ds)
+    if zarr:
+        root, defaults = zarr_route(ds, table_names)
+        zarr_plugin = _ndarray.zarr_plugin_path(plugin)
+        if len(groups) <= 1:
+            session.register_table(name, zarr_plugin, "table", path=root, nan_fill="nan")
+        else:
+            names = table_names_of(ds, table_names)
+            renames = ",".join(f"{defaults[dims]}={names[dims]}" for dims in groups)
+            session.register_schema(name, zarr_plugin, "store", path=root, tables=renames, nan_fill="nan")
+        return []
     rid = register_dataset(ds, name=name, chunks=chunks, plugin=plugin)
     try:
         if len(groups) <= 1:
@@ -547,11 +807,11 @@ def _register_session(session, name, ds, plugin, table_names, chunks):
     except BaseException:
         unregister_dataset(rid, plugin)
         raise
-    return rid
+    return [rid]
 
 
 def register(connection, name: str, ds, *, table_names: TableNames = None, chunks: Chunks = None,
-             plugin: str | None = None, **kwargs):
+             plugin: str | None = None, route: str = "auto", **kwargs):
     """Register ``ds`` as SQL tables on ``connection`` (returned, to chain).
 
     ``connection``: a ``qlink.Session`` (also ``Session.register_dataset``),
@@ -571,26 +831,58 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
     connection's qlink extension allows. xarray-sql's DuckDB tuning
     options (``batch_size``, ``prefetch``) are accepted and have nothing
     to tune here (the scan is C); any other keyword is a TypeError.
+
+    ``route`` chooses the plugin that serves the tables:
+
+    * ``"auto"`` (default): a Dataset xarray opened from a local Zarr
+      store (``xr.open_zarr``, ``open_dataset(engine="zarr")``) and not
+      changed since is served by qlink_zarr straight from the store
+      (``nan_fill=nan``: rows identical to the ndarray route's; no Python
+      call per block, filters prune the store's chunks); every other
+      Dataset, or any doubt (:func:`zarr_route` lists the checks), or
+      ``chunks`` given, by qlink_ndarray;
+    * ``"ndarray"``: always qlink_ndarray (the variables by reference);
+    * ``"zarr"``: qlink_zarr, else :class:`NotRoutable` saying what
+      differs from the store (``chunks`` is then a ValueError: the store's
+      chunks make the blocks).
+
+    The zarr route reads the store when a query runs, as the Dataset's
+    lazy variables would; it holds no registration, so :func:`unregister`
+    has nothing to drop for it. Its columns carry the store's attributes
+    as qlink_zarr writes them (plugins/zarr/README.md) rather than the
+    Dataset's JSON; the rows, names and types are the ndarray route's.
     """
     unknown = set(kwargs) - {"batch_size", "prefetch"}
     if unknown:
         raise TypeError(f"register() got unexpected keyword arguments {sorted(unknown)}")
     kind = _kind(connection)
     plugin_file = _ndarray.library(plugin).path
+    zarr = _choose_route(ds, route, chunks)
+    if zarr and route == "auto":
+        try:
+            zarr_route(ds, table_names)
+        except NotRoutable:
+            zarr = False
     if kind == "session":
-        _remember(connection, name, [_register_session(connection, name, ds, plugin_file, table_names, chunks)])
+        _remember(connection, name, _register_session(connection, name, ds, plugin_file, table_names, chunks, zarr),
+                  "zarr" if zarr else "ndarray")
         return connection
     parts = _split(ds, table_names, case_insensitive=kind == "duckdb")
-    ids = [register_dataset(part, name=name if group is None else f"{name}.{group}", chunks=chunks,
-                            plugin=plugin_file) for group, part in parts]
+    if zarr:
+        ids: list[int] = []
+        sources = _zarr_sources(ds, parts, table_names, plugin_file)
+    else:
+        ids = [register_dataset(part, name=name if group is None else f"{name}.{group}", chunks=chunks,
+                                plugin=plugin_file) for group, part in parts]
+        sources = [_ndarray_source(plugin_file, rid) for rid in ids]
     try:
         {"duckdb": _register_duckdb, "sqlite": _register_sqlite, "datafusion": _register_datafusion}[kind](
-            connection, name, parts, plugin_file, ids)
+            connection, name, parts, sources)
     except BaseException:
         for rid in ids:
             unregister_dataset(rid, plugin_file)
         raise
-    _remember(connection, name, ids)
+    _remember(connection, name, ids, "zarr" if zarr else "ndarray")
     templates = _templates_of(connection)
     if templates is not None:
         if parts[0][0] is None:
@@ -863,8 +1155,10 @@ def _context_class():
             self._registered_datasets = {}
 
         def from_dataset(self, name: str, input_table, *, table_names: TableNames = None, chunks: Chunks = None,
-                         plugin: str | None = None):
-            register(self, name, input_table, table_names=table_names, chunks=chunks, plugin=plugin)
+                         plugin: str | None = None, route: str = "auto"):
+            """Register ``input_table`` as :func:`register` does (``route``:
+            ``"auto"``, ``"ndarray"`` or ``"zarr"``, as documented there)."""
+            register(self, name, input_table, table_names=table_names, chunks=chunks, plugin=plugin, route=route)
             if not getattr(self, "_cftime_udf", False) and any(
                     v.dtype == object and _is_cftime_array(np.asarray(v.values)) for v in input_table.coords.values()):
                 self._register_cftime_udf()
