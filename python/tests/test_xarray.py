@@ -2,8 +2,9 @@
 named as xarray-sql 0.6 names tables, sql() with to_pandas /
 to_arrow_table / to_dataset, register() on a plain datafusion-python
 SessionContext, dimension filters pruning blocks, lazy (netCDF) and dask
-Datasets, a failing loader's error, and the GIL left free while an
-in-memory Dataset is scanned."""
+Datasets, a failing loader's error, the GIL left free while an
+in-memory Dataset is scanned, and the zarr route (an unchanged Dataset
+opened from a Zarr store served by qlink_zarr with the same rows)."""
 
 from __future__ import annotations
 
@@ -178,3 +179,105 @@ def test_session_register_dataset(air):
 
 def test_the_plugin_ships_with_the_package():
     assert qlink.plugin_path("qlink_ndarray").endswith("qlink_ndarray.so")
+
+
+def _store(path, fmt):
+    """A store as xarray writes it: NaN (float64, float32), -0.0, NaT, ints,
+    strings, a non-dimension coordinate, a dimension without coordinate,
+    chunks cutting every dimension."""
+    import warnings
+
+    rng = np.random.default_rng(5)
+    air = rng.normal(280, 5, size=(6, 4, 5))
+    air[1, 2, 3] = np.nan
+    air[0, 0, 0] = -0.0
+    elev = rng.normal(size=(4, 5)).astype(np.float32)
+    elev[3, 4] = np.nan
+    obs = pd.date_range("2020-01-01", periods=6, freq="D").values.copy()
+    obs[2] = np.datetime64("NaT")
+    ds = xr.Dataset(
+        {"air": (("time", "lat", "lon"), air), "count": (("time", "lat", "lon"), rng.integers(0, 9, (6, 4, 5))),
+         "elev": (("lat", "lon"), elev), "label": (("time",), np.array(["a", "", "c", "d", "e", "f"])),
+         "obs": (("time",), obs), "profile": (("time", "level"), rng.normal(size=(6, 3)))},
+        coords={"time": pd.date_range("2019-12-31", periods=6, freq="D"), "lat": [30.0, 20.0, 10.0, 0.0],
+                "lon": np.arange(5) * 2.5, "station": (("lat", "lon"), np.arange(20).reshape(4, 5))},
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds.chunk({"time": 2, "lat": 3, "lon": 2, "level": 2}).to_zarr(path, zarr_format=fmt, mode="w")
+        return xr.open_zarr(path)
+
+
+def _bits(table):
+    """Rows of an Arrow table, floats bit for bit (NaN equal to NaN)."""
+    import struct
+
+    def key(v):
+        if isinstance(v, float):
+            return "nan" if v != v else struct.pack(">d", v).hex()
+        return repr(v)
+
+    return [tuple(key(v) for v in row.values()) for row in table.to_pylist()]
+
+
+ROUTE_QUERIES = [
+    "SELECT * FROM {s}.time_lat_lon ORDER BY time, lat, lon",
+    "SELECT time, lat, air FROM {s}.time_lat_lon WHERE lat BETWEEN 5 AND 25 AND time >= '2020-01-02' "
+    "ORDER BY time, lat, lon",
+    "SELECT lat, count(*) AS n, sum(count) AS c, min(air) AS lo, max(air) AS hi FROM {s}.time_lat_lon "
+    "WHERE NOT isnan(air) GROUP BY lat ORDER BY lat",
+    "SELECT time, lat, lon FROM {s}.time_lat_lon WHERE isnan(air) ORDER BY time",
+    "SELECT * FROM {s}.lat_lon ORDER BY lat, lon",
+    "SELECT * FROM {s}.time ORDER BY time",
+    "SELECT count(obs) AS n, min(obs) AS first FROM {s}.time WHERE label <> ''",
+    "SELECT * FROM {s}.time_level WHERE level = 1 ORDER BY time",
+]
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_zarr_route_in_datafusion(tmp_path, fmt):
+    ds = _store(str(tmp_path / "s.zarr"), fmt)
+    ctx = xql.Context()
+    ctx.from_dataset("nd", ds, route="ndarray")
+    ctx.from_dataset("z", ds)
+    assert xql.route_of(ctx, "nd") == "ndarray" and xql.route_of(ctx, "z") == "zarr"
+    for sql in ROUTE_QUERIES:
+        a = ctx.sql(sql.format(s="nd")).to_arrow_table()
+        b = ctx.sql(sql.format(s="z")).to_arrow_table()
+        assert a.num_rows > 0, sql
+        assert b.schema.names == a.schema.names and b.schema.types == a.schema.types, sql
+        assert _bits(b) == _bits(a), sql
+    plan = "\n".join(ctx.sql("EXPLAIN SELECT avg(air) FROM z.time_lat_lon WHERE lat < 15").to_pandas()["plan"])
+    assert "ZarrScanExec" in plan and "NdarrayScanExec" not in plan, plan
+    # the round trip restores the Dataset from either route
+    back = ctx.sql("SELECT time, lat, lon, air FROM z.time_lat_lon").to_dataset(dims=["time", "lat", "lon"],
+                                                                                  template=ds)
+    np.testing.assert_array_equal(back["air"].transpose("time", "lat", "lon").values, ds["air"].values)
+    np.testing.assert_array_equal(back["lat"].values, ds["lat"].values)
+    # a selection is served as selected, by qlink_ndarray
+    ctx.from_dataset("sel", ds.isel(lat=slice(None, None, -1)))
+    assert xql.route_of(ctx, "sel") == "ndarray"
+    with pytest.raises(xql.NotRoutable, match="not the store's array as opened"):
+        ctx.from_dataset("sel", ds.isel(lat=slice(None, None, -1)), route="zarr")
+
+
+def test_zarr_route_on_a_session_and_a_plain_context(tmp_path):
+    ds = _store(str(tmp_path / "s.zarr"), 3)
+    s = qlink.Session()
+    s.register_dataset("nd", ds, route="ndarray")
+    s.register_dataset("z", ds, table_names={("lat", "lon"): "static"})
+    s.register_dataset("nd2", ds, table_names={("lat", "lon"): "static"}, route="ndarray")
+    assert xql.route_of(s, "z") == "zarr"
+    for table in ("time_lat_lon", "time"):
+        sql = f"SELECT * FROM {{}}.{table} ORDER BY 1, 2"
+        assert _bits(s.sql(sql.format("z"))) == _bits(s.sql(sql.format("nd")))
+    assert _bits(s.sql("SELECT * FROM z.static ORDER BY 1, 2")) == _bits(s.sql("SELECT * FROM nd2.static ORDER BY 1, 2"))
+    ctx = datafusion.SessionContext()
+    one = ds[["air"]].drop_vars("station")
+    # a subset is a change: ndarray; the whole store is served from it
+    xql.register(ctx, "one", one)
+    assert xql.route_of(ctx, "one") == "ndarray"
+    xql.register(ctx, "full", ds)
+    assert xql.route_of(ctx, "full") == "zarr"
+    n = ctx.sql("SELECT count(*) AS n, count(air) AS a FROM full.time_lat_lon").to_pandas()
+    assert n["n"][0] == 120 and n["a"][0] == 120  # NaN is a value, not NULL, on both routes
