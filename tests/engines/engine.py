@@ -10,9 +10,11 @@ file. See the documentation at the top of ``test_engines.py``.
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
 import struct
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +29,30 @@ def build_dir() -> Path:
 def plugin_path(name: str) -> str:
     """The path of plugin ``name`` (qlink_sample, qlink_zarr) in the C build."""
     return str(build_dir() / "plugins" / f"{name}.so")
+
+
+def qlink_package():
+    """The ``qlink`` package: the installed wheel when there is one (its
+    native module serves the DataFusion Python routes), else this tree's
+    python/ (qlink.duckdb, qlink.sqlite and qlink.xarray's DuckDB and
+    SQLite routes need the C build alone). Imported once per process."""
+    try:
+        return importlib.import_module("qlink")
+    except ModuleNotFoundError as exc:
+        if exc.name != "qlink":
+            raise
+    sys.path.insert(0, str(ROOT / "python"))
+    return importlib.import_module("qlink")
+
+
+def has_native_qlink() -> bool:
+    """Whether ``qlink_package()`` has its native module (the wheel)."""
+    qlink_package()
+    try:
+        importlib.import_module("qlink._qlink")
+        return True
+    except ImportError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -45,7 +71,11 @@ class Query:
     compare in order (the SQL has an ORDER BY), else as a sorted multiset.
     ``unsupported`` maps an engine name to why its dialect cannot express
     the query: such a pair is reported as a skip naming the reason, never
-    dropped silently.
+    dropped silently. ``datasets`` maps a placeholder to an xarray Dataset
+    and the qlink.xarray route that registers it, ``(key, route)`` with
+    ``key`` one of ``datasets.py`` and ``route`` ``"ndarray"`` or
+    ``"zarr"`` (tables reached as ``{name}.group``, or ``{name}`` for a
+    Dataset of one dimension group).
     """
 
     id: str
@@ -57,6 +87,7 @@ class Query:
     table_functions: tuple[str, ...] = ()
     ordered: bool = True
     unsupported: dict[str, str] = field(default_factory=dict)
+    datasets: dict[str, tuple[str, str]] = field(default_factory=dict)
     oracle: object = None  # callable() -> list of row tuples, or None: compare engines with each other
 
 
@@ -77,7 +108,8 @@ class Engine:
       it cannot (the artifact that is missing); its queries then skip with
       that reason.
     - ``run(query, sql)``: register ``query.tables`` / ``query.schemas`` /
-      ``query.functions`` in a fresh session, run ``sql`` (the query's SQL
+      ``query.functions`` / ``query.datasets`` (``datasets.register``) in
+      a fresh session, run ``sql`` (the query's SQL
       with the placeholders already replaced by ``table_name``), and return
       a ``Result`` whose types went through ``normalise_type(self.name, t)``
       and whose values went through ``normalise_value``.
@@ -108,6 +140,35 @@ REFUSALS: dict[str, dict[str, str]] = {
     # None today: SQLite, which cannot name a plugin table function in FROM,
     # calls it through its qlink_call module (engine_sqlite.call_tables).
 }
+
+
+# What an engine's route cannot register at all, by what the query needs
+# (``datasets``, ``functions``, ``schemas``, ``table_functions``), with why:
+# such a pair reports as a skip naming the reason. Keys: engine names.
+_IN_PROCESS = ("an xarray Dataset is registered by reference in this Python process (qlink.xarray); "
+               "the {} runs in another process, which cannot reach it")
+GAPS: dict[str, dict[str, str]] = {
+    "duckdb-cli": {"datasets": _IN_PROCESS.format("DuckDB CLI")},
+    "sqlite-cli": {"datasets": _IN_PROCESS.format("sqlite3 CLI")},
+    "datafusion": {"datasets": _IN_PROCESS.format("qlink CLI")},
+    # a datafusion-python SessionContext takes qlink tables (capsules); the
+    # plugins' functions and schemas are qlink.Session's (datafusion-session)
+    "datafusion-context": {
+        "functions": "plugin functions are registered by qlink.Session (datafusion-session), not on a "
+                     "datafusion-python SessionContext here",
+        "table_functions": "plugin table functions are registered by qlink.Session (datafusion-session)",
+        "schemas": "plugin schema providers are registered by qlink.Session (datafusion-session)",
+    },
+}
+
+
+def gap(engine: str, query: Query) -> str | None:
+    """Why ``engine`` cannot register what ``query`` needs, or None."""
+    gaps = GAPS.get(engine, {})
+    for need in ("datasets", "functions", "table_functions", "schemas"):
+        if getattr(query, need) and need in gaps:
+            return gaps[need]
+    return None
 
 
 def refusal(engine: str, query: Query) -> str | None:
@@ -177,6 +238,14 @@ def comparable(v):
     if isinstance(v, int):
         return (1, f"{v:+021d}")
     return (3, str(v))
+
+
+def seen_by(engine: str, rows):
+    """Rows as ``engine`` can hold them: SQLite stores NaN as NULL
+    (hosts/sqlite/README.md), so compared with SQLite a NaN is a NULL."""
+    if engine.split("-")[0] != "sqlite":
+        return rows
+    return [tuple(None if isinstance(v, float) and v != v else v for v in row) for row in rows]
 
 
 def rows_key(rows, ordered: bool):

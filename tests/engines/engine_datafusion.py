@@ -1,6 +1,11 @@
 """DataFusion through the qlink CLI (``qlink sql``): ``$QLINK_CLI``, default
 ``${CARGO_TARGET_DIR:-~/.cache/qlink-target}/release/qlink`` (``make test``
-builds it)."""
+builds it); and in this process through the qlink wheel (``make
+test-python`` installs it): ``qlink.Session`` (datafusion-session: every
+query, Datasets through ``Session.register_dataset``'s route) and
+qlink.xarray's ``Context``, a datafusion-python 55 ``SessionContext``
+(datafusion-context: plugin tables as capsules and Datasets through
+``Context.from_dataset``; engine.GAPS says what it leaves to the Session)."""
 
 from __future__ import annotations
 
@@ -9,7 +14,10 @@ import os
 import subprocess
 from pathlib import Path
 
-from engine import Engine, Query, Result, normalise_type, normalise_value, plugin_path
+from urllib.parse import parse_qsl
+
+import datasets
+from engine import Engine, Query, Result, has_native_qlink, normalise_type, normalise_value, plugin_path
 
 
 def cli_path() -> Path:
@@ -58,4 +66,84 @@ class DataFusionCli(Engine):
         return Result(columns, types, rows)
 
 
-ENGINES = [DataFusionCli()]
+def split_spec(spec: str) -> tuple[str, str, dict[str, str]]:
+    """PLUGIN/PROVIDER?k=v&... -> (plugin path, provider, options), the
+    options percent-decoded as the hosts decode them."""
+    plugin, rest = spec.split("/", 1)
+    provider, _, query = rest.partition("?")
+    return plugin_path(plugin), provider, dict(parse_qsl(query, keep_blank_values=True))
+
+
+def _arrow_result(engine: str, table, typeof) -> Result:
+    """A pyarrow Table as a Result; ``typeof(sql)`` answers a one-row table
+    of the columns' arrow_typeof names."""
+    columns = list(table.column_names)
+    rows = [tuple(normalise_value(v) for v in row) for row in zip(*(c.to_pylist() for c in table.columns))]
+    return Result(columns, [normalise_type(engine, t) for t in typeof], rows)
+
+
+def _typed(columns: list[str], sql: str) -> str:
+    typed = ", ".join(f'arrow_typeof("{c}") AS "{c}"' for c in columns)
+    return f"SELECT {typed} FROM ({sql}) AS q LIMIT 1"
+
+
+class _InProcess(Engine):
+    def unavailable(self):
+        if not has_native_qlink():
+            return "the qlink wheel (its native module qlink._qlink) is not installed: python/build.sh"
+        try:
+            import datafusion  # noqa: F401
+        except ImportError:
+            return "datafusion-python is not installed (scripts/setup.sh)"
+        return None
+
+
+class DataFusionSession(_InProcess):
+    name = "datafusion-session"
+
+    def run(self, query: Query, sql: str) -> Result:
+        import qlink
+
+        s = qlink.Session()
+        for p in query.functions:
+            s.load_plugin(plugin_path(p))
+        for name, spec in query.tables.items():
+            path, provider, options = split_spec(spec)
+            s.register_table(name, path, provider, **options)
+        for name, spec in query.schemas.items():
+            path, provider, options = split_spec(spec)
+            s.register_schema(name, path, provider, **options)
+        for name, (key, route) in query.datasets.items():
+            datasets.register(s, name, key, route)
+        table = s.sql(sql)
+        columns = list(table.column_names)
+        types = []
+        if columns and table.num_rows:
+            t = s.sql(_typed(columns, sql))
+            types = [t.column(i)[0].as_py() for i in range(len(columns))]
+        return _arrow_result(self.name, table, types)
+
+
+class DataFusionContext(_InProcess):
+    name = "datafusion-context"
+
+    def run(self, query: Query, sql: str) -> Result:
+        import qlink
+        import qlink.xarray as xql
+
+        ctx = xql.Context()
+        for name, spec in query.tables.items():
+            path, provider, options = split_spec(spec)
+            ctx.register_table(name, qlink.Plugin(path).table(provider, **options))
+        for name, (key, route) in query.datasets.items():
+            datasets.register(ctx, name, key, route)
+        table = ctx.sql(sql).to_arrow_table()
+        columns = list(table.column_names)
+        types = []
+        if columns and table.num_rows:
+            t = ctx.sql(_typed(columns, sql)).to_arrow_table()
+            types = [t.column(i)[0].as_py() for i in range(len(columns))]
+        return _arrow_result(self.name, table, types)
+
+
+ENGINES = [DataFusionCli(), DataFusionSession(), DataFusionContext()]

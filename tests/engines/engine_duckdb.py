@@ -1,7 +1,9 @@
 """DuckDB through its Python module (duckdb==2.0.1) and through its CLI
 (duckdb-cli==1.5.6, ``duckdb -unsigned``), both loading the qlink extension
 ``build/release/hosts/duckdb/qlink.duckdb_extension`` with the build's
-plugins/ folder as QLINK_PLUGIN_PATH."""
+plugins/ folder as QLINK_PLUGIN_PATH. The Python module also hosts
+qlink.xarray Datasets (``Query.datasets``: ``qlink.xarray.register`` on the
+connection); the CLI cannot (engine.GAPS)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import datasets
 from engine import Engine, Query, Result, build_dir, normalise_type, normalise_value, plugin_path
 
 
@@ -61,6 +64,8 @@ class DuckDBPython(Engine):
         try:
             for stmt in setup_sql(query):
                 con.execute(stmt)
+            for name, (key, route) in query.datasets.items():
+                datasets.register(con, name, key, route)
             cur = con.execute(sql)
             columns = [d[0] for d in cur.description]
             types = [normalise_type(self.name, str(d[1])) for d in cur.description]

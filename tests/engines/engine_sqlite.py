@@ -8,7 +8,9 @@ SQLite cannot call a plugin table function by name in FROM (its virtual
 tables fix their columns before they see arguments): the host calls it
 through ``CREATE VIRTUAL TABLE t USING qlink_call('PLUGIN', 'NAME', ...)``
 (hosts/sqlite/README.md). ``call_tables`` is the one place that turns the
-suite's ``NAME(args)`` calls into such tables."""
+suite's ``NAME(args)`` calls into such tables. The Python route also hosts
+qlink.xarray Datasets (``Query.datasets``: ``qlink.xarray.register`` on the
+apsw connection); the CLI cannot (engine.GAPS)."""
 
 from __future__ import annotations
 
@@ -17,10 +19,10 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-from engine import ROOT, Engine, Query, Result, build_dir, normalise_type, normalise_value
+import datasets
+from engine import Engine, Query, Result, build_dir, normalise_type, normalise_value, qlink_package
 
 
 def extension_path() -> Path:
@@ -121,7 +123,7 @@ class SQLitePython(Engine):
         return None
 
     def run(self, query: Query, sql: str) -> Result:
-        sys.path.insert(0, str(ROOT / "python"))
+        qlink_package()
         import qlink.sqlite
 
         db = qlink.sqlite.connect(plugin_dirs=[str(build_dir() / "plugins")], extension=str(extension_path()))
@@ -129,6 +131,8 @@ class SQLitePython(Engine):
         try:
             for stmt in setup_sql(query) + calls:
                 db.execute(stmt).fetchall()
+            for name, (key, route) in query.datasets.items():
+                datasets.register(db, name, key, route)
             cur = db.execute(sql)
             columns = [d[0] for d in cur.getdescription()]  # before fetching: apsw forgets it at the end
             rows = [tuple(normalise_value(v) for v in r) for r in cur.fetchall()]

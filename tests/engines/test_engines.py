@@ -22,9 +22,21 @@ Adapter interface (``engine.py``). A host joins the suite by adding one file
   ``engine.plugin_path(name)`` is the plugin's path in the C build.
 
 Every engine difference the suite tolerates is normalised in ``engine.py``
-(type names, NaN/infinity spelled as strings by JSON routes) and nowhere
-else; so are the plugin object kinds a host refuses (``engine.REFUSALS``,
-none today), where the suite checks the refusal's message instead of rows.
+(type names, NaN/infinity spelled as strings by JSON routes, SQLite's NaN
+stored as NULL: ``engine.seen_by``) and nowhere else; so are the plugin
+object kinds a host refuses (``engine.REFUSALS``, none today), where the
+suite checks the refusal's message instead of rows, and what an engine's
+route cannot register at all (``engine.GAPS``: a CLI cannot reach an
+xarray Dataset held by this Python process), reported as skips naming why.
+
+xarray Datasets (``Query.datasets``, ``datasets.py``) are registered
+through qlink.xarray on each Python route: DuckDB's and SQLite's modules
+(``qlink.xarray.register``), ``qlink.Session.register_dataset``
+(datafusion-session) and ``qlink.xarray.Context.from_dataset``
+(datafusion-context), both of the last through the qlink wheel. Each query
+runs over the Dataset in memory (qlink_ndarray) and over it opened from
+the Zarr store it was written to (the zarr route, qlink_zarr), against
+oracles computed by pandas from the Dataset.
 An engine that reaches a plugin object another way than the SQL names it
 adapts the SQL in its adapter (SQLite: table functions through qlink_call,
 ``engine_sqlite.call_tables``). A query a dialect cannot express is marked in ``Query.unsupported``
@@ -46,7 +58,8 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from engine import Engine, Query, ROOT, refusal, rows_key  # noqa: E402
+import datasets  # noqa: E402
+from engine import Engine, Query, ROOT, gap, refusal, rows_key, seen_by  # noqa: E402
 
 ENGINES: list[Engine] = []
 for adapter in sorted(HERE.glob("engine_*.py")):
@@ -143,6 +156,117 @@ for store in sorted(FERRET.glob("*.v3.zarr")) if FERRET.is_dir() else []:
                          tables={"t": f"qlink_zarr/table?path={store}"}))
 
 
+# qlink.xarray: one xarray Dataset (datasets.py) registered through each
+# engine's Python route, in memory (qlink_ndarray) and opened from the Zarr
+# store it was written to (the zarr route: qlink_zarr with nan_fill=nan);
+# oracles from the Dataset itself (pandas). Times compare as text in SQLite.
+
+
+def _frame(*names):
+    ds = datasets.dataset("air")
+    return ds[list(names)].to_dataframe().reset_index()
+
+
+def _day(text):
+    import pandas as pd
+
+    return pd.Timestamp(text)
+
+
+def _py(v):
+    """A pandas/numpy value as the engines return it."""
+    import pandas as pd
+
+    if v is pd.NaT or (isinstance(v, pd.Timestamp) and pd.isna(v)):
+        return None
+    if isinstance(v, pd.Timestamp):
+        return v.to_pydatetime()
+    return v.item() if hasattr(v, "item") else v
+
+
+def _rows(df, cols):
+    return [tuple(_py(v) for v in row) for row in df[cols].itertuples(index=False)]
+
+
+def xr_slice():
+    df = _frame("air")
+    df = df[df.time == _day("2020-01-03")].sort_values(["lat", "lon"])
+    return _rows(df, ["lat", "lon", "station", "air"])
+
+
+def xr_dims():
+    df = _frame("air", "count")
+    df = df[(df.time < _day("2020-01-02")) & df.lat.between(5, 30) & df.lon.isin([0.0, 5.0])].sort_values(["lat", "lon"])
+    return [(r[0], r[1], r[2], int(r[3])) for r in _rows(df, ["lat", "lon", "air", "count"])]
+
+
+def xr_aggregate():
+    df = _frame("air", "count")
+    df = df[df.time < _day("2020-01-03")]
+    out = []
+    for lat, g in sorted(df.groupby("lat"), key=lambda kv: kv[0]):
+        out.append((float(lat), len(g), int(g["count"].sum()), int(g["count"].min()), int(g["count"].max()),
+                    float(g["air"].min())))
+    return out
+
+
+def xr_coords():
+    df = _frame("elev").sort_values(["lat", "lon"], ascending=[False, True])
+    return [(r[0], r[1], r[2], float(r[3])) for r in _rows(df, ["lat", "lon", "station", "elev"])]
+
+
+def xr_positions():
+    df = _frame("profile")
+    df = df[df.level >= 1]
+    return [(int(level), len(g), float(g["profile"].max())) for level, g in sorted(df.groupby("level"))]
+
+
+def xr_nat():
+    df = _frame("label", "obs").sort_values("label")
+    return [(r[0], 1 if r[1] is None else 0) for r in _rows(df, ["label", "obs"])]
+
+
+def xr_nat_count():
+    df = _frame("obs")
+    return [(int(df.obs.notna().sum()), len(df))]
+
+
+def xr_times():
+    df = _frame("obs")
+    df = df[df.time >= _day("2020-01-03")].sort_values("time")
+    return _rows(df, ["time", "obs"])
+
+
+_SQLITE_TIMES = "timestamps are ISO TEXT in SQLite (hosts/sqlite/README.md), not a timestamp type"
+XARRAY_QUERIES = [
+    ("slice", "SELECT lat, lon, station, air FROM {ds}.time_lat_lon "
+              "WHERE time >= '2020-01-03' AND time < '2020-01-04' ORDER BY lat, lon",
+     ("float64", "float64", "int64", "float64"), xr_slice, {}),
+    ("dim_filters", "SELECT lat, lon, air, CAST(count AS BIGINT) AS count FROM {ds}.time_lat_lon "
+                    "WHERE time < '2020-01-02' AND lat BETWEEN 5 AND 30 AND lon IN (0, 5) ORDER BY lat, lon",
+     ("float64", "float64", "float64", "int64"), xr_dims, {}),
+    ("aggregate", "SELECT lat, count(*) AS n, CAST(sum(count) AS BIGINT) AS total, CAST(min(count) AS BIGINT) AS lo, "
+                  "CAST(max(count) AS BIGINT) AS hi, min(air) AS air_lo FROM {ds}.time_lat_lon "
+                  "WHERE time < '2020-01-03' GROUP BY lat ORDER BY lat",
+     ("float64", "int64", "int64", "int64", "int64", "float64"), xr_aggregate, {}),
+    ("coords", "SELECT lat, lon, station, CAST(elev AS DOUBLE) AS elev FROM {ds}.lat_lon ORDER BY lat DESC, lon",
+     ("float64", "float64", "int64", "float64"), xr_coords, {}),
+    ("positions", "SELECT level, count(*) AS n, max(profile) AS hi FROM {ds}.time_level WHERE level >= 1 "
+                  "GROUP BY level ORDER BY level",
+     ("int64", "int64", "float64"), xr_positions, {}),
+    ("nat", "SELECT label, CAST(CASE WHEN obs IS NULL THEN 1 ELSE 0 END AS BIGINT) AS missing FROM {ds}.time "
+            "ORDER BY label",
+     ("utf8", "int64"), xr_nat, {}),
+    ("nat_count", "SELECT count(obs) AS n, count(*) AS total FROM {ds}.time", ("int64", "int64"), xr_nat_count, {}),
+    ("times", "SELECT time, obs FROM {ds}.time WHERE time >= '2020-01-03' ORDER BY time", ("timestamp", "timestamp"),
+     xr_times, {"sqlite-python": _SQLITE_TIMES, "sqlite-cli": _SQLITE_TIMES}),
+]
+for _key, _route in (("air", "ndarray"), ("air_zarr", "zarr")):
+    for _id, _sql, _types, _oracle, _unsupported in XARRAY_QUERIES:
+        QUERIES.append(Query(f"xarray_{_route}_{_id}", _sql, _types, datasets={"ds": (_key, _route)},
+                             unsupported=_unsupported, oracle=_oracle))
+
+
 def available(engine: Engine):
     reason = engine.unavailable()
     if reason:
@@ -150,8 +274,13 @@ def available(engine: Engine):
 
 
 def run(engine: Engine, q: Query):
-    sql = q.sql.format(**{n: engine.table_name(n) for n in list(q.tables) + list(q.schemas)})
+    sql = q.sql.format(**{n: engine.table_name(n) for n in list(q.tables) + list(q.schemas) + list(q.datasets)})
     return engine.run(q, sql)
+
+
+def runnable(engine: Engine, q: Query) -> bool:
+    return (not engine.unavailable() and engine.name not in q.unsupported and not refusal(engine.name, q)
+            and not gap(engine.name, q) and not (q.datasets and datasets.unavailable()))
 
 
 @pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.name)
@@ -159,7 +288,11 @@ def run(engine: Engine, q: Query):
 def test_query(engine: Engine, q: Query):
     if engine.name in q.unsupported:
         pytest.skip(f"{engine.name} cannot express {q.id}: {q.unsupported[engine.name]}")
+    if gap(engine.name, q):
+        pytest.skip(f"{engine.name} cannot register what {q.id} needs: {gap(engine.name, q)}")
     available(engine)
+    if q.datasets and datasets.unavailable():
+        pytest.skip(f"{q.id}: {datasets.unavailable()}")
     refused = refusal(engine.name, q)
     if refused:
         with pytest.raises(Exception) as e:
@@ -168,12 +301,14 @@ def test_query(engine: Engine, q: Query):
         return
     got = run(engine, q)
     assert tuple(got.types) == q.types, f"{engine.name}: column types of {q.id}"
+    rows = got.rows
     if q.oracle is not None:
         want = q.oracle()
     else:
-        ref = next((e for e in ENGINES if e is not engine and not e.unavailable()
-                    and e.name not in q.unsupported and not refusal(e.name, q)), None)
+        ref = next((e for e in ENGINES if e is not engine and runnable(e, q)), None)
         if ref is None:
             pytest.skip(f"{q.id} has no oracle and no second engine is available to compare {engine.name} with")
-        want = run(ref, q).rows
-    assert rows_key(got.rows, q.ordered) == rows_key(want, q.ordered), f"{engine.name}: rows of {q.id}"
+        want = seen_by(ref.name, run(ref, q).rows)
+        rows = seen_by(ref.name, rows)
+    want = seen_by(engine.name, want)
+    assert rows_key(rows, q.ordered) == rows_key(want, q.ordered), f"{engine.name}: rows of {q.id}"
