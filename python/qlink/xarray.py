@@ -757,9 +757,10 @@ def zarr_route(ds, table_names: TableNames = None) -> tuple[str, dict]:
     return root, defaults
 
 
-def _zarr_sources(ds, parts, table_names: TableNames, plugin: str) -> list[_Source]:
-    """One qlink_zarr table per part of ``_split`` (its groups, in order)."""
-    root, defaults = zarr_route(ds, table_names)
+def _zarr_sources(ds, parts, store: tuple[str, dict], plugin: str) -> list[_Source]:
+    """One qlink_zarr table per part of ``_split`` (its groups, in order);
+    ``store`` is what :func:`zarr_route` answered."""
+    root, defaults = store
     zarr_plugin = _ndarray.zarr_plugin_path(plugin)
     if parts[0][0] is None:
         return [_Source(zarr_plugin, "table", {"path": root, "nan_fill": "nan"})]
@@ -768,7 +769,7 @@ def _zarr_sources(ds, parts, table_names: TableNames, plugin: str) -> list[_Sour
 
 
 def _choose_route(ds, route: str, chunks: Chunks) -> bool:
-    """True to serve ``ds`` through qlink_zarr."""
+    """True to try the zarr route for ``ds`` (ValueError for a bad ``route``)."""
     if route not in ROUTES:
         raise ValueError(f"route must be one of {', '.join(map(repr, ROUTES))}, not {route!r}")
     if route == "ndarray":
@@ -780,14 +781,15 @@ def _choose_route(ds, route: str, chunks: Chunks) -> bool:
     return not chunks
 
 
-def _register_session(session, name, ds, plugin, table_names, chunks, zarr: bool):
+def _register_session(session, name, ds, plugin, table_names, chunks, store: tuple[str, dict] | None):
     """qlink.Session: the whole Dataset as one registration (or its store,
     through qlink_zarr); one table (``register_table``) or the schema
     provider's tables renamed to xarray-sql's names (``register_schema``
-    with ``tables=``). Returns the registration ids."""
+    with ``tables=``). ``store``: what :func:`zarr_route` answered, for
+    the zarr route. Returns the registration ids."""
     groups = group_vars_by_dims(ds)
-    if zarr:
-        root, defaults = zarr_route(ds, table_names)
+    if store is not None:
+        root, defaults = store
         zarr_plugin = _ndarray.zarr_plugin_path(plugin)
         if len(groups) <= 1:
             session.register_table(name, zarr_plugin, "table", path=root, nan_fill="nan")
@@ -857,20 +859,22 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
         raise TypeError(f"register() got unexpected keyword arguments {sorted(unknown)}")
     kind = _kind(connection)
     plugin_file = _ndarray.library(plugin).path
-    zarr = _choose_route(ds, route, chunks)
-    if zarr and route == "auto":
+    store = None
+    if _choose_route(ds, route, chunks):
         try:
-            zarr_route(ds, table_names)
+            store = zarr_route(ds, table_names)
         except NotRoutable:
-            zarr = False
+            if route == "zarr":
+                raise
+    zarr = store is not None
     if kind == "session":
-        _remember(connection, name, _register_session(connection, name, ds, plugin_file, table_names, chunks, zarr),
+        _remember(connection, name, _register_session(connection, name, ds, plugin_file, table_names, chunks, store),
                   "zarr" if zarr else "ndarray")
         return connection
     parts = _split(ds, table_names, case_insensitive=kind == "duckdb")
     if zarr:
         ids: list[int] = []
-        sources = _zarr_sources(ds, parts, table_names, plugin_file)
+        sources = _zarr_sources(ds, parts, store, plugin_file)
     else:
         ids = [register_dataset(part, name=name if group is None else f"{name}.{group}", chunks=chunks,
                                 plugin=plugin_file) for group, part in parts]
