@@ -128,6 +128,12 @@ def test_errors_keep_the_connection():
         con.execute("SELECT * FROM qlink_scan('/etc/passwd/series')").fetchall()
     assert "qlink_scan('/etc/passwd/series'): " in str(e.value)
     assert con.execute(f"SELECT count(*) FROM {SERIES} WHERE value > 0").fetchone() == (49,)
+    # a plugin failing while the scan runs: its message, then the connection works
+    with pytest.raises(duckdb.Error) as e:
+        con.execute("SELECT sum(x) FROM qlink_scan('broken_third_batch/numbers?n=100') WHERE x >= 0").fetchall()
+    assert ("qlink_scan('broken_third_batch/numbers?n=100'): numbers: reading batch 3 failed (deliberately)"
+            in str(e.value))
+    assert con.execute(f"SELECT count(*) FROM {SERIES} WHERE value < 0").fetchone() == (50,)
 
 
 def test_catalog_functions_and_allow():
