@@ -88,31 +88,19 @@ static int plugin_schema_provider_open(const struct ql_plugin *self, const char 
   return QL_OK;
 }
 
-static void plugin_release(struct ql_plugin *self) { self->release = NULL; }
-
 static const struct nd_api api = {sizeof(struct nd_api), ND_API_MAGIC, nd_register, nd_unregister, nd_live_count};
 
 QL_PLUGIN_EXPORT int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
 
 QL_PLUGIN_EXPORT int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error) {
-  if (abi_version != QL_ABI_VERSION_0_1) {
-    return ql_error_set(error, QL_EVERSION, "qlink_ndarray serves ABI 0.1 only; asked for %u.%u",
-                        QL_ABI_VERSION_MAJOR(abi_version), QL_ABI_VERSION_MINOR(abi_version));
-  }
-  if (!out) return ql_error_set(error, QL_EINVAL, "qlink_plugin_init: out is NULL");
-  memset(out, 0, sizeof(*out));
-  out->struct_size = sizeof(*out);
-  out->magic = QL_PLUGIN_MAGIC;
-  out->abi_version = abi_version;
-  out->n_items = (int32_t)(sizeof(items) / sizeof(items[0]));
-  out->name = "qlink_ndarray";
-  out->version = ND_VERSION;
-  out->description = "N-dimensional arrays in memory (an xarray Dataset's variables) as SQL tables in the XQL model";
-  out->items = items;
-  out->table_provider_open = plugin_table_provider_open;
-  out->schema_provider_open = plugin_schema_provider_open;
-  zr_plugin_no_functions(out);
-  out->release = plugin_release;
-  out->private_data = (void *)&api; /* the registration API (qlink_ndarray.h) */
-  return QL_OK;
+  static const struct ql_plugin own = {
+      .n_items = (int32_t)(sizeof(items) / sizeof(items[0])),
+      .name = "qlink_ndarray",
+      .version = ND_VERSION,
+      .description = "N-dimensional arrays in memory (an xarray Dataset's variables) as SQL tables in the XQL model",
+      .items = items,
+      .table_provider_open = plugin_table_provider_open,
+      .schema_provider_open = plugin_schema_provider_open,
+      .private_data = (void *)&api}; /* the registration API (qlink_ndarray.h) */
+  return zr_plugin_fill(abi_version, &own, out, error);
 }

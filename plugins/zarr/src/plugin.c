@@ -88,28 +88,16 @@ static int plugin_schema_provider_open(const struct ql_plugin *self, const char 
 
 /* ------------------------------------------------------------- plugin */
 
-static void plugin_release(struct ql_plugin *self) { self->release = NULL; }
-
 QL_PLUGIN_EXPORT int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
 
 QL_PLUGIN_EXPORT int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error) {
-  if (abi_version != QL_ABI_VERSION_0_1) {
-    return ql_error_set(error, QL_EVERSION, "qlink_zarr serves ABI 0.1 only; asked for %u.%u",
-                        QL_ABI_VERSION_MAJOR(abi_version), QL_ABI_VERSION_MINOR(abi_version));
-  }
-  if (!out) return ql_error_set(error, QL_EINVAL, "qlink_plugin_init: out is NULL");
-  memset(out, 0, sizeof(*out));
-  out->struct_size = sizeof(*out);
-  out->magic = QL_PLUGIN_MAGIC;
-  out->abi_version = abi_version;
-  out->n_items = (int32_t)(sizeof(items) / sizeof(items[0]));
-  out->name = "qlink_zarr";
-  out->version = ZR_VERSION;
-  out->description = "Zarr v2 and v3 stores (xarray Datasets) as SQL tables: one table per dimension group";
-  out->items = items;
-  out->table_provider_open = plugin_table_provider_open;
-  out->schema_provider_open = plugin_schema_provider_open;
-  zr_plugin_no_functions(out);
-  out->release = plugin_release;
-  return QL_OK;
+  static const struct ql_plugin own = {
+      .n_items = (int32_t)(sizeof(items) / sizeof(items[0])),
+      .name = "qlink_zarr",
+      .version = ZR_VERSION,
+      .description = "Zarr v2 and v3 stores (xarray Datasets) as SQL tables: one table per dimension group",
+      .items = items,
+      .table_provider_open = plugin_table_provider_open,
+      .schema_provider_open = plugin_schema_provider_open};
+  return zr_plugin_fill(abi_version, &own, out, error);
 }

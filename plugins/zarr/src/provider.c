@@ -196,11 +196,32 @@ static int no_object_store(const struct ql_plugin *self, const char *name, const
   return not_found(self, "object store", name, error);
 }
 
-void zr_plugin_no_functions(struct ql_plugin *out) {
+static void plugin_release(struct ql_plugin *self) { self->release = NULL; }
+
+int zr_plugin_fill(uint32_t abi_version, const struct ql_plugin *own, struct ql_plugin *out, struct ql_error *error) {
+  if (abi_version != QL_ABI_VERSION_0_1) {
+    return ql_error_set(error, QL_EVERSION, "%s serves ABI 0.1 only; asked for %u.%u", own->name,
+                        QL_ABI_VERSION_MAJOR(abi_version), QL_ABI_VERSION_MINOR(abi_version));
+  }
+  if (!out) return ql_error_set(error, QL_EINVAL, "qlink_plugin_init: out is NULL");
+  memset(out, 0, sizeof(*out));
+  out->struct_size = sizeof(*out);
+  out->magic = QL_PLUGIN_MAGIC;
+  out->abi_version = abi_version;
+  out->n_items = own->n_items;
+  out->name = own->name;
+  out->version = own->version;
+  out->description = own->description;
+  out->items = own->items;
+  out->table_provider_open = own->table_provider_open;
+  out->schema_provider_open = own->schema_provider_open;
   out->scalar_function_open = no_scalar;
   out->aggregate_function_open = no_aggregate;
   out->window_function_open = no_window;
   out->table_function_open = no_table_function;
   out->planner_open = no_planner;
   out->object_store_open = no_object_store;
+  out->release = plugin_release;
+  out->private_data = own->private_data;
+  return QL_OK;
 }

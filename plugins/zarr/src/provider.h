@@ -28,10 +28,17 @@ int64_t zr_target_partitions(const struct ql_session *session);
  * integer up to ZR_MAX_BLOCK_ROWS, else QL_EINVAL naming `what`. */
 int zr_parse_block_rows(const char *text, const char *what, int64_t *out, struct ql_error *error);
 
-/* The descriptor members of a plugin that offers table and schema
- * providers only: scalar, aggregate, window and table functions,
- * planners and object stores each answer QL_ENOTFOUND naming the plugin
- * (out->name, set before any call) and the item asked for. */
-void zr_plugin_no_functions(struct ql_plugin *out);
+/* qlink_plugin_init of a plugin that offers table and schema providers
+ * only. `own` holds the plugin's own members: name, version, description,
+ * n_items, items, table_provider_open, schema_provider_open and
+ * private_data (its other members are not read; it must outlive the
+ * descriptor, as its strings and items do). *out becomes a descriptor for
+ * `abi_version` with those members; its scalar, aggregate, window and
+ * table functions, planners and object stores each answer QL_ENOTFOUND
+ * naming the plugin and the item asked for; its release only marks it
+ * released. Returns QL_OK; QL_EVERSION (naming own->name and the version
+ * asked for) unless abi_version is QL_ABI_VERSION_0_1; QL_EINVAL when out
+ * is NULL. */
+int zr_plugin_fill(uint32_t abi_version, const struct ql_plugin *own, struct ql_plugin *out, struct ql_error *error);
 
 #endif /* QLINK_ZARR_PROVIDER_H */
