@@ -14,8 +14,7 @@
 #include "qlink/lib/status.h"
 #include "qlink/qlink.h"
 #include "qlink_ndarray.h"
-
-int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
+#include "zr_test_util.h"
 
 struct fixture {
   struct ql_ref_host *host;
@@ -88,6 +87,34 @@ static int open_table(struct fixture *f, int64_t id, const char *table, const ch
   return f->plugin.table_provider_open(&f->plugin, "dataset", &opts, ql_ref_host_session(f->host), out, err);
 }
 
+/* Column `col` of every batch as doubles (see collect). */
+struct doubles {
+  int32_t col;
+  const char *fmt;
+  double *out;
+  uint8_t *valid;
+  int64_t cap, n;
+};
+
+static void take_doubles(const struct ArrowArray *a, void *ctx) {
+  struct doubles *d = ctx;
+  const char *fmt = d->fmt;
+  const struct ArrowArray *c = a->children[d->col];
+  for (int64_t r = 0; r < a->length && d->n < d->cap; r++, d->n++) {
+    d->valid[d->n] = (uint8_t)ql_array_is_valid(c, r);
+    int64_t i = r + c->offset;
+    double x = NAN;
+    if (strcmp(fmt, "g") == 0) x = ((const double *)c->buffers[1])[i];
+    if (strcmp(fmt, "f") == 0) x = ((const float *)c->buffers[1])[i];
+    if (strcmp(fmt, "s") == 0) x = ((const int16_t *)c->buffers[1])[i];
+    if (strcmp(fmt, "l") == 0 || strncmp(fmt, "ts", 2) == 0 || strncmp(fmt, "tD", 2) == 0) {
+      x = (double)((const int64_t *)c->buffers[1])[i];
+    }
+    if (strcmp(fmt, "b") == 0) x = (((const uint8_t *)c->buffers[1])[i / 8] >> (i % 8)) & 1;
+    d->out[d->n] = d->valid[d->n] ? x : NAN;
+  }
+}
+
 /* Every partition's batches appended into one struct array per call
  * (rows of all partitions in partition order): returns the row count and
  * writes column `col` as doubles (NaN for null; bool 0/1; int16 and
@@ -95,44 +122,13 @@ static int open_table(struct fixture *f, int64_t id, const char *table, const ch
 static int64_t collect(struct fixture *f, const struct ql_execution_plan *plan, int32_t col, double *out,
                        uint8_t *valid, int64_t cap) {
   struct ql_error err = {0};
-  struct ql_plan_properties props;
-  memset(&props, 0, sizeof(props));
-  props.struct_size = sizeof(props);
-  QL_CHECK_OK(plan->get_properties(plan, &props, &err), err);
   struct ArrowSchema schema;
   QL_CHECK_OK(plan->get_schema(plan, &schema, &err), err);
-  const char *fmt = schema.children[col]->format;
-  int64_t n = 0;
-  for (int64_t p = 0; p < props.partition_count; p++) {
-    struct ql_task_context ctx;
-    ql_ref_host_task_context(f->host, p, &ctx);
-    struct ArrowArrayStream st;
-    QL_CHECK_OK(plan->execute(plan, p, &ctx, &st, &err), err);
-    for (;;) {
-      struct ArrowArray a;
-      QL_CHECK_INT(st.get_next(&st, &a), 0);
-      if (!a.release) break;
-      const struct ArrowArray *c = a.children[col];
-      for (int64_t r = 0; r < a.length && n < cap; r++, n++) {
-        valid[n] = (uint8_t)ql_array_is_valid(c, r);
-        int64_t i = r + c->offset;
-        double x = NAN;
-        if (strcmp(fmt, "g") == 0) x = ((const double *)c->buffers[1])[i];
-        if (strcmp(fmt, "f") == 0) x = ((const float *)c->buffers[1])[i];
-        if (strcmp(fmt, "s") == 0) x = ((const int16_t *)c->buffers[1])[i];
-        if (strcmp(fmt, "l") == 0 || strncmp(fmt, "ts", 2) == 0 || strncmp(fmt, "tD", 2) == 0) {
-          x = (double)((const int64_t *)c->buffers[1])[i];
-        }
-        if (strcmp(fmt, "b") == 0) x = (((const uint8_t *)c->buffers[1])[i / 8] >> (i % 8)) & 1;
-        out[n] = valid[n] ? x : NAN;
-      }
-      a.release(&a);
-    }
-    st.release(&st);
-  }
+  struct doubles d = {col, schema.children[col]->format, out, valid, cap, 0};
+  QL_CHECK_OK(zr_test_each_batch(f->host, plan, take_doubles, &d, &err), err);
   ql_schema_release(&schema);
   ql_error_release(&err);
-  return n;
+  return d.n;
 }
 
 static struct ql_execution_plan scan(struct fixture *f, struct ql_table_provider *tp, int32_t n_proj,
@@ -615,8 +611,7 @@ int main(void) {
   struct fixture f;
   memset(&f, 0, sizeof(f));
   struct ql_ref_host_options ho = {-1, 0, 2};
-  QL_CHECK_OK(ql_ref_host_new(&ho, &f.host, &err), err);
-  QL_CHECK_OK(qlink_plugin_init(QL_ABI_VERSION, &f.plugin, &err), err);
+  QL_CHECK_OK(zr_test_open(&ho, &f.host, &f.plugin, &err), err);
   /* the registration API is the descriptor's last member */
   f.api = *(const struct nd_api *const *)((const char *)&f.plugin + f.plugin.struct_size - sizeof(void *));
   QL_CHECK(f.api == f.plugin.private_data);
@@ -629,8 +624,7 @@ int main(void) {
   test_dtypes(&f);
   test_schema_provider(&f);
   QL_CHECK_INT(f.api->live_count(), 0);
-  f.plugin.release(&f.plugin);
-  QL_CHECK_OK(ql_ref_host_free(f.host, &err), err);
+  QL_CHECK_OK(zr_test_close(f.host, &f.plugin, &err), err);
   ql_error_release(&err);
   QL_TEST_END();
 }

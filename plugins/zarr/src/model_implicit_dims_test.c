@@ -20,8 +20,7 @@
 #include "qlink/lib/status.h"
 #include "qlink/qlink.h"
 #include "store_put.h"
-
-int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
+#include "zr_test_util.h"
 
 #define N_OBS (((int64_t)1 << 31) + 7)
 #define CHUNK 65536
@@ -72,42 +71,30 @@ struct rows {
   double first_v, last_v;
 };
 
+static void take_rows(const struct ArrowArray *a, void *ctx) {
+  struct rows *out = ctx;
+  const struct ArrowArray *obs = a->children[0], *v = a->children[1];
+  QL_CHECK_INT(obs->null_count, 0);
+  for (int64_t r = 0; r < a->length; r++) {
+    int64_t o = ((const int64_t *)obs->buffers[1])[r];
+    double x = ql_array_is_valid(v, r) ? ((const float *)v->buffers[1])[r] : NAN;
+    if (out->n == 0) {
+      out->first_obs = o;
+      out->first_v = x;
+    } else if (o <= out->last_obs) {
+      QL_CHECK(o > out->last_obs); /* ascending across partitions too */
+    }
+    out->last_obs = o;
+    out->last_v = x;
+    out->sum_obs += o;
+    out->n++;
+  }
+}
+
 static void collect(struct fixture *f, const struct ql_execution_plan *plan, struct rows *out) {
   struct ql_error err = {0};
   memset(out, 0, sizeof(*out));
-  struct ql_plan_properties props;
-  memset(&props, 0, sizeof(props));
-  props.struct_size = sizeof(props);
-  QL_CHECK_OK(plan->get_properties(plan, &props, &err), err);
-  for (int64_t p = 0; p < props.partition_count; p++) {
-    struct ql_task_context ctx;
-    ql_ref_host_task_context(f->host, p, &ctx);
-    struct ArrowArrayStream st;
-    QL_CHECK_OK(plan->execute(plan, p, &ctx, &st, &err), err);
-    for (;;) {
-      struct ArrowArray a;
-      QL_CHECK_INT(st.get_next(&st, &a), 0);
-      if (!a.release) break;
-      const struct ArrowArray *obs = a.children[0], *v = a.children[1];
-      QL_CHECK_INT(obs->null_count, 0);
-      for (int64_t r = 0; r < a.length; r++) {
-        int64_t o = ((const int64_t *)obs->buffers[1])[r];
-        double x = ql_array_is_valid(v, r) ? ((const float *)v->buffers[1])[r] : NAN;
-        if (out->n == 0) {
-          out->first_obs = o;
-          out->first_v = x;
-        } else if (o <= out->last_obs) {
-          QL_CHECK(o > out->last_obs); /* ascending across partitions too */
-        }
-        out->last_obs = o;
-        out->last_v = x;
-        out->sum_obs += o;
-        out->n++;
-      }
-      a.release(&a);
-    }
-    st.release(&st);
-  }
+  QL_CHECK_OK(zr_test_each_batch(f->host, plan, take_rows, out, &err), err);
   ql_error_release(&err);
 }
 
@@ -371,8 +358,7 @@ int main(void) {
   struct fixture f;
   memset(&f, 0, sizeof(f));
   struct ql_ref_host_options ho = {-1, 0, 2};
-  QL_CHECK_OK(ql_ref_host_new(&ho, &f.host, &err), err);
-  QL_CHECK_OK(qlink_plugin_init(QL_ABI_VERSION, &f.plugin, &err), err);
+  QL_CHECK_OK(zr_test_open(&ho, &f.host, &f.plugin, &err), err);
   struct ql_object_store mem;
   const struct ql_object_store_registry *reg = ql_ref_store_registry_view(ql_ref_host_stores(f.host));
   QL_CHECK_OK(reg->get_store(reg, "memory://", &mem, &err), err);
@@ -389,8 +375,7 @@ int main(void) {
     test_limit(&f);
     f.tp.release(&f.tp);
   }
-  f.plugin.release(&f.plugin);
-  QL_CHECK_OK(ql_ref_host_free(f.host, &err), err);
+  QL_CHECK_OK(zr_test_close(f.host, &f.plugin, &err), err);
   ql_error_release(&err);
   QL_TEST_END();
 }

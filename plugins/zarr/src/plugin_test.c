@@ -14,8 +14,7 @@
 #include "qlink/lib/status.h"
 #include "qlink/qlink.h"
 #include "store_put.h"
-
-int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
+#include "zr_test_util.h"
 
 /* time(4): days since 2000-01-01; lat(3) = 10, 20, 30; v(time, lat) int16
  * fill -1 in 2x2 chunks, chunk (1,1) never written; w(lat) float64. */
@@ -64,36 +63,32 @@ static int open_table(struct fixture *f, const char *table, struct ql_error *err
   return f->plugin.table_provider_open(&f->plugin, "table", &opts, ql_ref_host_session(f->host), &f->tp, err);
 }
 
+/* Float values of projected column `col` (NaN for NULL), up to cap rows,
+ * and the batches seen. */
+struct floats {
+  int64_t col, cap, n, batches;
+  double *out;
+};
+
+static void take_floats(const struct ArrowArray *a, void *ctx) {
+  struct floats *x = ctx;
+  x->batches++;
+  const struct ArrowArray *c = a->children[x->col];
+  for (int64_t r = 0; r < a->length && x->n < x->cap; r++) {
+    x->out[x->n++] = ql_array_is_valid(c, r) ? ((const float *)c->buffers[1])[r] : NAN;
+  }
+}
+
 /* Run every partition; return the rows (up to cap) of projected int column
  * `col` as float values in out, NaN for NULL. */
 static int64_t collect(struct fixture *f, const struct ql_execution_plan *plan, int64_t col, double *out, int64_t cap,
                        int64_t *batches) {
   struct ql_error err = {0};
-  struct ql_plan_properties props;
-  memset(&props, 0, sizeof(props));
-  props.struct_size = sizeof(props);
-  QL_CHECK_OK(plan->get_properties(plan, &props, &err), err);
-  int64_t n = 0;
-  for (int64_t p = 0; p < props.partition_count; p++) {
-    struct ql_task_context ctx;
-    ql_ref_host_task_context(f->host, p, &ctx);
-    struct ArrowArrayStream st;
-    QL_CHECK_OK(plan->execute(plan, p, &ctx, &st, &err), err);
-    for (;;) {
-      struct ArrowArray a;
-      QL_CHECK_INT(st.get_next(&st, &a), 0);
-      if (!a.release) break;
-      (*batches)++;
-      const struct ArrowArray *c = a.children[col];
-      for (int64_t r = 0; r < a.length && n < cap; r++) {
-        out[n++] = ql_array_is_valid(c, r) ? ((const float *)c->buffers[1])[r] : NAN;
-      }
-      a.release(&a);
-    }
-    st.release(&st);
-  }
+  struct floats x = {col, cap, 0, 0, out};
+  QL_CHECK_OK(zr_test_each_batch(f->host, plan, take_floats, &x, &err), err);
+  *batches += x.batches;
   ql_error_release(&err);
-  return n;
+  return x.n;
 }
 
 static void test_schema_and_stats(struct fixture *f) {
@@ -501,8 +496,7 @@ static void test_memory_limit(void) {
   struct fixture f;
   memset(&f, 0, sizeof(f));
   struct ql_ref_host_options ho = {4, 0, 1}; /* partition 0 needs 16 bytes */
-  QL_CHECK_OK(ql_ref_host_new(&ho, &f.host, &err), err);
-  QL_CHECK_OK(qlink_plugin_init(QL_ABI_VERSION, &f.plugin, &err), err);
+  QL_CHECK_OK(zr_test_open(&ho, &f.host, &f.plugin, &err), err);
   struct ql_object_store mem;
   const struct ql_object_store_registry *reg = ql_ref_store_registry_view(ql_ref_host_stores(f.host));
   QL_CHECK_OK(reg->get_store(reg, "memory://", &mem, &err), err);
@@ -528,8 +522,7 @@ static void test_memory_limit(void) {
   st.release(&st);
   plan.release(&plan);
   f.tp.release(&f.tp);
-  f.plugin.release(&f.plugin);
-  QL_CHECK_OK(ql_ref_host_free(f.host, &err), err);
+  QL_CHECK_OK(zr_test_close(f.host, &f.plugin, &err), err);
   ql_error_release(&err);
 }
 
@@ -539,8 +532,7 @@ int main(void) {
   struct fixture f;
   memset(&f, 0, sizeof(f));
   struct ql_ref_host_options ho = {-1, 0, 2};
-  QL_CHECK_OK(ql_ref_host_new(&ho, &f.host, &err), err);
-  QL_CHECK_OK(qlink_plugin_init(QL_ABI_VERSION, &f.plugin, &err), err);
+  QL_CHECK_OK(zr_test_open(&ho, &f.host, &f.plugin, &err), err);
   QL_CHECK_INT(qlink_plugin_init(QL_ABI_VERSION_MAKE(9, 0), &f.plugin, &err), QL_EVERSION);
   QL_CHECK_OK(qlink_plugin_init(QL_ABI_VERSION, &f.plugin, &err), err);
   struct ql_object_store mem;
@@ -556,8 +548,7 @@ int main(void) {
   test_errors(&f);
   test_schema_provider(&f);
   test_nan_fill(&f);
-  f.plugin.release(&f.plugin);
-  QL_CHECK_OK(ql_ref_host_free(f.host, &err), err);
+  QL_CHECK_OK(zr_test_close(f.host, &f.plugin, &err), err);
   ql_error_release(&err);
   QL_TEST_END();
 }
