@@ -359,11 +359,7 @@ int main(void) {
   memset(&f, 0, sizeof(f));
   struct ql_ref_host_options ho = {-1, 0, 2};
   QL_CHECK_OK(zr_test_open(&ho, &f.host, &f.plugin, &err), err);
-  struct ql_object_store mem;
-  const struct ql_object_store_registry *reg = ql_ref_store_registry_view(ql_ref_host_stores(f.host));
-  QL_CHECK_OK(reg->get_store(reg, "memory://", &mem, &err), err);
-  build_store(&mem);
-  mem.release(&mem);
+  QL_CHECK_OK(zr_test_build_store(f.host, build_store, &err), err);
   test_open_memory(&f);
   const char *keys[1] = {"path"};
   const char *values[1] = {"memory:///obs.zarr"};

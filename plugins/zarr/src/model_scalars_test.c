@@ -15,8 +15,7 @@
 #include "qlink/lib/status.h"
 #include "qlink/qlink.h"
 #include "store_put.h"
-
-int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
+#include "zr_test_util.h"
 
 static void array_v2(const struct ql_object_store *s, const char *name, const char *zarray, const char *zattrs) {
   char path[256];
@@ -221,20 +220,14 @@ static void test_renames(struct ql_ref_host *host, struct ql_plugin *plugin) {
 
 int main(void) {
   struct ql_error err = {0};
-  struct ql_ref_host *host = NULL;
   struct ql_ref_host_options ho = {-1, 0, 2};
-  QL_CHECK_OK(ql_ref_host_new(&ho, &host, &err), err);
+  struct ql_ref_host *host = NULL;
   struct ql_plugin plugin;
-  QL_CHECK_OK(qlink_plugin_init(QL_ABI_VERSION, &plugin, &err), err);
-  struct ql_object_store mem;
-  const struct ql_object_store_registry *reg = ql_ref_store_registry_view(ql_ref_host_stores(host));
-  QL_CHECK_OK(reg->get_store(reg, "memory://", &mem, &err), err);
-  build_store(&mem);
-  mem.release(&mem);
+  QL_CHECK_OK(zr_test_open(&ho, &host, &plugin, &err), err);
+  QL_CHECK_OK(zr_test_build_store(host, build_store, &err), err);
   test_names_and_scalars(host, &plugin);
   test_renames(host, &plugin);
-  plugin.release(&plugin);
-  QL_CHECK_OK(ql_ref_host_free(host, &err), err);
+  QL_CHECK_OK(zr_test_close(host, &plugin, &err), err);
   ql_error_release(&err);
   QL_TEST_END();
 }

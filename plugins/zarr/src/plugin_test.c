@@ -497,11 +497,7 @@ static void test_memory_limit(void) {
   memset(&f, 0, sizeof(f));
   struct ql_ref_host_options ho = {4, 0, 1}; /* partition 0 needs 16 bytes */
   QL_CHECK_OK(zr_test_open(&ho, &f.host, &f.plugin, &err), err);
-  struct ql_object_store mem;
-  const struct ql_object_store_registry *reg = ql_ref_store_registry_view(ql_ref_host_stores(f.host));
-  QL_CHECK_OK(reg->get_store(reg, "memory://", &mem, &err), err);
-  build_store(&mem);
-  mem.release(&mem);
+  QL_CHECK_OK(zr_test_build_store(f.host, build_store, &err), err);
   QL_CHECK_OK(open_table(&f, NULL, &err), err);
   struct ql_scan_args args = {sizeof(struct ql_scan_args), -1, NULL, {NULL, 0, 0, NULL}, -1};
   struct ql_execution_plan plan;
@@ -535,11 +531,7 @@ int main(void) {
   QL_CHECK_OK(zr_test_open(&ho, &f.host, &f.plugin, &err), err);
   QL_CHECK_INT(qlink_plugin_init(QL_ABI_VERSION_MAKE(9, 0), &f.plugin, &err), QL_EVERSION);
   QL_CHECK_OK(qlink_plugin_init(QL_ABI_VERSION, &f.plugin, &err), err);
-  struct ql_object_store mem;
-  const struct ql_object_store_registry *reg = ql_ref_store_registry_view(ql_ref_host_stores(f.host));
-  QL_CHECK_OK(reg->get_store(reg, "memory://", &mem, &err), err);
-  build_store(&mem);
-  mem.release(&mem);
+  QL_CHECK_OK(zr_test_build_store(f.host, build_store, &err), err);
   test_schema_and_stats(&f);
   test_scan_with_filters(&f);
   test_limit_batches_cancel(&f);

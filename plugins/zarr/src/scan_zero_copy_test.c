@@ -14,8 +14,7 @@
 #include "qlink/lib/status.h"
 #include "qlink/qlink.h"
 #include "store_put.h"
-
-int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
+#include "zr_test_util.h"
 
 /* time(4) days; lat(3); m(time, lat) float32 fill 7 (masked), chunks 2x3;
  * u(time, lat) float32 fill NaN (its NaN cells masked), chunks 2x3. Cell
@@ -169,14 +168,9 @@ int main(void) {
   struct ql_error err = {0};
   struct ql_ref_host_options ho = {-1, 0, 2};
   struct ql_ref_host *host = NULL;
-  QL_CHECK_OK(ql_ref_host_new(&ho, &host, &err), err);
   struct ql_plugin plugin;
-  QL_CHECK_OK(qlink_plugin_init(QL_ABI_VERSION, &plugin, &err), err);
-  struct ql_object_store mem;
-  const struct ql_object_store_registry *reg = ql_ref_store_registry_view(ql_ref_host_stores(host));
-  QL_CHECK_OK(reg->get_store(reg, "memory://", &mem, &err), err);
-  build_store(&mem);
-  mem.release(&mem);
+  QL_CHECK_OK(zr_test_open(&ho, &host, &plugin, &err), err);
+  QL_CHECK_OK(zr_test_build_store(host, build_store, &err), err);
   const char *keys[2] = {"path", "block_rows"};
   const char *values[2] = {"memory:///z.zarr", "1"};
   struct ql_options opts = {2, keys, values};
@@ -185,8 +179,7 @@ int main(void) {
   test_views(host, &tp);
   test_huge_batch_size(host, &tp);
   tp.release(&tp);
-  plugin.release(&plugin);
-  QL_CHECK_OK(ql_ref_host_free(host, &err), err);
+  QL_CHECK_OK(zr_test_close(host, &plugin, &err), err);
   ql_error_release(&err);
   QL_TEST_END();
 }

@@ -23,6 +23,15 @@ int zr_test_close(struct ql_ref_host *host, struct ql_plugin *plugin, struct ql_
   return ql_ref_host_free(host, error);
 }
 
+int zr_test_build_store(struct ql_ref_host *host, zr_test_build_fn build, struct ql_error *error) {
+  struct ql_object_store mem;
+  const struct ql_object_store_registry *reg = ql_ref_store_registry_view(ql_ref_host_stores(host));
+  QL_RETURN_NOT_OK(reg->get_store(reg, "memory://", &mem, error));
+  build(&mem);
+  mem.release(&mem);
+  return QL_OK;
+}
+
 /* Partition p's batches to `each`. */
 static int each_of_partition(struct ql_ref_host *host, const struct ql_execution_plan *plan, int64_t p,
                              zr_test_batch_fn each, void *ctx, struct ql_error *error) {

@@ -24,6 +24,13 @@ int zr_test_open(const struct ql_ref_host_options *options, struct ql_ref_host *
  * QL_ESTATE when memory is still reserved). */
 int zr_test_close(struct ql_ref_host *host, struct ql_plugin *plugin, struct ql_error *error);
 
+/* Writes a test's objects into a store (store_put.h). */
+typedef void (*zr_test_build_fn)(const struct ql_object_store *store);
+
+/* `build` over the host's in-memory store ("memory://"). QL_OK, or the
+ * registry's status when it has no such store. */
+int zr_test_build_store(struct ql_ref_host *host, zr_test_build_fn build, struct ql_error *error);
+
 /* Called with each batch (released after the call) and the caller's ctx. */
 typedef void (*zr_test_batch_fn)(const struct ArrowArray *batch, void *ctx);
 
