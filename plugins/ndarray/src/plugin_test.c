@@ -577,6 +577,85 @@ static void test_register_errors(struct fixture *f) {
   ql_error_release(&err);
 }
 
+/* The statistics xarray-sql's test_stats.py pins, through one dataset per
+ * case: value(x) int64 over a coordinate x of 4 values in blocks of 2. */
+static int64_t register_x(struct fixture *f, const char *dtype, const void *x, char *msg) {
+  static const char *dims_x[1] = {"x"};
+  static const int64_t shape_x[1] = {4}, chunks_x[1] = {2};
+  static const int64_t values[4] = {0, 1, 2, 3};
+  struct nd_variable vars[2];
+  memset(vars, 0, sizeof(vars));
+  vars[0] = (struct nd_variable){"x", 1, 1, dims_x, shape_x, dtype, x, NULL, chunks_x, NULL, NULL, NULL};
+  vars[1] = (struct nd_variable){"value", 1, 0, dims_x, shape_x, "<i8", values, NULL, chunks_x, NULL, NULL, NULL};
+  return f->api->register_dataset(vars, 2, "x", NULL, NULL, msg, 256);
+}
+
+/* The plan's statistics over every column (partition -1, or one). */
+static void plan_stats(struct fixture *f, int64_t id, int64_t partition, struct ql_statistics *st) {
+  struct ql_error err = {0};
+  struct ql_table_provider tp;
+  QL_CHECK_OK(open_table(f, id, NULL, "1", &tp, &err), err);
+  struct ql_expr_list none = {NULL, 0, 0, NULL};
+  struct ql_execution_plan plan = scan(f, &tp, -1, NULL, none, -1);
+  QL_CHECK_OK(plan.get_statistics(&plan, partition, st, &err), err);
+  plan.release(&plan);
+  tp.release(&tp);
+  ql_error_release(&err);
+}
+
+static void test_xarray_sql_stats(struct fixture *f) {
+  char msg[256];
+  struct ql_statistics st;
+  /* np.asarray(list("abcd")) as "<U1", here out of order: min "a", max "d"; per block too */
+  static uint32_t text[4] = {'b', 'a', 'd', 'c'};
+  int64_t id = register_x(f, "<U1", text, msg);
+  QL_CHECK(id > 0);
+  plan_stats(f, id, -1, &st);
+  QL_CHECK_INT(st.num_rows, 4);
+  QL_CHECK_INT(st.columns[0].min_max_precision, QL_PRECISION_EXACT);
+  QL_CHECK_STR(st.columns[0].min.format, "u");
+  QL_CHECK_INT(st.columns[0].min.value.bytes.size, 1);
+  QL_CHECK(st.columns[0].min.value.bytes.data[0] == 'a');
+  QL_CHECK_INT(st.columns[0].max.value.bytes.size, 1);
+  QL_CHECK(st.columns[0].max.value.bytes.data[0] == 'd');
+  QL_CHECK_INT(st.columns[0].null_count_precision, QL_PRECISION_EXACT);
+  QL_CHECK_INT(st.columns[0].null_count, 0);
+  QL_CHECK_INT(st.total_bytes_precision, QL_PRECISION_ABSENT);
+  st.release(&st);
+  plan_stats(f, id, 1, &st); /* "d", "c" */
+  QL_CHECK(st.columns[0].min.value.bytes.data[0] == 'c' && st.columns[0].max.value.bytes.data[0] == 'd');
+  st.release(&st);
+  QL_CHECK_INT(f->api->unregister_dataset(id), 0);
+  /* np.arange(4).astype("timedelta64[us]"): durations 0..3 us */
+  static const int64_t us[4] = {0, 1, 2, 3};
+  id = register_x(f, "<m8[us]", us, msg);
+  QL_CHECK(id > 0);
+  plan_stats(f, id, -1, &st);
+  QL_CHECK_INT(st.columns[0].min_max_precision, QL_PRECISION_EXACT);
+  QL_CHECK_STR(st.columns[0].min.format, "tDu");
+  QL_CHECK_INT(st.columns[0].min.value.i64, 0);
+  QL_CHECK_INT(st.columns[0].max.value.i64, 3);
+  QL_CHECK_INT(st.columns[0].null_count, 0);
+  /* int64 durations and int64 values, no NULL possible: 16 bytes a row */
+  QL_CHECK_INT(st.total_bytes_precision, QL_PRECISION_EXACT);
+  QL_CHECK_INT(st.total_bytes, 64);
+  st.release(&st);
+  QL_CHECK_INT(f->api->unregister_dataset(id), 0);
+  /* x = [0, 1, NaN, 3]: NaN is a value here (an in-memory Dataset's NaN stays NaN), so no NULL
+   * (exactly), and no min/max (hosts order NaN above every number) */
+  static const double with_nan[4] = {0, 1, NAN, 3};
+  id = register_x(f, "<f8", with_nan, msg);
+  QL_CHECK(id > 0);
+  plan_stats(f, id, -1, &st);
+  QL_CHECK_INT(st.columns[0].min_max_precision, QL_PRECISION_ABSENT);
+  QL_CHECK_INT(st.columns[0].null_count_precision, QL_PRECISION_EXACT);
+  QL_CHECK_INT(st.columns[0].null_count, 0);
+  QL_CHECK_INT(st.total_bytes_precision, QL_PRECISION_EXACT);
+  QL_CHECK_INT(st.total_bytes, 64);
+  st.release(&st);
+  QL_CHECK_INT(f->api->unregister_dataset(id), 0);
+}
+
 /* The schema provider: every table, by the model's names. */
 static void test_schema_provider(struct fixture *f) {
   struct ql_error err = {0};
@@ -623,6 +702,7 @@ int main(void) {
   test_register_errors(&f);      /* ids 4.. */
   test_dtypes(&f);
   test_schema_provider(&f);
+  test_xarray_sql_stats(&f);
   QL_CHECK_INT(f.api->live_count(), 0);
   QL_CHECK_OK(zr_test_close(f.host, &f.plugin, &err), err);
   ql_error_release(&err);

@@ -118,11 +118,14 @@ struct zr_decoder {
 /* One decoded value, for statistics and filters. */
 struct zr_value {
   int32_t is_null;
-  int32_t kind; /* 0: i (int64), 1: u (uint64), 2: f (double) */
+  int32_t kind; /* 0: i (int64), 1: u (uint64), 2: f (double), ZR_VALUE_BYTES: s, len */
   int64_t i;
   uint64_t u;
   double f;
+  const uint8_t *s; /* ZR_VALUE_BYTES: a string's bytes (borrowed; statistics only, model.h) */
+  int64_t len;
 };
+#define ZR_VALUE_BYTES 3
 
 /* Build the decoder of array `a` as xarray would decode it; with
  * `decode_times` 0, CF times stay numbers (xarray's cftime fallback).

@@ -36,6 +36,7 @@ static void dataset_free(struct zr_dataset *ds) {
     free(ds->dims[i].name);
     free(ds->dims[i].raw);
     zr_heap_free(&ds->dims[i].heap);
+    zr_colbuf_free(&ds->dims[i].text);
   }
   free(ds->dims);
   zr_group_free(&ds->group);
@@ -204,6 +205,46 @@ static int survey_dim_values(struct zr_dim *d) {
   return QL_OK;
 }
 
+/* A string coordinate (utf8 or binary) at open: its values decoded into
+ * d->text exactly as the scan builds its dimension column (variable-length
+ * strings unmasked, fixed-width ones through the decoder and its fill
+ * mask), whether any is NULL, and its extremes in bytewise order. Without
+ * memory, or with a value that does not decode (which the scan reports when
+ * it reads the column), nothing is held and nothing is claimed: no
+ * extremes, has_nulls set (not known to have none). Opening never fails
+ * here. */
+static void survey_dim_text(struct zr_dim *d) {
+  d->has_nulls = 1;
+  d->has_nan = 0;
+  d->has_extremes = 0;
+  d->direction = 0; /* filters order numbers only */
+  int64_t n = d->size;
+  int64_t *offs = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  struct zr_colbuf b;
+  int rc = offs ? zr_colbuf_init(&b, d->dec.out, n) : QL_ENOMEM;
+  if (rc != QL_OK) {
+    free(offs);
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) offs[i] = i;
+  rc = d->dec.in.type == ZR_VLEN ? zr_colbuf_append_vlen(&b, &d->heap, d->raw, offs, n)
+                                 : zr_colbuf_append_many(&b, &d->dec, d->raw, offs, n);
+  free(offs);
+  if (rc != QL_OK) {
+    zr_colbuf_free(&b);
+    return;
+  }
+  d->text = b;
+  d->has_nulls = b.null_count > 0;
+  for (int64_t i = 0; i < n; i++) {
+    struct zr_value v = zr_dim_stat_value(d, i);
+    if (v.is_null) continue;
+    if (!d->has_extremes || zr_value_less(&v, &d->min)) d->min = v;
+    if (!d->has_extremes || zr_value_less(&d->max, &v)) d->max = v;
+    d->has_extremes = 1;
+  }
+}
+
 /* A coordinate's elements are held in memory (for statistics, filter
  * pruning and the scan's dimension columns): one that does not fit is named
  * with its size. */
@@ -248,7 +289,10 @@ static int load_dim_values(struct zr_dataset *ds, struct zr_dim *d, struct ql_er
     return ql_error_prefix(error, "%s: array '%s'", ds->label, a->name);
   }
   d->comparable = d->dec.out != ZR_OUT_UTF8 && d->dec.out != ZR_OUT_BINARY;
-  if (!d->comparable) return QL_OK;
+  if (!d->comparable) {
+    survey_dim_text(d);
+    return QL_OK;
+  }
   int rc = survey_dim_values(d);
   if (rc == QL_EOVERFLOW && d->dec.cf_time) {
     /* xarray falls back to cftime objects here: keep the numbers */

@@ -20,6 +20,7 @@
 #define QLINK_ZARR_MODEL_H
 
 #include <stdatomic.h>
+#include <string.h>
 
 #include "array.h"
 #include "cf.h"
@@ -40,19 +41,29 @@ struct zr_dim {
   struct zr_heap heap; /* string bytes of a variable-length string coordinate */
   struct zr_decoder dec; /* the coordinate's decoder; int64 ("l") without coordinate */
   int32_t comparable;      /* values are numbers / ticks (not strings) */
-  int32_t has_nulls;
+  struct zr_colbuf text;   /* a string coordinate's values (utf8 or binary) decoded as the scan decodes its
+                              column, for statistics; text.data NULL when not held (numbers, no coordinate, or
+                              a value that does not decode) */
+  int32_t has_nulls;       /* some value is NULL, or (strings not held) it is not known that none is */
   int32_t has_nan;
   int32_t direction;       /* values strictly increase (1), strictly decrease (-1), or neither /
                               not comparable as hosts compare them (0): the scan's output ordering */
-  int32_t has_extremes;    /* min/max hold the extremes of the non-NULL values (comparable, size > 0) */
+  int32_t has_extremes;    /* min/max hold the extremes of the non-NULL values (comparable or text held,
+                              some non-NULL value) */
   struct zr_value min, max; /* each the first of its value in position order, as a pass over them finds */
 };
 
 /* The order of statistics: a < b by a's kind (NaN is neither less nor
- * greater than anything). */
+ * greater than anything; strings bytewise, a prefix first, as hosts order
+ * utf8 and binary). */
 static inline int zr_value_less(const struct zr_value *a, const struct zr_value *b) {
   if (a->kind == 1) return a->u < b->u;
   if (a->kind == 2) return a->f < b->f;
+  if (a->kind == ZR_VALUE_BYTES) {
+    int64_t n = a->len < b->len ? a->len : b->len;
+    int c = n > 0 ? memcmp(a->s, b->s, (size_t)n) : 0;
+    return c < 0 || (c == 0 && a->len < b->len);
+  }
   return a->i < b->i;
 }
 
@@ -63,8 +74,25 @@ static inline int zr_dim_implicit(const struct zr_dim *d) { return d->coord < 0;
  * dimension: i itself without coordinate, else its coordinate element
  * decoded (every one decoded once at open, so this cannot fail). */
 static inline struct zr_value zr_dim_value(const struct zr_dim *d, int64_t i) {
-  struct zr_value v = {0, 0, i, 0, 0.0};
+  struct zr_value v = {0, 0, i, 0, 0.0, NULL, 0};
   if (!zr_dim_implicit(d)) zr_decode_value(&d->dec, d->raw + i * d->dec.in.size, &v);
+  return v;
+}
+
+/* 1 when dimension `d` has values statistics can order: numbers, or
+ * strings held in d->text. */
+static inline int zr_dim_ordered(const struct zr_dim *d) { return d->comparable || d->text.data != NULL; }
+
+/* The value at position i of an ordered dimension: zr_dim_value's, or its
+ * string (kind ZR_VALUE_BYTES, borrowed from d->text; is_null for NULL). */
+static inline struct zr_value zr_dim_stat_value(const struct zr_dim *d, int64_t i) {
+  if (!d->text.data) return zr_dim_value(d, i);
+  struct zr_value v;
+  memset(&v, 0, sizeof(v));
+  v.kind = ZR_VALUE_BYTES;
+  v.is_null = d->text.valid && !d->text.valid[i];
+  v.s = d->text.data + d->text.offsets[i];
+  v.len = d->text.offsets[i + 1] - d->text.offsets[i];
   return v;
 }
 

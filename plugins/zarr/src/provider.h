@@ -4,7 +4,7 @@
  *
  * Providers hold a reference to the dataset (model.h) and are immutable:
  * any thread may call them. Filters on dimension columns are answered
- * EXACT (filters.h), everything else UNSUPPORTED; statistics are exact.
+ * EXACT (filters.h), everything else UNSUPPORTED; statistics as scan.h's.
  */
 #ifndef QLINK_ZARR_PROVIDER_H
 #define QLINK_ZARR_PROVIDER_H

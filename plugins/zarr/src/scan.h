@@ -6,7 +6,7 @@
  * Inside a block only the chunks covering the selected positions are read,
  * and only the projected arrays. Each partition produces record batches of
  * the task context's batch size, in C order of its block, at most `limit`
- * rows. Statistics are exact.
+ * rows. Statistics (zr_stats_emit) claim exactness only where it holds.
  *
  * Thread-safety: the plan and its shared state are immutable except for
  * atomic metrics; partitions may execute concurrently; a stream may
@@ -47,9 +47,14 @@ void zr_dim_stats_add(struct zr_dim_stats *acc, const struct zr_dataset *ds, con
                       const struct zr_selection *sel, int32_t k, int64_t from, int64_t to);
 /* Add the box whose dimensions are `dims` (ndim of them) to `acc`. */
 void zr_stats_acc_merge(struct zr_stats_acc *acc, int32_t ndim, const struct zr_dim_stats *dims);
-/* Exact statistics of the accumulated boxes over the columns `proj` (n_proj;
- * -1 for every column), at most `limit` rows (-1 for none). `out` is owned
- * by the caller (release). */
+/* Statistics of the accumulated boxes over the columns `proj` (n_proj; -1
+ * for every column), at most `limit` rows (-1 for none): the exact row
+ * count; per dimension column its min/max (numbers, times, durations, and
+ * utf8 / binary bytewise: model.h's zr_dim_ordered; EXACT, INEXACT under a
+ * limit; none with a NaN) and a null count of 0 when it has no NULL; total
+ * bytes as the scan's Arrow buffers hold them (EXACT only when every column
+ * is fixed-width and cannot be NULL, INEXACT with a nullable or bool column,
+ * ABSENT with a string column). `out` is owned by the caller (release). */
 int zr_stats_emit(const struct zr_dataset *ds, const struct zr_table *t, const struct zr_stats_acc *acc,
                   const int32_t *proj, int32_t n_proj, int64_t limit, struct ql_statistics *out,
                   struct ql_error *error);

@@ -6,11 +6,19 @@
 #include "scan.h"
 #include "qlink/lib/status.h"
 
+/* Scalars of these formats carry their value in bytes (owned here). */
+static int bytes_format(const char *format) { return format && (strcmp(format, "u") == 0 || strcmp(format, "z") == 0); }
+
+static void scalar_free(struct ql_scalar *s) {
+  if (bytes_format(s->format)) free((char *)s->value.bytes.data);
+  free((char *)s->format);
+}
+
 static void stats_release(struct ql_statistics *s) {
   if (!s || !s->release) return;
   for (int64_t i = 0; i < s->n_columns; i++) {
-    free((char *)s->columns[i].min.format);
-    free((char *)s->columns[i].max.format);
+    scalar_free(&s->columns[i].min);
+    scalar_free(&s->columns[i].max);
   }
   free(s->columns);
   s->release = NULL;
@@ -19,7 +27,14 @@ static void stats_release(struct ql_statistics *s) {
 static int set_scalar(struct ql_scalar *s, const char *format, const struct zr_value *v) {
   s->format = strdup(format);
   if (!s->format) return QL_ENOMEM;
-  if (v->kind == 1) {
+  if (v->kind == ZR_VALUE_BYTES) {
+    char *copy = malloc((size_t)v->len + 1);
+    if (!copy) return QL_ENOMEM;
+    if (v->len) memcpy(copy, v->s, (size_t)v->len);
+    copy[v->len] = '\0';
+    s->value.bytes.data = copy;
+    s->value.bytes.size = v->len;
+  } else if (v->kind == 1) {
     s->value.u64 = v->u;
   } else if (v->kind == 2) {
     s->value.f64 = v->f;
@@ -49,7 +64,7 @@ void zr_dim_stats_add(struct zr_dim_stats *acc, const struct zr_dataset *ds, con
     acc->selected += hi - lo;
     if (first < 0) first = lo;
     last = hi - 1;
-    if (d->direction != 0 || !d->comparable) continue;
+    if (d->direction != 0 || !zr_dim_ordered(d)) continue;
     if (lo == 0 && hi == d->size) {
       /* the whole dimension: its extremes found at open are what this pass would find */
       if (d->has_extremes) {
@@ -59,7 +74,7 @@ void zr_dim_stats_add(struct zr_dim_stats *acc, const struct zr_dataset *ds, con
       continue;
     }
     for (int64_t i = lo; i < hi; i++) {
-      struct zr_value v = zr_dim_value(d, i);
+      struct zr_value v = zr_dim_stat_value(d, i);
       if (!v.is_null) extend(acc, &v);
     }
   }
@@ -85,6 +100,46 @@ void zr_stats_acc_merge(struct zr_stats_acc *acc, int32_t ndim, const struct zr_
   }
 }
 
+/* 1 when no cell of column `c` can be NULL: a dimension surveyed at open
+ * without NULLs, or a column whose decoder passes the stored elements
+ * through (no mask, no NaT, no conversion). */
+static int never_null(const struct zr_dataset *ds, const struct zr_table *t, const struct zr_column *c) {
+  if (c->role == ZR_ROLE_DIM) return !ds->dims[t->dims[c->dim]].has_nulls;
+  return zr_decoder_is_identity(&c->dec);
+}
+
+/* The bytes `rows` rows of the columns hold in Arrow buffers (the values
+ * buffers; validity, offsets and string bytes below) and how well that is
+ * known. A fixed-width column holds width bytes a row, and no validity
+ * buffer when no cell can be NULL: those columns alone give EXACT. A column
+ * that may hold NULLs has a validity buffer in some batches, sized per
+ * batch; a bool column packs bits per batch: both make the total INEXACT
+ * (the values' bytes, bits rounded up to whole bytes). Strings (offsets and
+ * bytes per batch) make it ABSENT, as does a total past int64. */
+static int32_t total_bytes(const struct zr_dataset *ds, const struct zr_table *t, const int32_t *proj, int32_t n_proj,
+                           int32_t n, int64_t rows, int64_t *out) {
+  int64_t width = 0, bool_columns = 0;
+  int32_t precision = QL_PRECISION_EXACT;
+  *out = 0;
+  for (int32_t i = 0; i < n; i++) {
+    const struct zr_column *c = &t->columns[proj && n_proj >= 0 ? proj[i] : i];
+    int32_t w = zr_out_width(c->dec.out);
+    if (w == 0) return QL_PRECISION_ABSENT;
+    if (c->dec.out == ZR_OUT_BOOL) {
+      bool_columns++;
+      precision = QL_PRECISION_INEXACT;
+    } else {
+      width += w;
+    }
+    if (!never_null(ds, t, c)) precision = QL_PRECISION_INEXACT;
+  }
+  int64_t bits_bytes = (rows + 7) / 8;
+  if (width > 0 && rows > INT64_MAX / width) return QL_PRECISION_ABSENT;
+  if (bool_columns > 0 && bits_bytes > (INT64_MAX - rows * width) / bool_columns) return QL_PRECISION_ABSENT;
+  *out = rows * width + bool_columns * bits_bytes;
+  return precision;
+}
+
 int zr_stats_emit(const struct zr_dataset *ds, const struct zr_table *t, const struct zr_stats_acc *acc,
                   const int32_t *proj, int32_t n_proj, int64_t limit, struct ql_statistics *out,
                   struct ql_error *error) {
@@ -98,7 +153,7 @@ int zr_stats_emit(const struct zr_dataset *ds, const struct zr_table *t, const s
   int64_t rows = acc->rows;
   out->num_rows_precision = QL_PRECISION_EXACT;
   out->num_rows = limit >= 0 && limit < rows ? limit : rows;
-  out->total_bytes_precision = QL_PRECISION_ABSENT;
+  out->total_bytes_precision = total_bytes(ds, t, proj, n_proj, n, out->num_rows, &out->total_bytes);
   for (int32_t i = 0; i < n; i++) {
     const struct zr_column *c = &t->columns[proj && n_proj >= 0 ? proj[i] : i];
     struct ql_column_statistics *cs = &out->columns[i];
@@ -112,7 +167,7 @@ int zr_stats_emit(const struct zr_dataset *ds, const struct zr_table *t, const s
     }
     /* with a limit, which rows come out is not fixed: only bounds hold */
     const struct zr_dim_stats *ext = &acc->dims[c->dim];
-    if (rows > 0 && ext->has && !d->has_nan && d->comparable) {
+    if (rows > 0 && ext->has && !d->has_nan && zr_dim_ordered(d)) {
       cs->min_max_precision = limit >= 0 && limit < rows ? QL_PRECISION_INEXACT : QL_PRECISION_EXACT;
       cs->min.is_null = 0;
       cs->max.is_null = 0;
