@@ -403,6 +403,28 @@ static void test_schema_provider(struct fixture *f) {
   ql_error_release(&err);
 }
 
+/* Float column `col`'s NULL and NaN (valid) cells, its valid values up to cap. */
+struct nan_cells {
+  int64_t col, cap, n, nulls, nans;
+  int wide; /* "g", else "f" */
+  double *vals;
+};
+
+static void take_nan_cells(const struct ArrowArray *a, void *ctx) {
+  struct nan_cells *x = ctx;
+  const struct ArrowArray *c = a->children[x->col];
+  for (int64_t r = 0; r < a->length; r++) {
+    if (!ql_array_is_valid(c, r)) {
+      x->nulls++;
+      continue;
+    }
+    double v = x->wide ? ((const double *)c->buffers[1])[c->offset + r] : ((const float *)c->buffers[1])[c->offset + r];
+    if (isnan(v)) x->nans++;
+    if (x->n < x->cap) x->vals[x->n] = v;
+    x->n++;
+  }
+}
+
 /* Count the NULL and the NaN (valid) cells of float column `col` ("f" or
  * "g") of `table` opened with nan_fill `mode` (NULL: the default), every
  * partition; the valid cells' values go to vals (up to cap). */
@@ -417,44 +439,17 @@ static int64_t nan_fill_scan(struct fixture *f, const char *table, const char *m
   struct ql_scan_args args = {sizeof(struct ql_scan_args), -1, NULL, {NULL, 0, 0, NULL}, -1};
   struct ql_execution_plan plan;
   QL_CHECK_OK(f->tp.scan(&f->tp, ql_ref_host_session(f->host), &args, &plan, &err), err);
-  struct ql_plan_properties props;
-  memset(&props, 0, sizeof(props));
-  props.struct_size = sizeof(props);
-  QL_CHECK_OK(plan.get_properties(&plan, &props, &err), err);
-  int64_t n = 0;
-  *nulls = *nans = 0;
-  for (int64_t p = 0; p < props.partition_count; p++) {
-    struct ql_task_context ctx;
-    ql_ref_host_task_context(f->host, p, &ctx);
-    struct ArrowArrayStream st;
-    QL_CHECK_OK(plan.execute(&plan, p, &ctx, &st, &err), err);
-    struct ArrowSchema schema;
-    QL_CHECK_INT(st.get_schema(&st, &schema), 0);
-    int wide = strcmp(schema.children[col]->format, "g") == 0;
-    schema.release(&schema);
-    for (;;) {
-      struct ArrowArray a;
-      QL_CHECK_INT(st.get_next(&st, &a), 0);
-      if (!a.release) break;
-      const struct ArrowArray *c = a.children[col];
-      for (int64_t r = 0; r < a.length; r++) {
-        if (!ql_array_is_valid(c, r)) {
-          (*nulls)++;
-          continue;
-        }
-        double v = wide ? ((const double *)c->buffers[1])[c->offset + r] : ((const float *)c->buffers[1])[c->offset + r];
-        if (isnan(v)) (*nans)++;
-        if (n < cap) vals[n] = v;
-        n++;
-      }
-      a.release(&a);
-    }
-    st.release(&st);
-  }
+  struct ArrowSchema schema;
+  QL_CHECK_OK(plan.get_schema(&plan, &schema, &err), err);
+  struct nan_cells x = {col, cap, 0, 0, 0, strcmp(schema.children[col]->format, "g") == 0, vals};
+  schema.release(&schema);
+  QL_CHECK_OK(zr_test_each_batch(f->host, &plan, take_nan_cells, &x, &err), err);
+  *nulls = x.nulls;
+  *nans = x.nans;
   plan.release(&plan);
   f->tp.release(&f->tp);
   ql_error_release(&err);
-  return n;
+  return x.n;
 }
 
 /* nan_fill=nan keeps the NaN cells of a NaN-filled float variable (w) NaN,
