@@ -1,0 +1,7 @@
+//! Cross-component tests through real DataFusion: the fold planner vs stock.
+//! (One test binary: each links DataFusion, so one link per crate, not one per file.)
+
+mod declines;
+mod explain;
+mod generated;
+mod memory;
