@@ -3,18 +3,18 @@
 //! the plugin's functions, and its planners.
 
 use std::collections::HashMap;
-use std::ffi::CString;
 use std::sync::Arc;
 
 use datafusion::catalog::{MemorySchemaProvider, SchemaProvider};
 use datafusion::error::DataFusionError;
 use datafusion::prelude::SessionContext;
 
-use crate::error::{cstr, ErrorSlot, Result};
+use crate::error::Result;
 use crate::ffi::*;
 use crate::functions::{QlinkAggregateUdf, QlinkScalarUdf, QlinkTableFunction, QlinkWindowUdf};
-use crate::plugin::{Options, Plugin, TableSpec};
-use crate::services::{SessionSource, SessionView};
+use crate::plugin::{Plugin, TableSpec};
+use crate::schema::OpenSchema;
+use crate::services::SessionSource;
 use crate::table::QlinkTableProvider;
 
 /// A `SessionContext` plus the plugins loaded into it, by name and path.
@@ -90,54 +90,21 @@ impl QlinkSession {
     pub fn register_schema(&mut self, name: &str, spec: &str) -> Result<Vec<String>> {
         let s = Self::split_spec(spec)?;
         let plugin = self.plugin(&s.plugin)?;
-        let open = plugin
-            .descriptor()
-            .schema_provider_open
-            .ok_or_else(|| DataFusionError::Plan(format!("plugin {} offers no schema providers", plugin.name())))?;
         let state = self.ctx.state();
-        let view = SessionView::new(SessionSource::Session(&state));
-        let opts = Options::new(&s.options)?;
-        let raw_opts = opts.raw();
-        let cname = CString::new(s.provider.as_str()).unwrap_or_default();
-        let mut sp: ql_schema_provider = zeroed();
-        let mut err = ErrorSlot::new();
-        let st = {
-            let _g = plugin.enter();
-            unsafe { open(plugin.descriptor(), cname.as_ptr(), &raw_opts, &view.raw, &mut sp, err.ptr()) }
-        };
-        err.check_with(st, || format!("opening schema {}/{}", plugin.name(), s.provider))?;
-        let result = (|| {
-            let schema = Arc::new(MemorySchemaProvider::new());
-            let mut names = Vec::new();
-            let count = sp.table_count.map(|f| unsafe { f(&sp) }).unwrap_or(0);
-            for i in 0..count.max(0) {
-                let tname = cstr(sp.table_name.map(|f| unsafe { f(&sp, i) }).unwrap_or(std::ptr::null()));
-                let ctname = CString::new(tname.as_str()).unwrap_or_default();
-                let table_fn = sp.table.ok_or_else(|| DataFusionError::Plan("schema provider: table is NULL".into()))?;
-                let mut tp: ql_table_provider = zeroed();
-                let mut err = ErrorSlot::new();
-                let st = {
-                    let _g = plugin.enter();
-                    unsafe { table_fn(&sp, ctname.as_ptr(), &mut tp, err.ptr()) }
-                };
-                err.check_with(st, || format!("opening table {tname} of schema {name}"))?;
-                let t = QlinkTableProvider::from_raw(tp, Arc::clone(&plugin), &tname)?;
-                schema.register_table(tname.clone(), Arc::new(t))?;
-                names.push(format!("{name}.{tname}"));
-            }
-            let catalog_name = self.ctx.state().config_options().catalog.default_catalog.clone();
-            let catalog = self
-                .ctx
-                .catalog(&catalog_name)
-                .ok_or_else(|| DataFusionError::Plan(format!("no catalog {catalog_name}")))?;
-            catalog.register_schema(name, schema)?;
-            Ok(names)
-        })();
-        if let Some(r) = sp.release {
-            let _g = plugin.enter();
-            unsafe { r(&mut sp) };
+        let open = OpenSchema::open(&plugin, &s.provider, &s.options, SessionSource::Session(&state))?;
+        let schema = Arc::new(MemorySchemaProvider::new());
+        let mut names = Vec::new();
+        for tname in open.table_names() {
+            schema.register_table(tname.clone(), Arc::new(open.table(&tname)?))?;
+            names.push(format!("{name}.{tname}"));
         }
-        result
+        let catalog_name = state.config_options().catalog.default_catalog.clone();
+        let catalog = self
+            .ctx
+            .catalog(&catalog_name)
+            .ok_or_else(|| DataFusionError::Plan(format!("no catalog {catalog_name}")))?;
+        catalog.register_schema(name, schema)?;
+        Ok(names)
     }
 
     /// Register every function the plugin's catalogue lists.
@@ -158,6 +125,3 @@ impl QlinkSession {
         Ok(names)
     }
 }
-
-#[allow(dead_code)]
-fn _schema(_: &dyn SchemaProvider) {}

@@ -37,6 +37,7 @@ use crate::error::{cstr, guard_status, guard_value, set_df_error, set_error, sta
 use crate::ffi::*;
 use crate::plugin::Plugin;
 use crate::services::TaskView;
+use crate::table::ScanRecipe;
 
 // ------------------------------------------------------------ plan handle
 
@@ -107,6 +108,8 @@ pub struct QlinkExec {
     props: Arc<PlanProperties>,
     children: Vec<Arc<dyn ExecutionPlan>>,
     metrics: ExecutionPlanMetricsSet,
+    /// How a table scan was made, when a worker can make it again.
+    recipe: Option<Arc<ScanRecipe>>,
 }
 
 impl fmt::Debug for QlinkExec {
@@ -191,11 +194,29 @@ impl QlinkExec {
             props: Arc::new(plan_props),
             children,
             metrics: ExecutionPlanMetricsSet::new(),
+            recipe: None,
         })
     }
 
     pub fn handle(&self) -> &Arc<PlanHandle> {
         &self.handle
+    }
+
+    /// Attach the recipe this table scan was made from.
+    pub fn with_recipe(mut self, recipe: ScanRecipe) -> QlinkExec {
+        self.recipe = Some(Arc::new(recipe));
+        self
+    }
+
+    /// The recipe of a table scan opened from a spec (None for planner
+    /// nodes, table-function scans and plans from other sources).
+    pub fn recipe(&self) -> Option<&Arc<ScanRecipe>> {
+        self.recipe.as_ref()
+    }
+
+    /// The plugin's own display text of this plan.
+    pub fn display(&self) -> &str {
+        &self.display
     }
 }
 

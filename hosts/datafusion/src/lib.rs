@@ -11,7 +11,7 @@
 //! - `convert`: types, scalars and C strings both ways, each in one place
 //! - `services`: session view, task context, runtime environment, executor (one file per struct of services.h)
 //! - `identity`: function identities (gap G2)
-//! - `plugin`, `context`: loading plugins and registering their objects on a `SessionContext`
+//! - `plugin`, `context`, `schema`: loading plugins and registering their objects on a `SessionContext`
 //! - `error`, `blocking`, `metrics`: errors across the ABI, waiting on futures, process-wide counters
 
 pub use qlink_sys as ffi;
@@ -28,6 +28,7 @@ pub mod metrics;
 pub mod plan_view;
 pub mod planner;
 pub mod plugin;
+pub mod schema;
 pub mod services;
 pub mod stats;
 pub mod table;

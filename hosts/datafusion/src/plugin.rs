@@ -16,6 +16,7 @@ pub struct Plugin {
     raw: *mut ql_loaded_plugin,
     name: String,
     path: String,
+    digest: std::sync::OnceLock<u64>,
 }
 
 // SAFETY: the descriptor's members are thread-safe per the ABI (plugin.h).
@@ -63,7 +64,7 @@ impl Plugin {
         err.check_with(status, || format!("loading plugin {path}"))?;
         // SAFETY: on QL_OK `raw` is a loaded plugin with a checked descriptor.
         let name = cstr(unsafe { (*raw).plugin.name });
-        Ok(Arc::new(Plugin { raw, name, path: path.to_string() }))
+        Ok(Arc::new(Plugin { raw, name, path: path.to_string(), digest: std::sync::OnceLock::new() }))
     }
 
     pub fn descriptor(&self) -> &ql_plugin {
@@ -77,6 +78,25 @@ impl Plugin {
 
     pub fn path(&self) -> &str {
         &self.path
+    }
+
+    /// The plugin's own version (its descriptor's `version`, e.g. "0.1.0").
+    pub fn version(&self) -> String {
+        cstr(self.descriptor().version)
+    }
+
+    /// A 64-bit FNV-1a digest of the plugin's file, read on the first call
+    /// and kept: two processes holding files with equal digests hold the
+    /// same build (a change detector, not a signature). Errors: the file
+    /// cannot be read.
+    pub fn file_digest(&self) -> Result<u64> {
+        if let Some(d) = self.digest.get() {
+            return Ok(*d);
+        }
+        let bytes = std::fs::read(&self.path)
+            .map_err(|e| DataFusionError::Execution(format!("reading plugin file {}: {e}", self.path)))?;
+        let d = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3));
+        Ok(*self.digest.get_or_init(|| d))
     }
 
     /// Bracket a call into the plugin (gap G4).

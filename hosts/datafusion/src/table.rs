@@ -1,8 +1,9 @@
 //! A plugin's table provider as a DataFusion `TableProvider`: scan with
 //! projection, filters (as qlink expression views, no protobuf) and limit;
-//! filter pushdown from the plugin's per-filter answers; statistics.
+//! filter pushdown from the plugin's per-filter answers; statistics. A
+//! provider opened from a spec remembers how ([`TableOrigin`]), so its
+//! scans carry a [`ScanRecipe`] a worker can rebuild them from.
 
-use std::any::Any;
 use std::ffi::CString;
 use std::sync::Arc;
 
@@ -21,6 +22,29 @@ use crate::ffi::*;
 use crate::plugin::{Options, Plugin};
 use crate::services::{SessionSource, SessionView};
 
+/// How a table provider was opened, so that another process holding the
+/// same plugin can open the same provider (distributed execution).
+#[derive(Clone, Debug, PartialEq)]
+pub enum TableOrigin {
+    /// `PLUGIN/PROVIDER?options`: a table provider.
+    Table { provider: String, options: Vec<(String, String)> },
+    /// Table `table` of the schema provider `provider` opened with `options`.
+    SchemaTable { provider: String, options: Vec<(String, String)>, table: String },
+}
+
+/// Everything a scan was made from: the plugin, the provider's origin and
+/// the scan's arguments (projection as column indices of the provider's
+/// schema, filters as DataFusion expressions over it, limit). Rebuilding
+/// the scan from it in a process with the same plugin gives the same plan.
+#[derive(Clone, Debug)]
+pub struct ScanRecipe {
+    pub plugin: Arc<Plugin>,
+    pub origin: TableOrigin,
+    pub projection: Option<Vec<usize>>,
+    pub filters: Vec<Expr>,
+    pub limit: Option<usize>,
+}
+
 pub struct QlinkTableProvider {
     /// Boxed so plan views can point at it (ql_table_ref.provider).
     raw: Box<ql_table_provider>,
@@ -28,6 +52,7 @@ pub struct QlinkTableProvider {
     schema: SchemaRef,
     table_type: TableType,
     name: String,
+    origin: Option<TableOrigin>,
 }
 
 // SAFETY: every member of a table provider is thread-safe (table.h).
@@ -51,12 +76,24 @@ impl Drop for QlinkTableProvider {
 }
 
 impl QlinkTableProvider {
-    /// Open table provider `provider` of `plugin` with `options`.
+    /// Open table provider `provider` of `plugin` with `options`, seeing
+    /// the planning session.
     pub fn open(
         plugin: &Arc<Plugin>,
         provider: &str,
         options: &[(String, String)],
         session: &dyn Session,
+    ) -> Result<QlinkTableProvider> {
+        Self::open_in(plugin, provider, options, SessionSource::Session(session))
+    }
+
+    /// [`open`](Self::open) seeing `source` (a session, or a worker's task
+    /// context).
+    pub fn open_in(
+        plugin: &Arc<Plugin>,
+        provider: &str,
+        options: &[(String, String)],
+        source: SessionSource<'_>,
     ) -> Result<QlinkTableProvider> {
         let d = plugin.descriptor();
         let Some(open) = d.table_provider_open else {
@@ -65,7 +102,7 @@ impl QlinkTableProvider {
         let cname = CString::new(provider).map_err(|_| DataFusionError::Plan(format!("bad provider name {provider:?}")))?;
         let opts = Options::new(options)?;
         let raw_opts = opts.raw();
-        let view = SessionView::new(SessionSource::Session(session));
+        let view = SessionView::new(source);
         let mut out: ql_table_provider = zeroed();
         let mut err = ErrorSlot::new();
         let st = {
@@ -74,7 +111,20 @@ impl QlinkTableProvider {
             unsafe { open(d, cname.as_ptr(), &raw_opts, &view.raw, &mut out, err.ptr()) }
         };
         err.check_with(st, || format!("opening table {}/{provider}", plugin.name()))?;
-        Self::from_raw(out, Arc::clone(plugin), provider)
+        let origin = TableOrigin::Table { provider: provider.to_string(), options: options.to_vec() };
+        Ok(Self::from_raw(out, Arc::clone(plugin), provider)?.with_origin(origin))
+    }
+
+    /// Record how this provider was opened: its scans then carry a
+    /// [`ScanRecipe`].
+    pub fn with_origin(mut self, origin: TableOrigin) -> QlinkTableProvider {
+        self.origin = Some(origin);
+        self
+    }
+
+    /// How this provider was opened, when it was opened from a spec.
+    pub fn origin(&self) -> Option<&TableOrigin> {
+        self.origin.as_ref()
     }
 
     /// Take ownership of an opened provider.
@@ -85,6 +135,7 @@ impl QlinkTableProvider {
             schema: Arc::new(arrow::datatypes::Schema::empty()),
             table_type: TableType::Base,
             name: name.to_string(),
+            origin: None,
         };
         let Some(get_schema) = t.raw.get_schema else {
             return Err(DataFusionError::Plan(format!("table {name}: get_schema is NULL")));
@@ -106,6 +157,51 @@ impl QlinkTableProvider {
             _ => TableType::Base,
         };
         Ok(t)
+    }
+
+    /// The plugin's scan: `projection` (column indices), `filters` (offered
+    /// as qlink expression views) and `limit`, seeing `source`. The plan
+    /// carries a [`ScanRecipe`] when the provider has an origin.
+    pub fn scan_in(
+        &self,
+        source: SessionSource<'_>,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<QlinkExec> {
+        let Some(scan) = self.raw.scan else {
+            return Err(DataFusionError::Plan(format!("table {}: scan is NULL", self.name)));
+        };
+        let proj: Option<Vec<i32>> = projection.map(|p| p.iter().map(|&i| i as i32).collect());
+        let refs: Vec<&Expr> = filters.iter().collect();
+        let list = FilterList::new(&self.schema, &refs)?;
+        let args = ql_scan_args {
+            struct_size: std::mem::size_of::<ql_scan_args>() as u32,
+            n_projection: proj.as_ref().map(|p| p.len() as i32).unwrap_or(-1),
+            projection: proj.as_ref().map(|p| p.as_ptr()).unwrap_or(std::ptr::null()),
+            filters: list.raw(),
+            limit: limit.map(|l| l as i64).unwrap_or(-1),
+        };
+        let view = SessionView::new(source);
+        let mut out: ql_execution_plan = zeroed();
+        let mut err = ErrorSlot::new();
+        let st = {
+            let _g = self.plugin.enter();
+            // SAFETY: everything borrowed lives for the call.
+            unsafe { scan(self.raw(), &view.raw, &args, &mut out, err.ptr()) }
+        };
+        err.check_with(st, || format!("scanning table {}", self.name))?;
+        let exec = QlinkExec::new(PlanHandle::owned(out, Some(Arc::clone(&self.plugin))))?;
+        Ok(match &self.origin {
+            Some(origin) => exec.with_recipe(ScanRecipe {
+                plugin: Arc::clone(&self.plugin),
+                origin: origin.clone(),
+                projection: projection.cloned(),
+                filters: filters.to_vec(),
+                limit,
+            }),
+            None => exec,
+        })
     }
 
     pub fn raw(&self) -> *const ql_table_provider {
@@ -142,29 +238,7 @@ impl TableProvider for QlinkTableProvider {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let Some(scan) = self.raw.scan else {
-            return Err(DataFusionError::Plan(format!("table {}: scan is NULL", self.name)));
-        };
-        let proj: Option<Vec<i32>> = projection.map(|p| p.iter().map(|&i| i as i32).collect());
-        let refs: Vec<&Expr> = filters.iter().collect();
-        let list = FilterList::new(&self.schema, &refs)?;
-        let args = ql_scan_args {
-            struct_size: std::mem::size_of::<ql_scan_args>() as u32,
-            n_projection: proj.as_ref().map(|p| p.len() as i32).unwrap_or(-1),
-            projection: proj.as_ref().map(|p| p.as_ptr()).unwrap_or(std::ptr::null()),
-            filters: list.raw(),
-            limit: limit.map(|l| l as i64).unwrap_or(-1),
-        };
-        let view = SessionView::new(SessionSource::Session(state));
-        let mut out: ql_execution_plan = zeroed();
-        let mut err = ErrorSlot::new();
-        let st = {
-            let _g = self.plugin.enter();
-            // SAFETY: everything borrowed lives for the call.
-            unsafe { scan(self.raw(), &view.raw, &args, &mut out, err.ptr()) }
-        };
-        err.check_with(st, || format!("scanning table {}", self.name))?;
-        Ok(Arc::new(QlinkExec::new(PlanHandle::owned(out, Some(Arc::clone(&self.plugin))))?))
+        Ok(Arc::new(self.scan_in(SessionSource::Session(state), projection, filters, limit)?))
     }
 
     fn supports_filters_pushdown(&self, filters: &[&Expr]) -> Result<Vec<TableProviderFilterPushDown>> {
@@ -210,6 +284,3 @@ impl TableProvider for QlinkTableProvider {
         Some(crate::stats::to_statistics(&owned.0, &self.schema))
     }
 }
-
-#[allow(dead_code)]
-fn _any(_: &dyn Any) {}
