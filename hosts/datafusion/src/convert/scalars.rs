@@ -79,6 +79,13 @@ pub fn scalar_from_ql(s: &ql_scalar, dt: &DataType) -> Option<ScalarValue> {
             }
             String::from_utf8_lossy(std::slice::from_raw_parts(b.data as *const u8, b.size as usize)).into_owned()
         };
+        let raw = || {
+            let b = s.value.bytes;
+            if b.data.is_null() {
+                return Vec::new();
+            }
+            std::slice::from_raw_parts(b.data as *const u8, b.size as usize).to_vec()
+        };
         Some(match dt {
             DataType::Boolean => ScalarValue::Boolean(Some(i != 0)),
             DataType::Int8 => ScalarValue::Int8(Some(i as i8)),
@@ -94,6 +101,9 @@ pub fn scalar_from_ql(s: &ql_scalar, dt: &DataType) -> Option<ScalarValue> {
             DataType::Utf8 => ScalarValue::Utf8(Some(text())),
             DataType::LargeUtf8 => ScalarValue::LargeUtf8(Some(text())),
             DataType::Utf8View => ScalarValue::Utf8View(Some(text())),
+            DataType::Binary => ScalarValue::Binary(Some(raw())),
+            DataType::LargeBinary => ScalarValue::LargeBinary(Some(raw())),
+            DataType::BinaryView => ScalarValue::BinaryView(Some(raw())),
             DataType::Date32 => ScalarValue::Date32(Some(i as i32)),
             DataType::Date64 => ScalarValue::Date64(Some(i)),
             DataType::Timestamp(unit, tz) => match unit {
@@ -102,11 +112,44 @@ pub fn scalar_from_ql(s: &ql_scalar, dt: &DataType) -> Option<ScalarValue> {
                 TimeUnit::Microsecond => ScalarValue::TimestampMicrosecond(Some(i), tz.clone()),
                 TimeUnit::Nanosecond => ScalarValue::TimestampNanosecond(Some(i), tz.clone()),
             },
+            DataType::Duration(unit) => match unit {
+                TimeUnit::Second => ScalarValue::DurationSecond(Some(i)),
+                TimeUnit::Millisecond => ScalarValue::DurationMillisecond(Some(i)),
+                TimeUnit::Microsecond => ScalarValue::DurationMicrosecond(Some(i)),
+                TimeUnit::Nanosecond => ScalarValue::DurationNanosecond(Some(i)),
+            },
             DataType::Decimal128(p, sc) => {
                 let d = s.value.dec128;
                 ScalarValue::Decimal128(Some(((d.hi as i128) << 64) | d.lo as i128), *p, *sc)
             }
             _ => return None,
         })
+    }
+}
+
+#[cfg(test)]
+mod from_ql_test {
+    use arrow::datatypes::{DataType, TimeUnit};
+    use datafusion::common::ScalarValue;
+
+    use super::scalar_from_ql;
+    use crate::ffi::*;
+
+    /// Durations (i64 in the type's unit) and binaries (bytes) cross, as a
+    /// plugin's statistics give them (qlink_zarr: timedelta64 and "|S"
+    /// coordinates).
+    #[test]
+    fn durations_and_binaries() {
+        let mut s: ql_scalar = zeroed();
+        s.format = c"tDu".as_ptr();
+        s.value = ql_scalar_value { i64_: 3 };
+        assert_eq!(
+            scalar_from_ql(&s, &DataType::Duration(TimeUnit::Microsecond)),
+            Some(ScalarValue::DurationMicrosecond(Some(3)))
+        );
+        let bytes = b"ba";
+        s.format = c"z".as_ptr();
+        s.value = ql_scalar_value { bytes: ql_scalar_bytes { data: bytes.as_ptr() as *const _, size: 2 } };
+        assert_eq!(scalar_from_ql(&s, &DataType::Binary), Some(ScalarValue::Binary(Some(b"ba".to_vec()))));
     }
 }
