@@ -1,10 +1,12 @@
 //! `qlink` without a statement: an interactive shell on a terminal, or a
 //! script read from standard input (`qlink < analysis.sql`).
 //!
-//! The shell reads lines in the terminal's own line mode (its editing keys:
-//! erase, Ctrl-U, Ctrl-W), appends each entry to the history file
-//! (`$QLINK_HISTORY` or `~/.qlink_history`), gathers lines until a `;` ends
-//! a statement (`statements.rs`), and runs each as `qlink sql` would. Lines
+//! The shell reads lines with rustyline (the line editor datafusion-cli
+//! uses: arrow keys and Home/End move, Up/Down recall earlier entries,
+//! Ctrl-R searches them), keeps a plain-text history file
+//! (`$QLINK_HISTORY` or `~/.qlink_history`, one entry per line, loaded at
+//! start and appended after each entry), gathers lines until a `;` ends a
+//! statement (`statements.rs`), and runs each as `qlink sql` would. Lines
 //! starting with `\` or `.` at the start of a statement are commands:
 //! `\q` (`.quit`, `.exit`), `\d` (`.tables`), `\d NAME` (`.schema NAME`),
 //! `\timing`, `\?` (`.help`). Ctrl-C during a statement cancels it and the
@@ -16,6 +18,8 @@ use std::sync::atomic::Ordering;
 
 use datafusion::error::DataFusionError;
 use qlink_datafusion::QlinkSession;
+use rustyline::error::ReadlineError;
+use rustyline::DefaultEditor;
 
 use crate::query::{run_statement, RunOptions, INTERRUPTED};
 use crate::statements::{is_blank, split_statements};
@@ -62,7 +66,8 @@ fn history_path() -> Option<std::path::PathBuf> {
 
 /// SIGINT: mark the running statement interrupted (an atomic store is
 /// async-signal-safe); the statement's future sees the flag and stops. At
-/// the prompt it interrupts the read (no SA_RESTART): the entry is dropped.
+/// the prompt the editor holds the terminal in raw mode, so Ctrl-C is a key
+/// there (rustyline's `Interrupted`), not a signal: the entry is dropped.
 extern "C" fn on_sigint(_sig: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
@@ -77,48 +82,24 @@ fn install_sigint() {
     }
 }
 
-/// What reading a line gave.
-enum Line {
-    Text(String),
-    Interrupted,
-    Eof,
-}
-
-/// One line from standard input after printing `prompt`, read with
-/// read(2) so that Ctrl-C (EINTR) ends the wait.
-fn read_line(prompt: &str) -> std::io::Result<Line> {
-    print!("{prompt}");
-    std::io::stdout().flush()?;
-    let mut bytes = Vec::new();
-    loop {
-        let mut b = 0u8;
-        // SAFETY: reads one byte into `b`.
-        let n = unsafe { libc::read(0, &mut b as *mut u8 as *mut libc::c_void, 1) };
-        match n {
-            1 if b == b'\n' => return Ok(Line::Text(String::from_utf8_lossy(&bytes).into_owned())),
-            1 => bytes.push(b),
-            0 if bytes.is_empty() => return Ok(Line::Eof),
-            0 => return Ok(Line::Text(String::from_utf8_lossy(&bytes).into_owned())),
-            _ => {
-                let e = std::io::Error::last_os_error();
-                if e.kind() == std::io::ErrorKind::Interrupted {
-                    INTERRUPTED.store(false, Ordering::SeqCst);
-                    println!();
-                    return Ok(Line::Interrupted);
-                }
-                return Err(e);
-            }
-        }
+/// The history file's entries, oldest first (an unreadable or missing file
+/// is an empty history: the shell still starts).
+fn load_history(editor: &mut DefaultEditor, history: &Option<std::path::PathBuf>) {
+    let Some(text) = history.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) else { return };
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let _ = editor.add_history_entry(line);
     }
 }
 
-/// Append one entry (its lines joined by spaces) to the history file.
-fn remember(history: &Option<std::path::PathBuf>, entry: &str) {
-    let Some(path) = history else { return };
+/// Record one entry (its lines joined by spaces): in the editor, for Up
+/// and Ctrl-R, and appended to the history file.
+fn remember(editor: &mut DefaultEditor, history: &Option<std::path::PathBuf>, entry: &str) {
     let line = entry.trim().replace('\n', " ");
     if line.is_empty() {
         return;
     }
+    let _ = editor.add_history_entry(line.as_str());
+    let Some(path) = history else { return };
     if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
         let _ = writeln!(f, "{line}");
     }
@@ -128,22 +109,26 @@ fn remember(history: &Option<std::path::PathBuf>, entry: &str) {
 pub async fn interactive(s: &QlinkSession, mut opts: RunOptions) -> Result<(), DataFusionError> {
     install_sigint();
     let history = history_path();
+    let mut editor = DefaultEditor::new()
+        .map_err(|e| DataFusionError::Execution(format!("cannot start the line editor: {e}")))?;
+    load_history(&mut editor, &history);
     println!("qlink {} (DataFusion 55.2.0): statements end with ';', \\? for help, \\q to quit", env!("CARGO_PKG_VERSION"));
     let mut buf = String::new();
     loop {
         let prompt = if buf.is_empty() { "qlink> " } else { "  ...> " };
-        let line = match read_line(prompt)? {
-            Line::Text(l) => l,
-            Line::Interrupted => {
+        let line = match editor.readline(prompt) {
+            Ok(l) => l,
+            Err(ReadlineError::Interrupted) => {
                 buf.clear();
                 continue;
             }
-            Line::Eof => break,
+            Err(ReadlineError::Eof) => break,
+            Err(e) => return Err(DataFusionError::Execution(format!("reading the terminal: {e}"))),
         };
         if buf.is_empty() {
             let t = line.trim();
             if t.starts_with('\\') || (t.starts_with('.') && !t.contains(';')) {
-                remember(&history, t);
+                remember(&mut editor, &history, t);
                 match command(s, t, &mut opts).await {
                     Ok(true) => break,
                     Ok(false) => {}
@@ -158,7 +143,7 @@ pub async fn interactive(s: &QlinkSession, mut opts: RunOptions) -> Result<(), D
         if stmts.is_empty() && !buf.contains(';') {
             continue;
         }
-        remember(&history, &buf);
+        remember(&mut editor, &history, &buf);
         for sql in stmts {
             if let Err(e) = run_statement(s, &sql, &opts).await {
                 eprintln!("qlink: error: {}", crate::df_message(&e));

@@ -1,6 +1,6 @@
 """The qlink shell and scripts, driven as a user drives them: a script on
 standard input, and the interactive shell through a pseudo-terminal
-(the terminal's line mode, the history file, \\d, multi-line statements, Ctrl-C cancelling a
+(line editing and history recall, the history file, \\d, multi-line statements, Ctrl-C cancelling a
 running statement, the progress line on a terminal and not in a pipe).
 
 Needs the qlink binary (QLINK_CLI, default $CARGO_TARGET_DIR/release/qlink)
@@ -134,6 +134,33 @@ def test_shell_runs_statements_and_keeps_history(shell):
     lines = history.read_text().splitlines()
     assert "SELECT 40 + 2 AS answer;" in lines
     assert "\\d s" in lines
+
+
+UP, LEFT = "\x1b[A", "\x1b[D"
+
+
+def test_arrow_keys_edit_the_line_and_recall_the_history(tmp_path):
+    history = tmp_path / "history"
+    history.write_text("SELECT 6 AS six;\n")
+    env = dict(os.environ, QLINK_HISTORY=str(history), TERM="xterm")
+    sh = Pty([], env)
+    sh.expect("qlink> ")
+    # Up recalls the entry an earlier shell left in the history file.
+    sh.send(UP + "\r")
+    out = sh.expect("qlink> ")
+    assert "six" in out and "| 6" in out
+    # Left moves the cursor: "x" lands before "four;", not after it.
+    sh.send("SELECT 4 AS four;" + LEFT * 5 + "x\r")
+    out = sh.expect("qlink> ")
+    assert "xfour" in out and "| 4" in out
+    # Up again recalls the edited entry as it ran.
+    sh.send(UP + "\r")
+    out = sh.expect("qlink> ")
+    assert "xfour" in out and "| 4" in out
+    sh.send("\x04")
+    assert sh.close() == 0
+    assert history.read_text().splitlines() == ["SELECT 6 AS six;", "SELECT 6 AS six;", "SELECT 4 AS xfour;",
+                                                "SELECT 4 AS xfour;"]
 
 
 def test_ctrl_c_at_the_prompt_drops_the_entry(shell):
