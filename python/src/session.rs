@@ -18,6 +18,7 @@ use futures::StreamExt;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use qlink_datafusion::distributed::{coordinator_state, PluginLoader};
 use qlink_datafusion::planner::{InstalledPlanner, QlinkQueryPlanner};
 use qlink_datafusion::QlinkSession;
 
@@ -163,6 +164,8 @@ fn spec_of(plugin_path: &str, provider: &str, options: &[(String, String)]) -> P
 struct Inner {
     session: QlinkSession,
     planners: Vec<Arc<InstalledPlanner>>,
+    /// The workers queries are distributed over (empty: none).
+    workers: Vec<url::Url>,
 }
 
 /// A DataFusion session hosting qlink plugins.
@@ -249,9 +252,9 @@ impl RecordBatchReader for StreamReader {
 #[pymethods]
 impl PySession {
     /// Session(memory_limit=None, target_partitions=None, batch_size=None,
-    /// information_schema=True, config=None)
+    /// information_schema=True, config=None, workers=None)
     #[new]
-    #[pyo3(signature = (memory_limit=None, target_partitions=None, batch_size=None, information_schema=true, config=None))]
+    #[pyo3(signature = (memory_limit=None, target_partitions=None, batch_size=None, information_schema=true, config=None, workers=None))]
     fn new(
         py: Python<'_>,
         memory_limit: Option<Bound<'_, PyAny>>,
@@ -259,7 +262,15 @@ impl PySession {
         batch_size: Option<usize>,
         information_schema: bool,
         config: Option<Bound<'_, PyDict>>,
+        workers: Option<Vec<String>>,
     ) -> PyResult<Self> {
+        let workers = workers
+            .unwrap_or_default()
+            .iter()
+            .map(|w| qlink_cli::workers::parse_worker(w))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(PyValueError::new_err)?;
+        py.detach(|| qlink_cli::workers::check_reachable(&workers)).map_err(PyValueError::new_err)?;
         let limit = memory_limit.as_ref().map(parse_size).transpose()?;
         let mut cfg = SessionConfig::new().with_information_schema(information_schema);
         if let Some(n) = target_partitions {
@@ -282,10 +293,9 @@ impl PySession {
                 cfg.options_mut().set(&key, &value).map_err(to_py)?;
             }
         }
-        let ctx = qlink_cli::session::session_context(cfg, limit, Vec::new()).map_err(to_py)?;
-        let _ = py;
+        let ctx = qlink_cli::session::session_context(cfg, limit, Vec::new(), workers.clone()).map_err(to_py)?;
         Ok(PySession {
-            inner: Mutex::new(Inner { session: QlinkSession::new(ctx), planners: Vec::new() }),
+            inner: Mutex::new(Inner { session: QlinkSession::new(ctx), planners: Vec::new(), workers }),
             memory_limit: limit,
         })
     }
@@ -359,9 +369,12 @@ impl PySession {
             // The query planner lives in the session state; rebuild the state
             // around the same catalogs, functions, config and runtime.
             let state = inner.session.ctx.state();
-            let state = SessionStateBuilder::new_from_existing(state)
-                .with_query_planner(Arc::new(QlinkQueryPlanner::new(inner.planners.clone())))
-                .build();
+            let mut builder = SessionStateBuilder::new_from_existing(state)
+                .with_query_planner(Arc::new(QlinkQueryPlanner::new(inner.planners.clone())));
+            if !inner.workers.is_empty() {
+                builder = coordinator_state(builder, inner.workers.clone(), Arc::new(PluginLoader::new(None)));
+            }
+            let state = builder.build();
             inner.session.ctx = SessionContext::new_with_state(state);
             Ok(())
         })

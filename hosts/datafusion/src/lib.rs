@@ -12,6 +12,7 @@
 //! - `services`: session view, task context, runtime environment, executor (one file per struct of services.h)
 //! - `identity`: function identities (gap G2)
 //! - `plugin`, `context`, `schema`: loading plugins and registering their objects on a `SessionContext`
+//! - `distributed`: qlink scans shipped as recipes to datafusion-distributed workers
 //! - `error`, `blocking`, `metrics`: errors across the ABI, waiting on futures, process-wide counters
 
 pub use qlink_sys as ffi;
@@ -19,6 +20,7 @@ pub use qlink_sys as ffi;
 pub mod blocking;
 pub mod context;
 pub mod convert;
+pub mod distributed;
 pub mod error;
 pub mod exec;
 pub mod expr;

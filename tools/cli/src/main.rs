@@ -10,7 +10,8 @@
 //! a plugin loaded with --plugin), --schema NAME=PLUGIN/PROVIDER?... (every
 //! table of a schema provider as NAME.table), --planner PLUGIN/NAME?...,
 //! --format table|csv|json, --memory-limit 2G, --timing (the query's own
-//! elapsed time on stderr). An option of another command (`--analyze` on
+//! elapsed time on stderr), --workers URL,... (distributed execution on
+//! running `qlink-worker`s). An option of another command (`--analyze` on
 //! `sql`, `--spec` on `explain`...), an unknown flag (`-x`) or a --table /
 //! --schema spec naming a plugin but no provider is a usage error (exit 2).
 //!
@@ -24,6 +25,7 @@ use datafusion::arrow::error::ArrowError;
 use datafusion::error::DataFusionError;
 use datafusion::prelude::SessionConfig;
 use qlink_cli::session::{parse_size, session_context};
+use qlink_cli::workers::{check_reachable, parse_workers};
 use qlink_datafusion::ffi::{ql_check_options, ql_check_plugin, QL_ITEM_SCHEMA_PROVIDER, QL_ITEM_TABLE_PROVIDER};
 use qlink_datafusion::planner::InstalledPlanner;
 use qlink_datafusion::{Plugin, QlinkSession};
@@ -54,6 +56,10 @@ OPTIONS (sql and explain):
                                      NaN/+Inf/-Inf as the strings \"NaN\"/\"Infinity\"/\"-Infinity\"
                                      csv: a list, struct or map value as its json text
   --memory-limit SIZE                memory pool limit, e.g. 512M, 2G
+  --workers URL[,URL...]             run queries across qlink-worker processes
+                                     (http://HOST:PORT each): plugin scans are split
+                                     among them, each worker reading only its own
+                                     partitions; EXPLAIN shows the stages and tasks
   --timing                           print to stderr the query's own elapsed time, from SQL
                                      submission until its last batch is printed (start-up,
                                      plugin loading and table registration excluded):
@@ -75,6 +81,7 @@ struct Args {
     threads: i32,
     format: String,
     memory_limit: Option<usize>,
+    workers: Vec<url::Url>,
     analyze: bool,
     verbose: bool,
     timing: bool,
@@ -92,7 +99,8 @@ fn fail(msg: impl std::fmt::Display) -> ! {
 /// do nothing, so it is a usage error naming the option.
 fn option_commands(key: &str) -> Option<&'static [&'static str]> {
     Some(match key {
-        "--plugin" | "--table" | "--schema" | "--planner" | "--format" | "--memory-limit" | "--timing" | "--quiet" | "-q" => {
+        "--plugin" | "--table" | "--schema" | "--planner" | "--format" | "--memory-limit" | "--timing" | "--quiet" | "-q"
+        | "--workers" => {
             &["sql", "explain"]
         }
         "--analyze" => &["explain"],
@@ -206,6 +214,7 @@ fn parse_args() -> Result<Args, String> {
         threads: 0,
         format: "table".into(),
         memory_limit: None,
+        workers: vec![],
         analyze: false,
         verbose: false,
         timing: false,
@@ -251,6 +260,7 @@ fn parse_args() -> Result<Args, String> {
             "--memory-limit" => {
                 a.memory_limit = Some(parse_size(&value("--memory-limit")?).map_err(|e| format!("--memory-limit: {e}"))?)
             }
+            "--workers" => a.workers.extend(parse_workers(&value("--workers")?)?),
             "--analyze" => a.analyze = true,
             "--verbose" | "-v" => a.verbose = true,
             "--timing" => a.timing = true,
@@ -385,7 +395,8 @@ async fn build_session(a: &Args) -> Result<QlinkSession, DataFusionError> {
         let p = find(plugin, &mut plugins)?;
         planners.push(InstalledPlanner::open(&p, name, &parsed.options)?);
     }
-    let ctx = session_context(SessionConfig::new().with_information_schema(true), a.memory_limit, planners)?;
+    check_reachable(&a.workers).map_err(DataFusionError::Plan)?;
+    let ctx = session_context(SessionConfig::new().with_information_schema(true), a.memory_limit, planners, a.workers.clone())?;
     let mut s = QlinkSession::new(ctx);
     for p in &plugins {
         s.insert_plugin(Arc::clone(p));
@@ -405,7 +416,7 @@ async fn build_session(a: &Args) -> Result<QlinkSession, DataFusionError> {
 
 async fn run(a: &Args) -> Result<(), DataFusionError> {
     let s = build_session(a).await?;
-    let opts = RunOptions { format: a.format.clone(), timing: a.timing, progress: !a.quiet };
+    let opts = RunOptions { format: a.format.clone(), timing: a.timing, progress: !a.quiet, workers: a.workers.clone() };
     match (a.command.as_str(), a.positional.first()) {
         ("explain", Some(sql)) => {
             let sql = format!("EXPLAIN {}{}", if a.analyze { "ANALYZE " } else { "" }, sql);

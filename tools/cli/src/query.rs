@@ -24,6 +24,9 @@ pub struct RunOptions {
     pub timing: bool,
     /// Show the progress line on a terminal (off with --quiet).
     pub progress: bool,
+    /// The workers of a distributed session (empty: none): a failed
+    /// statement names any of them that stopped answering.
+    pub workers: Vec<url::Url>,
 }
 
 /// Set by the shell's SIGINT handler; a running statement stops at it.
@@ -59,9 +62,23 @@ pub async fn run_statement(s: &QlinkSession, sql: &str, opts: &RunOptions) -> Re
         }
         Ok(())
     };
-    tokio::select! {
+    let result = tokio::select! {
         r = work => r,
         _ = interrupted() => Err(DataFusionError::Execution("query cancelled (Ctrl-C)".into())),
+    };
+    result.map_err(|e| name_lost_worker(e, &opts.workers))
+}
+
+/// A distributed statement's error, prefixed with the first worker that no
+/// longer accepts connections (a worker that died mid-query surfaces as a
+/// transport error naming no one).
+pub fn name_lost_worker(e: DataFusionError, workers: &[url::Url]) -> DataFusionError {
+    if workers.is_empty() || crate::is_broken_pipe(&e) {
+        return e;
+    }
+    match qlink_cli::workers::check_reachable(workers) {
+        Ok(()) => e,
+        Err(lost) => DataFusionError::Execution(format!("{lost}; the statement failed: {}", crate::df_message(&e))),
     }
 }
 

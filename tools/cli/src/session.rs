@@ -1,16 +1,19 @@
 //! The one session builder of the `qlink` tool and `qlink.Session`: a
 //! DataFusion `SessionContext` whose runtime environment has the memory
 //! limit asked for and [`RemoteStoreRegistry`] as its object-store registry,
-//! with DataFusion's default features and qlink's query planner when
-//! planners are installed.
+//! with DataFusion's default features, qlink's query planner when planners
+//! are installed, and datafusion-distributed's coordinator when workers are
+//! given (`qlink-worker` builds its runtime environment here too).
 
 use std::sync::Arc;
 
 use datafusion::error::Result;
-use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
+use qlink_datafusion::distributed::{coordinator_state, PluginLoader};
 use qlink_datafusion::planner::{InstalledPlanner, QlinkQueryPlanner};
+use url::Url;
 
 use crate::remote::RemoteStoreRegistry;
 
@@ -41,17 +44,34 @@ pub fn parse_size(s: &str) -> std::result::Result<usize, String> {
     Ok(bytes as usize)
 }
 
-/// A session context with `config`, a memory pool limited to `memory_limit`
-/// bytes (unbounded when None), HTTP(S) and public-bucket object stores made
-/// on first use, and `planners` installed (in order) when there are any.
-pub fn session_context(config: SessionConfig, memory_limit: Option<usize>, planners: Vec<Arc<InstalledPlanner>>) -> Result<SessionContext> {
+/// A runtime environment whose memory pool is limited to `memory_limit`
+/// bytes (unbounded when None), with HTTP(S) and public-bucket object
+/// stores made on first use.
+pub fn runtime_env(memory_limit: Option<usize>) -> Result<Arc<RuntimeEnv>> {
     let mut rt = RuntimeEnvBuilder::new().with_object_store_registry(Arc::new(RemoteStoreRegistry::new()));
     if let Some(limit) = memory_limit {
         rt = rt.with_memory_limit(limit, 1.0);
     }
-    let mut builder = SessionStateBuilder::new().with_config(config).with_runtime_env(rt.build_arc()?).with_default_features();
+    rt.build_arc()
+}
+
+/// A session context with `config`, the runtime environment of
+/// [`runtime_env`], `planners` installed (in order) when there are any,
+/// and, when `workers` is not empty, datafusion-distributed's coordinator
+/// over them (qlink scans split among the workers, which must be running
+/// `qlink-worker`; see `qlink_datafusion::distributed`).
+pub fn session_context(
+    config: SessionConfig,
+    memory_limit: Option<usize>,
+    planners: Vec<Arc<InstalledPlanner>>,
+    workers: Vec<Url>,
+) -> Result<SessionContext> {
+    let mut builder = SessionStateBuilder::new().with_config(config).with_runtime_env(runtime_env(memory_limit)?).with_default_features();
     if !planners.is_empty() {
         builder = builder.with_query_planner(Arc::new(QlinkQueryPlanner::new(planners)));
+    }
+    if !workers.is_empty() {
+        builder = coordinator_state(builder, workers, Arc::new(PluginLoader::new(None)));
     }
     Ok(SessionContext::new_with_state(builder.build()))
 }

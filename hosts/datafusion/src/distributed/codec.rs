@@ -1,0 +1,200 @@
+//! The physical extension codec of qlink scans, installed on the
+//! coordinator (encode) and on every worker (decode), and the worker's
+//! plugin loader.
+//!
+//! Encoding a scan writes its recipe (recipe.rs); decoding opens the same
+//! provider with the worker's copy of the plugin, seeing the worker's own
+//! task context (its object stores, memory pool and temporary files), and
+//! plans the same scan. The rebuilt scan must have the coordinator's
+//! partition count, or the query fails with an error saying both.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::TaskContext;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion_proto::logical_plan::from_proto::parse_exprs;
+use datafusion_proto::logical_plan::to_proto::serialize_exprs;
+use datafusion_proto::logical_plan::DefaultLogicalExtensionCodec;
+use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
+use prost::Message;
+
+use crate::distributed::recipe::ScanProto;
+use crate::distributed::task_scan::TaskScanExec;
+use crate::exec::QlinkExec;
+use crate::plugin::Plugin;
+use crate::schema::OpenSchema;
+use crate::services::SessionSource;
+use crate::table::{QlinkTableProvider, ScanRecipe, TableOrigin};
+
+/// Where a worker finds the plugins scans name: in `dir` by the file name
+/// the coordinator loaded (the same layout on every machine), or, with no
+/// directory, at the coordinator's own path. Each file is loaded once.
+#[derive(Debug, Default)]
+pub struct PluginLoader {
+    dir: Option<PathBuf>,
+    loaded: Mutex<HashMap<PathBuf, Arc<Plugin>>>,
+}
+
+impl PluginLoader {
+    pub fn new(dir: Option<PathBuf>) -> PluginLoader {
+        PluginLoader { dir, loaded: Mutex::new(HashMap::new()) }
+    }
+
+    /// The worker's copy of the plugin `scan` names, checked to be the same
+    /// build. Errors name both sides: a missing file, or a different
+    /// name, version, ABI version or file digest.
+    pub fn plugin_for(&self, scan: &ScanProto) -> Result<Arc<Plugin>> {
+        let theirs = Path::new(&scan.plugin_path);
+        let path = match &self.dir {
+            Some(d) => d.join(theirs.file_name().unwrap_or(theirs.as_os_str())),
+            None => theirs.to_path_buf(),
+        };
+        let coordinator = format!(
+            "the coordinator's is {} {} (ABI {:#x}, digest {:016x}) from {}",
+            scan.plugin_name, scan.plugin_version, scan.abi_version, scan.plugin_digest, scan.plugin_path
+        );
+        if !path.is_file() {
+            return Err(DataFusionError::Plan(format!(
+                "this worker has no plugin file {} ({coordinator})",
+                path.display()
+            )));
+        }
+        let plugin = {
+            let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+            match loaded.get(&path) {
+                Some(p) => Arc::clone(p),
+                None => {
+                    let p = Plugin::load(&path.to_string_lossy())?;
+                    loaded.insert(path.clone(), Arc::clone(&p));
+                    p
+                }
+            }
+        };
+        let digest = plugin.file_digest()?;
+        let abi = plugin.descriptor().abi_version;
+        if plugin.name() != scan.plugin_name || plugin.version() != scan.plugin_version || abi != scan.abi_version || digest != scan.plugin_digest {
+            return Err(DataFusionError::Plan(format!(
+                "this worker's plugin is {} {} (ABI {abi:#x}, digest {digest:016x}) from {}, {coordinator}: install the same build on every worker",
+                plugin.name(),
+                plugin.version(),
+                path.display()
+            )));
+        }
+        Ok(plugin)
+    }
+}
+
+/// qlink's [`PhysicalExtensionCodec`]: [`QlinkExec`] table scans with a
+/// recipe and [`TaskScanExec`]s. Anything else is refused with an error
+/// naming the node (the planner keeps such plans on the coordinator).
+#[derive(Debug)]
+pub struct QlinkCodec {
+    loader: Arc<PluginLoader>,
+}
+
+impl QlinkCodec {
+    pub fn new(loader: Arc<PluginLoader>) -> QlinkCodec {
+        QlinkCodec { loader }
+    }
+}
+
+fn encode_recipe(recipe: &ScanRecipe, partitions: usize, tasks: usize) -> Result<ScanProto> {
+    let plugin = &recipe.plugin;
+    let filters = serialize_exprs(&recipe.filters, &DefaultLogicalExtensionCodec {})
+        .map_err(|e| DataFusionError::Plan(format!("qlink scan of {}: a filter cannot be sent to a worker: {e}", plugin.name())))?;
+    let mut p = ScanProto {
+        plugin_name: plugin.name().to_string(),
+        plugin_version: plugin.version(),
+        abi_version: plugin.descriptor().abi_version,
+        plugin_path: std::fs::canonicalize(plugin.path()).map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|_| plugin.path().to_string()),
+        plugin_digest: plugin.file_digest()?,
+        has_projection: recipe.projection.is_some(),
+        projection: recipe.projection.iter().flatten().map(|&i| i as u64).collect(),
+        filters,
+        limit: recipe.limit.map(|l| l as u64),
+        partitions: partitions as u64,
+        tasks: tasks as u64,
+        ..Default::default()
+    };
+    p.set_origin(&recipe.origin);
+    Ok(p)
+}
+
+/// A task context of the worker's own (the decoder gets a borrowed one).
+fn own_task_context(ctx: &TaskContext) -> Arc<TaskContext> {
+    Arc::new(TaskContext::new(
+        ctx.task_id(),
+        ctx.session_id(),
+        ctx.session_config().clone(),
+        ctx.scalar_functions().clone(),
+        ctx.higher_order_functions().clone(),
+        ctx.aggregate_functions().clone(),
+        ctx.window_functions().clone(),
+        ctx.runtime_env(),
+    ))
+}
+
+impl PhysicalExtensionCodec for QlinkCodec {
+    fn try_decode(
+        &self,
+        buf: &[u8],
+        inputs: &[Arc<dyn ExecutionPlan>],
+        ctx: &TaskContext,
+        _proto_converter: &dyn PhysicalProtoConverterExtension,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if !inputs.is_empty() {
+            return Err(DataFusionError::Internal(format!("a qlink scan has no inputs, got {}", inputs.len())));
+        }
+        let scan = ScanProto::decode(buf).map_err(|e| DataFusionError::Plan(format!("decoding a qlink scan: {e}")))?;
+        let plugin = self.loader.plugin_for(&scan)?;
+        let task = own_task_context(ctx);
+        let provider = match scan.origin() {
+            TableOrigin::Table { provider, options } => {
+                QlinkTableProvider::open_in(&plugin, &provider, &options, SessionSource::Task(Arc::clone(&task)))?
+            }
+            TableOrigin::SchemaTable { provider, options, table } => {
+                OpenSchema::open(&plugin, &provider, &options, SessionSource::Task(Arc::clone(&task)))?.table(&table)?
+            }
+        };
+        let filters = parse_exprs(&scan.filters, &task, &DefaultLogicalExtensionCodec {})
+            .map_err(|e| DataFusionError::Plan(format!("decoding the filters of a scan of {}: {e}", plugin.name())))?;
+        let projection = scan.projection()?;
+        let limit = scan.limit.map(|l| l as usize);
+        let exec = provider.scan_in(SessionSource::Task(task), projection.as_ref(), &filters, limit)?;
+        let partitions = exec.properties().partitioning.partition_count() as u64;
+        if partitions != scan.partitions {
+            return Err(DataFusionError::Plan(format!(
+                "the scan of {}/{} has {partitions} partitions on this worker and {} on the coordinator (does the worker see the same data?)",
+                plugin.name(),
+                scan.provider,
+                scan.partitions
+            )));
+        }
+        let exec: Arc<dyn ExecutionPlan> = Arc::new(exec);
+        if scan.tasks > 1 {
+            return Ok(Arc::new(TaskScanExec::try_new(exec, scan.tasks as usize)?));
+        }
+        Ok(exec)
+    }
+
+    fn try_encode(&self, node: Arc<dyn ExecutionPlan>, buf: &mut Vec<u8>, _proto_converter: &dyn PhysicalProtoConverterExtension) -> Result<()> {
+        let (scan, tasks) = match node.downcast_ref::<TaskScanExec>() {
+            Some(t) => (Arc::clone(t.scan()), t.tasks()),
+            None => (Arc::clone(&node), 1),
+        };
+        let Some(q) = scan.downcast_ref::<QlinkExec>() else {
+            return Err(DataFusionError::NotImplemented(format!("{} cannot be sent to a worker", node.name())));
+        };
+        let Some(recipe) = q.recipe().filter(|_| q.children().is_empty()) else {
+            return Err(DataFusionError::NotImplemented(format!(
+                "{} cannot be sent to a worker: only scans of tables opened from a spec can be rebuilt there",
+                q.name()
+            )));
+        };
+        let proto = encode_recipe(recipe, scan.properties().partitioning.partition_count(), tasks)?;
+        proto.encode(buf).map_err(|e| DataFusionError::Internal(format!("encoding a qlink scan: {e}")))
+    }
+}

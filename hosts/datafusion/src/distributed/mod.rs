@@ -1,0 +1,28 @@
+//! Distributed execution on datafusion-distributed 4.0 (issue #19): a qlink
+//! table scan crosses to a worker as a recipe, never as data.
+//!
+//! - `recipe`: the wire form of a [`ScanRecipe`](crate::table::ScanRecipe)
+//!   (plugin identity, provider origin, projection, filters as DataFusion's
+//!   own protobuf expressions, limit, partitions and tasks).
+//! - `codec`: the physical extension codec both sides install; a worker
+//!   rebuilds the scan with its own copy of the plugin, which must be the
+//!   same build (name, version, ABI version and file digest).
+//! - `task_scan`: a scan's partitions divided among a stage's tasks, so
+//!   each worker reads only its own chunk blocks.
+//! - `handlers`: the task-count and leaf-scaling hooks that split scans.
+//! - `planner`: planner-plugin nodes and scans a worker cannot rebuild keep
+//!   the whole query on the coordinator.
+//! - `session`: the coordinator's and the worker's session set-up.
+
+mod codec;
+mod handlers;
+mod planner;
+mod recipe;
+mod session;
+mod task_scan;
+
+pub use codec::{PluginLoader, QlinkCodec};
+pub use handlers::{desired_task_count, scale_up_leaf};
+pub use planner::{is_shippable, QlinkDistributedPlanner};
+pub use session::{coordinator_state, worker_state, StaticWorkers};
+pub use task_scan::{task_partitions, TaskScanExec};

@@ -1,0 +1,46 @@
+//! Setting up sessions for distributed execution: the coordinator's (which
+//! plans, splits qlink scans among the workers and runs the head stage)
+//! and a worker's (which rebuilds the scans it is sent).
+
+use std::sync::Arc;
+
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::{SessionState, SessionStateBuilder};
+use datafusion_distributed::{DistributedExt, SessionStateBuilderExt, WorkerResolver};
+use url::Url;
+
+use crate::distributed::codec::{PluginLoader, QlinkCodec};
+use crate::distributed::handlers::{desired_task_count, scale_up_leaf};
+use crate::distributed::planner::{Planned, QlinkDistributedPlanner};
+
+/// A fixed list of workers (`qlink sql --workers URL,...`).
+#[derive(Clone, Debug)]
+pub struct StaticWorkers(pub Vec<Url>);
+
+impl WorkerResolver for StaticWorkers {
+    fn get_urls(&self) -> Result<Vec<Url>, DataFusionError> {
+        Ok(self.0.clone())
+    }
+}
+
+/// `builder` (its config, runtime environment and query planner already
+/// set) made a coordinator over `workers`: queries whose qlink nodes can
+/// all be rebuilt on a worker are distributed by datafusion-distributed,
+/// qlink scans split among tasks; the rest run here as before.
+pub fn coordinator_state(mut builder: SessionStateBuilder, workers: Vec<Url>, loader: Arc<PluginLoader>) -> SessionStateBuilder {
+    let local = std::mem::take(builder.query_planner());
+    let mut builder = builder.with_query_planner(Arc::new(Planned { local: local.clone() })).with_distributed_planner();
+    let distributed = std::mem::take(builder.query_planner()).expect("with_distributed_planner sets a query planner");
+    builder
+        .with_query_planner(Arc::new(QlinkDistributedPlanner { local, distributed }))
+        .with_distributed_worker_resolver(StaticWorkers(workers))
+        .with_distributed_user_codec(QlinkCodec::new(loader))
+        .with_distributed_desired_task_count_handler(desired_task_count)
+        .with_distributed_scale_up_leaf_node_handler(scale_up_leaf)
+}
+
+/// A worker's session for one query: `builder` (from the worker, with its
+/// runtime environment) with qlink's codec over `loader`.
+pub fn worker_state(builder: SessionStateBuilder, loader: Arc<PluginLoader>) -> SessionState {
+    builder.with_distributed_user_codec(QlinkCodec::new(loader)).build()
+}
