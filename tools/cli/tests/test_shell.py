@@ -145,18 +145,23 @@ def test_arrow_keys_edit_the_line_and_recall_the_history(tmp_path):
     env = dict(os.environ, QLINK_HISTORY=str(history), TERM="xterm")
     sh = Pty([], env)
     sh.expect("qlink> ")
+    # Each edit redraws the line, prompt included, so the result's last row
+    # (not the prompt) marks the statement's end.
     # Up recalls the entry an earlier shell left in the history file.
     sh.send(UP + "\r")
-    out = sh.expect("qlink> ")
-    assert "six" in out and "| 6" in out
+    out = sh.expect("| 6 ")
+    assert "| six |" in out
+    sh.expect("qlink> ")
     # Left moves the cursor: "x" lands before "four;", not after it.
     sh.send("SELECT 4 AS four;" + LEFT * 5 + "x\r")
-    out = sh.expect("qlink> ")
-    assert "xfour" in out and "| 4" in out
+    out = sh.expect("| 4 ")
+    assert "| xfour |" in out
+    sh.expect("qlink> ")
     # Up again recalls the edited entry as it ran.
     sh.send(UP + "\r")
-    out = sh.expect("qlink> ")
-    assert "xfour" in out and "| 4" in out
+    out = sh.expect("| 4 ")
+    assert "| xfour |" in out
+    sh.expect("qlink> ")
     sh.send("\x04")
     assert sh.close() == 0
     assert history.read_text().splitlines() == ["SELECT 6 AS six;", "SELECT 6 AS six;", "SELECT 4 AS xfour;",

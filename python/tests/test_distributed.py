@@ -1,0 +1,57 @@
+"""qlink.Session(workers=[...]): a session distributing plugin scans over
+qlink-worker processes on this machine (the binary beside the qlink tool:
+QLINK_CLI's folder, default $CARGO_TARGET_DIR/release)."""
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import qlink
+
+QLINK = os.environ.get("QLINK_CLI") or str(
+    Path(os.environ.get("CARGO_TARGET_DIR", Path.home() / ".cache/qlink-target")) / "release/qlink")
+WORKER = str(Path(QLINK).with_name("qlink-worker"))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture()
+def workers():
+    procs, urls = [], []
+    for _ in range(2):
+        port = free_port()
+        p = subprocess.Popen([WORKER, "--port", str(port)], stdout=subprocess.PIPE, text=True)
+        assert p.stdout.readline() == f"qlink-worker: serving on http://127.0.0.1:{port}\n"
+        procs.append(p)
+        urls.append(f"http://127.0.0.1:{port}")
+    yield urls
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+def test_a_distributed_session_gives_the_local_answer(workers, sample_path):
+    sql = "SELECT parity, count(*) AS n, sum(value) AS total FROM s GROUP BY parity ORDER BY parity"
+    want = pa.table({"parity": ["even", "odd"], "n": pa.array([50000, 50000], pa.int64()),
+                     "total": pa.array([2499950000, 2500000000], pa.int64())})
+    for s in (qlink.Session(), qlink.Session(workers=workers)):
+        s.load_plugin(sample_path)
+        s.register_table("s", sample_path, "series", stop=100000, partitions=8)
+        assert s.sql(sql).to_pylist() == want.to_pylist()
+    plan = "\n".join(s.sql("EXPLAIN SELECT sum(value) FROM s").column("plan").to_pylist())
+    assert "8 partitions over 2 tasks: t0:[0..4) t1:[4..8)" in plan, plan
+
+
+def test_an_unreachable_or_malformed_worker_is_a_value_error():
+    port = free_port()
+    with pytest.raises(ValueError, match=f"worker http://127.0.0.1:{port}/ is unreachable: "):
+        qlink.Session(workers=[f"http://127.0.0.1:{port}"])
+    with pytest.raises(ValueError, match="has no port"):
+        qlink.Session(workers=["http://127.0.0.1"])
