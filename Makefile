@@ -37,10 +37,12 @@ build-fuzz: $(BUILD)/fuzz/CMakeCache.txt
 
 build: setup build-release
 
-# ---- the qlink command-line tool (tools/cli), DataFusion inside
+# ---- the qlink command-line tool (tools/cli), DataFusion inside, and its
+# distributed worker (qlink-worker, same crate)
 QLINK_CLI := $(CARGO_TARGET_DIR)/release/qlink
+QLINK_WORKER := $(CARGO_TARGET_DIR)/release/qlink-worker
 build-cli:
-	cargo build $(CARGO_WS) --bin qlink
+	cargo build $(CARGO_WS) --bin qlink --bin qlink-worker
 
 # ---- the main job: SQL over Zarr stores of real observational data
 # The C hosts answer first (C build only: hosts/<engine>/scripts/ferret.sh),
@@ -110,10 +112,12 @@ test-xarray: build-release
 	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release $(PY) -m pytest -q plugins/ndarray/tests
 
 # Cross-engine conformance (tests/engines): the same queries over the same
-# plugins in every host that is built (DataFusion through the qlink CLI, the
-# C hosts through their extensions), rows and types compared exactly.
+# plugins in every host that is built (DataFusion through the qlink CLI, in
+# one process and over two loopback qlink-workers, the C hosts through their
+# extensions), rows and types compared exactly; and the distributed tests
+# (test_distributed.py: each worker's chunks, the fold planner).
 test-engines: require-duckdb build-cli
-	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release QLINK_CLI=$(QLINK_CLI) $(PY) -m pytest -q tests/engines
+	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release QLINK_CLI=$(QLINK_CLI) QLINK_WORKER=$(QLINK_WORKER) $(PY) -m pytest -q tests/engines
 
 # ---- benchmarks (print a table, write bench/results/*.json)
 bench-core: build-release

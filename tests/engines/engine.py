@@ -21,6 +21,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def release_binary(name: str, env: str) -> Path:
+    """A Rust binary of this workspace: ``$env``, default
+    ``${CARGO_TARGET_DIR:-~/.cache/qlink-target}/release/NAME``."""
+    if os.environ.get(env):
+        return Path(os.environ[env])
+    target = os.environ.get("CARGO_TARGET_DIR", str(Path.home() / ".cache" / "qlink-target"))
+    return Path(target) / "release" / name
+
+
 def build_dir() -> Path:
     """The C release build (``QLINK_BUILD_DIR``, default build/release)."""
     return Path(os.environ.get("QLINK_BUILD_DIR", ROOT / "build" / "release"))
@@ -115,9 +124,21 @@ class Engine:
       and whose values went through ``normalise_value``.
     - ``table_name(name)``: how the SQL names the registered table ``name``
       (default: ``name`` itself).
+    - ``prepare(request)``: called with the test's pytest ``request``
+      before ``run`` (default: nothing), for a route that needs a fixture
+      (the distributed route: its session's ``qlink-worker``s).
+
+    ``same_as``: the name of an engine whose answer this route must give
+    exactly (types and rows, as a multiset when the query is unordered),
+    checked besides the oracle (the distributed route: the single-process
+    CLI's).
     """
 
     name = "?"
+    same_as: str | None = None
+
+    def prepare(self, request) -> None:
+        pass
 
     def unavailable(self) -> str | None:
         raise NotImplementedError
@@ -151,6 +172,7 @@ GAPS: dict[str, dict[str, str]] = {
     "duckdb-cli": {"datasets": _IN_PROCESS.format("DuckDB CLI")},
     "sqlite-cli": {"datasets": _IN_PROCESS.format("sqlite3 CLI")},
     "datafusion": {"datasets": _IN_PROCESS.format("qlink CLI")},
+    "datafusion-distributed": {"datasets": _IN_PROCESS.format("qlink CLI")},
     # a datafusion-python SessionContext takes qlink tables (capsules); the
     # plugins' functions and schemas are qlink.Session's (datafusion-session)
     "datafusion-context": {
@@ -160,6 +182,35 @@ GAPS: dict[str, dict[str, str]] = {
         "schemas": "plugin schema providers are registered by qlink.Session (datafusion-session)",
     },
 }
+
+
+# Known bugs of a route, by engine name: (which queries, the error they
+# fail with today, why). Such a pair must fail with that error and reports
+# as an expected failure naming the bug; once it passes, the suite fails
+# until the entry is removed.
+def _calls_plugin_functions_in_a_distributed_plan(q: Query) -> bool:
+    # A table function's scan keeps the whole plan on the coordinator
+    # (hosts/datafusion/src/distributed/planner.rs), so only plans without
+    # one ship a plugin's scalar or aggregate function to a worker.
+    return bool(q.functions) and not q.table_functions
+
+
+KNOWN_BUGS: dict[str, list[tuple[object, str, str]]] = {
+    "datafusion-distributed": [
+        (_calls_plugin_functions_in_a_distributed_plan, "PhysicalExtensionCodec is not provided for",
+         "a plugin's scalar or aggregate function in a distributed plan: is_shippable (distributed/planner.rs) "
+         "looks at qlink scans only, and QlinkCodec has no try_encode_udf/try_encode_udaf, so encoding the "
+         "stage fails instead of the plan staying on the coordinator (or the function being shipped by name)"),
+    ],
+}
+
+
+def known_bug(engine: str, query: Query) -> tuple[str, str] | None:
+    """(the error ``engine`` fails ``query`` with today, the bug), or None."""
+    for applies, error, why in KNOWN_BUGS.get(engine, []):
+        if applies(query):
+            return error, why
+    return None
 
 
 def gap(engine: str, query: Query) -> str | None:

@@ -1,6 +1,10 @@
 """DataFusion through the qlink CLI (``qlink sql``): ``$QLINK_CLI``, default
 ``${CARGO_TARGET_DIR:-~/.cache/qlink-target}/release/qlink`` (``make test``
-builds it); and in this process through the qlink wheel (``make
+builds it), in one process (datafusion) and distributed over two
+``qlink-worker``s on the loopback interface (datafusion-distributed: ``qlink
+sql --workers``, the workers started once per test session by conftest.py's
+``qlink_workers``; its answers must equal the single-process CLI's exactly);
+and in this process through the qlink wheel (``make
 test-python`` installs it): ``qlink.Session`` (datafusion-session: every
 query, Datasets through ``Session.register_dataset``'s route) and
 qlink.xarray's ``Context``, a datafusion-python 55 ``SessionContext``
@@ -10,22 +14,18 @@ qlink.xarray's ``Context``, a datafusion-python 55 ``SessionContext``
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 from urllib.parse import parse_qsl
 
 import datasets
-from engine import Engine, Query, Result, has_native_qlink, normalise_type, normalise_value, plugin_path
+from engine import (Engine, Query, Result, has_native_qlink, normalise_type, normalise_value, plugin_path,
+                    release_binary)
 
 
 def cli_path() -> Path:
-    env = os.environ.get("QLINK_CLI")
-    if env:
-        return Path(env)
-    target = os.environ.get("CARGO_TARGET_DIR", str(Path.home() / ".cache" / "qlink-target"))
-    return Path(target) / "release" / "qlink"
+    return release_binary("qlink", "QLINK_CLI")
 
 
 def resolve_spec(spec: str) -> str:
@@ -41,8 +41,12 @@ class DataFusionCli(Engine):
         cli = cli_path()
         return None if cli.is_file() else f"the qlink CLI is not built: {cli}"
 
+    def options(self) -> list[str]:
+        """Options of ``qlink sql`` this route adds."""
+        return []
+
     def _sql(self, query: Query, sql: str) -> list[dict]:
-        args = [str(cli_path()), "sql", "--format", "json"]
+        args = [str(cli_path()), "sql", "--format", "json", *self.options()]
         for p in query.functions:
             args += ["--plugin", plugin_path(p)]
         for name, spec in query.tables.items():
@@ -64,6 +68,26 @@ class DataFusionCli(Engine):
             t = self._sql(query, f"SELECT {typed} FROM ({sql}) AS q LIMIT 1")[0]
             types = [normalise_type(self.name, t[c]) for c in columns]
         return Result(columns, types, rows)
+
+
+class DataFusionDistributed(DataFusionCli):
+    name = "datafusion-distributed"
+    same_as = "datafusion"
+
+    def __init__(self):
+        self.workers = None
+
+    def unavailable(self):
+        from workers import worker_path
+
+        return super().unavailable() or (None if worker_path().is_file() else
+                                         f"qlink-worker is not built: {worker_path()} (make build-cli)")
+
+    def prepare(self, request):
+        self.workers = request.getfixturevalue("qlink_workers")
+
+    def options(self):
+        return ["--workers", self.workers.arg]
 
 
 def split_spec(spec: str) -> tuple[str, str, dict[str, str]]:
@@ -146,4 +170,4 @@ class DataFusionContext(_InProcess):
         return _arrow_result(self.name, table, types)
 
 
-ENGINES = [DataFusionCli(), DataFusionSession(), DataFusionContext()]
+ENGINES = [DataFusionCli(), DataFusionDistributed(), DataFusionSession(), DataFusionContext()]
