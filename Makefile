@@ -13,7 +13,7 @@ PY := $(CURDIR)/.venv/bin/python
 CARGO_WS := --release --locked --workspace --exclude qlink-python
 
 .PHONY: all setup build build-release build-asan build-fuzz build-cli run test test-c test-valgrind \
-        test-fuzz test-rust test-python test-sqlite require-duckdb test-duckdb test-xarray test-engines bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-fold bench-ffi compat-xarray-sql bench-xarray clean
+        test-fuzz test-rust test-python test-sqlite require-duckdb test-duckdb test-xarray test-engines bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-distributed bench-fold bench-ffi compat-xarray-sql bench-xarray clean
 
 all: build
 
@@ -138,6 +138,12 @@ bench-datafusion: setup
 # qlink_zarr in the DataFusion host vs xarray-sql 0.6.0 vs xarray + pandas.
 bench-zarr: build build-cli
 	QLINK=$(QLINK_CLI) PLUGIN=$(BUILD)/release/plugins/qlink_zarr.so bench/zarr/run.sh
+
+# The distributed path (qlink sql --workers over two loopback qlink-workers)
+# vs the single process on bench-zarr's ERA5-like store: overhead, bytes and
+# chunks per worker, a model for N workers. bench/results/distributed.json.
+bench-distributed: build build-cli
+	QLINK=$(QLINK_CLI) QLINK_WORKER=$(QLINK_WORKER) PLUGIN=$(BUILD)/release/plugins/qlink_zarr.so bench/distributed/run.sh
 
 # Stock DataFusion vs the qlink_fold planner installed in the DataFusion host.
 bench-fold: setup

@@ -186,9 +186,9 @@ class Qlink:
         spec = f"{name}={self.plugin}/table?path={os.path.abspath(store)}&table={table}"
         return [self.binary, "sql", "--timing", "--table", spec, sql, "--format", "csv"]
 
-    def run(self, name, store, table, sql):
-        """The answer row; the query's own wall and CPU seconds (--timing) are
-        kept in self.last_query."""
+    def execute(self, name, store, table, sql):
+        """The CSV output; the query's own wall and CPU seconds (--timing)
+        are kept in self.last_query."""
         cmd = self.command(name, store, table, sql)
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if p.returncode != 0:
@@ -197,10 +197,16 @@ class Qlink:
         if not m:
             raise RuntimeError(f"qlink printed no --timing line: {' '.join(cmd)}\n{p.stderr.strip()}")
         self.last_query = (float(m.group(1)), float(m.group(2)))
-        rows = list(csv.reader(io.StringIO(p.stdout)))
+        return p.stdout
+
+    def run(self, name, store, table, sql):
+        """The answer row; the query's own wall and CPU seconds (--timing) are
+        kept in self.last_query."""
+        out = self.execute(name, store, table, sql)
+        rows = list(csv.reader(io.StringIO(out)))
         rows = [r for r in rows if r]
         if len(rows) != 2:
-            raise RuntimeError(f"qlink: expected a header and one row, got:\n{p.stdout[:2000]}")
+            raise RuntimeError(f"qlink: expected a header and one row, got:\n{out[:2000]}")
         return [to_number(v) for v in rows[1]]
 
     def best_of(self, n, name, store, table, sql):
