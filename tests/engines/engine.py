@@ -188,21 +188,7 @@ GAPS: dict[str, dict[str, str]] = {
 # fail with today, why). Such a pair must fail with that error and reports
 # as an expected failure naming the bug; once it passes, the suite fails
 # until the entry is removed.
-def _calls_plugin_functions_in_a_distributed_plan(q: Query) -> bool:
-    # A table function's scan keeps the whole plan on the coordinator
-    # (hosts/datafusion/src/distributed/planner.rs), so only plans without
-    # one ship a plugin's scalar or aggregate function to a worker.
-    return bool(q.functions) and not q.table_functions
-
-
-KNOWN_BUGS: dict[str, list[tuple[object, str, str]]] = {
-    "datafusion-distributed": [
-        (_calls_plugin_functions_in_a_distributed_plan, "PhysicalExtensionCodec is not provided for",
-         "a plugin's scalar or aggregate function in a distributed plan: is_shippable (distributed/planner.rs) "
-         "looks at qlink scans only, and QlinkCodec has no try_encode_udf/try_encode_udaf, so encoding the "
-         "stage fails instead of the plan staying on the coordinator (or the function being shipped by name)"),
-    ],
-}
+KNOWN_BUGS: dict[str, list[tuple[object, str, str]]] = {}
 
 
 def known_bug(engine: str, query: Query) -> tuple[str, str] | None:

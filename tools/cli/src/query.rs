@@ -71,15 +71,25 @@ pub async fn run_statement(s: &QlinkSession, sql: &str, opts: &RunOptions) -> Re
 
 /// A distributed statement's error, prefixed with the first worker that no
 /// longer accepts connections (a worker that died mid-query surfaces as a
-/// transport error naming no one).
+/// transport error naming no one). A transport error is probed for up to
+/// half a second: the dead worker's listening socket may close just after
+/// its connections do.
 pub fn name_lost_worker(e: DataFusionError, workers: &[url::Url]) -> DataFusionError {
     if workers.is_empty() || crate::is_broken_pipe(&e) {
         return e;
     }
-    match qlink_cli::workers::check_reachable(workers) {
-        Ok(()) => e,
-        Err(lost) => DataFusionError::Execution(format!("{lost}; the statement failed: {}", crate::df_message(&e))),
+    let text = crate::df_message(&e);
+    let lower = text.to_lowercase();
+    let transport = ["h2 protocol", "transport error", "broken pipe", "connection"].iter().any(|t| lower.contains(t));
+    for attempt in 0..if transport { 5 } else { 1 } {
+        if attempt > 0 {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if let Err(lost) = qlink_cli::workers::check_reachable(workers) {
+            return DataFusionError::Execution(format!("{lost}; the statement failed: {text}"));
+        }
     }
+    e
 }
 
 async fn interrupted() {

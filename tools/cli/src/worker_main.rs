@@ -105,9 +105,11 @@ async fn serve(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     // One line once the port is open, so scripts and tests can wait for it.
     println!("qlink-worker: serving on http://{addr}");
+    // No Nagle delay: plans and small result messages would otherwise wait
+    // on the peer's delayed ACK (about 40 ms a query on loopback).
     Server::builder()
         .add_service(worker.into_worker_server())
-        .serve_with_incoming(TcpIncoming::from(listener))
+        .serve_with_incoming(TcpIncoming::from(listener).with_nodelay(Some(true)))
         .await?;
     Ok(())
 }

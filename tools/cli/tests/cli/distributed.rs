@@ -96,6 +96,16 @@ fn a_plan_no_worker_can_rebuild_runs_on_the_coordinator() {
     let (ok, out, err) = qlink(&["explain", "--format", "csv", "--workers", &w.url, "--plugin", SAMPLE, sql]);
     assert!(ok, "{err}");
     assert!(!out.contains("DistributedExec") && !out.contains("TaskScanExec"), "{out}");
+    // A plugin's function: a worker's registry has DataFusion's only, so
+    // the query (over a splittable scan, two workers) runs here too.
+    let v = Worker::start(&[]);
+    let workers = format!("{},{}", w.url, v.url);
+    let table = format!("s={SAMPLE}/series?stop=100&partitions=4");
+    for sql in ["SELECT sum(add_one(value)) AS t FROM s", "SELECT sum_sq(value) AS t FROM s"] {
+        let args = ["sql", "--format", "csv", "--workers", &workers, "--plugin", SAMPLE, "--table", &table, sql];
+        let want = if sql.contains("add_one") { "t\n5050\n" } else { "t\n328350\n" };
+        assert_eq!(qlink(&args), (true, want.to_string(), String::new()), "{sql}");
+    }
 }
 
 #[test]
