@@ -46,7 +46,8 @@ def test_a_distributed_session_gives_the_local_answer(workers, sample_path):
         s.register_table("s", sample_path, "series", stop=100000, partitions=8)
         assert s.sql(sql).to_pylist() == want.to_pylist()
     plan = "\n".join(s.sql("EXPLAIN SELECT sum(value) FROM s").column("plan").to_pylist())
-    assert "8 partitions over 2 tasks: t0:[0..4) t1:[4..8)" in plan, plan
+    a, b = (w.removeprefix("http://") for w in workers)
+    assert f"8 partitions over 2 tasks: t0:[0..4)@{a} t1:[4..8)@{b}" in plan, plan
 
 
 def test_an_unreachable_or_malformed_worker_is_a_value_error():

@@ -72,9 +72,9 @@ def task_metric(line: str, name: str) -> dict[int, str]:
 
 
 def task_spans(line: str) -> tuple[int, list[tuple[int, int, int]]]:
-    """A TaskScanExec line's ``P partitions over T tasks: t0:[a..b) ...``:
-    (P, [(task, a, b), ...])."""
-    m = re.search(r"([0-9]+) partitions over ([0-9]+) tasks:((?: t[0-9]+:\[[0-9]+\.\.[0-9]+\))+)", line)
+    """A TaskScanExec line's ``P partitions over T tasks: t0:[a..b)@host:port ...``
+    (the worker part only on the coordinator): (P, [(task, a, b), ...])."""
+    m = re.search(r"([0-9]+) partitions over ([0-9]+) tasks:((?: t[0-9]+:\[[0-9]+\.\.[0-9]+\)(?:@[^ ,]+)?)+)", line)
     if not m:
         raise AssertionError(f"no task spans in {line}")
     spans = [(int(t), int(a), int(b)) for t, a, b in re.findall(r"t([0-9]+):\[([0-9]+)\.\.([0-9]+)\)", m.group(3))]

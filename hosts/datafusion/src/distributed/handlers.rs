@@ -1,14 +1,18 @@
 //! datafusion-distributed's planning hooks for qlink scans: how many tasks
-//! a scan's stage wants (one per partition, capped by the workers), and the
-//! scan split over the tasks the stage got.
+//! a scan's stage wants (one per partition, capped by the workers), the
+//! scan split over the tasks the stage got, and where each task runs (task
+//! t of a multi-task stage on worker t mod N, so EXPLAIN can say which
+//! worker reads which partitions).
 
 use std::sync::Arc;
 
 use datafusion::error::Result;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion_distributed::{
-    DesiredTaskCountEvent, DesiredTaskCountEventResponse, ScaleUpLeafNodeEvent, ScaleUpLeafNodeEventResponse,
+    DesiredTaskCountEvent, DesiredTaskCountEventResponse, DistributedGetterExt, RouteTasksEvent, RouteTasksEventResponse,
+    ScaleUpLeafNodeEvent, ScaleUpLeafNodeEventResponse,
 };
+use url::Url;
 
 use crate::exec::QlinkExec;
 use crate::distributed::task_scan::TaskScanExec;
@@ -31,5 +35,30 @@ pub fn scale_up_leaf(ev: ScaleUpLeafNodeEvent) -> Option<Result<ScaleUpLeafNodeE
     if ev.task_count <= 1 || q.recipe().is_none() {
         return None;
     }
-    Some(TaskScanExec::try_new(Arc::clone(ev.plan), ev.task_count).map(|t| ScaleUpLeafNodeEventResponse::new(Arc::new(t) as Arc<dyn ExecutionPlan>)))
+    let workers = ev.session_config.get_distributed_worker_resolver().and_then(|r| r.get_urls()).unwrap_or_default();
+    Some(
+        TaskScanExec::try_new(Arc::clone(ev.plan), ev.task_count)
+            .map(|t| ScaleUpLeafNodeEventResponse::new(Arc::new(t.with_workers(workers)) as Arc<dyn ExecutionPlan>)),
+    )
+}
+
+/// The worker of task `task`: the `task mod N`-th of `workers`.
+pub fn worker_of(workers: &[Url], task: usize) -> Option<&Url> {
+    (!workers.is_empty()).then(|| &workers[task % workers.len()])
+}
+
+/// A stage of several tasks runs task t on [`worker_of`] t (the placement
+/// [`TaskScanExec`]'s EXPLAIN line shows); single-task stages keep
+/// datafusion-distributed's own placement.
+pub fn route_tasks(ev: RouteTasksEvent) -> Option<Result<RouteTasksEventResponse>> {
+    if ev.task_count <= 1 {
+        return None;
+    }
+    let workers = match ev.task_ctx.session_config().get_distributed_worker_resolver().and_then(|r| r.get_urls()) {
+        Ok(w) if !w.is_empty() => w,
+        Ok(_) => return None,
+        Err(e) => return Some(Err(e)),
+    };
+    let urls = (0..ev.task_count).filter_map(|t| worker_of(&workers, t).cloned()).collect();
+    Some(Ok(RouteTasksEventResponse::new(urls)))
 }

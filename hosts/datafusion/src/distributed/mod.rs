@@ -9,7 +9,8 @@
 //!   same build (name, version, ABI version and file digest).
 //! - `task_scan`: a scan's partitions divided among a stage's tasks, so
 //!   each worker reads only its own chunk blocks.
-//! - `handlers`: the task-count and leaf-scaling hooks that split scans.
+//! - `handlers`: the task-count, leaf-scaling and routing hooks that split
+//!   scans and place task t on worker t mod N.
 //! - `planner`: planner-plugin nodes and scans a worker cannot rebuild keep
 //!   the whole query on the coordinator.
 //! - `session`: the coordinator's and the worker's session set-up.
@@ -22,7 +23,7 @@ mod session;
 mod task_scan;
 
 pub use codec::{PluginLoader, QlinkCodec};
-pub use handlers::{desired_task_count, scale_up_leaf};
+pub use handlers::{desired_task_count, route_tasks, scale_up_leaf, worker_of};
 pub use planner::{is_shippable, QlinkDistributedPlanner};
 pub use session::{coordinator_state, worker_state, StaticWorkers};
 pub use task_scan::{task_partitions, TaskScanExec};

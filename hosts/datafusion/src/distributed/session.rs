@@ -10,7 +10,7 @@ use datafusion_distributed::{DistributedExt, SessionStateBuilderExt, WorkerResol
 use url::Url;
 
 use crate::distributed::codec::{PluginLoader, QlinkCodec};
-use crate::distributed::handlers::{desired_task_count, scale_up_leaf};
+use crate::distributed::handlers::{desired_task_count, route_tasks, scale_up_leaf};
 use crate::distributed::planner::{Planned, QlinkDistributedPlanner};
 
 /// A fixed list of workers (`qlink sql --workers URL,...`).
@@ -37,6 +37,7 @@ pub fn coordinator_state(mut builder: SessionStateBuilder, workers: Vec<Url>, lo
         .with_distributed_user_codec(QlinkCodec::new(loader))
         .with_distributed_desired_task_count_handler(desired_task_count)
         .with_distributed_scale_up_leaf_node_handler(scale_up_leaf)
+        .with_distributed_route_tasks_handler(route_tasks)
 }
 
 /// A worker's session for one query: `builder` (from the worker, with its

@@ -17,6 +17,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
 use datafusion_distributed::DistributedTaskContext;
 
+use crate::distributed::handlers::worker_of;
 use crate::exec::QlinkExec;
 
 /// The partitions task `task` of `tasks` runs, of `partitions` in all.
@@ -32,6 +33,8 @@ pub struct TaskScanExec {
     tasks: usize,
     partitions: usize,
     props: Arc<PlanProperties>,
+    /// The coordinator's workers, for EXPLAIN (empty on a worker).
+    workers: Vec<url::Url>,
 }
 
 impl TaskScanExec {
@@ -49,7 +52,14 @@ impl TaskScanExec {
         let partitions = scan.properties().partitioning.partition_count();
         let per_task = (partitions + tasks - 1) / tasks;
         let props = scan.properties().as_ref().clone().with_partitioning(Partitioning::UnknownPartitioning(per_task.max(1)));
-        Ok(TaskScanExec { inner: scan, tasks, partitions, props: Arc::new(props) })
+        Ok(TaskScanExec { inner: scan, tasks, partitions, props: Arc::new(props), workers: Vec::new() })
+    }
+
+    /// Name the workers tasks run on in EXPLAIN (task t on worker t mod N,
+    /// the coordinator's routing).
+    pub fn with_workers(mut self, workers: Vec<url::Url>) -> TaskScanExec {
+        self.workers = workers;
+        self
     }
 
     /// The scan every task runs a share of.
@@ -70,6 +80,9 @@ impl DisplayAs for TaskScanExec {
         for task in 0..self.tasks {
             let r = task_partitions(self.partitions, self.tasks, task);
             write!(f, " t{task}:[{}..{})", r.start, r.end)?;
+            if let Some(w) = worker_of(&self.workers, task) {
+                write!(f, "@{}:{}", w.host_str().unwrap_or(""), w.port_or_known_default().unwrap_or(0))?;
+            }
         }
         Ok(())
     }
