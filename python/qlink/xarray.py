@@ -979,7 +979,7 @@ def _cftime_back(values: np.ndarray, calendar: str) -> np.ndarray:
 
 def to_dataset(result, dims: list[str] | None = None, template=None, sparsity: str = "result",
                fill_value: Any = np.nan, chunks=None, coords: str = "discover", max_result_bytes: int | None = None,
-               spill=False):
+               spill=False, *, scanned=None):
     """A labelled ``xarray.Dataset`` from a query result (a pyarrow Table or
     RecordBatch, a DuckDB relation, a DataFrame of :meth:`Context.sql`, any
     ``__arrow_c_stream__``): ``dims`` (default: the ``template``'s
@@ -993,7 +993,10 @@ def to_dataset(result, dims: list[str] | None = None, template=None, sparsity: s
     with dask, ``"inherit"`` (the default of ``Context.sql(...).to_dataset``)
     as the template is along the dimensions it cuts into several chunks; ``coords``, ``max_result_bytes`` and ``spill`` (xarray-sql's
     controls of its lazy re-executing reader) are accepted and change
-    nothing here. Dimension columns come back to the template's types:
+    nothing here. ``scanned`` (what :meth:`Context.sql`'s ``to_dataset``
+    passes: the registered Dataset of the one table the query scans) gives
+    the dimension coordinates' order before the template does: a template
+    of another table never reorders the scanned one's coordinates. Dimension columns come back to the template's types:
     zone-aware times as its UTC instants, durations sent as text ("21600s",
     as MySQL and Trino return them) as timedelta64, float16 through
     float32 (pandas has no float16 index)."""
@@ -1038,8 +1041,10 @@ def to_dataset(result, dims: list[str] | None = None, template=None, sparsity: s
         # the template's coordinate order (to_xarray sorts): a descending latitude stays descending
         order = {}
         for d in dims:
-            if d in template.coords and template[d].ndim == 1:
-                want = template[d].values
+            for source in (scanned, template):
+                if source is None or d not in source.coords or source[d].ndim != 1:
+                    continue
+                want = source[d].values
                 if want.dtype == np.float16:
                     want = want.astype(np.float32)
                 try:
@@ -1048,6 +1053,7 @@ def to_dataset(result, dims: list[str] | None = None, template=None, sparsity: s
                     continue
                 if len(keep) == out.sizes[d]:
                     order[d] = keep
+                    break
         if order:
             out = out.reindex(order)
     else:
@@ -1126,6 +1132,7 @@ def _context_class():
                        fill_value=np.nan, chunks="inherit", **kwargs):
             dims = dims if dims is not None else dimension_columns
             table = self._inner.to_arrow_table()
+            scanned = self._scanned()
             if isinstance(template, str):
                 if template not in self._templates:
                     raise ValueError(f"template {template!r} is not a registered table (registered: "
@@ -1142,7 +1149,21 @@ def _context_class():
                 top = max(score for score, _ in scores)
                 best = [t for score, t in scores if score == top]
                 template = best[0] if top and len(best) == 1 else None  # ambiguous: no template
-            return to_dataset(table, dims, template, sparsity=sparsity, fill_value=fill_value, chunks=chunks, **kwargs)
+            return to_dataset(table, dims, template, sparsity=sparsity, fill_value=fill_value, chunks=chunks,
+                              scanned=scanned if scanned is not template else None, **kwargs)
+
+        def _scanned(self):
+            """The registered Dataset of the one registered table the query
+            scans (xarray-sql takes the coordinates from it, whatever
+            ``template`` says); None for none or several."""
+            import re
+
+            try:
+                plan = self._inner.logical_plan().display_indent()
+            except Exception:  # noqa: BLE001 - no plan to read: no scanned table known
+                return None
+            names = {n for n in re.findall(r"^\s*TableScan: (\S+)", plan, re.M) if n in self._templates}
+            return self._templates[names.pop()] if len(names) == 1 else None
 
         def __getattr__(self, name):
             return getattr(self._inner, name)

@@ -66,6 +66,23 @@ def test_sql_results_round_trip(air):
     xr.testing.assert_identical(again, air)
 
 
+def test_to_dataset_orders_coordinates_as_the_scanned_table(air):
+    # a template of another registered table gives metadata, never the scanned
+    # table's coordinate order: its descending lat stays descending
+    other = air.isel(lat=slice(0, 2))
+    ctx = xql.Context()
+    ctx.from_dataset("air", air)
+    ctx.from_dataset("other", other)
+    out = ctx.sql("SELECT * FROM air").to_dataset(dims=["time", "lat", "lon"], template=other)
+    np.testing.assert_array_equal(out["lat"].values, air["lat"].values)
+    np.testing.assert_array_equal(out["air"].transpose("time", "lat", "lon").values, air["air"].values)
+    # two registered tables scanned: the template's order where it covers the result
+    both = ctx.sql("SELECT a.time, a.lat, a.lon, a.air FROM air a JOIN other o "
+                   "ON a.time = o.time AND a.lat = o.lat AND a.lon = o.lon")
+    np.testing.assert_array_equal(both.to_dataset(dims=["time", "lat", "lon"], template=other)["lat"].values,
+                                  other["lat"].values)
+
+
 def test_register_on_a_plain_session_context(air):
     ctx = datafusion.SessionContext()
     xql.register(ctx, "air", air)
