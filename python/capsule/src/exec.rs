@@ -13,7 +13,7 @@ use std::sync::Arc;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::DataFusionError;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use datafusion_ffi::execution::FFI_TaskContext;
@@ -30,11 +30,14 @@ use qlink_datafusion::error::{error_message, Result};
 pub struct CapsuleScanExec {
     inner: Arc<dyn ExecutionPlan>,
     task: Arc<TaskContext>,
+    /// The inner plan's properties less its output ordering (`exported_properties`).
+    props: Arc<PlanProperties>,
 }
 
 impl CapsuleScanExec {
     pub fn new(inner: Arc<dyn ExecutionPlan>, task: Arc<TaskContext>) -> CapsuleScanExec {
-        CapsuleScanExec { inner, task }
+        let props = exported_properties(inner.properties());
+        CapsuleScanExec { inner, task, props }
     }
 
     /// Execute `partition` with the scan's own task context.
@@ -61,7 +64,7 @@ impl ExecutionPlan for CapsuleScanExec {
     }
 
     fn properties(&self) -> &Arc<PlanProperties> {
-        self.inner.properties()
+        &self.props
     }
 
     /// The scan runs as one unit: its inputs, if any, are the plugin's own.
@@ -101,6 +104,23 @@ impl ExecutionPlan for CapsuleScanExec {
         let stats = self.inner.partition_statistics(partition);
         stats
     }
+}
+
+/// The properties a capsule scan exports: the inner plan's, with no output
+/// ordering. datafusion-ffi 55 hands an ordering to the consumer as
+/// `FFI_PhysicalSortExpr`s, which the consumer wraps as `ForeignPhysicalExpr`
+/// (equal only to itself, every hash and display a call back into this
+/// library): no sort requirement of the consumer's can ever match one, so its
+/// `SortExec` stays (EXPLAIN shows it), while every query pays for the
+/// conversion and the optimizer's equivalence work over those expressions
+/// (30-50 us a query over qlink_ndarray's 1,040-row table, bench-xarray).
+/// The partitioning, emission, boundedness and scheduling are kept.
+fn exported_properties(props: &Arc<PlanProperties>) -> Arc<PlanProperties> {
+    if props.output_ordering().is_none() {
+        return Arc::clone(props);
+    }
+    let schema = Arc::clone(props.eq_properties.schema());
+    Arc::new(props.as_ref().clone().with_eq_properties(EquivalenceProperties::new(schema)))
 }
 
 /// Export a scan's plan; `execute` will use `task`.
