@@ -208,10 +208,12 @@ impl QlinkExec {
         self
     }
 
-    /// The recipe of a table scan opened from a spec (None for planner
-    /// nodes, table-function scans and plans from other sources).
+    /// The recipe of a table scan opened from a spec, which another process
+    /// can rebuild the scan from. None for planner nodes, table-function
+    /// scans, plans from other sources, and any plan with children (their
+    /// state lives in this process).
     pub fn recipe(&self) -> Option<&Arc<ScanRecipe>> {
-        self.recipe.as_ref()
+        self.recipe.as_ref().filter(|_| self.children.is_empty())
     }
 
     /// The plugin's own display text of this plan.

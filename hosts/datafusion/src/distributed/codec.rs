@@ -188,7 +188,7 @@ impl PhysicalExtensionCodec for QlinkCodec {
         let Some(q) = scan.downcast_ref::<QlinkExec>() else {
             return Err(DataFusionError::NotImplemented(format!("{} cannot be sent to a worker", node.name())));
         };
-        let Some(recipe) = q.recipe().filter(|_| q.children().is_empty()) else {
+        let Some(recipe) = q.recipe() else {
             return Err(DataFusionError::NotImplemented(format!(
                 "{} cannot be sent to a worker: only scans of tables opened from a spec can be rebuilt there",
                 q.name()

@@ -22,7 +22,7 @@ use crate::distributed::task_scan::TaskScanExec;
 /// planner plugin's node, a table-function scan) runs in one task.
 pub fn desired_task_count(ev: DesiredTaskCountEvent) -> Option<Result<DesiredTaskCountEventResponse>> {
     let q = ev.plan.downcast_ref::<QlinkExec>()?;
-    if q.recipe().is_none() || !q.children().is_empty() {
+    if q.recipe().is_none() {
         return Some(Ok(DesiredTaskCountEventResponse::maximum(1)));
     }
     Some(Ok(DesiredTaskCountEventResponse::desired(q.properties().partitioning.partition_count().max(1))))

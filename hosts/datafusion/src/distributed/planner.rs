@@ -67,7 +67,7 @@ pub fn is_shippable(plan: &Arc<dyn ExecutionPlan>) -> bool {
     let mut ok = true;
     let _ = plan.apply(|node| {
         if let Some(q) = node.downcast_ref::<QlinkExec>() {
-            if q.recipe().is_none() || !q.children().is_empty() {
+            if q.recipe().is_none() {
                 ok = false;
                 return Ok(TreeNodeRecursion::Stop);
             }

@@ -43,7 +43,7 @@ impl TaskScanExec {
         let Some(q) = scan.downcast_ref::<QlinkExec>() else {
             return Err(DataFusionError::Internal(format!("TaskScanExec over {}, not a qlink scan", scan.name())));
         };
-        if q.recipe().is_none() || !q.children().is_empty() {
+        if q.recipe().is_none() {
             return Err(DataFusionError::Internal(format!("TaskScanExec over {}: not a table scan with a recipe", q.name())));
         }
         if tasks == 0 {
