@@ -76,6 +76,37 @@ static int nd_read_box(const struct zr_dataset *ds, int64_t array, const int64_t
   return QL_OK;
 }
 
+/* The box in place (model.h: borrow_box) when the caller's buffer holds it
+ * as read_box would write it: in memory, native byte order, aligned for
+ * the element, and contiguous in C order over count (every axis after the
+ * first one longer than 1 spans its whole extent, and the strides from
+ * that axis in are C-contiguous; extent-1 axes may have any stride). */
+static const uint8_t *nd_borrow_box(const struct zr_dataset *ds, int64_t array, const int64_t *lo,
+                                    const int64_t *count, int64_t *chunks, int64_t *bytes) {
+  const struct nd_registration *r = ds->source.ctx;
+  const struct nd_var *v = &r->vars[array];
+  const struct zr_dtype *d = &v->dtype;
+  if (!v->data || v->load || d->type == ZR_VLEN || !zr_dtype_is_native(d)) {
+    return NULL;
+  }
+  int32_t first = 0; /* the first axis the box is longer than 1 along */
+  while (first < v->ndim && count[first] == 1) first++;
+  int64_t want = d->size;
+  for (int32_t i = v->ndim - 1; i >= first; i--) {
+    if (i > first && count[i] != v->shape[i]) return NULL;
+    if (v->shape[i] != 1 && v->strides[i] != want) return NULL;
+    want *= v->shape[i];
+  }
+  const uint8_t *base = v->data;
+  for (int32_t i = 0; i < v->ndim; i++) base += lo[i] * v->strides[i];
+  uintptr_t align = (uintptr_t)(d->size & -d->size); /* the largest power of two dividing the size */
+  if (align > 8) align = 8;
+  if ((uintptr_t)base % align != 0) return NULL;
+  *chunks += chunks_touched(v, lo, count);
+  *bytes += zr_product(count, v->ndim) * d->size;
+  return base;
+}
+
 static void nd_release(struct zr_dataset *ds) { nd_registration_unref(ds->source.ctx); }
 
 /* The registration's variables as the group's arrays (model.h reads their
@@ -137,6 +168,7 @@ int nd_dataset_open(struct nd_registration *r, const char *renames, int64_t min_
   atomic_fetch_add(&r->refs, 1);
   ds->source.ctx = r;
   ds->source.read_box = nd_read_box;
+  ds->source.borrow_box = nd_borrow_box;
   ds->source.release = nd_release;
   ds->cf = 0;
   ds->plan_name = "NdarrayScanExec";

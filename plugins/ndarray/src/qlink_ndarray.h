@@ -16,10 +16,13 @@
  *
  * Ownership: nothing is copied at registration but names, shapes, strides,
  * chunk extents and attributes; `data` buffers are read in place during
- * scans (each block is copied once into the scan's C-order buffer) and must
- * stay valid and unchanged until `release(owner)` is called. `release` is
- * called exactly once, after nd_unregister and once no table provider, plan
- * or stream built from the dataset is alive any more, from whatever thread
+ * scans and must stay valid and unchanged until `release(owner)` is
+ * called. A block the buffer holds contiguously in C order (native byte
+ * order, aligned for the element) is served without a copy: the record
+ * batches' value buffers point into `data`. Other blocks are copied once
+ * into the scan's C-order buffer. `release` is called exactly once, after
+ * nd_unregister and once no table provider, plan, stream or record batch
+ * built from the dataset is alive any more, from whatever thread
  * drops the last reference (possibly an engine's worker thread). If
  * nd_register fails, `release` is not called: the owner stays the caller's.
  *

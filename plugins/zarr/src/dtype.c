@@ -207,9 +207,11 @@ const char *zr_dtype_name(const struct zr_dtype *d, char *buf, size_t cap) {
   }
 }
 
+int zr_dtype_is_native(const struct zr_dtype *d) { return d->swap_unit <= 1 || d->big_endian == host_is_big_endian(); }
+
 void zr_dtype_to_native(const struct zr_dtype *d, uint8_t *data, int64_t n) {
   int unit = d->swap_unit;
-  if (unit <= 1 || d->big_endian == host_is_big_endian()) return;
+  if (zr_dtype_is_native(d)) return;
   int64_t units = n * (d->size / unit);
   for (int64_t i = 0; i < units; i++) {
     uint8_t *p = data + i * unit;

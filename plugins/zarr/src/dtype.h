@@ -47,6 +47,8 @@ int zr_dtype_parse_v3(const json_t *data_type, struct zr_dtype *out, struct ql_e
 /* A short description for messages ("float32", "<U10"); static or in buf. */
 const char *zr_dtype_name(const struct zr_dtype *dtype, char *buf, size_t cap);
 
+/* 1 when elements are stored in the host's byte order (no swap needed). */
+int zr_dtype_is_native(const struct zr_dtype *dtype);
 /* Swap `n` elements in place from stored to native byte order (no-op when
  * already native). */
 void zr_dtype_to_native(const struct zr_dtype *dtype, uint8_t *data, int64_t n);

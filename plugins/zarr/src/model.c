@@ -62,6 +62,11 @@ int zr_dataset_read_box(const struct zr_dataset *ds, int64_t array, const int64_
   return ds->source.read_box(ds, array, lo, count, out, heap, scratch, chunks, bytes, error);
 }
 
+const uint8_t *zr_dataset_borrow_box(const struct zr_dataset *ds, int64_t array, const int64_t *lo,
+                                     const int64_t *count, int64_t *chunks, int64_t *bytes) {
+  return ds->source.borrow_box ? ds->source.borrow_box(ds, array, lo, count, chunks, bytes) : NULL;
+}
+
 int zr_column_decoder(const struct zr_dataset *ds, const struct zr_array *a, int32_t decode_times,
                       struct zr_decoder *out, struct ql_error *error) {
   if (ds->cf) {

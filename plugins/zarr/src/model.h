@@ -173,12 +173,20 @@ struct zr_scratch;
  * *bytes are incremented by the chunks used and the bytes fetched (the
  * scan's chunks_read / bytes_read). Errors name the dataset (ds->label),
  * the array and the problem. Called from any thread, concurrently.
+ * borrow_box (may be NULL): the same box without a copy, when the source
+ * holds its cells exactly as read_box would write them (fixed-size dtype,
+ * native byte order, contiguous in C order over count, aligned for the
+ * dtype): a pointer that stays valid and unchanged until the dataset is
+ * released, with *chunks and *bytes incremented as read_box would; NULL
+ * (nothing counted) when the box must be read. Never fails.
  * release: once, when the dataset is freed (may be NULL). ctx: the source's
  * own state. */
 struct zr_chunk_source {
   int (*read_box)(const struct zr_dataset *ds, int64_t array, const int64_t *lo, const int64_t *count, uint8_t *out,
                   struct zr_heap *heap, struct zr_scratch *scratch, int64_t *chunks, int64_t *bytes,
                   struct ql_error *error);
+  const uint8_t *(*borrow_box)(const struct zr_dataset *ds, int64_t array, const int64_t *lo, const int64_t *count,
+                               int64_t *chunks, int64_t *bytes);
   void (*release)(struct zr_dataset *ds);
   void *ctx;
 };
@@ -223,6 +231,9 @@ int zr_dataset_build(struct zr_dataset *ds, const char *renames, struct ql_error
 int zr_dataset_read_box(const struct zr_dataset *ds, int64_t array, const int64_t *lo, const int64_t *count,
                         uint8_t *out, struct zr_heap *heap, struct zr_scratch *scratch, int64_t *chunks,
                         int64_t *bytes, struct ql_error *error);
+/* ds->source.borrow_box (NULL when the source has none). */
+const uint8_t *zr_dataset_borrow_box(const struct zr_dataset *ds, int64_t array, const int64_t *lo,
+                                     const int64_t *count, int64_t *chunks, int64_t *bytes);
 /* The decoder of a column over array `a` of `ds`: zr_decoder_init when
  * ds->cf (less its NaN mask with ZR_NAN_FILL_NAN), else the element type's own values (no mask, no scaling, no CF
  * times; NaN stays NaN, NaT is null). */

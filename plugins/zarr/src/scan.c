@@ -21,8 +21,10 @@
 struct zr_block {
   atomic_int refs;
   struct zr_scan *scan; /* a reference */
-  size_t cap;           /* bytes of data */
-  uint8_t *data;
+  size_t cap;           /* bytes of buf */
+  uint8_t *buf;         /* owned storage; NULL for a borrowed block */
+  const uint8_t *data;  /* the cells: buf, or the source's own memory (borrow_box, model.h), which the
+                           scan's reference keeps alive */
 };
 
 /* Decoded boxes kept for the next block, so a scan does not map and unmap
@@ -75,7 +77,7 @@ static struct zr_scan *scan_ref(struct zr_scan *s) {
 static void scan_unref(struct zr_scan *s) {
   if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
   for (int32_t i = 0; i < s->n_pool; i++) {
-    free(s->pool[i]->data);
+    free(s->pool[i]->buf);
     free(s->pool[i]);
   }
   pthread_mutex_destroy(&s->pool_lock);
@@ -121,13 +123,24 @@ static struct zr_block *block_acquire(struct zr_scan *s, size_t size) {
   if (!b) {
     b = calloc(1, sizeof(*b));
     if (!b) return NULL;
-    b->data = malloc(size + 1);
-    if (!b->data) {
+    b->buf = malloc(size + 1);
+    if (!b->buf) {
       free(b);
       return NULL;
     }
     b->cap = size;
   }
+  b->data = b->buf;
+  atomic_init(&b->refs, 1);
+  b->scan = scan_ref(s);
+  return b;
+}
+
+/* A block over cells the source holds (no copy); NULL when out of memory. */
+static struct zr_block *block_borrow(struct zr_scan *s, const uint8_t *cells) {
+  struct zr_block *b = calloc(1, sizeof(*b));
+  if (!b) return NULL;
+  b->data = cells;
   atomic_init(&b->refs, 1);
   b->scan = scan_ref(s);
   return b;
@@ -139,6 +152,11 @@ static void block_unref(struct zr_block *b) {
   if (!b || atomic_fetch_sub(&b->refs, 1) != 1) return;
   struct zr_scan *s = b->scan;
   b->scan = NULL;
+  if (!b->buf) {
+    free(b);
+    scan_unref(s);
+    return;
+  }
   struct zr_block *drop = b;
   pthread_mutex_lock(&s->pool_lock);
   if (s->n_pool < ZR_POOL_SIZE) {
@@ -156,7 +174,7 @@ static void block_unref(struct zr_block *b) {
   }
   pthread_mutex_unlock(&s->pool_lock);
   if (drop) {
-    free(drop->data);
+    free(drop->buf);
     free(drop);
   }
   scan_unref(s);
@@ -358,8 +376,6 @@ static int stream_load(struct zr_stream *st, int64_t idx, struct ql_error *error
       return ql_error_set(error, QL_ERESOURCES, "%s: array '%s': partition block too large",
                           s->ds->label, a->name);
     }
-    st->blocks[j] = block_acquire(st->scan, (size_t)(n * a->dtype.size));
-    if (!st->blocks[j]) return ql_error_set(error, QL_ENOMEM, "out of memory reading array '%s'", a->name);
     int64_t stride = 1;
     for (int32_t ax = c->n_axes - 1; ax >= 0; ax--) {
       st->strides[j][ax] = stride;
@@ -367,8 +383,12 @@ static int stream_load(struct zr_stream *st, int64_t idx, struct ql_error *error
     }
     int64_t chunks = 0, bytes = 0;
     st->zero_copy[j] = (uint8_t)column_is_zero_copy(st, c);
-    int rc = zr_dataset_read_box(s->ds, c->array, lo, count, st->blocks[j]->data, &st->heaps[j], &st->scratch,
-                                 &chunks, &bytes, error);
+    const uint8_t *cells = zr_dataset_borrow_box(s->ds, c->array, lo, count, &chunks, &bytes);
+    st->blocks[j] = cells ? block_borrow(st->scan, cells) : block_acquire(st->scan, (size_t)(n * a->dtype.size));
+    if (!st->blocks[j]) return ql_error_set(error, QL_ENOMEM, "out of memory reading array '%s'", a->name);
+    int rc = cells ? QL_OK
+                   : zr_dataset_read_box(s->ds, c->array, lo, count, st->blocks[j]->buf, &st->heaps[j],
+                                         &st->scratch, &chunks, &bytes, error);
     atomic_fetch_add(&st->scan->chunks_read, chunks);
     atomic_fetch_add(&st->scan->bytes_read, bytes);
     if (rc != QL_OK) return rc;
@@ -527,7 +547,7 @@ static int pattern_get(struct zr_stream *st, int32_t j, const struct zr_column *
       rc = QL_ENOMEM;
     } else {
       /* one cycle: every value `period` times (doubling copies), then the cycle repeated */
-      uint8_t *o = p->data;
+      uint8_t *o = p->buf;
       for (int64_t i = 0; i < ns; i++) {
         uint8_t *run = o + (size_t)(i * period) * w;
         memcpy(run, b.data + (size_t)i * w, w);

@@ -21,6 +21,7 @@
 #include "qlink/lib/status.h"
 #include "qlink/qlink.h"
 #include "store_put.h"
+#include "zr_test_util.h"
 
 int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
 
@@ -133,18 +134,6 @@ struct query {
   int64_t t0, t1, x0, x1;
 };
 
-static int64_t metric(const struct ql_execution_plan *plan, const char *name) {
-  struct ql_error err = {0};
-  struct ql_metrics m;
-  QL_CHECK_OK(plan->get_metrics(plan, &m, &err), err);
-  int64_t v = -1;
-  for (int64_t i = 0; i < m.count; i++) {
-    if (strcmp(m.items[i].name, name) == 0) v = m.items[i].value;
-  }
-  m.release(&m);
-  return v;
-}
-
 static ql_expr_id between(struct ql_ir_builder *b, const char *col, int32_t index, int64_t lo, int64_t hi) {
   struct ql_expr e = {0};
   ql_expr_id args[3] = {ql_ir_column(b, col, NULL, index), ql_ir_literal_i64(b, lo), ql_ir_literal_i64(b, hi)};
@@ -222,8 +211,8 @@ static int scan_table(struct ql_ref_host *host, struct ql_table_provider *tp, co
     }
     st.release(&st);
   }
-  *bytes_read = metric(&plan, "bytes_read");
-  *chunks_read = metric(&plan, "chunks_read");
+  *bytes_read = zr_test_metric(&plan, "bytes_read");
+  *chunks_read = zr_test_metric(&plan, "chunks_read");
   plan.release(&plan);
   return rc;
 }

@@ -68,3 +68,17 @@ int zr_test_each_batch(struct ql_ref_host *host, const struct ql_execution_plan 
   }
   return QL_OK;
 }
+
+int64_t zr_test_metric(const struct ql_execution_plan *plan, const char *name) {
+  struct ql_error err = {0};
+  struct ql_metrics m;
+  int64_t v = -1;
+  if (plan->get_metrics(plan, &m, &err) == QL_OK) {
+    for (int64_t i = 0; i < m.count; i++) {
+      if (strcmp(m.items[i].name, name) == 0) v = m.items[i].value;
+    }
+    m.release(&m);
+  }
+  ql_error_release(&err);
+  return v;
+}

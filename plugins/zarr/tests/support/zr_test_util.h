@@ -41,4 +41,8 @@ typedef void (*zr_test_batch_fn)(const struct ArrowArray *batch, void *ctx);
 int zr_test_each_batch(struct ql_ref_host *host, const struct ql_execution_plan *plan, zr_test_batch_fn each,
                        void *ctx, struct ql_error *error);
 
+/* The value of metric `name` of `plan` (get_metrics), or -1 when it has
+ * none by that name or get_metrics fails. */
+int64_t zr_test_metric(const struct ql_execution_plan *plan, const char *name);
+
 #endif /* QLINK_ZARR_TEST_UTIL_H */
