@@ -489,7 +489,7 @@ def _duckdb_prepare(con, plugins) -> None:
         qduckdb = importlib.import_module("qlink.duckdb")
 
         try:
-            con.load_extension(qduckdb.extension_path())
+            con.load_extension(qduckdb.extension_path("auto"))
         except Exception as exc:
             raise RuntimeError(
                 "the qlink DuckDB extension is not loaded on this connection and cannot be "

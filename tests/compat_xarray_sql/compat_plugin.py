@@ -6,8 +6,11 @@ What it changes around xarray-sql's own tests, and why:
   wheel predates it (else this tree's python/qlink, without the wheel).
 * ``duckdb.connect`` opens connections with ``allow_unsigned_extensions``
   and the qlink extension loaded (DuckDB loads an unsigned extension only
-  when the database is opened so; xarray-sql needs no extension). The
-  caller's database, read_only and config arguments are kept.
+  when the database is opened so; xarray-sql needs no extension): the V2
+  build where the pinned duckdb runs, as ``qlink.xarray.register`` loads
+  it, which holds no connection of its own, so a database closed by the
+  test is closed. The caller's database, read_only and config arguments
+  are kept.
 * ``xarray.tutorial.open_dataset("air_temperature" | "rasm")`` returns a
   Dataset of the tutorial file's structure built here (this machine reaches
   no data server): same dimensions, sizes, coordinates, dtypes, calendar
@@ -41,7 +44,7 @@ def _qlink_connect(real):
         config = dict(config or {})
         config["allow_unsigned_extensions"] = True
         con = real(database, read_only=read_only, config=config, **kwargs)
-        con.load_extension(qd.extension_path())
+        con.load_extension(qd.extension_path("auto"))
         for d in qd.default_plugin_dirs():
             try:
                 con.execute("SELECT * FROM qlink_allow(?)", [d]).fetchall()
