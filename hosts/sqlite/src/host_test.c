@@ -128,6 +128,21 @@ static void test_best_index(sqlite3 *db) {
   CHECK_Q(db, "SELECT count(*) FROM s WHERE value IS NULL", "0");
   CHECK_Q(db, "SELECT count(*) FROM s WHERE value IS NOT 5", "99");
   CHECK_Q(db, "SELECT count(*) FROM s WHERE value != 5 AND value < 10", "9");
+  /* OR: SQLite's multi-index OR would union one scan per term by rowid,
+   * and qlink rowids are ordinals within a scan, so it must not be chosen
+   * (it returned 1, 10, "5", "2,1,0", 2 and 10 here) */
+  CHECK_Q(db, "SELECT count(*) FROM s WHERE value = 1 OR value = 2", "2");
+  CHECK_Q(db, "SELECT count(*) FROM s WHERE value < 10 OR value > 90", "19");
+  CHECK_Q(db, "SELECT group_concat(value) FROM s WHERE value = 5 OR value = 7", "5,7");
+  CHECK_Q(db, "SELECT group_concat(value) FROM (SELECT value FROM s WHERE value < 3 OR value > 96 ORDER BY value DESC)",
+          "99,98,97,2,1,0");
+  CHECK_Q(db, "SELECT count(*) FROM s WHERE (value < 3 OR value > 97) AND value != 1", "4");
+  CHECK_Q(db, "SELECT count(*) FROM s a JOIN s b ON a.value = b.value OR a.value = b.value + 50 WHERE b.value < 10",
+          "20");
+  CHECK_PLAN(db, "SELECT count(*) FROM s WHERE value = 1 OR value = 2",
+             "SCAN s VIRTUAL TABLE INDEX 8:qlink columns=value filters=value IN ?1 [exact, omitted]");
+  CHECK_PLAN(db, "SELECT count(*) FROM s WHERE value < 10 OR value > 90",
+             "SCAN s VIRTUAL TABLE INDEX 4:qlink columns=value");
   CHECK_Q(db, "SELECT typeof(value) || typeof(parity) FROM s LIMIT 1", "integertext");
   /* one ordered partition serves ORDER BY (so LIMIT reaches the scan too);
    * four partitions, or the opposite direction, do not */

@@ -340,6 +340,10 @@ static int order_consumed(struct qls_vtab *vt, const sqlite3_index_info *info, u
   return ok;
 }
 
+/* Share of the table's rows below which no filtered plan is estimated
+ * (vt_best_index). */
+#define QLS_FILTERED_FLOOR 0.6
+
 static int vt_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
   struct qls_vtab *vt = (struct qls_vtab *)base;
   struct qls_plan plan;
@@ -435,6 +439,15 @@ static int vt_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
     used_answers[used.n_terms] = answers[k];
     used.terms[used.n_terms++] = t;
   }
+  /* SQLite's multi-index OR runs one scan per OR term and skips a row
+   * whose rowid an earlier term's scan returned. A qlink rowid is the row's
+   * ordinal in its own scan (the ABI has no row identity), so the rowids of
+   * two differently filtered scans collide and the union loses rows. A
+   * filtered plan therefore never costs, nor returns, less than
+   * QLS_FILTERED_FLOOR of the whole table: two terms' scans then cost and
+   * return more than the one scan SQLite weighs them against, so it never
+   * chooses that plan (an OR of equalities on one column becomes IN). */
+  if (used.n_terms > 0 && rows < QLS_FILTERED_FLOOR * vt->rows) rows = QLS_FILTERED_FLOOR * vt->rows;
   used.ordered = order_consumed(vt, info, used.col_used);
   if (limit_c >= 0 && omitted == n_other && (info->nOrderBy == 0 || used.ordered) && sqlite3_vtab_distinct(info) == 0) {
     used.limit_argv = argv;

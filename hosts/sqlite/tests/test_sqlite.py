@@ -52,6 +52,19 @@ def test_types_and_pushdown(db):
     assert rows(db, "SELECT value FROM s WHERE value >= 2 LIMIT 1 OFFSET 1") == [(3,)]
 
 
+def test_or_of_pushed_filters(db):
+    # SQLite's multi-index OR (one scan per term, rows deduplicated by rowid)
+    # lost rows: a qlink rowid is an ordinal within one scan
+    db.execute("CREATE VIRTUAL TABLE s USING qlink('qlink_sample/series?start=0&stop=100&step=1')")
+    assert rows(db, "SELECT count(*) FROM s WHERE value = 1 OR value = 2") == [(2,)]
+    assert rows(db, "SELECT value FROM s WHERE value < 2 OR value > 97 OR value = 50 ORDER BY value") == [
+        (0,), (1,), (50,), (98,), (99,)]
+    assert rows(db, "SELECT count(*), sum(value) FROM s WHERE (value < 10 OR value >= 95) AND value != 3") == [(14, 527)]
+    plans = [re.sub(r"INDEX \d+:", "INDEX n:", r[3])
+             for r in rows(db, "EXPLAIN QUERY PLAN SELECT value FROM s WHERE value < 2 OR value > 97")]
+    assert plans == ["SCAN s VIRTUAL TABLE INDEX n:qlink columns=value"]
+
+
 def test_grid_floats(db):
     db.execute("CREATE VIRTUAL TABLE g USING qlink('qlink_sample/grid?ny=3&nx=2')")
     got = rows(db, "SELECT typeof(y), typeof(x), typeof(v) FROM g LIMIT 1")
