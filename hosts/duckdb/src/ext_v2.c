@@ -7,7 +7,8 @@
  * plus filter pushdown: DuckDB offers each predicate over qlink_scan's
  * rows to filters_v2.c, which translates it into qlink filters, asks the
  * provider, and accepts what the provider evaluates exactly.
- * qlink_attach and qlink_load (plugin functions) are in the V1 build only.
+ * qlink_attach and qlink_load (plugin functions) are in the V1 build only:
+ * here they exist to fail, saying what to use instead.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -340,10 +341,29 @@ static void qd_rows_emit_v2(duckdb_v2_table_function_exec_info_handle info, duck
   if (first) duckdb_v2_vector_set_size(first, n, NULL);
 }
 
+/* qlink_attach and qlink_load need what the V2 API does not offer yet (a
+ * connection for DDL, V1's function registration): refused at bind with
+ * what works instead, rather than DuckDB's "does not exist". */
+static void qd_unported_bind_v2(duckdb_v2_function_bind_info_handle info,
+                                duckdb_v2_table_function_bind_info_handle result, duckdb_v2_context_handle context,
+                                duckdb_v2_error_info_handle *err) {
+  (void)result, (void)context;
+  const char *name = qd_user_data(info) ? "qlink_attach" : "qlink_load";
+  char msg[512];
+  snprintf(msg, sizeof(msg),
+           "%s is not available in qlink_v2.duckdb_extension (DuckDB C API V2), which has qlink_scan, qlink_tables, "
+           "qlink_plugins and qlink_allow only; %s",
+           name,
+           qd_user_data(info) ? "qlink.duckdb.attach(con, NAME, SPEC) makes the same views from Python, or load "
+                                "qlink.duckdb_extension (qlink.duckdb.connect(api='v1'))"
+                              : "load qlink.duckdb_extension (qlink.duckdb.connect(api='v1')) for plugin functions");
+  qd_v2_fail(err, msg);
+}
+
 /* ---- registration */
 
 static int qd_register_v2(duckdb_v2_extension_handle extension, duckdb_v2_factory_handle factory, struct qd_db *db,
-                          const char *name, int n_args, int named_table, duckdb_v2_table_function_bind_callback_fn bind,
+                          const char *name, int n_args, const char *named, duckdb_v2_table_function_bind_callback_fn bind,
                           duckdb_v2_table_function_init_global_callback_fn init,
                           duckdb_v2_table_function_init_local_callback_fn local,
                           duckdb_v2_table_function_exec_callback_fn exec, int pushdown) {
@@ -364,8 +384,8 @@ static int qd_register_v2(duckdb_v2_extension_handle extension, duckdb_v2_factor
     ok = duckdb_v2_function_signature_add_parameter(sig, &an, varchar, NULL, DUCKDB_V2_FUNCTION_PARAMETER_KIND_POSITIONAL_ONLY,
                                                     NULL) == DUCKDB_V2_ERROR_NONE;
   }
-  if (ok && named_table) {
-    duckdb_v2_identifier_t tn = qd_str("table");
+  if (ok && named) {
+    duckdb_v2_identifier_t tn = qd_str(named);
     ok = duckdb_v2_value_create_null(factory, varchar, &none, NULL) == DUCKDB_V2_ERROR_NONE &&
          duckdb_v2_function_signature_add_parameter(sig, &tn, varchar, none, DUCKDB_V2_FUNCTION_PARAMETER_KIND_NAMED_ONLY,
                                                     NULL) == DUCKDB_V2_ERROR_NONE;
@@ -397,13 +417,18 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_v2_extension_handle extension, duckdb_v2_cont
   if (!db) return qd_v2_fail(err, msg);
   duckdb_v2_factory_handle factory = NULL;
   int ok = duckdb_v2_context_get_factory(context, &factory, NULL) == DUCKDB_V2_ERROR_NONE;
-  ok = ok && qd_register_v2(extension, factory, db, "qlink_scan", 1, 1, qd_scan_bind_v2, qd_scan_init_v2,
+  ok = ok && qd_register_v2(extension, factory, db, "qlink_scan", 1, "table", qd_scan_bind_v2, qd_scan_init_v2,
                             qd_scan_local_init_v2, qd_scan_v2, 1) == 0;
-  ok = ok && qd_register_v2(extension, factory, db, "qlink_plugins", 0, 0, qd_plugins_bind_v2, qd_rows_init_v2, NULL,
+  ok = ok && qd_register_v2(extension, factory, db, "qlink_plugins", 0, NULL, qd_plugins_bind_v2, qd_rows_init_v2, NULL,
                             qd_rows_emit_v2, 0) == 0;
-  ok = ok && qd_register_v2(extension, factory, db, "qlink_tables", 1, 0, qd_tables_bind_v2, qd_rows_init_v2, NULL,
+  ok = ok && qd_register_v2(extension, factory, db, "qlink_tables", 1, NULL, qd_tables_bind_v2, qd_rows_init_v2, NULL,
                             qd_rows_emit_v2, 0) == 0;
-  ok = ok && qd_register_v2(extension, factory, db, "qlink_allow", 1, 0, qd_allow_bind_v2, qd_rows_init_v2, NULL,
+  ok = ok && qd_register_v2(extension, factory, db, "qlink_allow", 1, NULL, qd_allow_bind_v2, qd_rows_init_v2, NULL,
                             qd_rows_emit_v2, 0) == 0;
+  /* user data: non-NULL for qlink_attach, NULL for qlink_load */
+  ok = ok && qd_register_v2(extension, factory, db, "qlink_attach", 2, NULL, qd_unported_bind_v2, qd_rows_init_v2, NULL,
+                            qd_rows_emit_v2, 0) == 0;
+  ok = ok && qd_register_v2(extension, factory, NULL, "qlink_load", 1, "name", qd_unported_bind_v2, qd_rows_init_v2,
+                            NULL, qd_rows_emit_v2, 0) == 0;
   if (!ok) qd_v2_fail(err, "qlink: registering the qlink functions failed");
 }

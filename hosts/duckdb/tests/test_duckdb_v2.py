@@ -148,6 +148,28 @@ def test_catalog_functions_and_allow():
     assert "qlink_tables('qlink_sample/series?stop=1'): qlink_sample has no schema provider 'series'" in str(e.value)
 
 
+def test_v1_only_functions_say_what_to_use():
+    # qlink.duckdb.connect() loads this build under the pinned duckdb, so
+    # CALL qlink_attach (the README's DuckDB example) must not end in
+    # DuckDB's "Table Function with name qlink_attach does not exist!"
+    con = connect()
+    only = "is not available in qlink_v2.duckdb_extension (DuckDB C API V2), which has qlink_scan, qlink_tables, " \
+           "qlink_plugins and qlink_allow only; "
+    for sql, rest in [
+        ("CALL qlink_attach('s', 'qlink_sample/series')",
+         "qlink.duckdb.attach(con, NAME, SPEC) makes the same views from Python, or load qlink.duckdb_extension "
+         "(qlink.duckdb.connect(api='v1'))"),
+        ("CALL qlink_load('qlink_sample')",
+         "load qlink.duckdb_extension (qlink.duckdb.connect(api='v1')) for plugin functions"),
+        ("CALL qlink_load('qlink_sample', name := 'add_one')",
+         "load qlink.duckdb_extension (qlink.duckdb.connect(api='v1')) for plugin functions"),
+    ]:
+        with pytest.raises(duckdb.InvalidInputException) as e:
+            con.execute(sql).fetchall()
+        assert str(e.value) == "Invalid Input Error: " + sql.split("(")[0][5:] + " " + only + rest
+    assert con.execute(f"SELECT count(*) FROM {SERIES} WHERE value > 0").fetchone() == (49,)
+
+
 def test_many_threads_with_filters():
     con = connect(threads=4)
     sql = "SELECT count(*), sum(value) FROM qlink_scan('qlink_sample/series?stop=1000000&partitions=8') " \
