@@ -50,6 +50,7 @@ struct qls_cursor {
   int eof;
   int32_t *col_map; /* SQLite column -> child of the batch, -1 if not projected */
   int8_t *fast;     /* per batch child: enum fast_kind, from the stream's schema */
+  struct qls_ts_memo *memo; /* per batch child: its last timestamp's text (FAST_TS) */
   struct qls_buf scratch;
 };
 
@@ -480,16 +481,30 @@ static int vt_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
 /* Columns xColumn reads without going through cells.c's general mapping
  * (the same answers: cells_test.c checks the general path, host_test.c
  * both). */
-enum fast_kind { FAST_NONE = 0, FAST_I64 = 1, FAST_F64 = 2, FAST_UTF8 = 3 };
+enum fast_kind { FAST_NONE = 0, FAST_I64 = 1, FAST_F64 = 2, FAST_UTF8 = 3, FAST_F32 = 4, FAST_TS = 5 };
+
+/* A timestamp column's last value and its TEXT: a dimension column repeats
+ * each value over the inner dimensions' rows (an hourly time axis over a
+ * 181 x 360 grid: 65,160 rows a value), and formatting was most of a scan
+ * that reads it. */
+struct qls_ts_memo {
+  int64_t value;
+  int32_t len; /* -1: nothing memoised */
+  char text[60];
+};
 
 static void fast_kinds(struct qls_cursor *cur) {
   for (int64_t k = 0; k < cur->batch_schema.n_children; k++) {
     const struct ArrowSchema *f = cur->batch_schema.children[k];
-    cur->fast[k] = f->dictionary          ? FAST_NONE
-                   : strcmp(f->format, "l") == 0 ? FAST_I64
-                   : strcmp(f->format, "g") == 0 ? FAST_F64
-                   : strcmp(f->format, "u") == 0 ? FAST_UTF8
-                                                 : FAST_NONE;
+    cur->fast[k] = f->dictionary                                        ? FAST_NONE
+                   : strcmp(f->format, "l") == 0                        ? FAST_I64
+                   : strcmp(f->format, "g") == 0                        ? FAST_F64
+                   : strcmp(f->format, "u") == 0                        ? FAST_UTF8
+                   : strcmp(f->format, "f") == 0                        ? FAST_F32
+                   : strncmp(f->format, "ts", 2) == 0 && f->format[2] && strchr("smun", f->format[2]) &&
+                           f->format[3] == ':'                          ? FAST_TS
+                                                                        : FAST_NONE;
+    cur->memo[k].len = -1;
   }
 }
 
@@ -500,9 +515,11 @@ static int cur_open(sqlite3_vtab *base, sqlite3_vtab_cursor **out) {
   cur->vt = vt;
   cur->col_map = malloc(sizeof *cur->col_map * (size_t)(vt->schema.n_children + 1));
   cur->fast = calloc((size_t)(vt->schema.n_children + 1), 1);
-  if (!cur->col_map || !cur->fast) {
+  cur->memo = calloc((size_t)(vt->schema.n_children + 1), sizeof *cur->memo);
+  if (!cur->col_map || !cur->fast || !cur->memo) {
     free(cur->col_map);
     free(cur->fast);
+    free(cur->memo);
     free(cur);
     return SQLITE_NOMEM;
   }
@@ -529,6 +546,7 @@ static int cur_close(sqlite3_vtab_cursor *base) {
   qls_buf_free(&cur->scratch);
   free(cur->col_map);
   free(cur->fast);
+  free(cur->memo);
   free(cur);
   return SQLITE_OK;
 }
@@ -752,6 +770,28 @@ static int cur_column(sqlite3_vtab_cursor *base, sqlite3_context *ctx, int col) 
       double d = ((const double *)a->buffers[1])[j];
       if (isnan(d)) sqlite3_result_null(ctx);
       else sqlite3_result_double(ctx, d);
+    } else if (cur->fast[k] == FAST_F32) {
+      float x = ((const float *)a->buffers[1])[j];
+      if (isnan(x)) sqlite3_result_null(ctx);
+      else sqlite3_result_double(ctx, (double)x);
+    } else if (cur->fast[k] == FAST_TS) {
+      int64_t v = ((const int64_t *)a->buffers[1])[j];
+      struct qls_ts_memo *m = &cur->memo[k];
+      if (m->len < 0 || m->value != v) {
+        cur->scratch.len = 0;
+        if (qls_format_timestamp(v, cur->batch_schema.children[k]->format[2], &cur->scratch) != QL_OK) {
+          sqlite3_result_error_nomem(ctx);
+          return SQLITE_OK;
+        }
+        if (cur->scratch.len >= (int64_t)sizeof m->text) { /* not memoised: cannot happen for int64 values */
+          sqlite3_result_text(ctx, cur->scratch.data, (int)cur->scratch.len, SQLITE_TRANSIENT);
+          return SQLITE_OK;
+        }
+        memcpy(m->text, cur->scratch.data, (size_t)cur->scratch.len);
+        m->len = (int32_t)cur->scratch.len;
+        m->value = v;
+      }
+      sqlite3_result_text(ctx, m->text, m->len, SQLITE_TRANSIENT);
     } else {
       const int32_t *off = a->buffers[1];
       sqlite3_result_text(ctx, (const char *)a->buffers[2] + off[j], off[j + 1] - off[j], SQLITE_TRANSIENT);

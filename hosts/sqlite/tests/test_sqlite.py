@@ -65,6 +65,30 @@ def test_or_of_pushed_filters(db):
     assert plans == ["SCAN s VIRTUAL TABLE INDEX n:qlink columns=value"]
 
 
+def test_timestamps_and_float32_of_a_zarr_store(db, tmp_path):
+    # xColumn memoises a timestamp column's last TEXT (a dimension repeats
+    # each value over the inner rows) and reads float32 directly: the same
+    # text and REAL as cells.c's general mapping, NULL for NaT and NaN,
+    # across chunk blocks (one batch each with block_rows=1)
+    np = pytest.importorskip("numpy")
+    xr = pytest.importorskip("xarray")
+    t = np.array(["2000-01-01T00:00", "2000-01-01T01:00", "2000-01-01T01:00:00.000000001"], dtype="datetime64[ns]")
+    when = np.array([t[0], t[0], "NaT", t[0], t[1]] * 3, dtype="datetime64[ns]").reshape(3, 5)
+    f = np.array([0.1, np.nan, -2.5, 3.0, 1e-45] * 3, dtype=np.float32).reshape(3, 5)
+    ds = xr.Dataset({"when": (("time", "x"), when), "f": (("time", "x"), f)}, coords={"time": t})
+    ns = {"units": "nanoseconds since 2000-01-01", "dtype": "int64"}
+    ds.to_zarr(tmp_path / "t.zarr", zarr_format=3, encoding={
+        "when": {"chunks": (1, 5), **ns}, "f": {"chunks": (1, 5)}, "time": {"chunks": (1,), **ns}})
+    db.execute(f"CREATE VIRTUAL TABLE z USING qlink('qlink_zarr/table?path={tmp_path / 't.zarr'}&block_rows=1')")
+    got = rows(db, "SELECT time, x, \"when\", f FROM z")
+    times = ["2000-01-01 00:00:00", "2000-01-01 01:00:00", "2000-01-01 01:00:00.000000001"]
+    whens = ["2000-01-01 00:00:00", "2000-01-01 00:00:00", None, "2000-01-01 00:00:00", "2000-01-01 01:00:00"]
+    fs = [float(np.float32(0.1)), None, -2.5, 3.0, float(np.float32(1e-45))]
+    assert got == [(times[i], x, whens[x], fs[x]) for i in range(3) for x in range(5)]
+    assert rows(db, "SELECT count(*), min(time), max(time) FROM z WHERE time >= '2000-01-01 01:00:00'") == [
+        (10, times[1], times[2])]
+
+
 def test_grid_floats(db):
     db.execute("CREATE VIRTUAL TABLE g USING qlink('qlink_sample/grid?ny=3&nx=2')")
     got = rows(db, "SELECT typeof(y), typeof(x), typeof(v) FROM g LIMIT 1")
