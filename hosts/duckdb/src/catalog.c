@@ -81,17 +81,6 @@ static void qd_tables_bind(duckdb_bind_info info) {
   duckdb_bind_set_bind_data(info, r, qd_rows_free);
 }
 
-void qd_quote(char *out, size_t cap, const char *s, char q) {
-  size_t o = 0;
-  if (o + 1 < cap) out[o++] = q;
-  for (; *s && o + 3 < cap; s++) {
-    if (*s == q) out[o++] = q;
-    out[o++] = *s;
-  }
-  out[o++] = q;
-  out[o] = '\0';
-}
-
 static void qd_attach_bind(duckdb_bind_info info) {
   struct qd_db *db = duckdb_bind_get_extra_info(info);
   static const char *const cols[] = {"table_name"};
@@ -109,18 +98,8 @@ static void qd_attach_bind(duckdb_bind_info info) {
     return;
   }
   /* A DuckDB schema NAME of views over qlink_scan(SPEC, table := T). */
-  char qname[512], qspec[4096], qtable[512], qtlit[512], sql[8192];
-  qd_quote(qname, sizeof(qname), name, '"');
-  qd_quote(qspec, sizeof(qspec), spec, '\'');
-  int n = snprintf(sql, sizeof(sql), "CREATE SCHEMA IF NOT EXISTS %s;", qname);
-  for (int64_t i = 0; i < r->n_rows && n > 0 && (size_t)n < sizeof(sql); i++) {
-    qd_quote(qtable, sizeof(qtable), r->cells[i], '"');
-    qd_quote(qtlit, sizeof(qtlit), r->cells[i], '\'');
-    n += snprintf(sql + n, sizeof(sql) - (size_t)n,
-                  "CREATE OR REPLACE VIEW %s.%s AS SELECT * FROM qlink_scan(%s, \"table\" := %s);", qname, qtable,
-                  qspec, qtlit);
-  }
-  if (n < 0 || (size_t)n >= sizeof(sql)) {
+  char sql[QD_DDL_MAX];
+  if (qd_attach_sql(name, spec, r, 0, sql, sizeof(sql)) != 0) {
     qd_fail(info, r, "qlink_attach('%s', '%s'): too many tables for one statement", name, spec);
     duckdb_free(name), duckdb_free(spec);
     return;

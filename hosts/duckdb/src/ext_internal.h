@@ -151,6 +151,18 @@ int qd_rows_tables(struct qd_db *db, const char *spec, struct qd_rows *r, struct
  * every allowed directory, one row each. */
 int qd_rows_allow(struct qd_db *db, const char *dir, int locked, struct qd_rows *r, struct ql_error *err);
 
+/* `s` as a SQL identifier in double quotes (q '"') or a string literal in
+ * single quotes (q '\''), into out[cap] (truncated to fit). sql.c. */
+void qd_quote(char *out, size_t cap, const char *s, char q);
+/* The longest statement text qlink_attach and qlink_load make. */
+#define QD_DDL_MAX 8192
+/* qlink_attach's statements into sql[cap]: schema NAME, then one view per
+ * table of `tables` (one column: the names) over qlink_scan(SPEC, "table"
+ * := T); with_result: then a SELECT returning the names as column
+ * table_name, in order. -1 when they do not fit. sql.c. */
+int qd_attach_sql(const char *name, const char *spec, const struct qd_rows *tables, int with_result, char *sql,
+                  size_t cap);
+
 #ifdef QD_CAPI_V2
 /* Fail a V2 callback: `msg` into DuckDB's error slot (ext_v2.c). */
 void qd_v2_fail(duckdb_v2_error_info_handle *err, const char *msg);
@@ -162,10 +174,6 @@ void qd_filter_pushdown(duckdb_v2_table_function_filter_pushdown_info_handle inf
 #else
 /* Register qlink_plugins, qlink_tables, qlink_allow and qlink_attach. */
 int qd_register_catalog(duckdb_connection con, struct qd_db *db);
-/* `s` as a SQL identifier in double quotes (q '"') or a string literal in
- * single quotes (q '\''), into out[cap] (truncated to fit). catalog.c. */
-void qd_quote(char *out, size_t cap, const char *s, char q);
-
 /* Register qlink_load and the table functions behind plugin table
  * functions (functions.c). */
 int qd_register_functions(duckdb_connection con, struct qd_db *db);

@@ -360,6 +360,98 @@ static void qd_unported_bind_v2(duckdb_v2_function_bind_info_handle info,
   qd_v2_fail(err, msg);
 }
 
+/* ---- qlink_attach('NAME', 'SPEC'): a query PRAGMA
+ *
+ * C API V2 runs statements only on a connection (duckdb_v2_statement_execute),
+ * and a callback's context reaches no connection or instance (only its
+ * factory, config, file system and log); registration after load needs a
+ * connection too. A query PRAGMA is the one way V2 gives an extension to
+ * run SQL: DuckDB runs the query it returns in place of the PRAGMA, on the
+ * caller's connection and in its transaction. So the V2 build holds no
+ * connection; `CALL qlink_attach` (a table function, whose bind cannot run
+ * DDL) says to use the PRAGMA. */
+
+#define QD_NO_CALL_DDL                                                                                                 \
+  "DuckDB's C API V2 runs statements only on a connection, and a table function's bind gets none (its context "      \
+  "reaches no connection or instance); the V2 build runs it as a PRAGMA, on the caller's connection: "
+
+static void qd_set_query(duckdb_v2_pragma_function_query_info_handle result, const char *sql,
+                         duckdb_v2_error_info_handle *err) {
+  duckdb_v2_str q = qd_str(sql);
+  if (duckdb_v2_pragma_function_query_set_query(result, &q, NULL) != DUCKDB_V2_ERROR_NONE)
+    qd_v2_fail(err, "qlink: DuckDB refused the PRAGMA's query");
+}
+
+static void qd_attach_query_v2(duckdb_v2_function_bind_info_handle info, duckdb_v2_pragma_function_query_info_handle result,
+                               duckdb_v2_context_handle context, duckdb_v2_error_info_handle *err) {
+  (void)context;
+  char *name = qd_arg_text(info, 0), *spec = qd_arg_text(info, 1);
+  struct qd_rows *r = qd_rows_new(1);
+  struct ql_error qerr = {0};
+  char msg[1024];
+  char *sql = malloc(QD_DDL_MAX);
+  if (!name || !spec || !r || !sql) {
+    snprintf(msg, sizeof(msg), "qlink_attach: %s", !r || !sql ? "out of memory" : "NAME and SPEC must not be NULL");
+    qd_v2_fail(err, msg);
+  } else if (qd_rows_tables(qd_user_data(info), spec, r, &qerr) != QL_OK) {
+    snprintf(msg, sizeof(msg), "qlink_attach('%s', ...): %s", name, ql_error_message(&qerr));
+    ql_error_release(&qerr);
+    qd_v2_fail(err, msg);
+  } else if (qd_attach_sql(name, spec, r, 1, sql, QD_DDL_MAX) != 0) {
+    snprintf(msg, sizeof(msg), "qlink_attach('%s', '%s'): too many tables for one statement", name, spec);
+    qd_v2_fail(err, msg);
+  } else {
+    qd_set_query(result, sql, err);
+  }
+  free(sql);
+  qd_rows_free(r);
+  free(name);
+  free(spec);
+}
+
+static void qd_attach_call_v2(duckdb_v2_function_bind_info_handle info, duckdb_v2_table_function_bind_info_handle result,
+                              duckdb_v2_context_handle context, duckdb_v2_error_info_handle *err) {
+  (void)info, (void)result, (void)context;
+  qd_v2_fail(err, "CALL qlink_attach: " QD_NO_CALL_DDL "PRAGMA qlink_attach('NAME', 'SPEC')");
+}
+
+/* A query PRAGMA `name` of n_args VARCHAR arguments (and, with `named`, a
+ * VARCHAR named parameter of that name, NULL by default). */
+static int qd_register_pragma_v2(duckdb_v2_extension_handle extension, duckdb_v2_factory_handle factory,
+                                 struct qd_db *db, const char *name, int n_args, const char *named,
+                                 duckdb_v2_pragma_function_query_callback_fn query) {
+  duckdb_v2_pragma_function_handle f = NULL;
+  duckdb_v2_function_signature_handle sig = NULL;
+  duckdb_v2_logical_type_handle varchar = NULL;
+  duckdb_v2_value_handle none = NULL;
+  duckdb_v2_str vt = qd_str("VARCHAR");
+  duckdb_v2_identifier_t fname = qd_str(name);
+  duckdb_v2_opaque user = {db, NULL, NULL};
+  int ok = duckdb_v2_pragma_function_create(factory, &f, NULL) == DUCKDB_V2_ERROR_NONE &&
+           duckdb_v2_pragma_function_set_name(f, &fname, NULL) == DUCKDB_V2_ERROR_NONE &&
+           duckdb_v2_pragma_function_get_signature(f, &sig, NULL) == DUCKDB_V2_ERROR_NONE &&
+           duckdb_v2_factory_create_type_from_text(factory, &vt, &varchar, NULL) == DUCKDB_V2_ERROR_NONE;
+  static const char *const arg_names[] = {"arg0", "arg1"};
+  for (int i = 0; ok && i < n_args; i++) {
+    duckdb_v2_identifier_t an = qd_str(arg_names[i]);
+    ok = duckdb_v2_function_signature_add_parameter(sig, &an, varchar, NULL, DUCKDB_V2_FUNCTION_PARAMETER_KIND_POSITIONAL_ONLY,
+                                                    NULL) == DUCKDB_V2_ERROR_NONE;
+  }
+  if (ok && named) {
+    duckdb_v2_identifier_t nn = qd_str(named);
+    ok = duckdb_v2_value_create_null(factory, varchar, &none, NULL) == DUCKDB_V2_ERROR_NONE &&
+         duckdb_v2_function_signature_add_parameter(sig, &nn, varchar, none, DUCKDB_V2_FUNCTION_PARAMETER_KIND_NAMED_ONLY,
+                                                    NULL) == DUCKDB_V2_ERROR_NONE;
+  }
+  ok = ok && duckdb_v2_pragma_function_set_user_data(f, &user, NULL) == DUCKDB_V2_ERROR_NONE &&
+       duckdb_v2_pragma_function_set_query_callback(f, query, NULL) == DUCKDB_V2_ERROR_NONE &&
+       duckdb_v2_extension_register_pragma_function(extension, f, NULL) == DUCKDB_V2_ERROR_NONE;
+  if (none) duckdb_v2_value_destroy(&none);
+  if (varchar) duckdb_v2_logical_type_destroy(&varchar);
+  if (f) duckdb_v2_pragma_function_destroy(&f);
+  return ok ? 0 : -1;
+}
+
 /* ---- registration */
 
 static int qd_register_v2(duckdb_v2_extension_handle extension, duckdb_v2_factory_handle factory, struct qd_db *db,
@@ -425,9 +517,10 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_v2_extension_handle extension, duckdb_v2_cont
                             qd_rows_emit_v2, 0) == 0;
   ok = ok && qd_register_v2(extension, factory, db, "qlink_allow", 1, NULL, qd_allow_bind_v2, qd_rows_init_v2, NULL,
                             qd_rows_emit_v2, 0) == 0;
-  /* user data: non-NULL for qlink_attach, NULL for qlink_load */
-  ok = ok && qd_register_v2(extension, factory, db, "qlink_attach", 2, NULL, qd_unported_bind_v2, qd_rows_init_v2, NULL,
+  ok = ok && qd_register_pragma_v2(extension, factory, db, "qlink_attach", 2, NULL, qd_attach_query_v2) == 0;
+  ok = ok && qd_register_v2(extension, factory, db, "qlink_attach", 2, NULL, qd_attach_call_v2, qd_rows_init_v2, NULL,
                             qd_rows_emit_v2, 0) == 0;
+  /* user data NULL: qlink_load */
   ok = ok && qd_register_v2(extension, factory, NULL, "qlink_load", 1, "name", qd_unported_bind_v2, qd_rows_init_v2,
                             NULL, qd_rows_emit_v2, 0) == 0;
   if (!ok) qd_v2_fail(err, "qlink: registering the qlink functions failed");

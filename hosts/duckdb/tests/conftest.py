@@ -11,6 +11,22 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 BUILD = Path(os.environ.get("QLINK_BUILD_DIR", ROOT / "build" / "release"))
+EXTS = {"v1": BUILD / "hosts" / "duckdb" / "qlink.duckdb_extension",
+        "v2": BUILD / "hosts" / "duckdb" / "qlink_v2.duckdb_extension"}
+PINNED = next(line.split("==")[1] for line in (ROOT / "scripts" / "requirements.txt").read_text().splitlines()
+              if line.startswith("duckdb=="))
+# How each build is asked for qlink_attach and qlink_load: DuckDB's C API V2
+# runs SQL for an extension only as a query PRAGMA's statements.
+STATEMENT = {"v1": "CALL", "v2": "PRAGMA"}
+
+
+def builds() -> list:
+    """Both builds as pytest parameters, V2 skipped where it cannot load."""
+    import duckdb
+
+    v2_skip = (f"the V2 DuckDB extension is not built: {EXTS['v2']}" if not EXTS["v2"].is_file() else
+               f"the V2 build loads into duckdb {PINNED} only" if duckdb.__version__ != PINNED else None)
+    return ["v1", pytest.param("v2", marks=pytest.mark.skipif(v2_skip is not None, reason=v2_skip or ""))]
 
 
 def open_db(ext: Path, plugin_path: str | None, threads: int | None = None):

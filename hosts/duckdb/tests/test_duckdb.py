@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import open_db
+from conftest import EXTS, STATEMENT, builds, open_db
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -25,10 +25,11 @@ SAMPLE = PLUGINS / "qlink_sample.so"
 pytestmark = pytest.mark.skipif(not EXT.is_file(), reason=f"the DuckDB extension is not built: {EXT}")
 
 
-def connect(plugin_path: str | None = str(PLUGINS), threads: int | None = None):
-    """A connection with the extension loaded in a child-free way: the
-    extension reads QLINK_PLUGIN_PATH when it loads into a database."""
-    return open_db(EXT, plugin_path, threads)
+def connect(plugin_path: str | None = str(PLUGINS), threads: int | None = None, build: str = "v1"):
+    """A connection with the extension (`build` "v1" or "v2") loaded in a
+    child-free way: the extension reads QLINK_PLUGIN_PATH when it loads into
+    a database."""
+    return open_db(EXTS[build], plugin_path, threads)
 
 
 def run_threads(n: int, work) -> list:
@@ -170,11 +171,12 @@ def store(tmp_path_factory):
     return path
 
 
-def test_tables_attach_and_plugins(store):
-    con = connect()
+@pytest.mark.parametrize("build", builds())
+def test_tables_attach_and_plugins(store, build):
+    con = connect(build=build)
     spec = f"qlink_zarr/store?path={store}"
     assert con.execute(f"SELECT * FROM qlink_tables('{spec}') ORDER BY 1").fetchall() == [("lat",), ("time_lat",)]
-    assert con.execute(f"CALL qlink_attach('era5', '{spec}')").fetchall() == [("lat",), ("time_lat",)]
+    assert con.execute(f"{STATEMENT[build]} qlink_attach('era5', '{spec}')").fetchall() == [("lat",), ("time_lat",)]
     assert con.execute("SELECT lat, sp FROM era5.lat ORDER BY lat").fetchall() == [(10.0, 1.5), (20.0, 2.5)]
     r = con.execute("SELECT * FROM era5.time_lat WHERE lat = 20.0 ORDER BY time")
     assert [(d[0], str(d[1])) for d in r.description] == [("time", "TIMESTAMP_NS"), ("lat", "DOUBLE"),
@@ -185,6 +187,46 @@ def test_tables_attach_and_plugins(store):
     with pytest.raises(duckdb.Error) as e:
         con.execute("SELECT * FROM qlink_tables('qlink_sample/series?stop=1')").fetchall()
     assert "qlink_tables('qlink_sample/series?stop=1'): qlink_sample has no schema provider 'series'" in str(e.value)
+
+
+@pytest.mark.parametrize("build", builds())
+def test_attach_errors_keep_the_connection(store, build):
+    con = connect(build=build)
+    with pytest.raises(duckdb.Error) as e:
+        con.execute(f"{STATEMENT[build]} qlink_attach('x', 'qlink_sample/series')").fetchall()
+    assert "qlink_attach('x', ...): qlink_sample has no schema provider 'series'" in str(e.value)
+    with pytest.raises(duckdb.Error) as e:
+        con.execute(f"{STATEMENT[build]} qlink_attach('x', '/etc/passwd/store')").fetchall()
+    assert "qlink_attach('x', ...): " in str(e.value)
+    # a name needing quotes, twice (the views are replaced)
+    spec = f"qlink_zarr/store?path={store}"
+    for _ in range(2):
+        assert con.execute(f"{STATEMENT[build]} qlink_attach('my \"db''s', '{spec}')").fetchall() == [("lat",),
+                                                                                                   ("time_lat",)]
+    assert con.execute('SELECT count(*) FROM "my ""db\'s".time_lat').fetchone() == (6,)
+
+
+@pytest.mark.parametrize("build", builds())
+def test_closed_database_reopens_read_only(store, build, tmp_path):
+    """After the user's connection closes, the file opens read-only in the
+    same process with the V2 build, which holds no connection; the V1 build
+    holds one for qlink_attach and qlink_load, so the database stays open."""
+    path = tmp_path / "db.duckdb"
+    os.environ["QLINK_PLUGIN_PATH"] = str(PLUGINS)
+    con = duckdb.connect(str(path), config={"allow_unsigned_extensions": True})
+    con.execute(f"LOAD '{EXTS[build]}'")
+    spec = f"qlink_zarr/store?path={store}"
+    assert con.execute(f"{STATEMENT[build]} qlink_attach('era5', '{spec}')").fetchall() == [("lat",), ("time_lat",)]
+    assert con.execute("SELECT count(*) FROM era5.time_lat").fetchone() == (6,)
+    con.close()
+    if build == "v1":
+        with pytest.raises(duckdb.ConnectionException, match="different configuration"):
+            duckdb.connect(str(path), read_only=True)
+        return
+    ro = duckdb.connect(str(path), read_only=True)
+    assert ro.execute("SELECT table_schema, table_name FROM information_schema.tables "
+                      "ORDER BY 2").fetchall() == [("era5", "lat"), ("era5", "time_lat")]
+    ro.close()
 
 
 def test_allow_is_the_owners_and_cannot_widen_later(tmp_path):
