@@ -1,20 +1,11 @@
 /* Arrow format strings -> DuckDB storage (see types.h). Pure C: the DuckDB
- * type ids are the values of duckdb.h's enum, repeated here so that this
- * file and its test need no DuckDB header. */
+ * type ids are the values of duckdb.h's enum, repeated in types.h so that
+ * this file and its test need no DuckDB header. */
 #include "types.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* duckdb.h's DUCKDB_TYPE_* values (stable C API). */
-enum {
-  QD_T_BOOLEAN = 1, QD_T_TINYINT = 2, QD_T_SMALLINT = 3, QD_T_INTEGER = 4, QD_T_BIGINT = 5,
-  QD_T_UTINYINT = 6, QD_T_USMALLINT = 7, QD_T_UINTEGER = 8, QD_T_UBIGINT = 9, QD_T_FLOAT = 10,
-  QD_T_DOUBLE = 11, QD_T_TIMESTAMP = 12, QD_T_DATE = 13, QD_T_INTERVAL = 15, QD_T_VARCHAR = 17,
-  QD_T_BLOB = 18, QD_T_DECIMAL = 19, QD_T_TIMESTAMP_S = 20, QD_T_TIMESTAMP_MS = 21, QD_T_TIMESTAMP_NS = 22,
-  QD_T_TIMESTAMP_TZ = 31, QD_T_SQLNULL = 36, QD_T_STRING_LITERAL = 37, QD_T_INTEGER_LITERAL = 38
-};
 
 int qd_cell_kind_of(int32_t duckdb_type) {
   switch (duckdb_type) {

@@ -13,6 +13,19 @@
 #include "qlink/arrow_c.h"
 #include "qlink/lib/args.h"
 
+/* The type ids of these rules: duckdb.h's DUCKDB_TYPE_* values (stable C
+ * API V1), repeated so that types.c needs no DuckDB header. The V2 build
+ * maps its own type ids onto them (functions_v2.c). */
+enum {
+  QD_T_BOOLEAN = 1, QD_T_TINYINT = 2, QD_T_SMALLINT = 3, QD_T_INTEGER = 4, QD_T_BIGINT = 5,
+  QD_T_UTINYINT = 6, QD_T_USMALLINT = 7, QD_T_UINTEGER = 8, QD_T_UBIGINT = 9, QD_T_FLOAT = 10,
+  QD_T_DOUBLE = 11, QD_T_TIMESTAMP = 12, QD_T_DATE = 13, QD_T_INTERVAL = 15, QD_T_VARCHAR = 17,
+  QD_T_BLOB = 18, QD_T_DECIMAL = 19, QD_T_TIMESTAMP_S = 20, QD_T_TIMESTAMP_MS = 21, QD_T_TIMESTAMP_NS = 22,
+  QD_T_TIMESTAMP_TZ = 31, QD_T_SQLNULL = 36, QD_T_STRING_LITERAL = 37, QD_T_INTEGER_LITERAL = 38,
+  QD_T_TIME = 14, QD_T_HUGEINT = 16, QD_T_ENUM = 23, QD_T_LIST = 24, QD_T_STRUCT = 25, QD_T_MAP = 26, QD_T_UUID = 27,
+  QD_T_UNION = 28, QD_T_BIT = 29, QD_T_TIME_TZ = 30, QD_T_UHUGEINT = 32, QD_T_ARRAY = 33, QD_T_ANY = 34, QD_T_BIGNUM = 35
+};
+
 /* How a column's Arrow values become DuckDB values. */
 enum qd_kind {
   QD_BOOL = 1,   /* "b": bits -> bool bytes */

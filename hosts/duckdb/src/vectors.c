@@ -3,6 +3,8 @@
  * that reach a vector's memory differ between C API V1 and V2. */
 #include "vectors.h"
 
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #ifdef QD_CAPI_V2
@@ -30,6 +32,132 @@ static int qd_set_bytes(duckdb_v2_arena_handle arena, duckdb_v2_bytes *out, cons
   memcpy(copy, s, len);
   memcpy(out->value.pointer.prefix, s, 4);
   out->value.pointer.ptr = (char *)copy;
+  return 0;
+}
+
+int32_t qd_v2_type_id(duckdb_v2_logical_type_handle t, uint8_t *width, uint8_t *scale) {
+  DUCKDB_V2_LOGICAL_TYPE_ID id = DUCKDB_V2_LOGICAL_TYPE_ID_INVALID;
+  if (duckdb_v2_logical_type_get_id(t, &id, NULL) != DUCKDB_V2_ERROR_NONE) return -1;
+  switch (id) {
+    case DUCKDB_V2_LOGICAL_TYPE_ID_SQLNULL: return QD_T_SQLNULL;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_ANY: return QD_T_ANY;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_BOOLEAN: return QD_T_BOOLEAN;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_TINYINT: return QD_T_TINYINT;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_SMALLINT: return QD_T_SMALLINT;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_INTEGER: return QD_T_INTEGER;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_BIGINT: return QD_T_BIGINT;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_UTINYINT: return QD_T_UTINYINT;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_USMALLINT: return QD_T_USMALLINT;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_UINTEGER: return QD_T_UINTEGER;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_UBIGINT: return QD_T_UBIGINT;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_HUGEINT: return QD_T_HUGEINT;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_UHUGEINT: return QD_T_UHUGEINT;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_FLOAT: return QD_T_FLOAT;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_DOUBLE: return QD_T_DOUBLE;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_DATE: return QD_T_DATE;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_TIME: return QD_T_TIME;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_TIME_TZ: return QD_T_TIME_TZ;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_TIMESTAMP_SEC: return QD_T_TIMESTAMP_S;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_TIMESTAMP_MS: return QD_T_TIMESTAMP_MS;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_TIMESTAMP: return QD_T_TIMESTAMP;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_TIMESTAMP_NS: return QD_T_TIMESTAMP_NS;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_TIMESTAMP_TZ: return QD_T_TIMESTAMP_TZ;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_INTERVAL: return QD_T_INTERVAL;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_VARCHAR: return QD_T_VARCHAR;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_BLOB: return QD_T_BLOB;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_BIT: return QD_T_BIT;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_BIGNUM: return QD_T_BIGNUM;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_UUID: return QD_T_UUID;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_ENUM: return QD_T_ENUM;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_LIST: return QD_T_LIST;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_STRUCT: return QD_T_STRUCT;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_MAP: return QD_T_MAP;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_UNION: return QD_T_UNION;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_ARRAY: return QD_T_ARRAY;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_DECIMAL: {
+      uint8_t p[2] = {0, 0};
+      for (idx_t i = 0; i < 2 && scale; i++) { /* width, then scale, as UTINYINT values */
+        duckdb_v2_identifier_t pname;
+        duckdb_v2_value_handle v = NULL;
+        if (duckdb_v2_logical_type_get_param(t, i, &pname, &v, NULL) == DUCKDB_V2_ERROR_NONE) {
+          duckdb_v2_value_get_utinyint(v, &p[i], NULL);
+          duckdb_v2_value_destroy(&v);
+        }
+      }
+      if (width) *width = p[0];
+      if (scale) *scale = p[1];
+      return QD_T_DECIMAL;
+    }
+    default: return -1;
+  }
+}
+
+duckdb_v2_logical_type_handle qd_v2_logical_type(duckdb_v2_factory_handle factory, const struct qd_type *t) {
+  char text[64];
+  if (t->kind == QD_DECIMAL) snprintf(text, sizeof(text), "DECIMAL(%u,%u)", t->precision, t->scale);
+  else snprintf(text, sizeof(text), "%s", qd_type_name(t->duckdb));
+  duckdb_v2_str ts = {text, strlen(text)};
+  duckdb_v2_logical_type_handle lt = NULL;
+  return duckdb_v2_factory_create_type_from_text(factory, &ts, &lt, NULL) == DUCKDB_V2_ERROR_NONE ? lt : NULL;
+}
+
+int qd_vector_cells(qd_vector v, idx_t n, struct ql_cell *cells, int64_t stride, int32_t *type) {
+  duckdb_v2_logical_type_handle lt = NULL;
+  uint8_t width = 0, scale = 0;
+  int32_t id = -1;
+  if (duckdb_v2_vector_get_logical_type(v, &lt, NULL) == DUCKDB_V2_ERROR_NONE) {
+    id = qd_v2_type_id(lt, &width, &scale);
+    duckdb_v2_logical_type_destroy(&lt);
+  }
+  *type = id;
+  int kind = qd_cell_kind_of(id);
+  if (kind < 0 || (id == QD_T_DECIMAL && width > 18)) return -1;
+  double div = 1;
+  for (int s = id == QD_T_DECIMAL ? scale : 0; s > 0; s--) div *= 10;
+  DUCKDB_V2_VECTOR_TYPE vt = DUCKDB_V2_VECTOR_TYPE_OTHER;
+  duckdb_v2_vector_get_vector_type(v, &vt, NULL);
+  if (vt == DUCKDB_V2_VECTOR_TYPE_OTHER && duckdb_v2_vector_flatten(v, NULL) != DUCKDB_V2_ERROR_NONE) return -1;
+  duckdb_v2_vector_view view;
+  memset(&view, 0, sizeof(view));
+  if (duckdb_v2_vector_get_view(v, &view, NULL) != DUCKDB_V2_ERROR_NONE) return -1;
+  const void *data = view.data;
+  for (idx_t r = 0; r < n; r++) {
+    struct ql_cell *c = &cells[(int64_t)r * stride];
+    memset(c, 0, sizeof(*c));
+    idx_t i = vt == DUCKDB_V2_VECTOR_TYPE_CONSTANT ? 0 : view.sel ? view.sel[r] : r;
+    if (kind == QL_CELL_NULL || (view.validity && !(view.validity[i >> 6] & ((uint64_t)1 << (i & 63))))) continue;
+    c->kind = kind;
+    if (id == QD_T_DECIMAL) { /* a REAL: the scaled integer over 10^scale */
+      int64_t x = width <= 4 ? ((const int16_t *)data)[i] : width <= 9 ? ((const int32_t *)data)[i]
+                                                                         : ((const int64_t *)data)[i];
+      c->f = (double)x / div;
+      continue;
+    }
+    switch (id) {
+      case QD_T_BOOLEAN: c->i = ((const bool *)data)[i]; break;
+      case QD_T_TINYINT: c->i = ((const int8_t *)data)[i]; break;
+      case QD_T_SMALLINT: c->i = ((const int16_t *)data)[i]; break;
+      case QD_T_INTEGER: c->i = ((const int32_t *)data)[i]; break;
+      case QD_T_BIGINT: c->i = ((const int64_t *)data)[i]; break;
+      case QD_T_UTINYINT: c->i = ((const uint8_t *)data)[i]; break;
+      case QD_T_USMALLINT: c->i = ((const uint16_t *)data)[i]; break;
+      case QD_T_UINTEGER: c->i = ((const uint32_t *)data)[i]; break;
+      case QD_T_UBIGINT: {
+        uint64_t u = ((const uint64_t *)data)[i];
+        if (u > (uint64_t)INT64_MAX) c->kind = QL_CELL_REAL, c->f = (double)u; /* reported as out of range */
+        else c->i = (int64_t)u;
+        break;
+      }
+      case QD_T_FLOAT: c->f = ((const float *)data)[i]; break;
+      case QD_T_DOUBLE: c->f = ((const double *)data)[i]; break;
+      default: { /* VARCHAR, BLOB */
+        const duckdb_v2_bytes *b = (const duckdb_v2_bytes *)data + i;
+        c->size = b->value.inlined.length;
+        c->data = c->size <= DUCKDB_V2_BYTES_INLINE_LENGTH ? b->value.inlined.inlined : b->value.pointer.ptr;
+        break;
+      }
+    }
+  }
   return 0;
 }
 #else
@@ -138,7 +266,7 @@ int qd_copy(const struct qd_type *t, const struct ArrowArray *a, int64_t from, i
 
 #ifndef QD_CAPI_V2
 
-int qd_vector_cells(duckdb_vector v, idx_t n, struct ql_cell *cells, int64_t stride, int32_t *type) {
+int qd_vector_cells(qd_vector v, idx_t n, struct ql_cell *cells, int64_t stride, int32_t *type) {
   duckdb_logical_type lt = duckdb_vector_get_column_type(v);
   int32_t id = (int32_t)duckdb_get_type_id(lt);
   int32_t storage = id == DUCKDB_TYPE_DECIMAL ? (int32_t)duckdb_decimal_internal_type(lt) : id;

@@ -1,0 +1,113 @@
+/* The DuckDB host: a plugin's functions as DuckDB functions, the part both
+ * builds share (plugin_fns.c): qlink_load's walk over a plugin's catalogue,
+ * opening scalar and aggregate functions with their DuckDB types, the
+ * argument checks, a scalar call and the aggregate states over DuckDB
+ * vectors, and a plugin table function bound into a qlink_scan bind.
+ * functions.c (V1) and functions_v2.c (V2) are the glue: how DuckDB calls
+ * these, and how each build makes the functions exist. */
+#ifndef QLINK_DUCKDB_PLUGIN_FNS_H
+#define QLINK_DUCKDB_PLUGIN_FNS_H
+
+#include "ext_internal.h"
+#include "qlink/lib/ir.h"
+#include "types.h"
+
+#define QD_MAX_ARGS 64
+#define QD_TF_MAX_ARGS 8
+
+/* One scalar or aggregate function of a plugin with its DuckDB types.
+ * Owned by DuckDB once registered (V1: the function's extra info; V2: a
+ * call site's bind data); freed with qd_fn_free. Read-only after open:
+ * shared by every thread. */
+struct qd_fn {
+  const struct ql_plugin *plugin;
+  char label[256]; /* "PLUGIN.NAME" */
+  int32_t kind;    /* QL_ITEM_SCALAR_FUNCTION or QL_ITEM_AGGREGATE_FUNCTION */
+  int32_t n_args;
+  const char *formats[QD_MAX_ARGS]; /* the signature's, owned by the function object */
+  int32_t volatile_;                /* scalar: the plugin declares it volatile */
+  struct ql_scalar_function scalar;
+  struct ql_aggregate_function aggregate;
+  struct ArrowSchema args_schema; /* struct of the declared formats */
+  struct qd_type ret;
+};
+
+/* Open item `it` (a scalar or aggregate function of `p`) and settle its
+ * DuckDB types: refused (QL_ENOTSUP, the reason in err) when it declares
+ * no argument formats, more than QD_MAX_ARGS, a format DuckDB values cannot
+ * fill, or a return type with no DuckDB mapping. */
+int qd_fn_open(const struct ql_plugin *p, const struct ql_item_info *it, struct qd_fn **out, struct ql_error *err);
+void qd_fn_free(void *fn);
+/* The plugin function `name` of plugin `plugin` (a scalar or aggregate per
+ * `kind`), loaded through the allowed directories; errors name it. */
+int qd_fn_find(struct qd_db *db, const char *plugin, const char *name, int32_t kind, struct qd_fn **out,
+               struct ql_error *err);
+/* Can argument `a` (0-based) of DuckDB type `type` (a V1 type id) reach
+ * `f`? 0; else -1 with "PLUGIN.NAME: argument 1 is VARCHAR, the function
+ * takes BIGINT (Arrow 'l')" in msg. */
+int qd_fn_check_arg(const struct qd_fn *f, int32_t a, int32_t type, char *msg, size_t cap);
+/* "PLUGIN.NAME: <err's message>" into msg; releases err. */
+void qd_fn_message(const struct qd_fn *f, struct ql_error *err, char *msg, size_t cap);
+
+/* A scalar call: the `n` rows of the f->n_args vectors `args` into
+ * `result`. The plugin's error in err. */
+int qd_fn_scalar(const struct qd_fn *f, const qd_vector *args, idx_t n, qd_vector result, struct ql_error *err);
+
+/* One aggregate state, in memory DuckDB allocates (qd_agg_state_size
+ * bytes): the plugin's accumulator, made at the first row. */
+size_t qd_agg_state_size(void);
+void qd_agg_init(void *state, const struct qd_fn *f);
+/* Row r of the vectors `args` into states[r], for r < n: each state gets
+ * its rows as one batch. */
+int qd_agg_update(const struct qd_fn *f, const qd_vector *args, idx_t n, void *const *states, struct ql_error *err);
+/* sources[i] merged into targets[i]. */
+int qd_agg_combine(const struct qd_fn *f, void *const *sources, void *const *targets, idx_t count,
+                   struct ql_error *err);
+/* states[i] evaluated into row offset + i of `result`. */
+int qd_agg_finalize(const struct qd_fn *f, void *const *states, idx_t count, qd_vector result, idx_t offset,
+                    struct ql_error *err);
+void qd_agg_destroy(void *const *states, idx_t count);
+
+/* A constant argument of a plugin table function, read from DuckDB: its
+ * type (a V1 type id) and, per qd_cell_kind_of(type), its value. */
+struct qd_const {
+  int32_t type;
+  int32_t is_null;
+  int64_t i;      /* integers, BOOLEAN */
+  uint64_t u;     /* UBIGINT */
+  double f;       /* FLOAT, DOUBLE, DECIMAL */
+  const char *text; /* VARCHAR (NUL-terminated, borrowed) */
+};
+/* Call table function `name` of plugin `plugin` with the `n` constants
+ * `args` (as literals) into a new qlink_scan bind labelled "PLUGIN.NAME"
+ * with b->plugin and b->provider set; the caller binds its schema as
+ * qlink_scan does. *out is set whenever memory allows, also on failure
+ * (its label prefixes the error; free it with qd_bind_free). */
+int qd_tf_open(struct qd_db *db, const char *plugin, const char *name, const struct qd_const *args, idx_t n,
+               struct qd_bind **out, struct ql_error *err);
+
+/* ---- qlink_load */
+
+/* How a build makes one function exist (V1 registers it, V2 adds its
+ * CREATE MACRO to the PRAGMA's query): QL_OK, or the reason in err. */
+typedef int (*qd_load_fn)(void *ctx, struct qd_db *db, const struct ql_plugin *p, const struct ql_item_info *it,
+                          struct ql_error *err);
+/* qlink_load's work: every function of `plugin` (or only the one named
+ * `only`, which then fails with its refusal), one row (name, kind, status)
+ * each into r (3 columns): "loaded", "already loaded" (this database
+ * loaded it before) or "refused: <why>". Errors come without the
+ * "qlink_load('PLUGIN')" prefix. */
+int qd_load_plugin(struct qd_db *db, const char *plugin, const char *only, qd_load_fn load, void *ctx,
+                   struct qd_rows *r, struct ql_error *err);
+
+/* The statement creating table macro NAME with overloads for arities
+ * first..QD_TF_MAX_ARGS over qlink_table_function_K into sql[cap]; -1
+ * when it does not fit (sql.c). */
+int qd_table_macro_sql(char *sql, size_t cap, const char *plugin, const char *name, int first);
+/* The statement creating scalar macro NAME(a1, .., aN) over
+ * GENERIC('PLUGIN', 'NAME', a1, .., aN): how the V2 build names a plugin's
+ * scalar or aggregate function; -1 when it does not fit (sql.c). */
+int qd_function_macro_sql(char *sql, size_t cap, const char *generic, const char *plugin, const char *name,
+                           int n_args);
+
+#endif /* QLINK_DUCKDB_PLUGIN_FNS_H */
