@@ -24,6 +24,7 @@ typedef duckdb_vector qd_vector;
 #endif
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "qlink/lib/loader.h"
 
@@ -164,8 +165,55 @@ int qd_attach_sql(const char *name, const char *spec, const struct qd_rows *tabl
                   size_t cap);
 
 #ifdef QD_CAPI_V2
-/* Fail a V2 callback: `msg` into DuckDB's error slot (ext_v2.c). */
+/* Why `CALL qlink_attach` and `CALL qlink_load` fail in the V2 build. */
+#define QD_NO_CALL_DDL                                                                                                 \
+  "DuckDB's C API V2 runs statements only on a connection, and a table function's bind gets none (its context "      \
+  "reaches no connection or instance); the V2 build runs it as a PRAGMA, on the caller's connection: "
+
+static inline duckdb_v2_str qd_str(const char *s) { return (duckdb_v2_str){s, s ? strlen(s) : 0}; }
+/* Fail a V2 callback: `msg` into DuckDB's error slot, as an invalid input
+ * (qd_v2_fail) or with `code` (ext_v2.c). */
 void qd_v2_fail(duckdb_v2_error_info_handle *err, const char *msg);
+void qd_v2_fail_code(duckdb_v2_error_info_handle *err, DUCKDB_V2_ERROR code, const char *msg);
+/* Argument `index` of a bind as a malloc'd string; NULL when it is NULL. */
+char *qd_arg_text(duckdb_v2_function_bind_info_handle info, idx_t index);
+/* The function's user data (the struct qd_db). */
+void *qd_user_data(duckdb_v2_function_bind_info_handle info);
+/* DuckDB's threads and memory_limit of `ctx` as the reference host's settings. */
+void qd_follow_settings_v2(struct qd_db *db, duckdb_v2_context_handle ctx);
+/* With b->plugin and b->provider set: qd_bind_schema, then the columns as
+ * DuckDB's result columns and the row count as its cardinality. */
+int qd_bind_columns_v2(duckdb_v2_table_function_bind_info_handle result, duckdb_v2_context_handle context,
+                       struct qd_bind *b, struct ql_error *err);
+/* qlink_scan's init, local init and exec, for any struct qd_bind. */
+void qd_scan_init_v2(duckdb_v2_table_function_init_global_info_handle info, duckdb_v2_context_handle context,
+                     duckdb_v2_error_info_handle *err);
+void qd_scan_local_init_v2(duckdb_v2_table_function_init_local_info_handle info, duckdb_v2_context_handle context,
+                           duckdb_v2_error_info_handle *err);
+void qd_scan_v2(duckdb_v2_table_function_exec_info_handle info, duckdb_v2_context_handle context,
+                duckdb_v2_error_info_handle *err);
+/* Init and exec of a table function returning its bind's struct qd_rows. */
+void qd_rows_init_v2(duckdb_v2_table_function_init_global_info_handle info, duckdb_v2_context_handle context,
+                     duckdb_v2_error_info_handle *err);
+void qd_rows_emit_v2(duckdb_v2_table_function_exec_info_handle info, duckdb_v2_context_handle context,
+                     duckdb_v2_error_info_handle *err);
+/* Register table function `name` of n_args VARCHAR arguments (and, with
+ * `named`, a VARCHAR named parameter NULL by default); `pushdown`: with
+ * projection and filter pushdown. 0 or -1. */
+int qd_register_v2(duckdb_v2_extension_handle extension, duckdb_v2_factory_handle factory, struct qd_db *db,
+                   const char *name, int n_args, const char *named, duckdb_v2_table_function_bind_callback_fn bind,
+                   duckdb_v2_table_function_init_global_callback_fn init,
+                   duckdb_v2_table_function_init_local_callback_fn local,
+                   duckdb_v2_table_function_exec_callback_fn exec, int pushdown);
+/* Register query PRAGMA `name`, likewise. 0 or -1. */
+int qd_register_pragma_v2(duckdb_v2_extension_handle extension, duckdb_v2_factory_handle factory, struct qd_db *db,
+                          const char *name, int n_args, const char *named,
+                          duckdb_v2_pragma_function_query_callback_fn query);
+/* `sql` as the PRAGMA's query (a failure into err). */
+void qd_set_query(duckdb_v2_pragma_function_query_info_handle result, const char *sql, duckdb_v2_error_info_handle *err);
+/* qlink_load, the generic scalar and aggregate functions and the table
+ * functions behind plugin table functions (functions_v2.c). 0 or -1. */
+int qd_register_functions_v2(duckdb_v2_extension_handle extension, duckdb_v2_factory_handle factory, struct qd_db *db);
 /* qlink_scan's filter pushdown callback (filters_v2.c): DuckDB's predicates
  * as qlink filters into the bind's `filters`; those the provider answers
  * EXACT are accepted (DuckDB drops its own filter), INEXACT ones prune. */

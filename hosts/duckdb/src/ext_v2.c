@@ -7,8 +7,8 @@
  * plus filter pushdown: DuckDB offers each predicate over qlink_scan's
  * rows to filters_v2.c, which translates it into qlink filters, asks the
  * provider, and accepts what the provider evaluates exactly.
- * qlink_attach and qlink_load (plugin functions) are in the V1 build only:
- * here they exist to fail, saying what to use instead.
+ * qlink_attach is a query PRAGMA here (below); qlink_load and the plugin
+ * functions are functions_v2.c's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,16 +23,18 @@
 
 /* ---- small wrappers over the V2 calling convention */
 
-static duckdb_v2_str qd_str(const char *s) { return (duckdb_v2_str){s, s ? strlen(s) : 0}; }
-
-void qd_v2_fail(duckdb_v2_error_info_handle *err, const char *msg) {
+void qd_v2_fail_code(duckdb_v2_error_info_handle *err, DUCKDB_V2_ERROR code, const char *msg) {
   duckdb_v2_str text = qd_str(msg);
-  duckdb_v2_error_info_set_code(*err, DUCKDB_V2_ERROR_INPUT_INVALID);
+  duckdb_v2_error_info_set_code(*err, code);
   duckdb_v2_error_info_set_text(*err, &text);
 }
 
+void qd_v2_fail(duckdb_v2_error_info_handle *err, const char *msg) {
+  qd_v2_fail_code(err, DUCKDB_V2_ERROR_INPUT_INVALID, msg);
+}
+
 /* Argument `index` of a bind as a malloc'd string; NULL when it is NULL. */
-static char *qd_arg_text(duckdb_v2_function_bind_info_handle info, idx_t index) {
+char *qd_arg_text(duckdb_v2_function_bind_info_handle info, idx_t index) {
   duckdb_v2_value_handle v = NULL;
   if (duckdb_v2_function_bind_get_arg_value(info, index, &v, NULL) != DUCKDB_V2_ERROR_NONE) return NULL;
   bool is_null = true;
@@ -74,20 +76,42 @@ static int qd_option(duckdb_v2_context_handle ctx, const char *name, int as_text
   return rc;
 }
 
-static void qd_follow_settings_v2(struct qd_db *db, duckdb_v2_context_handle ctx) {
+void qd_follow_settings_v2(struct qd_db *db, duckdb_v2_context_handle ctx) {
   int64_t threads = 0;
   char limit[64];
   if (qd_option(ctx, "threads", 0, &threads, NULL, 0) != 0) threads = 0;
   qd_apply_settings(db, threads, qd_option(ctx, "memory_limit", 1, NULL, limit, sizeof(limit)) == 0 ? limit : NULL);
 }
 
-static void *qd_user_data(duckdb_v2_function_bind_info_handle info) {
+void *qd_user_data(duckdb_v2_function_bind_info_handle info) {
   void *data = NULL;
   duckdb_v2_function_bind_get_user_data(info, &data, NULL);
   return data;
 }
 
 /* ---- qlink_scan */
+
+int qd_bind_columns_v2(duckdb_v2_table_function_bind_info_handle result, duckdb_v2_context_handle context,
+                       struct qd_bind *b, struct ql_error *err) {
+  int64_t rows = -1;
+  int exact = 0;
+  int rc = qd_bind_schema(b, &rows, &exact, err);
+  duckdb_v2_factory_handle factory = NULL;
+  if (rc == QL_OK && duckdb_v2_context_get_factory(context, &factory, NULL) != DUCKDB_V2_ERROR_NONE) {
+    rc = ql_error_set(err, QL_EINTERNAL, "DuckDB gave no type factory");
+  }
+  for (int64_t i = 0; rc == QL_OK && i < b->n_columns; i++) {
+    duckdb_v2_logical_type_handle lt = qd_v2_logical_type(factory, &b->types[i]);
+    duckdb_v2_identifier_t name = qd_str(b->schema.children[i]->name);
+    if (!lt || duckdb_v2_table_function_bind_add_result_column(result, &name, lt, NULL) != DUCKDB_V2_ERROR_NONE) {
+      rc = ql_error_set(err, QL_EINTERNAL, "column '%s': DuckDB refused its type %s", name.ptr,
+                        qd_type_name(b->types[i].duckdb));
+    }
+    if (lt) duckdb_v2_logical_type_destroy(&lt);
+  }
+  if (rc == QL_OK && rows >= 0) duckdb_v2_table_function_bind_set_cardinality(result, (idx_t)rows, exact, NULL);
+  return rc;
+}
 
 static void qd_scan_bind_v2(duckdb_v2_function_bind_info_handle info, duckdb_v2_table_function_bind_info_handle result,
                             duckdb_v2_context_handle context, duckdb_v2_error_info_handle *err) {
@@ -110,28 +134,7 @@ static void qd_scan_bind_v2(duckdb_v2_function_bind_info_handle info, duckdb_v2_
   int rc = qd_bind_open(b, spec, table, &qerr);
   free(spec);
   free(table);
-  int64_t rows = -1;
-  int exact = 0;
-  if (rc == QL_OK) rc = qd_bind_schema(b, &rows, &exact, &qerr);
-  duckdb_v2_factory_handle factory = NULL;
-  if (rc == QL_OK && duckdb_v2_context_get_factory(context, &factory, NULL) != DUCKDB_V2_ERROR_NONE) {
-    rc = ql_error_set(&qerr, QL_EINTERNAL, "DuckDB gave no type factory");
-  }
-  for (int64_t i = 0; rc == QL_OK && i < b->n_columns; i++) {
-    const struct qd_type *t = &b->types[i];
-    char text[64];
-    if (t->kind == QD_DECIMAL) snprintf(text, sizeof(text), "DECIMAL(%u,%u)", t->precision, t->scale);
-    else snprintf(text, sizeof(text), "%s", qd_type_name(t->duckdb));
-    duckdb_v2_str ts = qd_str(text);
-    duckdb_v2_logical_type_handle lt = NULL;
-    duckdb_v2_identifier_t name = qd_str(b->schema.children[i]->name);
-    if (duckdb_v2_factory_create_type_from_text(factory, &ts, &lt, NULL) != DUCKDB_V2_ERROR_NONE ||
-        duckdb_v2_table_function_bind_add_result_column(result, &name, lt, NULL) != DUCKDB_V2_ERROR_NONE) {
-      rc = ql_error_set(&qerr, QL_EINTERNAL, "column '%s': DuckDB refused its type %s", name.ptr, text);
-    }
-    if (lt) duckdb_v2_logical_type_destroy(&lt);
-  }
-  if (rc == QL_OK && rows >= 0) duckdb_v2_table_function_bind_set_cardinality(result, (idx_t)rows, exact, NULL);
+  if (rc == QL_OK) rc = qd_bind_columns_v2(result, context, b, &qerr);
   if (rc != QL_OK) {
     snprintf(msg, sizeof(msg), "%s: %s", b->label, ql_error_message(&qerr));
     ql_error_release(&qerr);
@@ -143,7 +146,7 @@ static void qd_scan_bind_v2(duckdb_v2_function_bind_info_handle info, duckdb_v2_
   duckdb_v2_function_bind_set_bind_data(info, &data, NULL);
 }
 
-static void qd_scan_init_v2(duckdb_v2_table_function_init_global_info_handle info, duckdb_v2_context_handle context,
+void qd_scan_init_v2(duckdb_v2_table_function_init_global_info_handle info, duckdb_v2_context_handle context,
                             duckdb_v2_error_info_handle *err) {
   (void)context;
   struct qd_bind *b = NULL;
@@ -165,7 +168,7 @@ static void qd_scan_init_v2(duckdb_v2_table_function_init_global_info_handle inf
   duckdb_v2_table_function_init_global_set_global_state(info, &data, NULL);
 }
 
-static void qd_scan_local_init_v2(duckdb_v2_table_function_init_local_info_handle info,
+void qd_scan_local_init_v2(duckdb_v2_table_function_init_local_info_handle info,
                                   duckdb_v2_context_handle context, duckdb_v2_error_info_handle *err) {
   (void)context;
   struct qd_local *l = calloc(1, sizeof(*l));
@@ -175,7 +178,7 @@ static void qd_scan_local_init_v2(duckdb_v2_table_function_init_local_info_handl
   duckdb_v2_table_function_init_local_set_local_state(info, &data, NULL);
 }
 
-static void qd_scan_v2(duckdb_v2_table_function_exec_info_handle info, duckdb_v2_context_handle context,
+void qd_scan_v2(duckdb_v2_table_function_exec_info_handle info, duckdb_v2_context_handle context,
                        duckdb_v2_error_info_handle *err) {
   (void)context;
   struct qd_local *l = NULL;
@@ -291,13 +294,13 @@ static void qd_allow_bind_v2(duckdb_v2_function_bind_info_handle info, duckdb_v2
   qd_rows_done(info, r, err, what, rc, &qerr);
 }
 
-static void qd_rows_init_v2(duckdb_v2_table_function_init_global_info_handle info, duckdb_v2_context_handle context,
+void qd_rows_init_v2(duckdb_v2_table_function_init_global_info_handle info, duckdb_v2_context_handle context,
                             duckdb_v2_error_info_handle *err) {
   (void)context, (void)err;
   duckdb_v2_table_function_init_global_set_max_threads(info, 1, NULL);
 }
 
-static void qd_rows_emit_v2(duckdb_v2_table_function_exec_info_handle info, duckdb_v2_context_handle context,
+void qd_rows_emit_v2(duckdb_v2_table_function_exec_info_handle info, duckdb_v2_context_handle context,
                             duckdb_v2_error_info_handle *err) {
   (void)context;
   struct qd_rows *r = NULL;
@@ -341,25 +344,6 @@ static void qd_rows_emit_v2(duckdb_v2_table_function_exec_info_handle info, duck
   if (first) duckdb_v2_vector_set_size(first, n, NULL);
 }
 
-/* qlink_attach and qlink_load need what the V2 API does not offer yet (a
- * connection for DDL, V1's function registration): refused at bind with
- * what works instead, rather than DuckDB's "does not exist". */
-static void qd_unported_bind_v2(duckdb_v2_function_bind_info_handle info,
-                                duckdb_v2_table_function_bind_info_handle result, duckdb_v2_context_handle context,
-                                duckdb_v2_error_info_handle *err) {
-  (void)result, (void)context;
-  const char *name = qd_user_data(info) ? "qlink_attach" : "qlink_load";
-  char msg[512];
-  snprintf(msg, sizeof(msg),
-           "%s is not available in qlink_v2.duckdb_extension (DuckDB C API V2), which has qlink_scan, qlink_tables, "
-           "qlink_plugins and qlink_allow only; %s",
-           name,
-           qd_user_data(info) ? "qlink.duckdb.attach(con, NAME, SPEC) makes the same views from Python, or load "
-                                "qlink.duckdb_extension (qlink.duckdb.connect(api='v1'))"
-                              : "load qlink.duckdb_extension (qlink.duckdb.connect(api='v1')) for plugin functions");
-  qd_v2_fail(err, msg);
-}
-
 /* ---- qlink_attach('NAME', 'SPEC'): a query PRAGMA
  *
  * C API V2 runs statements only on a connection (duckdb_v2_statement_execute),
@@ -371,11 +355,7 @@ static void qd_unported_bind_v2(duckdb_v2_function_bind_info_handle info,
  * connection; `CALL qlink_attach` (a table function, whose bind cannot run
  * DDL) says to use the PRAGMA. */
 
-#define QD_NO_CALL_DDL                                                                                                 \
-  "DuckDB's C API V2 runs statements only on a connection, and a table function's bind gets none (its context "      \
-  "reaches no connection or instance); the V2 build runs it as a PRAGMA, on the caller's connection: "
-
-static void qd_set_query(duckdb_v2_pragma_function_query_info_handle result, const char *sql,
+void qd_set_query(duckdb_v2_pragma_function_query_info_handle result, const char *sql,
                          duckdb_v2_error_info_handle *err) {
   duckdb_v2_str q = qd_str(sql);
   if (duckdb_v2_pragma_function_query_set_query(result, &q, NULL) != DUCKDB_V2_ERROR_NONE)
@@ -417,7 +397,7 @@ static void qd_attach_call_v2(duckdb_v2_function_bind_info_handle info, duckdb_v
 
 /* A query PRAGMA `name` of n_args VARCHAR arguments (and, with `named`, a
  * VARCHAR named parameter of that name, NULL by default). */
-static int qd_register_pragma_v2(duckdb_v2_extension_handle extension, duckdb_v2_factory_handle factory,
+int qd_register_pragma_v2(duckdb_v2_extension_handle extension, duckdb_v2_factory_handle factory,
                                  struct qd_db *db, const char *name, int n_args, const char *named,
                                  duckdb_v2_pragma_function_query_callback_fn query) {
   duckdb_v2_pragma_function_handle f = NULL;
@@ -454,7 +434,7 @@ static int qd_register_pragma_v2(duckdb_v2_extension_handle extension, duckdb_v2
 
 /* ---- registration */
 
-static int qd_register_v2(duckdb_v2_extension_handle extension, duckdb_v2_factory_handle factory, struct qd_db *db,
+int qd_register_v2(duckdb_v2_extension_handle extension, duckdb_v2_factory_handle factory, struct qd_db *db,
                           const char *name, int n_args, const char *named, duckdb_v2_table_function_bind_callback_fn bind,
                           duckdb_v2_table_function_init_global_callback_fn init,
                           duckdb_v2_table_function_init_local_callback_fn local,
@@ -520,8 +500,6 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_v2_extension_handle extension, duckdb_v2_cont
   ok = ok && qd_register_pragma_v2(extension, factory, db, "qlink_attach", 2, NULL, qd_attach_query_v2) == 0;
   ok = ok && qd_register_v2(extension, factory, db, "qlink_attach", 2, NULL, qd_attach_call_v2, qd_rows_init_v2, NULL,
                             qd_rows_emit_v2, 0) == 0;
-  /* user data NULL: qlink_load */
-  ok = ok && qd_register_v2(extension, factory, NULL, "qlink_load", 1, "name", qd_unported_bind_v2, qd_rows_init_v2,
-                            NULL, qd_rows_emit_v2, 0) == 0;
+  ok = ok && qd_register_functions_v2(extension, factory, db) == 0;
   if (!ok) qd_v2_fail(err, "qlink: registering the qlink functions failed");
 }

@@ -287,7 +287,7 @@ static void load_bind(duckdb_bind_info info) {
   char *only = nv ? duckdb_get_varchar(nv) : NULL;
   if (nv) duckdb_destroy_value(&nv);
   struct ql_error err = {0};
-  int rc = r && plugin ? qd_load_plugin(db, plugin, only, load_one, NULL, r, &err)
+  int rc = r && plugin ? qd_load_plugin(db, plugin, only, 1, load_one, NULL, r, &err)
                        : ql_error_set(&err, QL_ENOMEM, "out of memory");
   if (rc != QL_OK) {
     char msg[1024];

@@ -397,8 +397,9 @@ static const char *kind_name(int32_t kind) {
   }
 }
 
-/* Was PLUGIN.NAME loaded before? Marks it loaded when not (under db->mutex). */
-static int seen_before(struct qd_db *db, const char *label) {
+/* Was PLUGIN.NAME loaded before? With `mark`, marks it loaded when not
+ * (under db->mutex). */
+static int seen_before(struct qd_db *db, const char *label, int mark) {
   pthread_mutex_lock(&db->mutex);
   for (struct qd_loaded_fn *l = db->functions; l; l = l->next) {
     if (strcmp(l->label, label) == 0) {
@@ -406,7 +407,7 @@ static int seen_before(struct qd_db *db, const char *label) {
       return 1;
     }
   }
-  struct qd_loaded_fn *l = calloc(1, sizeof(*l));
+  struct qd_loaded_fn *l = mark ? calloc(1, sizeof(*l)) : NULL;
   if (l && (l->label = strdup(label))) {
     l->next = db->functions;
     db->functions = l;
@@ -431,7 +432,9 @@ static void forget(struct qd_db *db, const char *label) {
   pthread_mutex_unlock(&db->mutex);
 }
 
-int qd_load_plugin(struct qd_db *db, const char *plugin, const char *only, qd_load_fn load, void *ctx,
+void qd_load_mark(struct qd_db *db, const char *label) { (void)seen_before(db, label, 1); }
+
+int qd_load_plugin(struct qd_db *db, const char *plugin, const char *only, int mark, qd_load_fn load, void *ctx,
                    struct qd_rows *r, struct ql_error *err) {
   const struct ql_plugin *p = NULL;
   int rc = qd_plugin_get(db, plugin, &p, err);
@@ -450,14 +453,14 @@ int qd_load_plugin(struct qd_db *db, const char *plugin, const char *only, qd_lo
     }
     if (why) {
       snprintf(status, sizeof(status), "refused: %s", why);
-    } else if (seen_before(db, label)) {
+    } else if (seen_before(db, label, mark)) {
       snprintf(status, sizeof(status), "already loaded");
     } else {
       struct ql_error one = {0};
       if (load(ctx, db, p, it, &one) == QL_OK) {
         snprintf(status, sizeof(status), "loaded");
       } else {
-        forget(db, label);
+        if (mark) forget(db, label);
         if (only) {
           rc = ql_error_set(err, one.status, "%s cannot be loaded into DuckDB: %s", label, ql_error_message(&one));
           ql_error_release(&one);

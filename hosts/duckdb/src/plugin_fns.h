@@ -94,11 +94,15 @@ typedef int (*qd_load_fn)(void *ctx, struct qd_db *db, const struct ql_plugin *p
                           struct ql_error *err);
 /* qlink_load's work: every function of `plugin` (or only the one named
  * `only`, which then fails with its refusal), one row (name, kind, status)
- * each into r (3 columns): "loaded", "already loaded" (this database
- * loaded it before) or "refused: <why>". Errors come without the
- * "qlink_load('PLUGIN')" prefix. */
-int qd_load_plugin(struct qd_db *db, const char *plugin, const char *only, qd_load_fn load, void *ctx,
+ * each into r (3 columns): "loaded" (`load` succeeded), "already loaded"
+ * (this database loaded it before) or "refused: <why>". With `mark`, what
+ * loads is marked loaded here; without, the caller marks it once it exists
+ * (qd_load_mark). Errors come without the "qlink_load('PLUGIN')" prefix.
+ * Thread-safe. */
+int qd_load_plugin(struct qd_db *db, const char *plugin, const char *only, int mark, qd_load_fn load, void *ctx,
                    struct qd_rows *r, struct ql_error *err);
+/* Mark "PLUGIN.NAME" loaded in this database. */
+void qd_load_mark(struct qd_db *db, const char *label);
 
 /* The statement creating table macro NAME with overloads for arities
  * first..QD_TF_MAX_ARGS over qlink_table_function_K into sql[cap]; -1

@@ -40,7 +40,8 @@ int32_t qd_v2_type_id(duckdb_v2_logical_type_handle t, uint8_t *width, uint8_t *
   if (duckdb_v2_logical_type_get_id(t, &id, NULL) != DUCKDB_V2_ERROR_NONE) return -1;
   switch (id) {
     case DUCKDB_V2_LOGICAL_TYPE_ID_SQLNULL: return QD_T_SQLNULL;
-    case DUCKDB_V2_LOGICAL_TYPE_ID_ANY: return QD_T_ANY;
+    case DUCKDB_V2_LOGICAL_TYPE_ID_ANY:
+    case DUCKDB_V2_LOGICAL_TYPE_ID_UNKNOWN: return QD_T_ANY; /* not known yet */
     case DUCKDB_V2_LOGICAL_TYPE_ID_BOOLEAN: return QD_T_BOOLEAN;
     case DUCKDB_V2_LOGICAL_TYPE_ID_TINYINT: return QD_T_TINYINT;
     case DUCKDB_V2_LOGICAL_TYPE_ID_SMALLINT: return QD_T_SMALLINT;

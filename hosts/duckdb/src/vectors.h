@@ -21,7 +21,7 @@ int qd_vector_cells(qd_vector v, idx_t n, struct ql_cell *cells, int64_t stride,
 
 #ifdef QD_CAPI_V2
 /* The V1 type id (types.h) of a V2 logical type; -1 for a type V1 has no
- * id for. With `scale` non-NULL and a DECIMAL: its width and scale. */
+ * id for, QD_T_ANY for ANY and for a type not known yet (UNKNOWN). With `scale` non-NULL and a DECIMAL: its width and scale. */
 int32_t qd_v2_type_id(duckdb_v2_logical_type_handle t, uint8_t *width, uint8_t *scale);
 /* DuckDB's type of `t`, made through `factory`; NULL if DuckDB refused
  * it. The caller destroys it. */

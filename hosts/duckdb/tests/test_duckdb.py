@@ -209,8 +209,9 @@ def test_attach_errors_keep_the_connection(store, build):
 @pytest.mark.parametrize("build", builds())
 def test_closed_database_reopens_read_only(store, build, tmp_path):
     """After the user's connection closes, the file opens read-only in the
-    same process with the V2 build, which holds no connection; the V1 build
-    holds one for qlink_attach and qlink_load, so the database stays open."""
+    same process with the V2 build, which holds no connection (qlink_attach
+    and qlink_load ran on the user's); the V1 build holds one for them, so
+    the database stays open."""
     path = tmp_path / "db.duckdb"
     os.environ["QLINK_PLUGIN_PATH"] = str(PLUGINS)
     con = duckdb.connect(str(path), config={"allow_unsigned_extensions": True})
@@ -218,6 +219,10 @@ def test_closed_database_reopens_read_only(store, build, tmp_path):
     spec = f"qlink_zarr/store?path={store}"
     assert con.execute(f"{STATEMENT[build]} qlink_attach('era5', '{spec}')").fetchall() == [("lat",), ("time_lat",)]
     assert con.execute("SELECT count(*) FROM era5.time_lat").fetchone() == (6,)
+    named = ":=" if build == "v1" else "="
+    assert con.execute(f"{STATEMENT[build]} qlink_load('qlink_sample', name {named} 'add_one')").fetchall() == [
+        ("add_one", "scalar", "loaded")]
+    assert con.execute("SELECT add_one(1)").fetchone() == (2,)
     con.close()
     if build == "v1":
         with pytest.raises(duckdb.ConnectionException, match="different configuration"):

@@ -156,14 +156,11 @@ def test_call_forms_say_what_to_use():
     why = ("DuckDB's C API V2 runs statements only on a connection, and a table function's bind gets none (its "
            "context reaches no connection or instance); the V2 build runs it as a PRAGMA, on the caller's "
            "connection: ")
-    only = "is not available in qlink_v2.duckdb_extension (DuckDB C API V2), which has qlink_scan, qlink_tables, " \
-           "qlink_plugins and qlink_allow only; "
     for sql, message in [
         ("CALL qlink_attach('s', 'qlink_sample/series')", "CALL qlink_attach: " + why + "PRAGMA qlink_attach('NAME', 'SPEC')"),
-        ("CALL qlink_load('qlink_sample')",
-         "qlink_load " + only + "load qlink.duckdb_extension (qlink.duckdb.connect(api='v1')) for plugin functions"),
+        ("CALL qlink_load('qlink_sample')", "CALL qlink_load: " + why + "PRAGMA qlink_load('PLUGIN'[, name = 'NAME'])"),
         ("CALL qlink_load('qlink_sample', name := 'add_one')",
-         "qlink_load " + only + "load qlink.duckdb_extension (qlink.duckdb.connect(api='v1')) for plugin functions"),
+         "CALL qlink_load: " + why + "PRAGMA qlink_load('PLUGIN'[, name = 'NAME'])"),
     ]:
         with pytest.raises(duckdb.InvalidInputException) as e:
             con.execute(sql).fetchall()

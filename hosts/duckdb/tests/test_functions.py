@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from test_duckdb import EXT, connect, duckdb, run_threads
+import os
+
+from conftest import EXTS, STATEMENT, builds
+from test_duckdb import EXT, PLUGINS, connect, duckdb, run_threads
 
 pytestmark = pytest.mark.skipif(not EXT.is_file(), reason=f"the DuckDB extension is not built: {EXT}")
 
@@ -16,17 +19,29 @@ WINDOW_REFUSAL = ("a window function is a partition evaluator (evaluate_all), an
 PLANNER_REFUSAL = "DuckDB's C API cannot express planners (it has no optimizer hook)"
 
 
+def load(build: str, plugin: str, name: str | None = None) -> str:
+    """qlink_load as each build takes it: V1 `CALL qlink_load(P, name := N)`,
+    V2 `PRAGMA qlink_load(P, name = N)` (PRAGMA's named-argument syntax)."""
+    named = "" if name is None else f", name {':=' if build == 'v1' else '='} '{name}'"
+    return f"{STATEMENT[build]} qlink_load('{plugin}'{named})"
+
+
+@pytest.fixture(params=builds())
+def build(request):
+    return request.param
+
+
 @pytest.fixture
-def con():
-    c = connect()
-    c.execute("CALL qlink_load('qlink_sample')").fetchall()
+def con(build):
+    c = connect(build=build)
+    c.execute(load(build, "qlink_sample")).fetchall()
     yield c
     c.close()
 
 
-def test_load_lists_every_function_and_refuses_by_name():
-    c = connect()
-    rows = c.execute("CALL qlink_load('qlink_sample')").fetchall()
+def test_load_lists_every_function_and_refuses_by_name(build):
+    c = connect(build=build)
+    rows = c.execute(load(build, "qlink_sample")).fetchall()
     assert rows == [
         ("add_one", "scalar", "loaded"),
         ("sum_sq", "aggregate", "loaded"),
@@ -35,32 +50,32 @@ def test_load_lists_every_function_and_refuses_by_name():
         ("decline_all", "planner", f"refused: {PLANNER_REFUSAL}"),
         ("drop_true_filters", "planner", f"refused: {PLANNER_REFUSAL}"),
     ]
-    again = c.execute("CALL qlink_load('qlink_sample')").fetchall()
+    again = c.execute(load(build, "qlink_sample")).fetchall()
     assert [r[2] for r in again if r[1] in ("scalar", "aggregate", "table")] == ["already loaded"] * 3
     with pytest.raises(duckdb.BinderException,
                        match=r"qlink_load\('qlink_sample'\): qlink_sample.running_count cannot be loaded into "
                              r"DuckDB: a window function is a partition evaluator"):
-        c.execute("CALL qlink_load('qlink_sample', name := 'running_count')")
+        c.execute(load(build, "qlink_sample", "running_count"))
     with pytest.raises(duckdb.BinderException, match="cannot be loaded into DuckDB: DuckDB's C API cannot express planners"):
-        c.execute("CALL qlink_load('qlink_sample', name := 'decline_all')")
+        c.execute(load(build, "qlink_sample", "decline_all"))
     with pytest.raises(duckdb.BinderException, match="plugin qlink_sample has no function 'nope'"):
-        c.execute("CALL qlink_load('qlink_sample', name := 'nope')")
-    assert c.execute("CALL qlink_load('qlink_sample', name := 'add_one')").fetchall() == [
+        c.execute(load(build, "qlink_sample", "nope"))
+    assert c.execute(load(build, "qlink_sample", "add_one")).fetchall() == [
         ("add_one", "scalar", "already loaded")]
 
 
-def test_load_one_function_only():
-    c = connect()
-    assert c.execute("CALL qlink_load('qlink_sample', name := 'sum_sq')").fetchall() == [
+def test_load_one_function_only(build):
+    c = connect(build=build)
+    assert c.execute(load(build, "qlink_sample", "sum_sq")).fetchall() == [
         ("sum_sq", "aggregate", "loaded")]
     # the same database: other connections see the function
     assert c.cursor().execute("SELECT sum_sq(x) FROM (VALUES (3), (4)) t(x)").fetchone() == (25,)
 
 
-def test_load_follows_the_plugin_path_rule(tmp_path):
-    c = connect()
+def test_load_follows_the_plugin_path_rule(build):
+    c = connect(build=build)
     with pytest.raises(duckdb.BinderException, match=r"qlink_load\('/etc/passwd'\): "):
-        c.execute("CALL qlink_load('/etc/passwd')")
+        c.execute(load(build, "/etc/passwd"))
     assert c.execute("SELECT 1").fetchone() == (1,)
 
 
@@ -117,15 +132,26 @@ def test_aggregate_groups_nulls_and_empty(con):
     assert con.execute("SELECT sum_sq(x::INTEGER) FROM (VALUES (3), (4)) t(x)").fetchone() == (25,)
 
 
-def test_aggregate_wrong_argument_types_are_duckdbs_binder_errors(con):
-    # The aggregate C API has no bind: DuckDB's binder matches the declared
-    # parameter types and names the function with the argument's type.
-    with pytest.raises(duckdb.BinderException, match=r"'sum_sq\(DATE\)'(.|\n)*sum_sq\(BIGINT\) -> BIGINT"):
-        con.execute("SELECT sum_sq(DATE '2024-01-01')")
-    with pytest.raises(duckdb.BinderException, match=r"'sum_sq\(VARCHAR\)'"):
-        con.execute("SELECT sum_sq(x) FROM (VALUES ('a')) t(x)")
-    with pytest.raises(duckdb.ConversionException, match="Could not convert string 'x' to INT64"):
-        con.execute("SELECT sum_sq('x')")
+def test_aggregate_wrong_argument_types_are_binder_errors(con, build):
+    if build == "v1":
+        # The V1 aggregate C API has no bind: DuckDB's binder matches the
+        # declared parameter types and names the function with the argument's type.
+        with pytest.raises(duckdb.BinderException, match=r"'sum_sq\(DATE\)'(.|\n)*sum_sq\(BIGINT\) -> BIGINT"):
+            con.execute("SELECT sum_sq(DATE '2024-01-01')")
+        with pytest.raises(duckdb.BinderException, match=r"'sum_sq\(VARCHAR\)'"):
+            con.execute("SELECT sum_sq(x) FROM (VALUES ('a')) t(x)")
+        with pytest.raises(duckdb.ConversionException, match="Could not convert string 'x' to INT64"):
+            con.execute("SELECT sum_sq('x')")
+    else:
+        # V2's generic aggregate takes ANY and its bind checks each argument
+        # as a scalar's is checked (DuckDB casts nothing to ANY).
+        with pytest.raises(duckdb.BinderException,
+                           match=r"qlink_sample.sum_sq: argument 1 is DATE, the function takes BIGINT \(Arrow 'l'\)"):
+            con.execute("SELECT sum_sq(DATE '2024-01-01')")
+        with pytest.raises(duckdb.BinderException, match="qlink_sample.sum_sq: argument 1 is VARCHAR, the function takes"):
+            con.execute("SELECT sum_sq(x) FROM (VALUES ('a')) t(x)")
+        with pytest.raises(duckdb.BinderException, match="qlink_sample.sum_sq: argument 1 is VARCHAR, the function takes"):
+            con.execute("SELECT sum_sq('x')")
     assert con.execute("SELECT sum_sq(x) FROM (VALUES (1), (2)) t(x)").fetchone() == (5,)
 
 
@@ -176,3 +202,38 @@ def test_functions_from_many_threads(con):
             assert got == (n * (n + 1) // 2, sum(v * v for v in range(n))), got
 
     assert run_threads(8, work) == []
+
+
+@pytest.mark.parametrize("build", builds()[1:])
+def test_v2_functions_are_macros_over_generic_functions(build):
+    c = connect(build=build)
+    c.execute(load(build, "qlink_sample")).fetchall()
+    rows = c.execute("SELECT function_name, function_type, macro_definition FROM duckdb_functions() "
+                     "WHERE function_name IN ('add_one', 'sum_sq') ORDER BY 1").fetchall()
+    assert rows == [("add_one", "macro", "qlink_scalar_function('qlink_sample', 'add_one', a1)"),
+                    ("sum_sq", "macro", "qlink_aggregate_function('qlink_sample', 'sum_sq', a1)")]
+    # the generic functions directly, and their errors
+    assert c.execute("SELECT qlink_scalar_function('qlink_sample', 'add_one', 1)").fetchone() == (2,)
+    with pytest.raises(duckdb.BinderException, match="qlink_sample.add_one: 2 arguments, the function takes 1"):
+        c.execute("SELECT qlink_scalar_function('qlink_sample', 'add_one', 1, 2)")
+    with pytest.raises(duckdb.BinderException, match="qlink_sample.nope: plugin qlink_sample has no scalar function 'nope'"):
+        c.execute("SELECT qlink_scalar_function('qlink_sample', 'nope', 1)")
+    # pushed filters reach a plugin table function as they reach qlink_scan
+    assert c.execute("SELECT value FROM sample_range(0, 100) WHERE value > 95").fetchall() == [(96,), (97,), (98,),
+                                                                                           (99,)]
+
+
+@pytest.mark.parametrize("build", builds()[1:])
+def test_v2_load_failing_in_duckdb_marks_nothing_loaded(build, tmp_path):
+    """The macros are made by the PRAGMA's statements, after qlink_load
+    returns: when DuckDB refuses them (a read-only database), nothing is
+    marked loaded, and the next call tries again."""
+    path = tmp_path / "ro.duckdb"
+    duckdb.connect(str(path)).close()
+    os.environ["QLINK_PLUGIN_PATH"] = str(PLUGINS)
+    c = duckdb.connect(str(path), read_only=True, config={"allow_unsigned_extensions": True})
+    c.execute(f"LOAD '{EXTS[build]}'")
+    for _ in range(2):
+        with pytest.raises(duckdb.Error, match="read-only"):
+            c.execute(load(build, "qlink_sample", "add_one")).fetchall()
+    c.close()
