@@ -8,18 +8,22 @@ DataFusion, no Rust, and it does not import qlink's native module::
     con = qlink.duckdb.connect()                    # plugins from build/release/plugins
     con.execute("SELECT sum(value) FROM qlink_scan('qlink_sample/series?stop=10')").fetchall()
     qlink.duckdb.attach(con, "era5", "qlink_zarr/store?path=/data/era5.zarr")  # either build
-    con.execute("CALL qlink_attach('era5', 'qlink_zarr/store?path=/data/era5.zarr')")  # V1 build only
+    qlink.duckdb.load(con, "qlink_sample")          # either build: add_one(), sum_sq(), sample_range()
 
 Two builds of the extension exist: ``qlink.duckdb_extension`` (DuckDB's
-stable C API V1: every qlink function, any DuckDB from 1.5.6 on) and
-``qlink_v2.duckdb_extension`` (the unstable C API V2 of the DuckDB version
-scripts/requirements.txt pins, and only that one: ``qlink_scan`` with filter
-pushdown, ``qlink_tables``, ``qlink_plugins``, ``qlink_allow``; no
-``qlink_attach`` or ``qlink_load``). ``connect()`` loads the V2 build when the
-running ``duckdb`` is the pinned version and that build exists, else V1;
-``api="v1"`` or ``api="v2"`` chooses. ``attach(con, name, spec)`` does what
-``CALL qlink_attach`` does (a schema of views over ``qlink_scan``) through
-either build.
+stable C API V1, any DuckDB from 1.5.6 on) and ``qlink_v2.duckdb_extension``
+(the unstable C API V2 of the DuckDB version scripts/requirements.txt pins,
+and only that one: the same functions, filter pushdown, and no connection
+of its own, so a closed database file can be reopened read-only in the same
+process). They take qlink_attach and qlink_load differently: V1 as ``CALL
+qlink_attach(...)`` / ``CALL qlink_load('P', name := 'F')``, V2 as
+``PRAGMA qlink_attach(...)`` / ``PRAGMA qlink_load('P', name = 'F')`` (C API
+V2 runs an extension's SQL only as a query PRAGMA's statements; see
+hosts/duckdb/README.md). ``connect()`` loads the V2 build when the running
+``duckdb`` is the pinned version and that build exists, else V1;
+``api="v1"`` or ``api="v2"`` chooses. ``attach(con, name, spec)`` (a schema
+of views over ``qlink_scan``) and ``load(con, plugin, name=None)`` run the
+right statement for the build loaded on ``con`` (``loaded_api(con)``).
 
 ``connect(database=":memory:", plugin_dirs=None, extension=None, config=None, api="auto")``
 opens the database with unsigned extensions allowed, loads the extension
@@ -107,11 +111,27 @@ def _sql_text(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
 
+def loaded_api(con) -> str:
+    """"v2" when the V2 build is loaded on ``con`` (its generic
+    ``qlink_scalar_function`` exists), else "v1"."""
+    n = con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = 'qlink_scalar_function'").fetchone()
+    return "v2" if n[0] else "v1"
+
+
+def load(con, plugin: str, name: str | None = None) -> list[tuple[str, str, str]]:
+    """``qlink_load``: the functions of ``plugin`` (or only ``name``) as
+    DuckDB functions of their names, with either build (V1 ``CALL``, V2
+    ``PRAGMA``); the rows ``(name, kind, status)``."""
+    v2 = loaded_api(con) == "v2"
+    named = "" if name is None else f", name {'=' if v2 else ':='} {_sql_text(name)}"
+    return con.execute(f"{'PRAGMA' if v2 else 'CALL'} qlink_load({_sql_text(plugin)}{named})").fetchall()
+
+
 def attach(con, name: str, spec: str) -> list[str]:
     """Every table of the schema provider ``spec`` as a view ``name.<table>``
-    over ``qlink_scan(spec, "table" := '<table>')``, as ``CALL
-    qlink_attach(name, spec)`` makes them, with either build of the
-    extension; returns the table names."""
+    over ``qlink_scan(spec, "table" := '<table>')``, as qlink_attach makes
+    them, with either build of the extension (on ``con`` itself, so the V1
+    build's own connection is not involved); returns the table names."""
     tables = [t for (t,) in con.execute("SELECT * FROM qlink_tables(?)", [spec]).fetchall()]
     schema = '"' + name.replace('"', '""') + '"'
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")

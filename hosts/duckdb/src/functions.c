@@ -1,4 +1,6 @@
-/* The DuckDB host: a plugin's functions as DuckDB functions.
+/* The DuckDB host, C API V1: a plugin's functions as DuckDB functions (the
+ * V1 glue; what both builds share is plugin_fns.c's, V2's glue is
+ * functions_v2.c).
  *
  *   CALL qlink_load('PLUGIN');                   -- every function DuckDB can express
  *   CALL qlink_load('PLUGIN', name := 'NAME');   -- one; an error if DuckDB cannot express it

@@ -219,7 +219,7 @@ def test_python_helper_chooses_the_build(run_helper):
     assert run_helper(code) == ["v2", "10", "True", "0"]
 
 
-def test_python_attach_works_with_either_build(chunked_store):
+def test_python_attach_and_load_work_with_either_build(chunked_store):
     sys.path.insert(0, str(ROOT / "python"))
     import qlink.duckdb as q
 
@@ -229,6 +229,10 @@ def test_python_attach_works_with_either_build(chunked_store):
         assert q.attach(con, "box", f"qlink_zarr/store?path={path}") == ["time_lat_lon"]
         assert con.execute("SELECT count(*), max(t2m) FROM box.time_lat_lon WHERE time = 3 AND lon = 59").fetchone() \
             == (40, float(t2m[3, :, 59].max()))
+        assert q.loaded_api(con) == ("v2" if ext == EXT_V2 else "v1")
+        assert q.load(con, "qlink_sample", "add_one") == [("add_one", "scalar", "loaded")]
+        assert q.load(con, "qlink_sample", "add_one") == [("add_one", "scalar", "already loaded")]
+        assert con.execute("SELECT add_one(1)").fetchone() == (2,)
 
 
 def test_cli_refuses_the_v2_build():
