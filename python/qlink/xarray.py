@@ -332,10 +332,26 @@ _owners_lock = threading.Lock()
 _tokens = itertools.count(1)
 
 
-@_ndarray.RELEASE_FN
-def _release(owner):
-    with _owners_lock:
-        _owners.pop(int(owner or 0), None)
+def _release_fn(owners: dict, lock):
+    def release(owner):
+        try:
+            with lock:
+                owners.pop(int(owner or 0), None)
+        except BaseException:  # noqa: BLE001 - nothing may unwind into C
+            pass
+
+    return _ndarray.RELEASE_FN(release)
+
+
+# The plugin calls _release from C whenever the last reference to a
+# registration goes, which can be while the interpreter shuts down: an
+# engine connection freed then (a SQLite table still open on a dataset
+# unregistered earlier) releases its table. By then this module's globals
+# may be cleared, which would free the ctypes thunk C still points to
+# (a segfault at exit), so the thunk holds what it needs in a closure and
+# is never freed (one reference leaked on purpose).
+_release = _release_fn(_owners, _owners_lock)
+ctypes.pythonapi.Py_IncRef(ctypes.py_object(_release))
 
 
 def register_dataset(ds, *, name: str = "dataset", chunks: Chunks = None, plugin: str | None = None) -> int:
@@ -898,8 +914,11 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
 
 
 def unregister(connection, name: str) -> int:
-    """Drop the registrations ``register(connection, name, ...)`` made (the
-    connection's tables then fail to open); returns how many."""
+    """Drop the registrations ``register(connection, name, ...)`` made;
+    returns how many. Tables opened afterwards fail ("no dataset N is
+    registered"): DuckDB's views open a scan per query, so they fail at
+    once; a SQLite virtual table already connected holds its provider and
+    keeps serving the data until it is dropped or its connection closes."""
     ids = _forget(connection, name)
     for rid in ids:
         unregister_dataset(rid)

@@ -335,3 +335,34 @@ def test_cftime_text_normalises_dates(engine):
     xql.register(engine.con, "c", xr.Dataset({"v": ("time", [1.0, 2.0, 3.0])}, coords={"time": times}))
     assert engine.rows("SELECT count(*) FROM c WHERE time > ?", [xql.cftime_text("2000-07-01")])[0][0] == 1
     assert engine.rows("SELECT count(*) FROM c WHERE time > '2000-07-01'")[0][0] == 2
+
+
+@pytest.mark.parametrize("kind", ["duckdb", "sqlite"])
+def test_release_while_the_interpreter_exits(kind):
+    """A SQLite table open on a Dataset unregistered earlier releases the
+    registration when its connection is freed, which at exit can be after
+    qlink.xarray's globals are cleared: the release thunk must outlive
+    them (it was freed with them: a segfault, exit status -11)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = f"""
+import numpy as np, xarray as xr
+import qlink.{kind}, qlink.xarray as xql
+con = qlink.{kind}.connect()
+xql.register(con, "a", xr.Dataset({{"v": (("x",), np.arange(3.0))}}))
+assert con.execute("SELECT sum(v) FROM a").fetchall() == [(3.0,)]
+xql.unregister(con, "a")
+try:
+    print(con.execute("SELECT sum(v) FROM a").fetchall())
+except Exception as e:
+    print(type(e).__name__)
+"""
+    python = str(Path(__file__).resolve().parents[3] / "python")
+    env = {**os.environ, "PYTHONPATH": python + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    # SQLite's table already holds its provider; DuckDB's view opens the scan again
+    assert done.stdout == ("[(3.0,)]\n" if kind == "sqlite" else "InvalidInputException\n")
