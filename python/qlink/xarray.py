@@ -253,11 +253,15 @@ class _Registration:
     def add(self, name: str, var, *, is_coord: bool, chunks: Chunks):
         dims = [str(d).encode() for d in var.dims]
         shape = [int(s) for s in var.shape]
-        lazy = _is_lazy(var) and var.dtype != object
+        # numpy's variable-width StringDType (kind "T": what xarray gives
+        # for a Zarr store's vlen-utf8 strings) is read whole, as objects are
+        lazy = _is_lazy(var) and var.dtype != object and var.dtype.kind != "T"
         extra: dict = {}
         values = None
         if not lazy:
             values = np.asarray(var.values)
+            if values.dtype.kind == "T":
+                values = values.astype(object)
             if values.dtype == object:
                 values, extra = _object_to_buffer(name, values)
             elif values.dtype.kind == "c":

@@ -366,3 +366,19 @@ except Exception as e:
     assert done.returncode == 0, done.stderr
     # SQLite's table already holds its provider; DuckDB's view opens the scan again
     assert done.stdout == ("[(3.0,)]\n" if kind == "sqlite" else "InvalidInputException\n")
+
+
+def test_numpy_string_dtype(engine, tmp_path):
+    """xarray opens a Zarr store's variable-length strings as numpy's
+    StringDType (kind "T"), which register refused ("malformed dtype
+    'StringDType()'"): they are read whole as text, missing ones as ""
+    like None in an object array."""
+    words = np.array(["a", "", "héllo", None], dtype=np.dtypes.StringDType(na_object=None))
+    ds = xr.Dataset({"s": ("i", words), "v": ("i", [1.0, 2.0, 3.0, 4.0])}, coords={"i": np.arange(4)})
+    xql.register(engine.con, "t", ds)
+    assert engine.rows("SELECT i, s, v FROM t ORDER BY i") == [(0, "a", 1.0), (1, "", 2.0), (2, "héllo", 3.0), (3, "", 4.0)]
+    xr.Dataset({"s": ("i", np.array(["x", "yy", "zzz"], dtype=object))}).to_zarr(tmp_path / "s.zarr", zarr_format=3)
+    opened = xr.open_zarr(tmp_path / "s.zarr")
+    assert opened.s.dtype.kind == "T"
+    xql.register(engine.con, "z", opened)
+    assert engine.rows("SELECT i, s FROM z WHERE s > 'x' ORDER BY i") == [(1, "yy"), (2, "zzz")]
