@@ -837,8 +837,10 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
     """Register ``ds`` as SQL tables on ``connection`` (returned, to chain).
 
     ``connection``: a ``qlink.Session`` (also ``Session.register_dataset``),
-    a DuckDB connection (``qlink.duckdb.connect()``: views
-    over ``qlink_scan``), a SQLite connection (``qlink.sqlite.connect()``:
+    a DuckDB connection (``qlink.duckdb.connect()``: TEMP views over
+    ``qlink_scan``, so, like DuckDB's own ``con.register``, visible on that
+    connection only: a ``con.cursor()`` handed to another thread needs its
+    own ``register(cursor, name, ds)``), a SQLite connection (``qlink.sqlite.connect()``:
     virtual tables ``USING qlink``; a second group spelling needs an
     ATTACHed database, created as ``name``) or a datafusion-python
     ``SessionContext`` (qlink capsule tables; needs the qlink wheel).
