@@ -9,9 +9,9 @@ use datafusion::catalog::{MemorySchemaProvider, SchemaProvider};
 use datafusion::error::DataFusionError;
 use datafusion::prelude::SessionContext;
 
+use crate::distributed::ShippedPlugins;
 use crate::error::Result;
-use crate::ffi::*;
-use crate::functions::{QlinkAggregateUdf, QlinkScalarUdf, QlinkTableFunction, QlinkWindowUdf};
+use crate::functions::{open_functions, PluginFunction};
 use crate::plugin::{Plugin, TableSpec};
 use crate::schema::OpenSchema;
 use crate::services::SessionSource;
@@ -107,20 +107,20 @@ impl QlinkSession {
         Ok(names)
     }
 
-    /// Register every function the plugin's catalogue lists.
+    /// Register every function the plugin's catalogue lists. On a
+    /// coordinator (a session with workers) the plugin is also named in
+    /// the functions workers must register ([`ShippedPlugins`]).
     pub fn register_functions(&mut self, plugin: &Arc<Plugin>) -> Result<Vec<String>> {
-        let mut names = Vec::new();
-        for item in plugin.items() {
-            match item.kind {
-                QL_ITEM_SCALAR_FUNCTION => self.ctx.register_udf(QlinkScalarUdf::open(plugin, &item.name)?),
-                QL_ITEM_AGGREGATE_FUNCTION => self.ctx.register_udaf(QlinkAggregateUdf::open(plugin, &item.name)?),
-                QL_ITEM_WINDOW_FUNCTION => self.ctx.register_udwf(QlinkWindowUdf::open(plugin, &item.name)?),
-                QL_ITEM_TABLE_FUNCTION => {
-                    self.ctx.register_udtf(&item.name, Arc::new(QlinkTableFunction::open(plugin, &item.name)?))
-                }
-                _ => continue,
+        let functions = open_functions(plugin)?;
+        let names: Vec<String> = functions.iter().map(|f| f.name().to_string()).collect();
+        ShippedPlugins::note(&self.ctx, plugin, &functions)?;
+        for f in functions {
+            match f {
+                PluginFunction::Scalar(u) => self.ctx.register_udf(u),
+                PluginFunction::Aggregate(u) => self.ctx.register_udaf(u),
+                PluginFunction::Window(u) => self.ctx.register_udwf(u),
+                PluginFunction::Table(name, t) => self.ctx.register_udtf(&name, t),
             }
-            names.push(item.name.clone());
         }
         Ok(names)
     }

@@ -25,6 +25,45 @@ use crate::ffi::*;
 use crate::identity::{intern, Identity};
 use crate::plugin::Plugin;
 
+/// One function of a plugin's catalogue, opened for a DataFusion session.
+#[derive(Debug)]
+pub enum PluginFunction {
+    Scalar(ScalarUDF),
+    Aggregate(AggregateUDF),
+    Window(WindowUDF),
+    Table(String, Arc<QlinkTableFunction>),
+}
+
+impl PluginFunction {
+    /// The name it is registered (and called) by: the catalogue's.
+    pub fn name(&self) -> &str {
+        match self {
+            PluginFunction::Scalar(f) => f.name(),
+            PluginFunction::Aggregate(f) => f.name(),
+            PluginFunction::Window(f) => f.name(),
+            PluginFunction::Table(name, _) => name,
+        }
+    }
+}
+
+/// Every function the plugin's catalogue lists, opened, in catalogue
+/// order. The first that fails to open is the error (naming it).
+pub fn open_functions(plugin: &Arc<Plugin>) -> Result<Vec<PluginFunction>> {
+    let mut out = Vec::new();
+    for item in plugin.items() {
+        out.push(match item.kind {
+            QL_ITEM_SCALAR_FUNCTION => PluginFunction::Scalar(QlinkScalarUdf::open(plugin, &item.name)?),
+            QL_ITEM_AGGREGATE_FUNCTION => PluginFunction::Aggregate(QlinkAggregateUdf::open(plugin, &item.name)?),
+            QL_ITEM_WINDOW_FUNCTION => PluginFunction::Window(QlinkWindowUdf::open(plugin, &item.name)?),
+            QL_ITEM_TABLE_FUNCTION => {
+                PluginFunction::Table(item.name.clone(), Arc::new(QlinkTableFunction::open(plugin, &item.name)?))
+            }
+            _ => continue,
+        });
+    }
+    Ok(out)
+}
+
 pub fn volatility_of(v: Volatility) -> i32 {
     match v {
         Volatility::Immutable => QL_IMMUTABLE,
@@ -647,14 +686,17 @@ impl QlinkTableFunction {
     }
 }
 
-impl TableFunctionImpl for QlinkTableFunction {
-    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
+impl QlinkTableFunction {
+    /// Call the function with `args` in the session `source` stands for:
+    /// the provider it returns, remembering the call (so its scans can be
+    /// rebuilt on a worker).
+    pub fn call_in(&self, args: &[Expr], source: crate::services::SessionSource) -> Result<crate::table::QlinkTableProvider> {
         let call = self.raw.call.ok_or_else(|| DataFusionError::Plan(format!("{}: call is NULL", self.name)))?;
         let empty = Arc::new(Schema::empty());
-        let refs: Vec<&Expr> = args.exprs().iter().collect();
+        let refs: Vec<&Expr> = args.iter().collect();
         let list = crate::expr::FilterList::new(&empty, &refs)?;
         let raw = list.raw();
-        let view = crate::services::SessionView::new(crate::services::SessionSource::Session(args.session()));
+        let view = crate::services::SessionView::new(source);
         let mut out: ql_table_provider = zeroed();
         let mut err = ErrorSlot::new();
         let st = {
@@ -662,6 +704,14 @@ impl TableFunctionImpl for QlinkTableFunction {
             unsafe { call(&*self.raw, &view.raw, &raw, &mut out, err.ptr()) }
         };
         err.check_with(st, || format!("table function {}", self.name))?;
-        Ok(Arc::new(crate::table::QlinkTableProvider::from_raw(out, Arc::clone(&self.plugin), &self.name)?))
+        let origin = crate::table::TableOrigin::Function { function: self.name.clone(), args: args.to_vec() };
+        Ok(crate::table::QlinkTableProvider::from_raw(out, Arc::clone(&self.plugin), &self.name)?.with_origin(origin))
+    }
+}
+
+impl TableFunctionImpl for QlinkTableFunction {
+    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
+        let source = crate::services::SessionSource::Session(args.session());
+        Ok(Arc::new(self.call_in(args.exprs(), source)?))
     }
 }

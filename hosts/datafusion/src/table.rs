@@ -30,6 +30,9 @@ pub enum TableOrigin {
     Table { provider: String, options: Vec<(String, String)> },
     /// Table `table` of the schema provider `provider` opened with `options`.
     SchemaTable { provider: String, options: Vec<(String, String)>, table: String },
+    /// What the plugin's table function `function` returned when called
+    /// with `args` (constant expressions, as the SQL wrote them).
+    Function { function: String, args: Vec<Expr> },
 }
 
 /// Everything a scan was made from: the plugin, the provider's origin and

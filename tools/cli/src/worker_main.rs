@@ -98,7 +98,7 @@ async fn serve(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let loader = Arc::new(PluginLoader::new(a.plugin_dir.clone()));
     let worker = Worker::from_session_builder(move |ctx: WorkerQueryContext| {
         let loader = Arc::clone(&loader);
-        async move { Ok(worker_state(ctx.builder, loader)) }
+        async move { worker_state(ctx, loader) }
     })
     .with_runtime_env(runtime_env(a.memory_limit)?);
     let addr = SocketAddr::new(a.host, a.port);

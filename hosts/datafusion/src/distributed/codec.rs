@@ -24,37 +24,84 @@ use prost::Message;
 use crate::distributed::recipe::ScanProto;
 use crate::distributed::task_scan::TaskScanExec;
 use crate::exec::QlinkExec;
+use crate::functions::{open_functions, PluginFunction, QlinkTableFunction};
 use crate::plugin::Plugin;
 use crate::schema::OpenSchema;
 use crate::services::SessionSource;
 use crate::table::{QlinkTableProvider, ScanRecipe, TableOrigin};
 
-/// Where a worker finds the plugins scans name: in `dir` by the file name
-/// the coordinator loaded (the same layout on every machine), or, with no
-/// directory, at the coordinator's own path. Each file is loaded once.
+/// Which build of a plugin a coordinator loaded: what a worker's copy must
+/// match.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PluginIdentity {
+    /// The descriptor's name, e.g. "qlink_zarr".
+    pub name: String,
+    /// The plugin's own version, e.g. "0.1.0".
+    pub version: String,
+    /// The ABI version its descriptor was filled for.
+    pub abi_version: u32,
+    /// The path the coordinator loaded it from (canonical where it can be).
+    pub path: String,
+    /// FNV-1a 64 of the coordinator's plugin file.
+    pub digest: u64,
+}
+
+impl PluginIdentity {
+    /// The identity of a loaded plugin.
+    pub fn of(plugin: &Plugin) -> Result<PluginIdentity> {
+        Ok(PluginIdentity {
+            name: plugin.name().to_string(),
+            version: plugin.version(),
+            abi_version: plugin.descriptor().abi_version,
+            path: std::fs::canonicalize(plugin.path())
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| plugin.path().to_string()),
+            digest: plugin.file_digest()?,
+        })
+    }
+}
+
+/// Where a worker finds the plugins the coordinator names: in `dir` by the
+/// file name the coordinator loaded (the same layout on every machine),
+/// or, with no directory, at the coordinator's own path. Each file is
+/// loaded once.
 #[derive(Debug, Default)]
 pub struct PluginLoader {
     dir: Option<PathBuf>,
     loaded: Mutex<HashMap<PathBuf, Arc<Plugin>>>,
+    functions: Mutex<HashMap<String, Arc<Vec<PluginFunction>>>>,
 }
 
 impl PluginLoader {
     pub fn new(dir: Option<PathBuf>) -> PluginLoader {
-        PluginLoader { dir, loaded: Mutex::new(HashMap::new()) }
+        PluginLoader { dir, loaded: Mutex::new(HashMap::new()), functions: Mutex::new(HashMap::new()) }
     }
 
-    /// The worker's copy of the plugin `scan` names, checked to be the same
-    /// build. Errors name both sides: a missing file, or a different
+    /// The functions of the worker's copy of `want` (plugin_for's checks
+    /// and errors), opened once per plugin file.
+    pub fn functions_for(&self, want: &PluginIdentity) -> Result<Arc<Vec<PluginFunction>>> {
+        let plugin = self.plugin_for(want)?;
+        let mut cache = self.functions.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = cache.get(plugin.path()) {
+            return Ok(Arc::clone(f));
+        }
+        let f = Arc::new(open_functions(&plugin)?);
+        cache.insert(plugin.path().to_string(), Arc::clone(&f));
+        Ok(f)
+    }
+
+    /// The worker's copy of the plugin `want` names, checked to be the
+    /// same build. Errors name both sides: a missing file, or a different
     /// name, version, ABI version or file digest.
-    pub fn plugin_for(&self, scan: &ScanProto) -> Result<Arc<Plugin>> {
-        let theirs = Path::new(&scan.plugin_path);
+    pub fn plugin_for(&self, want: &PluginIdentity) -> Result<Arc<Plugin>> {
+        let theirs = Path::new(&want.path);
         let path = match &self.dir {
             Some(d) => d.join(theirs.file_name().unwrap_or(theirs.as_os_str())),
             None => theirs.to_path_buf(),
         };
         let coordinator = format!(
             "the coordinator's is {} {} (ABI {:#x}, digest {:016x}) from {}",
-            scan.plugin_name, scan.plugin_version, scan.abi_version, scan.plugin_digest, scan.plugin_path
+            want.name, want.version, want.abi_version, want.digest, want.path
         );
         if !path.is_file() {
             return Err(DataFusionError::Plan(format!(
@@ -73,13 +120,14 @@ impl PluginLoader {
                 }
             }
         };
-        let digest = plugin.file_digest()?;
-        let abi = plugin.descriptor().abi_version;
-        if plugin.name() != scan.plugin_name || plugin.version() != scan.plugin_version || abi != scan.abi_version || digest != scan.plugin_digest {
+        let mine = PluginIdentity::of(&plugin)?;
+        if mine.name != want.name || mine.version != want.version || mine.abi_version != want.abi_version || mine.digest != want.digest {
             return Err(DataFusionError::Plan(format!(
-                "this worker's plugin is {} {} (ABI {abi:#x}, digest {digest:016x}) from {}, {coordinator}: install the same build on every worker",
-                plugin.name(),
-                plugin.version(),
+                "this worker's plugin is {} {} (ABI {:#x}, digest {:016x}) from {}, {coordinator}: install the same build on every worker",
+                mine.name,
+                mine.version,
+                mine.abi_version,
+                mine.digest,
                 path.display()
             )));
         }
@@ -106,11 +154,6 @@ fn encode_recipe(recipe: &ScanRecipe, partitions: usize, tasks: usize) -> Result
     let filters = serialize_exprs(&recipe.filters, &DefaultLogicalExtensionCodec {})
         .map_err(|e| DataFusionError::Plan(format!("qlink scan of {}: a filter cannot be sent to a worker: {e}", plugin.name())))?;
     let mut p = ScanProto {
-        plugin_name: plugin.name().to_string(),
-        plugin_version: plugin.version(),
-        abi_version: plugin.descriptor().abi_version,
-        plugin_path: std::fs::canonicalize(plugin.path()).map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|_| plugin.path().to_string()),
-        plugin_digest: plugin.file_digest()?,
         has_projection: recipe.projection.is_some(),
         projection: recipe.projection.iter().flatten().map(|&i| i as u64).collect(),
         filters,
@@ -119,7 +162,8 @@ fn encode_recipe(recipe: &ScanRecipe, partitions: usize, tasks: usize) -> Result
         tasks: tasks as u64,
         ..Default::default()
     };
-    p.set_origin(&recipe.origin);
+    p.set_identity(&PluginIdentity::of(plugin)?);
+    p.set_origin(&recipe.origin)?;
     Ok(p)
 }
 
@@ -149,14 +193,18 @@ impl PhysicalExtensionCodec for QlinkCodec {
             return Err(DataFusionError::Internal(format!("a qlink scan has no inputs, got {}", inputs.len())));
         }
         let scan = ScanProto::decode(buf).map_err(|e| DataFusionError::Plan(format!("decoding a qlink scan: {e}")))?;
-        let plugin = self.loader.plugin_for(&scan)?;
+        let plugin = self.loader.plugin_for(&scan.identity())?;
         let task = own_task_context(ctx);
-        let provider = match scan.origin() {
+        let source = || SessionSource::Task(Arc::clone(&task));
+        let (provider, what) = match scan.origin(&task)? {
             TableOrigin::Table { provider, options } => {
-                QlinkTableProvider::open_in(&plugin, &provider, &options, SessionSource::Task(Arc::clone(&task)))?
+                (QlinkTableProvider::open_in(&plugin, &provider, &options, source())?, provider)
             }
             TableOrigin::SchemaTable { provider, options, table } => {
-                OpenSchema::open(&plugin, &provider, &options, SessionSource::Task(Arc::clone(&task)))?.table(&table)?
+                (OpenSchema::open(&plugin, &provider, &options, source())?.table(&table)?, provider)
+            }
+            TableOrigin::Function { function, args } => {
+                (QlinkTableFunction::open(&plugin, &function)?.call_in(&args, source())?, function)
             }
         };
         let filters = parse_exprs(&scan.filters, &task, &DefaultLogicalExtensionCodec {})
@@ -167,9 +215,8 @@ impl PhysicalExtensionCodec for QlinkCodec {
         let partitions = exec.properties().partitioning.partition_count() as u64;
         if partitions != scan.partitions {
             return Err(DataFusionError::Plan(format!(
-                "the scan of {}/{} has {partitions} partitions on this worker and {} on the coordinator (does the worker see the same data?)",
+                "the scan of {}/{what} has {partitions} partitions on this worker and {} on the coordinator (does the worker see the same data?)",
                 plugin.name(),
-                scan.provider,
                 scan.partitions
             )));
         }

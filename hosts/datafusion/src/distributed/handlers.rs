@@ -17,9 +17,10 @@ use url::Url;
 use crate::exec::QlinkExec;
 use crate::distributed::task_scan::TaskScanExec;
 
-/// A qlink table scan with a recipe wants one task per partition (the
-/// planner caps it by the workers there are); any other qlink plan (a
-/// planner plugin's node, a table-function scan) runs in one task.
+/// A qlink table scan with a recipe (a spec table's, a schema table's or a
+/// table function's) wants one task per partition (the planner caps it by
+/// the workers there are); any other qlink plan (a planner plugin's node)
+/// runs in one task.
 pub fn desired_task_count(ev: DesiredTaskCountEvent) -> Option<Result<DesiredTaskCountEventResponse>> {
     let q = ev.plan.downcast_ref::<QlinkExec>()?;
     if q.recipe().is_none() {

@@ -11,18 +11,22 @@
 //!   each worker reads only its own chunk blocks.
 //! - `handlers`: the task-count, leaf-scaling and routing hooks that split
 //!   scans and place task t on worker t mod N.
+//! - `functions`: the plugins whose functions a query may call, named in
+//!   its metadata, so a worker registers the same builds' functions.
 //! - `planner`: planner-plugin nodes and scans a worker cannot rebuild keep
 //!   the whole query on the coordinator.
 //! - `session`: the coordinator's and the worker's session set-up.
 
 mod codec;
+mod functions;
 mod handlers;
 mod planner;
 mod recipe;
 mod session;
 mod task_scan;
 
-pub use codec::{PluginLoader, QlinkCodec};
+pub use codec::{PluginIdentity, PluginLoader, QlinkCodec};
+pub use functions::{register_shipped, ShippedPlugins};
 pub use handlers::{desired_task_count, route_tasks, scale_up_leaf, worker_of};
 pub use planner::{is_shippable, QlinkDistributedPlanner};
 pub use session::{coordinator_state, worker_state, StaticWorkers};

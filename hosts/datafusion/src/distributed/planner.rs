@@ -1,9 +1,10 @@
 //! Which queries are distributed. A worker can rebuild a qlink table scan
-//! opened from a spec (it has a recipe), and DataFusion's own nodes and
-//! functions; it cannot rebuild a planner plugin's node (FoldExec), a scan
-//! without a recipe (a table function's), or a call of a plugin's function,
-//! whose plugin state lives only here. A plan holding one of those runs
-//! whole on the coordinator, as without workers:
+//! with a recipe (a spec table's, a schema table's, a table function's),
+//! DataFusion's own nodes and functions, and calls of the plugin functions
+//! the coordinator's session registered (functions.rs); it cannot rebuild
+//! a planner plugin's node (FoldExec) or a scan without a recipe (a
+//! provider registered as an object, not opened from a spec). A plan
+//! holding one of those runs whole on the coordinator, as without workers:
 //! the ABI has no `encode` member that would let a plugin ship its own
 //! nodes (docs/abi.md, "Distributed execution").
 //!
@@ -11,7 +12,7 @@
 //! handed to datafusion-distributed's planner (which would otherwise plan
 //! it again through the planner it wraps) through a task-local slot.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
 
@@ -24,42 +25,14 @@ use datafusion::physical_plan::explain::ExplainExec;
 use datafusion_distributed::{display_plan_ascii, DistributedExec};
 use datafusion::error::Result;
 use datafusion::execution::context::QueryPlanner;
-use datafusion::logical_expr::{Expr, LogicalPlan, WindowFunctionDefinition};
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
 
 use crate::exec::QlinkExec;
-use crate::functions::{QlinkAggregateUdf, QlinkScalarUdf, QlinkWindowUdf};
 
 tokio::task_local! {
     static PLANNED: RefCell<Option<Arc<dyn ExecutionPlan>>>;
-}
-
-/// True when `plan` calls a plugin's scalar, aggregate or window function.
-/// A worker could not decode the call: datafusion-distributed's codec
-/// resolves functions by name in the worker's own registry, which holds
-/// DataFusion's built-ins only.
-pub fn calls_plugin_functions(plan: &LogicalPlan) -> bool {
-    let found = Cell::new(false);
-    let _ = plan.apply_with_subqueries(|node| {
-        node.apply_expressions(|e| {
-            e.apply(|x| {
-                let plugin = match x {
-                    Expr::ScalarFunction(f) => f.func.inner().is::<QlinkScalarUdf>(),
-                    Expr::AggregateFunction(a) => a.func.inner().is::<QlinkAggregateUdf>(),
-                    Expr::WindowFunction(w) => match &w.fun {
-                        WindowFunctionDefinition::AggregateUDF(u) => u.inner().is::<QlinkAggregateUdf>(),
-                        WindowFunctionDefinition::WindowUDF(u) => u.inner().is::<QlinkWindowUdf>(),
-                    },
-                    _ => false,
-                };
-                found.set(found.get() || plugin);
-                Ok(if plugin { TreeNodeRecursion::Stop } else { TreeNodeRecursion::Continue })
-            })
-        })?;
-        Ok(if found.get() { TreeNodeRecursion::Stop } else { TreeNodeRecursion::Continue })
-    });
-    found.get()
 }
 
 /// True when every qlink node of `plan` can be rebuilt on a worker.
@@ -118,7 +91,7 @@ impl QueryPlanner for QlinkDistributedPlanner {
             return Ok(Arc::new(ExplainExec::new(Arc::clone(e.schema.inner()), plans, e.verbose)));
         }
         let physical = plan_locally(&self.local, plan, session).await?;
-        if calls_plugin_functions(plan) || !is_shippable(&physical) {
+        if !is_shippable(&physical) {
             return Ok(physical);
         }
         PLANNED.scope(RefCell::new(Some(physical)), self.distributed.create_physical_plan(plan, session)).await

@@ -1,10 +1,16 @@
-//! The wire form of a scan recipe (protobuf through prost). Filters travel
-//! as DataFusion's own `LogicalExprNode`s (datafusion-proto): this is
-//! DataFusion's wire between its own processes, not qlink's ABI.
+//! The wire form of a scan recipe (protobuf through prost). Filters and a
+//! table function's arguments travel as DataFusion's own
+//! `LogicalExprNode`s (datafusion-proto): this is DataFusion's wire between
+//! its own processes, not qlink's ABI.
 
 use datafusion::error::DataFusionError;
+use datafusion::execution::TaskContext;
+use datafusion_proto::logical_plan::from_proto::parse_exprs;
+use datafusion_proto::logical_plan::to_proto::serialize_exprs;
+use datafusion_proto::logical_plan::DefaultLogicalExtensionCodec;
 use datafusion_proto::protobuf::LogicalExprNode;
 
+use crate::distributed::codec::PluginIdentity;
 use crate::table::TableOrigin;
 
 /// One `key=value` option of a provider.
@@ -58,27 +64,69 @@ pub struct ScanProto {
     /// How many tasks share the partitions (1: one task runs them all).
     #[prost(uint64, tag = "14")]
     pub tasks: u64,
+    /// Set for a table function's provider: the function's name (then
+    /// `provider` is empty) ...
+    #[prost(string, optional, tag = "15")]
+    pub function: Option<String>,
+    /// ... and its arguments.
+    #[prost(message, repeated, tag = "16")]
+    pub function_args: Vec<LogicalExprNode>,
 }
 
 impl ScanProto {
-    /// The provider's origin.
-    pub fn origin(&self) -> TableOrigin {
-        let options = self.options.iter().map(|o| (o.key.clone(), o.value.clone())).collect();
-        match &self.schema_table {
-            Some(table) => TableOrigin::SchemaTable { provider: self.provider.clone(), options, table: table.clone() },
-            None => TableOrigin::Table { provider: self.provider.clone(), options },
+    /// The plugin build the coordinator scanned with.
+    pub fn identity(&self) -> PluginIdentity {
+        PluginIdentity {
+            name: self.plugin_name.clone(),
+            version: self.plugin_version.clone(),
+            abi_version: self.abi_version,
+            path: self.plugin_path.clone(),
+            digest: self.plugin_digest,
         }
     }
 
+    /// Fill the plugin fields.
+    pub fn set_identity(&mut self, id: &PluginIdentity) {
+        self.plugin_name = id.name.clone();
+        self.plugin_version = id.version.clone();
+        self.abi_version = id.abi_version;
+        self.plugin_path = id.path.clone();
+        self.plugin_digest = id.digest;
+    }
+
+    /// The provider's origin (a table function's arguments decoded with
+    /// `registry`'s functions).
+    pub fn origin(&self, registry: &TaskContext) -> Result<TableOrigin, DataFusionError> {
+        if let Some(function) = &self.function {
+            let args = parse_exprs(&self.function_args, registry, &DefaultLogicalExtensionCodec {}).map_err(|e| {
+                DataFusionError::Plan(format!("decoding the arguments of {}.{function}: {e}", self.plugin_name))
+            })?;
+            return Ok(TableOrigin::Function { function: function.clone(), args });
+        }
+        let options = self.options.iter().map(|o| (o.key.clone(), o.value.clone())).collect();
+        Ok(match &self.schema_table {
+            Some(table) => TableOrigin::SchemaTable { provider: self.provider.clone(), options, table: table.clone() },
+            None => TableOrigin::Table { provider: self.provider.clone(), options },
+        })
+    }
+
     /// Fill the origin fields.
-    pub fn set_origin(&mut self, origin: &TableOrigin) {
+    pub fn set_origin(&mut self, origin: &TableOrigin) -> Result<(), DataFusionError> {
         let (provider, options, table) = match origin {
             TableOrigin::Table { provider, options } => (provider, options, None),
             TableOrigin::SchemaTable { provider, options, table } => (provider, options, Some(table.clone())),
+            TableOrigin::Function { function, args } => {
+                self.function = Some(function.clone());
+                self.function_args = serialize_exprs(args, &DefaultLogicalExtensionCodec {}).map_err(|e| {
+                    DataFusionError::Plan(format!("{}.{function}: an argument cannot be sent to a worker: {e}", self.plugin_name))
+                })?;
+                return Ok(());
+            }
         };
         self.provider = provider.clone();
         self.options = options.iter().map(|(k, v)| OptionProto { key: k.clone(), value: v.clone() }).collect();
         self.schema_table = table;
+        Ok(())
     }
 
     /// The projection as indices, checked to fit in usize.

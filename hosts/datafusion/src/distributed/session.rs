@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SessionState, SessionStateBuilder};
-use datafusion_distributed::{DistributedExt, SessionStateBuilderExt, WorkerResolver};
+use datafusion_distributed::{DistributedExt, SessionStateBuilderExt, WorkerQueryContext, WorkerResolver};
 use url::Url;
 
 use crate::distributed::codec::{PluginLoader, QlinkCodec};
+use crate::distributed::functions::{register_shipped, ShippedPlugins};
 use crate::distributed::handlers::{desired_task_count, route_tasks, scale_up_leaf};
 use crate::distributed::planner::{Planned, QlinkDistributedPlanner};
 
@@ -35,13 +36,19 @@ pub fn coordinator_state(mut builder: SessionStateBuilder, workers: Vec<Url>, lo
         .with_query_planner(Arc::new(QlinkDistributedPlanner { local, distributed }))
         .with_distributed_worker_resolver(StaticWorkers(workers))
         .with_distributed_user_codec(QlinkCodec::new(loader))
+        .with_distributed_option_extension(ShippedPlugins::default())
         .with_distributed_desired_task_count_handler(desired_task_count)
         .with_distributed_scale_up_leaf_node_handler(scale_up_leaf)
         .with_distributed_route_tasks_handler(route_tasks)
 }
 
-/// A worker's session for one query: `builder` (from the worker, with its
-/// runtime environment) with qlink's codec over `loader`.
-pub fn worker_state(builder: SessionStateBuilder, loader: Arc<PluginLoader>) -> SessionState {
-    builder.with_distributed_user_codec(QlinkCodec::new(loader)).build()
+/// A worker's session for one query: the worker's builder (with its
+/// runtime environment) with qlink's codec over `loader`, and the
+/// functions of the plugins the coordinator's session registered (named
+/// in the request's metadata: functions.rs).
+pub fn worker_state(ctx: WorkerQueryContext, loader: Arc<PluginLoader>) -> Result<SessionState> {
+    let builder = ctx.builder.with_distributed_option_extension_from_headers::<ShippedPlugins>(&ctx.headers)?;
+    let mut state = builder.with_distributed_user_codec(QlinkCodec::new(Arc::clone(&loader))).build();
+    register_shipped(&mut state, &loader)?;
+    Ok(state)
 }

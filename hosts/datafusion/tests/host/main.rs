@@ -2,6 +2,7 @@
 //! (One test binary: each links DataFusion, so one link per crate, not one per file.)
 
 mod lazy_view;
+mod recipe;
 mod rewrite;
 mod smoke;
 mod stats;

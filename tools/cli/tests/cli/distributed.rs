@@ -1,8 +1,9 @@
 //! Distributed queries: `qlink sql --workers` over `qlink-worker`s on this
 //! machine. Answers equal the single-process ones exactly (every scan
 //! partition ran once, on one worker), EXPLAIN draws the stages with the
-//! scan's partitions divided between the tasks, plans a worker cannot
-//! rebuild run on the coordinator, and each failure names what failed.
+//! scan's partitions divided between the tasks, plugin functions run on the
+//! workers, plans a worker cannot rebuild run on the coordinator, and each
+//! failure names what failed.
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
@@ -90,8 +91,9 @@ fn explain_draws_the_stages_and_each_task_s_partitions() {
 }
 
 #[test]
-fn a_plan_no_worker_can_rebuild_runs_on_the_coordinator() {
-    // A table function's scan has no recipe: the query runs here, whole.
+fn a_one_partition_scan_runs_on_the_coordinator() {
+    // sample_range's scan has one partition, so one task: the query runs
+    // here, whole (its recipe would rebuild it on a worker: host/recipe.rs).
     let w = Worker::start(&[]);
     let sql = "SELECT count(*) AS n, sum(value) AS t FROM sample_range(0, 1000)";
     let args = ["sql", "--format", "csv", "--workers", &w.url, "--plugin", SAMPLE, sql];
@@ -99,16 +101,46 @@ fn a_plan_no_worker_can_rebuild_runs_on_the_coordinator() {
     let (ok, out, err) = qlink(&["explain", "--format", "csv", "--workers", &w.url, "--plugin", SAMPLE, sql]);
     assert!(ok, "{err}");
     assert!(!out.contains("DistributedExec") && !out.contains("TaskScanExec"), "{out}");
-    // A plugin's function: a worker's registry has DataFusion's only, so
-    // the query (over a splittable scan, two workers) runs here too.
-    let v = Worker::start(&[]);
-    let workers = format!("{},{}", w.url, v.url);
+}
+
+#[test]
+fn plugin_functions_run_on_the_workers() {
+    // The coordinator names the plugins whose functions it registered; each
+    // worker registers the same build's functions, so the plan is split.
+    let (a, b) = (Worker::start(&[]), Worker::start(&[]));
+    let workers = format!("{},{}", a.url, b.url);
     let table = format!("s={SAMPLE}/series?stop=100&partitions=4");
-    for sql in ["SELECT sum(add_one(value)) AS t FROM s", "SELECT sum_sq(value) AS t FROM s"] {
+    let cases = [
+        ("SELECT sum(add_one(value)) AS t FROM s", "t\n5050\n"),
+        ("SELECT sum_sq(value) AS t FROM s", "t\n328350\n"),
+        ("SELECT parity, sum_sq(add_one(value)) AS t FROM s GROUP BY parity ORDER BY parity", "parity,t\neven,166650\nodd,171700\n"),
+        ("SELECT max(c) AS m FROM (SELECT running_count() OVER (PARTITION BY parity ORDER BY value) AS c FROM s)", "m\n50\n"),
+    ];
+    for (sql, want) in cases {
+        let local = qlink(&["sql", "--format", "csv", "--plugin", SAMPLE, "--table", &table, sql]);
+        assert_eq!(local, (true, want.to_string(), String::new()), "{sql}");
         let args = ["sql", "--format", "csv", "--workers", &workers, "--plugin", SAMPLE, "--table", &table, sql];
-        let want = if sql.contains("add_one") { "t\n5050\n" } else { "t\n328350\n" };
         assert_eq!(qlink(&args), (true, want.to_string(), String::new()), "{sql}");
+        let (ok, out, err) = qlink(&["explain", "--format", "csv", "--workers", &workers, "--plugin", SAMPLE, "--table", &table, sql]);
+        assert!(ok, "{err}");
+        assert!(out.contains("DistributedExec") && out.contains("4 partitions over 2 tasks"), "{out}");
     }
+    // Functions from a plugin file the workers lack: only a query calling
+    // one fails, naming the file; the others still run on the workers.
+    let dir = tempdir("qlink-worker-sample-only");
+    std::fs::copy(SAMPLE, dir.join("qlink_sample.so")).unwrap();
+    let copy = tempdir("qlink-coordinator-copy").join("qlink_sample_copy.so");
+    std::fs::copy(SAMPLE, &copy).unwrap();
+    let flags = ["--plugin-dir", dir.to_str().unwrap()];
+    let (a, b) = (Worker::start(&flags), Worker::start(&flags));
+    let workers = format!("{},{}", a.url, b.url);
+    let copy = copy.to_str().unwrap();
+    let run = |sql: &str| qlink(&["sql", "--format", "csv", "--workers", &workers, "--plugin", copy, "--table", &table, sql]);
+    assert_eq!(run("SELECT sum(value) AS t FROM s"), (true, "t\n4950\n".to_string(), String::new()));
+    let (ok, _, err) = run("SELECT sum(add_one(value)) AS t FROM s");
+    assert!(!ok);
+    let missing = format!("add_one: this worker has no plugin file {}/qlink_sample_copy.so (the coordinator's is qlink_sample ", dir.display());
+    assert!(err.contains(&missing), "{err}");
 }
 
 #[test]
