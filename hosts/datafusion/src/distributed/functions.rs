@@ -176,7 +176,10 @@ pub fn register_shipped(state: &mut SessionState, loader: &PluginLoader) -> Resu
                 }
             }
             Err(e) => {
-                let reason = e.to_string();
+                let reason = match &e {
+                    DataFusionError::Plan(m) => m.clone(),
+                    other => other.to_string(),
+                };
                 for (kind, name) in entry.functions {
                     let stand_in = Unavailable::new(name, &reason);
                     match kind {
