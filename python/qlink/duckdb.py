@@ -48,9 +48,12 @@ def _build_dir() -> Path:
 
 def pinned_duckdb_version() -> str | None:
     """The DuckDB version the V2 build is made for (``duckdb==`` in
-    scripts/requirements.txt), or None when that file is absent."""
-    req = _ROOT / "scripts" / "requirements.txt"
-    if not req.is_file():
+    scripts/requirements.txt of this source tree, or of the tree the build
+    directory is in when this module is an installed wheel's), or None
+    when neither has that file."""
+    trees = (_ROOT, _build_dir().resolve().parent.parent)
+    req = next((t / "scripts" / "requirements.txt" for t in trees if (t / "scripts" / "requirements.txt").is_file()), None)
+    if req is None:
         return None
     for line in req.read_text().splitlines():
         if line.startswith("duckdb=="):

@@ -59,9 +59,6 @@ NOTES: list[tuple[str, str]] = [
      "it gives no min/max, NaN being present); xarray-sql counts NaN as missing"),
     (r"test_stats\.py", "statistics qlink does not give (yet): min/max of duration coordinates do not cross "
      "the DataFusion host (its scalar conversion has no Duration), or it gives some xarray-sql leaves out"),
-    (r"test_read_only_duckdb_warns_but_still_registers",
-     "the qlink DuckDB extension keeps the database instance open after its last connection closes (it holds "
-     "a connection of its own for qlink_attach), so DuckDB refuses to reopen the file read-only in this process"),
 ]
 
 

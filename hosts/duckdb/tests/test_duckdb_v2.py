@@ -219,6 +219,20 @@ def test_python_helper_chooses_the_build(run_helper):
     assert run_helper(code) == ["v2", "10", "True", "0"]
 
 
+def test_an_installed_helper_finds_the_pin_through_the_build_dir(monkeypatch, tmp_path):
+    # qlink.duckdb from a wheel lives outside the source tree: the pin is
+    # read from the tree the build directory is in, so it still picks V2.
+    sys.path.insert(0, str(ROOT / "python"))
+    import qlink.duckdb as q
+
+    monkeypatch.setattr(q, "_ROOT", tmp_path)
+    monkeypatch.setenv("QLINK_BUILD_DIR", str(BUILD))
+    assert q.pinned_duckdb_version() == (PINNED if BUILD.resolve().parent.parent == ROOT.resolve() else None)
+    monkeypatch.setenv("QLINK_BUILD_DIR", str(tmp_path / "build" / "release"))
+    assert q.pinned_duckdb_version() is None
+    assert q.choose_api() == "v1"
+
+
 def test_python_attach_and_load_work_with_either_build(chunked_store):
     sys.path.insert(0, str(ROOT / "python"))
     import qlink.duckdb as q
