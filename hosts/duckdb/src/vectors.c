@@ -7,6 +7,40 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Element i of a flat vector's `data` of type `id` (QD_T_*, the stable C
+ * API's duckdb_type values) into `c`, whose kind is already set: numbers
+ * and booleans (a DECIMAL as its integer of type `storage`, SMALLINT,
+ * INTEGER or BIGINT, over `div`). 1 when read, 0 for a string type (the
+ * caller reads its own string struct). */
+static int qd_number_cell(int32_t id, int32_t storage, double div, const void *data, idx_t i, struct ql_cell *c) {
+  switch (id) {
+    case QD_T_DECIMAL: { /* a REAL: the scaled integer over 10^scale */
+      int64_t x = storage == QD_T_SMALLINT  ? ((const int16_t *)data)[i]
+                  : storage == QD_T_INTEGER ? ((const int32_t *)data)[i]
+                                            : ((const int64_t *)data)[i];
+      c->f = (double)x / div;
+      return 1;
+    }
+    case QD_T_BOOLEAN: c->i = ((const bool *)data)[i]; return 1;
+    case QD_T_TINYINT: c->i = ((const int8_t *)data)[i]; return 1;
+    case QD_T_SMALLINT: c->i = ((const int16_t *)data)[i]; return 1;
+    case QD_T_INTEGER: c->i = ((const int32_t *)data)[i]; return 1;
+    case QD_T_BIGINT: c->i = ((const int64_t *)data)[i]; return 1;
+    case QD_T_UTINYINT: c->i = ((const uint8_t *)data)[i]; return 1;
+    case QD_T_USMALLINT: c->i = ((const uint16_t *)data)[i]; return 1;
+    case QD_T_UINTEGER: c->i = ((const uint32_t *)data)[i]; return 1;
+    case QD_T_UBIGINT: {
+      uint64_t u = ((const uint64_t *)data)[i];
+      if (u > (uint64_t)INT64_MAX) c->kind = QL_CELL_REAL, c->f = (double)u; /* reported as out of range */
+      else c->i = (int64_t)u;
+      return 1;
+    }
+    case QD_T_FLOAT: c->f = ((const float *)data)[i]; return 1;
+    case QD_T_DOUBLE: c->f = ((const double *)data)[i]; return 1;
+    default: return 0; /* VARCHAR, BLOB */
+  }
+}
+
 #ifdef QD_CAPI_V2
 static uint64_t *qd_vector_validity(qd_vector v) {
   uint64_t *mask = NULL;
@@ -115,6 +149,7 @@ int qd_vector_cells(qd_vector v, idx_t n, struct ql_cell *cells, int64_t stride,
   if (kind < 0 || (id == QD_T_DECIMAL && width > 18)) return -1;
   double div = 1;
   for (int s = id == QD_T_DECIMAL ? scale : 0; s > 0; s--) div *= 10;
+  int32_t storage = width <= 4 ? QD_T_SMALLINT : width <= 9 ? QD_T_INTEGER : QD_T_BIGINT;
   DUCKDB_V2_VECTOR_TYPE vt = DUCKDB_V2_VECTOR_TYPE_OTHER;
   duckdb_v2_vector_get_vector_type(v, &vt, NULL);
   if (vt == DUCKDB_V2_VECTOR_TYPE_OTHER && duckdb_v2_vector_flatten(v, NULL) != DUCKDB_V2_ERROR_NONE) return -1;
@@ -128,36 +163,10 @@ int qd_vector_cells(qd_vector v, idx_t n, struct ql_cell *cells, int64_t stride,
     idx_t i = vt == DUCKDB_V2_VECTOR_TYPE_CONSTANT ? 0 : view.sel ? view.sel[r] : r;
     if (kind == QL_CELL_NULL || (view.validity && !(view.validity[i >> 6] & ((uint64_t)1 << (i & 63))))) continue;
     c->kind = kind;
-    if (id == QD_T_DECIMAL) { /* a REAL: the scaled integer over 10^scale */
-      int64_t x = width <= 4 ? ((const int16_t *)data)[i] : width <= 9 ? ((const int32_t *)data)[i]
-                                                                         : ((const int64_t *)data)[i];
-      c->f = (double)x / div;
-      continue;
-    }
-    switch (id) {
-      case QD_T_BOOLEAN: c->i = ((const bool *)data)[i]; break;
-      case QD_T_TINYINT: c->i = ((const int8_t *)data)[i]; break;
-      case QD_T_SMALLINT: c->i = ((const int16_t *)data)[i]; break;
-      case QD_T_INTEGER: c->i = ((const int32_t *)data)[i]; break;
-      case QD_T_BIGINT: c->i = ((const int64_t *)data)[i]; break;
-      case QD_T_UTINYINT: c->i = ((const uint8_t *)data)[i]; break;
-      case QD_T_USMALLINT: c->i = ((const uint16_t *)data)[i]; break;
-      case QD_T_UINTEGER: c->i = ((const uint32_t *)data)[i]; break;
-      case QD_T_UBIGINT: {
-        uint64_t u = ((const uint64_t *)data)[i];
-        if (u > (uint64_t)INT64_MAX) c->kind = QL_CELL_REAL, c->f = (double)u; /* reported as out of range */
-        else c->i = (int64_t)u;
-        break;
-      }
-      case QD_T_FLOAT: c->f = ((const float *)data)[i]; break;
-      case QD_T_DOUBLE: c->f = ((const double *)data)[i]; break;
-      default: { /* VARCHAR, BLOB */
-        const duckdb_v2_bytes *b = (const duckdb_v2_bytes *)data + i;
-        c->size = b->value.inlined.length;
-        c->data = c->size <= DUCKDB_V2_BYTES_INLINE_LENGTH ? b->value.inlined.inlined : b->value.pointer.ptr;
-        break;
-      }
-    }
+    if (qd_number_cell(id, storage, div, data, i, c)) continue;
+    const duckdb_v2_bytes *b = (const duckdb_v2_bytes *)data + i; /* VARCHAR, BLOB */
+    c->size = b->value.inlined.length;
+    c->data = c->size <= DUCKDB_V2_BYTES_INLINE_LENGTH ? b->value.inlined.inlined : b->value.pointer.ptr;
   }
   return 0;
 }
@@ -284,37 +293,10 @@ int qd_vector_cells(qd_vector v, idx_t n, struct ql_cell *cells, int64_t stride,
     memset(c, 0, sizeof(*c));
     if (kind == QL_CELL_NULL || (valid && !duckdb_validity_row_is_valid(valid, r))) continue;
     c->kind = kind;
-    if (id == DUCKDB_TYPE_DECIMAL) { /* a REAL: the scaled integer over 10^scale */
-      int64_t x = storage == DUCKDB_TYPE_SMALLINT ? ((const int16_t *)data)[r]
-                : storage == DUCKDB_TYPE_INTEGER  ? ((const int32_t *)data)[r]
-                                                  : ((const int64_t *)data)[r];
-      c->f = (double)x / scale;
-      continue;
-    }
-    switch (id) {
-      case DUCKDB_TYPE_BOOLEAN: c->i = ((const bool *)data)[r]; break;
-      case DUCKDB_TYPE_TINYINT: c->i = ((const int8_t *)data)[r]; break;
-      case DUCKDB_TYPE_SMALLINT: c->i = ((const int16_t *)data)[r]; break;
-      case DUCKDB_TYPE_INTEGER: c->i = ((const int32_t *)data)[r]; break;
-      case DUCKDB_TYPE_BIGINT: c->i = ((const int64_t *)data)[r]; break;
-      case DUCKDB_TYPE_UTINYINT: c->i = ((const uint8_t *)data)[r]; break;
-      case DUCKDB_TYPE_USMALLINT: c->i = ((const uint16_t *)data)[r]; break;
-      case DUCKDB_TYPE_UINTEGER: c->i = ((const uint32_t *)data)[r]; break;
-      case DUCKDB_TYPE_UBIGINT: {
-        uint64_t u = ((const uint64_t *)data)[r];
-        if (u > (uint64_t)INT64_MAX) c->kind = QL_CELL_REAL, c->f = (double)u; /* reported as out of range */
-        else c->i = (int64_t)u;
-        break;
-      }
-      case DUCKDB_TYPE_FLOAT: c->f = ((const float *)data)[r]; break;
-      case DUCKDB_TYPE_DOUBLE: c->f = ((const double *)data)[r]; break;
-      default: { /* VARCHAR, BLOB */
-        duckdb_string_t *s = (duckdb_string_t *)data + r;
-        c->data = duckdb_string_t_data(s);
-        c->size = duckdb_string_t_length(*s);
-        break;
-      }
-    }
+    if (qd_number_cell(id, storage, scale, data, r, c)) continue;
+    duckdb_string_t *str = (duckdb_string_t *)data + r; /* VARCHAR, BLOB */
+    c->data = duckdb_string_t_data(str);
+    c->size = duckdb_string_t_length(*str);
   }
   return 0;
 }
