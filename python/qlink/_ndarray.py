@@ -43,6 +43,7 @@ class NdVariable(ctypes.Structure):
         ("attrs_json", ctypes.c_char_p),
         ("load", LOAD_FN),
         ("load_ctx", ctypes.c_void_p),
+        ("null_cell", ctypes.c_void_p),
     ]
 
 

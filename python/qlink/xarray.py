@@ -29,7 +29,8 @@ variable has the same dimensions, else one table per group,
 Values are served as the Dataset holds them (it is already CF-decoded):
 datetime64 as timestamps in their unit (NaT is NULL), NaN stays NaN (SQLite
 stores NaN as NULL), ``<U`` and ``|S`` as text and binary, object arrays of
-``str`` as text. cftime objects (any calendar: noleap, 360_day, julian,
+``str`` (or ``bytes``) as text (binary), their missing values (None, NaN,
+pandas' NA) as NULL. cftime objects (any calendar: noleap, 360_day, julian,
 all_leap, ...) become ISO-8601 text, ``YYYY-MM-DDTHH:MM:SS[.ffffff]`` with
 a four-digit year (years 0 to 9999), which sorts and compares as the dates do within the
 calendar (``WHERE time >= '2000-07-01'``; write the whole
@@ -156,27 +157,79 @@ def cftime_text(text: str | None) -> str | None:
     return out + (f".{frac.ljust(6, '0')}" if frac and int(frac) else "")
 
 
-def _object_to_buffer(name: str, values: np.ndarray) -> tuple[np.ndarray, dict]:
+def _is_missing(value) -> bool:
+    """None, NaN, pandas' NA and NaT: what pandas and xarray take for a
+    missing value in an object array."""
+    if value is None or (isinstance(value, float) and value != value):
+        return True
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas comes with xarray
+        return False
+    return value is pd.NA or value is pd.NaT
+
+
+# A missing cell of a UTF-32 buffer: a first code unit above U+10FFFF,
+# which no str holds (the plugin's null_cell; qlink_ndarray.h).
+_NO_CODE_POINT = 0xFFFFFFFF
+
+
+def _text_buffer(flat: list, missing: np.ndarray, shape) -> tuple[np.ndarray, bytes | None]:
+    """str values as a UTF-32 buffer and the null cell marking the missing
+    ones (None when none is)."""
+    text = np.array(["" if m else v for v, m in zip(flat, missing)], dtype=str)
+    if not missing.any():
+        return text.reshape(shape), None
+    width = text.dtype.itemsize // 4
+    units = text.view(np.uint32).reshape(len(flat), width)
+    units[missing, 0] = _NO_CODE_POINT
+    null_cell = np.zeros(width, dtype=np.uint32)
+    null_cell[0] = _NO_CODE_POINT
+    return text.reshape(shape), null_cell.tobytes()
+
+
+def _bytes_buffer(flat: list, missing: np.ndarray, shape) -> tuple[np.ndarray, bytes | None]:
+    """bytes values as a fixed-width buffer and the null cell marking the
+    missing ones: one byte wider than the longest value, that byte 1 in a
+    missing cell and 0 in every value (None when none is missing)."""
+    raw = np.array([b"" if m else v for v, m in zip(flat, missing)], dtype=bytes)
+    if not missing.any():
+        return raw.reshape(shape), None
+    width = raw.dtype.itemsize + 1
+    wide = np.zeros(len(flat), dtype=f"S{width}")
+    wide[:] = raw
+    wide.view(np.uint8).reshape(len(flat), width)[missing, width - 1] = 1
+    return wide.reshape(shape), bytes(width - 1) + b"\x01"
+
+
+def _object_to_buffer(name: str, values: np.ndarray) -> tuple[np.ndarray, dict, bytes | None]:
     """An object array as a fixed-width buffer: cftime objects as ISO-8601
     text (their calendar in the column's metadata), str as UTF-32, bytes
-    as bytes. None (and NaN among strings) cannot be told from "" then."""
+    as bytes; with the null cell that marks its missing values (None, NaN,
+    pandas' NA: SQL NULL), or None when it has none."""
     extra: dict = {}
-    flat = values.reshape(-1)
+    flat = values.reshape(-1).tolist()
+    missing = np.fromiter((_is_missing(v) for v in flat), dtype=bool, count=len(flat))
     if _is_cftime_array(values):
         import cftime
 
         calendars = {v.calendar for v in flat if isinstance(v, cftime.datetime)}
         if len(calendars) > 1:
             raise ValueError(f"variable {name!r} mixes cftime calendars {sorted(calendars)}")
+        others = {type(v).__name__ for v, m in zip(flat, missing) if not m and not isinstance(v, cftime.datetime)}
+        if others:
+            raise TypeError(f"variable {name!r} mixes cftime dates with {sorted(others)}")
         extra[_CFTIME_ATTR] = calendars.pop() if calendars else ""
-        text = np.array([_iso(v) or "" for v in flat], dtype=str).reshape(values.shape)
-        return text, extra
-    kinds = {type(v) for v in flat if v is not None and not (isinstance(v, float) and v != v)}
+        text, null_cell = _text_buffer([None if m else _iso(v) for v, m in zip(flat, missing)], missing,
+                                       values.shape)
+        return text, extra, null_cell
+    kinds = {type(v) for v, m in zip(flat, missing) if not m}
     if kinds <= {str, np.str_}:
-        return np.array(["" if v is None or (isinstance(v, float) and v != v) else v for v in flat],
-                        dtype=str).reshape(values.shape), extra
+        text, null_cell = _text_buffer(flat, missing, values.shape)
+        return text, extra, null_cell
     if kinds <= {bytes, np.bytes_}:
-        return np.array([b"" if v is None else v for v in flat], dtype=bytes).reshape(values.shape), extra
+        raw, null_cell = _bytes_buffer(flat, missing, values.shape)
+        return raw, extra, null_cell
     raise TypeError(
         f"variable {name!r} holds Python objects of types {sorted(k.__name__ for k in kinds)}; "
         "qlink.xarray serves numbers, bools, datetime64/timedelta64, strings, bytes and cftime dates"
@@ -258,12 +311,13 @@ class _Registration:
         lazy = _is_lazy(var) and var.dtype != object and var.dtype.kind != "T"
         extra: dict = {}
         values = None
+        null_cell = None
         if not lazy:
             values = np.asarray(var.values)
             if values.dtype.kind == "T":
                 values = values.astype(object)
             if values.dtype == object:
-                values, extra = _object_to_buffer(name, values)
+                values, extra, null_cell = _object_to_buffer(name, values)
             elif values.dtype.kind == "c":
                 raise TypeError(f"variable {name!r}: complex numbers ({values.dtype}) are not supported")
         dtype = values.dtype if values is not None else _native_dtype(np.dtype(var.dtype))
@@ -285,6 +339,9 @@ class _Registration:
             self.keep.append(c_chunks)
         attrs = _attrs_json(name, var.attrs, extra)
         v.attrs_json = attrs
+        if null_cell is not None:
+            v.null_cell = ctypes.cast(ctypes.c_char_p(null_cell), ctypes.c_void_p)
+            self.keep.append(null_cell)
         if values is not None:
             if values.size > 0:
                 v.data = values.ctypes.data

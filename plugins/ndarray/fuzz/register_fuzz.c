@@ -148,6 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     buffers[i] = malloc(bytes ? bytes : 1);
     fill(buffers[i], bytes);
     vars[i].data = buffers[i];
+    vars[i].null_cell = (flags & 64) ? buffers[i] : NULL; /* the first cell's bytes: refused unless strings */
     if (strided) {
       int64_t s = itemsize;
       for (int32_t k = ndim - 1; k >= 0; k--) {

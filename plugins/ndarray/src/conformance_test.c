@@ -62,10 +62,10 @@ int main(void) {
   const int64_t shape[2] = {NT, NX}, chunks[2] = {7, 16};
   struct nd_variable vars[4];
   memset(vars, 0, sizeof(vars));
-  vars[0] = (struct nd_variable){"time", 1, 1, dims, shape, "<M8[ns]", t, NULL, NULL, NULL, NULL, NULL};
-  vars[1] = (struct nd_variable){"x", 1, 1, dims + 1, shape + 1, "<f8", x, NULL, NULL, NULL, NULL, NULL};
-  vars[2] = (struct nd_variable){"v", 2, 0, dims, shape, "<f4", v, NULL, chunks, "{\"units\":\"m\"}", NULL, NULL};
-  vars[3] = (struct nd_variable){"lazy", 2, 0, dims, shape, "<f4", NULL, NULL, chunks, NULL, load, NULL};
+  vars[0] = (struct nd_variable){"time", 1, 1, dims, shape, "<M8[ns]", t, NULL, NULL, NULL, NULL, NULL, NULL};
+  vars[1] = (struct nd_variable){"x", 1, 1, dims + 1, shape + 1, "<f8", x, NULL, NULL, NULL, NULL, NULL, NULL};
+  vars[2] = (struct nd_variable){"v", 2, 0, dims, shape, "<f4", v, NULL, chunks, "{\"units\":\"m\"}", NULL, NULL, NULL};
+  vars[3] = (struct nd_variable){"lazy", 2, 0, dims, shape, "<f4", NULL, NULL, chunks, NULL, load, NULL, NULL};
   char msg[256];
   int64_t id = api->register_dataset(vars, 4, "conformance", NULL, on_release, msg, sizeof(msg));
   QL_CHECK(id > 0);

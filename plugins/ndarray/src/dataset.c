@@ -132,6 +132,10 @@ static int build_group(const struct nd_registration *r, struct zr_group *g, stru
     a->dtype = v->dtype;
     a->fill = calloc(1, (size_t)v->dtype.size + 1);
     a->fill_is_null = 1;
+    if (a->fill && v->null_cell) {
+      memcpy(a->fill, v->null_cell, (size_t)v->dtype.size);
+      a->fill_is_missing = 1;
+    }
     a->key_sep = '/';
     a->attrs = json_incref(v->attrs);
     if (!a->name || !a->fill) {

@@ -25,6 +25,7 @@ struct nd_var {
   nd_load_fn load;
   void *load_ctx;
   json_t *attrs; /* never NULL */
+  uint8_t *null_cell; /* dtype.size bytes, native order, owned; NULL: no cell is missing */
 };
 
 /* A registered dataset, reference-counted: the registry holds one

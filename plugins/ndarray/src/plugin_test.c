@@ -64,16 +64,16 @@ static const int64_t chunks_tl[2] = {2, 3};
 static int64_t register_main(struct fixture *f, const int64_t *chunks, char *msg) {
   struct nd_variable vars[7];
   memset(vars, 0, sizeof(vars));
-  vars[0] = (struct nd_variable){"time", 1, 1, dims_t, shape_t, "<M8[ns]", times, NULL, NULL, NULL, NULL, NULL};
+  vars[0] = (struct nd_variable){"time", 1, 1, dims_t, shape_t, "<M8[ns]", times, NULL, NULL, NULL, NULL, NULL, NULL};
   vars[1] = (struct nd_variable){"lat", 1, 1, dims_l, shape_l, "g", lats, NULL, NULL,
-                                 "{\"units\":\"degrees_north\",\"valid_range\":[-90,90]}", NULL, NULL};
+                                 "{\"units\":\"degrees_north\",\"valid_range\":[-90,90]}", NULL, NULL, NULL};
   vars[2] = (struct nd_variable){"v", 2, 0, dims_tl, shape_tl, "<f8", v_fortran, strides_fortran, chunks,
-                                 "{\"units\":\"K\",\"_FillValue\":0.0,\"scale_factor\":2}", NULL, NULL};
+                                 "{\"units\":\"K\",\"_FillValue\":0.0,\"scale_factor\":2}", NULL, NULL, NULL};
   vars[3] = (struct nd_variable){"w", 1, 0, dims_l, shape_l, "<i2", w_reversed + 2, strides_reversed, NULL, NULL, NULL,
-                                 NULL};
-  vars[4] = (struct nd_variable){"elev", 1, 1, dims_l, shape_l, "<f4", elev, NULL, NULL, NULL, NULL, NULL};
-  vars[5] = (struct nd_variable){"flag", 2, 0, dims_tl, shape_tl, "|b1", flag, NULL, chunks, NULL, NULL, NULL};
-  vars[6] = (struct nd_variable){"name", 1, 0, dims_l, shape_l, "<U3", names, NULL, NULL, NULL, NULL, NULL};
+                                 NULL, NULL};
+  vars[4] = (struct nd_variable){"elev", 1, 1, dims_l, shape_l, "<f4", elev, NULL, NULL, NULL, NULL, NULL, NULL};
+  vars[5] = (struct nd_variable){"flag", 2, 0, dims_tl, shape_tl, "|b1", flag, NULL, chunks, NULL, NULL, NULL, NULL};
+  vars[6] = (struct nd_variable){"name", 1, 0, dims_l, shape_l, "<U3", names, NULL, NULL, NULL, NULL, NULL, NULL};
   return f->api->register_dataset(vars, 7, "main", "owner", count_release, msg, 256);
 }
 
@@ -376,7 +376,7 @@ static void test_dtypes(struct fixture *f) {
   memset(vars, 0, sizeof(vars));
   for (int i = 0; i < N; i++) {
     vars[i] = (struct nd_variable){cols[i].name, 1, 0, dims, shape, cols[i].dtype, cols[i].data, NULL, NULL, NULL,
-                                   NULL, NULL};
+                                   NULL, NULL, NULL};
   }
   char msg[256];
   int64_t id = f->api->register_dataset(vars, N, "dtypes", NULL, NULL, msg, sizeof(msg));
@@ -467,9 +467,9 @@ static void test_lazy(struct fixture *f) {
   static const int64_t chunks1[2] = {1, 3};
   struct nd_variable vars[3];
   memset(vars, 0, sizeof(vars));
-  vars[0] = (struct nd_variable){"time", 1, 1, dims_t, shape_t, "<M8[ns]", times, NULL, NULL, NULL, NULL, NULL};
-  vars[1] = (struct nd_variable){"lat", 1, 1, dims_l, shape_l, "<f8", lats, NULL, NULL, NULL, NULL, NULL};
-  vars[2] = (struct nd_variable){"v", 2, 0, dims_tl, shape_tl, "<f8", NULL, NULL, chunks1, NULL, load_v, &l};
+  vars[0] = (struct nd_variable){"time", 1, 1, dims_t, shape_t, "<M8[ns]", times, NULL, NULL, NULL, NULL, NULL, NULL};
+  vars[1] = (struct nd_variable){"lat", 1, 1, dims_l, shape_l, "<f8", lats, NULL, NULL, NULL, NULL, NULL, NULL};
+  vars[2] = (struct nd_variable){"v", 2, 0, dims_tl, shape_tl, "<f8", NULL, NULL, chunks1, NULL, load_v, &l, NULL};
   char msg[256];
   int64_t id = f->api->register_dataset(vars, 3, "lazy", "owner", count_release, msg, sizeof(msg));
   QL_CHECK(id > 0);
@@ -538,7 +538,7 @@ static void test_register_errors(struct fixture *f) {
   static const int64_t shape4[1] = {4}, zero_chunk[1] = {0};
   struct nd_variable v[2];
   memset(v, 0, sizeof(v));
-  v[0] = (struct nd_variable){"a", 1, 0, dims_l, shape_l, "<c16", d, NULL, NULL, NULL, NULL, NULL};
+  v[0] = (struct nd_variable){"a", 1, 0, dims_l, shape_l, "<c16", d, NULL, NULL, NULL, NULL, NULL, NULL};
   QL_CHECK_INT(f->api->register_dataset(v, 1, "bad", "owner", count_release, msg, sizeof(msg)), -1);
   QL_CHECK(strstr(msg, "variable 'a'") != NULL);
   v[0].dtype = "<f8";
@@ -546,10 +546,10 @@ static void test_register_errors(struct fixture *f) {
   QL_CHECK_INT(f->api->register_dataset(v, 1, "bad", "owner", count_release, msg, sizeof(msg)), -1);
   QL_CHECK_STR(msg, "variable 'a': attrs_json is not a JSON object (another JSON value)");
   v[0].attrs_json = NULL;
-  v[1] = (struct nd_variable){"b", 1, 0, dims_l, shape4, "<f8", d, NULL, NULL, NULL, NULL, NULL};
+  v[1] = (struct nd_variable){"b", 1, 0, dims_l, shape4, "<f8", d, NULL, NULL, NULL, NULL, NULL, NULL};
   QL_CHECK_INT(f->api->register_dataset(v, 2, "bad", "owner", count_release, msg, sizeof(msg)), -1);
   QL_CHECK_STR(msg, "dataset 4 (bad): array 'b' has dimension 'lat' of size 4, but array 'a' has 3");
-  v[1] = (struct nd_variable){"a", 1, 0, dims_l, shape_l, "<f8", d, NULL, NULL, NULL, NULL, NULL};
+  v[1] = (struct nd_variable){"a", 1, 0, dims_l, shape_l, "<f8", d, NULL, NULL, NULL, NULL, NULL, NULL};
   QL_CHECK_INT(f->api->register_dataset(v, 2, "bad", "owner", count_release, msg, sizeof(msg)), -1);
   QL_CHECK_STR(msg, "two variables named 'a'");
   v[0].data = NULL;
@@ -585,8 +585,8 @@ static int64_t register_x(struct fixture *f, const char *dtype, const void *x, c
   static const int64_t values[4] = {0, 1, 2, 3};
   struct nd_variable vars[2];
   memset(vars, 0, sizeof(vars));
-  vars[0] = (struct nd_variable){"x", 1, 1, dims_x, shape_x, dtype, x, NULL, chunks_x, NULL, NULL, NULL};
-  vars[1] = (struct nd_variable){"value", 1, 0, dims_x, shape_x, "<i8", values, NULL, chunks_x, NULL, NULL, NULL};
+  vars[0] = (struct nd_variable){"x", 1, 1, dims_x, shape_x, dtype, x, NULL, chunks_x, NULL, NULL, NULL, NULL};
+  vars[1] = (struct nd_variable){"value", 1, 0, dims_x, shape_x, "<i8", values, NULL, chunks_x, NULL, NULL, NULL, NULL};
   return f->api->register_dataset(vars, 2, "x", NULL, NULL, msg, 256);
 }
 
@@ -656,6 +656,72 @@ static void test_xarray_sql_stats(struct fixture *f) {
   QL_CHECK_INT(f->api->unregister_dataset(id), 0);
 }
 
+/* Missing strings: cells equal to a variable's null_cell are NULL, in a
+ * dimension coordinate (its values then hold nulls: no null_count
+ * statistic) and in data variables, text and bytes; an empty string
+ * stays an empty string; null_cell on another type is refused. */
+static void test_null_cells(struct fixture *f) {
+  struct ql_error err = {0};
+  enum { MARK = 0xFFFFFFFFu }; /* no code point: no real string holds it */
+  static const uint32_t x[3] = {'p', MARK, 'q'}, x_null[1] = {MARK};
+  static const uint32_t name[3][2] = {{'a', 'b'}, {MARK, 0}, {0, 0}}, name_null[2] = {MARK, 0};
+  static const char raw[3][2] = {{'a', 'b'}, {0, 1}, {0, 0}}, raw_null[2] = {0, 1};
+  const char *dims[1] = {"x"};
+  const int64_t shape[1] = {3};
+  struct nd_variable vars[3];
+  memset(vars, 0, sizeof(vars));
+  vars[0] = (struct nd_variable){"x", 1, 1, dims, shape, "<U1", x, NULL, NULL, NULL, NULL, NULL, x_null};
+  vars[1] = (struct nd_variable){"name", 1, 0, dims, shape, "<U2", name, NULL, NULL, NULL, NULL, NULL, name_null};
+  vars[2] = (struct nd_variable){"raw", 1, 0, dims, shape, "|S2", raw, NULL, NULL, NULL, NULL, NULL, raw_null};
+  char msg[256];
+  int64_t id = f->api->register_dataset(vars, 3, "nulls", NULL, NULL, msg, sizeof(msg));
+  QL_CHECK(id > 0);
+  struct ql_table_provider tp;
+  QL_CHECK_OK(open_table(f, id, NULL, NULL, &tp, &err), err);
+  struct ql_expr_list none = {NULL, 0, 0, NULL};
+  struct ql_execution_plan plan = scan(f, &tp, -1, NULL, none, -1);
+  struct ql_statistics st;
+  QL_CHECK_OK(plan.get_statistics(&plan, -1, &st, &err), err);
+  QL_CHECK_INT(st.columns[0].null_count_precision, QL_PRECISION_ABSENT);
+  st.release(&st);
+  struct ql_task_context ctx;
+  ql_ref_host_task_context(f->host, 0, &ctx);
+  struct ArrowArrayStream stream;
+  QL_CHECK_OK(plan.execute(&plan, 0, &ctx, &stream, &err), err);
+  struct ArrowArray a;
+  int got = stream.get_next(&stream, &a);
+  QL_CHECK_INT(got, 0);
+  if (got != 0) fprintf(stderr, "get_next: %s\n", stream.get_last_error(&stream));
+  QL_CHECK_INT(got == 0 ? a.length : -1, 3);
+  for (int c = 0; got == 0 && c < 3; c++) {
+    const struct ArrowArray *col = a.children[c];
+    const int32_t *offs = col->buffers[1];
+    const char *chars = col->buffers[2];
+    QL_CHECK_INT(col->null_count, 1);
+    QL_CHECK_INT(ql_array_is_valid(col, 0), 1);
+    QL_CHECK_INT(ql_array_is_valid(col, 1), 0);
+    QL_CHECK_INT(ql_array_is_valid(col, 2), 1);
+    QL_CHECK_INT(offs[2] - offs[1], 0);
+    if (c == 0) {
+      QL_CHECK(offs[1] - offs[0] == 1 && chars[offs[0]] == 'p' && offs[3] - offs[2] == 1 && chars[offs[2]] == 'q');
+    } else {
+      QL_CHECK(offs[1] - offs[0] == 2 && memcmp(chars + offs[0], "ab", 2) == 0);
+      QL_CHECK_INT(offs[3] - offs[2], 0); /* "" / b"": a value, not NULL */
+    }
+  }
+  if (got == 0) a.release(&a);
+  stream.release(&stream);
+  plan.release(&plan);
+  tp.release(&tp);
+  QL_CHECK_INT(f->api->unregister_dataset(id), 0);
+  static const double d[3] = {1, 2, 3};
+  static const double d_null = 0;
+  vars[1] = (struct nd_variable){"v", 1, 0, dims, shape, "<f8", d, NULL, NULL, NULL, NULL, NULL, &d_null};
+  QL_CHECK_INT(f->api->register_dataset(vars, 2, "nulls", NULL, NULL, msg, sizeof(msg)), -1);
+  QL_CHECK_STR(msg, "variable 'v': null_cell is given, but '<f8' is not a fixed-width string");
+  ql_error_release(&err);
+}
+
 /* Blocks the caller's buffer holds contiguously are served in place (the
  * value column's Arrow buffer points into it); the others are copied (a
  * block cut along the inner axis, a big-endian or misaligned buffer), with
@@ -703,7 +769,7 @@ static int64_t register_grid(struct fixture *f, const char *dtype, const void *d
   static const char *dims_ab[2] = {"a", "b"};
   static const int64_t shape_ab[2] = {4, 3};
   char msg[256];
-  struct nd_variable var = {"x", 2, 0, dims_ab, shape_ab, dtype, data, NULL, chunks, NULL, NULL, NULL};
+  struct nd_variable var = {"x", 2, 0, dims_ab, shape_ab, dtype, data, NULL, chunks, NULL, NULL, NULL, NULL};
   int64_t id = f->api->register_dataset(&var, 1, "grid", (void *)owner, owner ? count_release : NULL, msg, 256);
   QL_CHECK(id > 0);
   return id;
@@ -826,6 +892,7 @@ int main(void) {
   test_schema_provider(&f);
   test_xarray_sql_stats(&f);
   test_borrowed_blocks(&f);
+  test_null_cells(&f);
   QL_CHECK_INT(f.api->live_count(), 0);
   QL_CHECK_OK(zr_test_close(f.host, &f.plugin, &err), err);
   ql_error_release(&err);

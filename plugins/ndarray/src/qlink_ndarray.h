@@ -15,7 +15,7 @@
  * provider: option `table`; schema provider: every table).
  *
  * Ownership: nothing is copied at registration but names, shapes, strides,
- * chunk extents and attributes; `data` buffers are read in place during
+ * chunk extents, attributes and null cells; `data` buffers are read in place during
  * scans and must stay valid and unchanged until `release(owner)` is
  * called. A block the buffer holds contiguously in C order (native byte
  * order, aligned for the element) is served without a copy: the record
@@ -75,6 +75,10 @@ struct nd_variable {
                               metadata: strings as they are, other values as JSON), or NULL */
   nd_load_fn load;         /* lazy: the loader (data NULL); NULL for a variable in memory */
   void *load_ctx;          /* passed to load */
+  const void *null_cell;   /* fixed-width strings ("<U<n>", "|S<n>") only, optional: the itemsize bytes
+                              (native byte order) of a missing cell; cells equal to them are SQL NULL.
+                              Choose bytes no real value has (UTF-32: a first code unit above
+                              0x10FFFF, say). Copied at registration. NULL: no cell is missing */
 };
 
 #define ND_API_MAGIC 0x4E444152u /* "RADN" little-endian */

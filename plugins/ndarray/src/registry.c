@@ -37,6 +37,7 @@ static void var_free(struct nd_var *v) {
   free(v->name);
   for (int32_t i = 0; i < ND_MAX_DIMS; i++) free(v->dims[i]);
   if (v->attrs) json_decref(v->attrs);
+  free(v->null_cell);
 }
 
 static void registration_free(struct nd_registration *r) {
@@ -160,6 +161,15 @@ static int var_init(const struct nd_variable *in, int32_t index, struct nd_var *
   } else {
     v->attrs = json_object();
     if (!v->attrs) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  }
+  if (in->null_cell) {
+    if (v->dtype.type != ZR_UNICODE && v->dtype.type != ZR_BYTES) {
+      return ql_error_set(error, QL_EINVAL, "variable '%s': null_cell is given, but '%s' is not a fixed-width string",
+                          in->name, in->dtype);
+    }
+    v->null_cell = malloc((size_t)v->dtype.size);
+    if (!v->null_cell) return ql_error_set(error, QL_ENOMEM, "out of memory");
+    memcpy(v->null_cell, in->null_cell, (size_t)v->dtype.size);
   }
   return QL_OK;
 }

@@ -143,7 +143,39 @@ def test_every_dtype_nan_and_nat(engine):
         assert got["dt"] == [dt.timedelta(seconds=1), dt.timedelta(seconds=-2), None, dt.timedelta(hours=1)]
         assert got["bin"] == [b"ab", b"c", b"", b"\x00z"]
     assert got["s"] == ["", "a", "héllo", "x" * 40]
-    assert got["obj"] == ["p", "qq", "", "rrr"]  # None in an object array of str: "" (documented)
+    assert got["obj"] == ["p", "qq", None, "rrr"]
+
+
+def test_missing_strings_are_null(engine):
+    """None, NaN and pandas' NA in object arrays (what from_dataframe,
+    reindex and unstack leave) are NULL, never "": in data variables of
+    str and bytes, in a 2-d variable, in a coordinate, and in cftime
+    dates; "" stays a value."""
+    import cftime
+
+    nat = cftime.DatetimeNoLeap
+    ds = xr.Dataset(
+        {
+            "s": ("i", np.array(["a", None, "", np.nan, pd.NA, "zz"], dtype=object)),
+            "b": ("i", np.array([b"x", None, b"", b"yy", np.nan, b"\x00"], dtype=object)),
+            "t": ("i", np.array([nat(2000, 2, 28), None, nat(2001, 1, 1), np.nan, nat(1, 1, 1), None], dtype=object)),
+            "none": ("i", np.array([None] * 6, dtype=object)),
+            "grid": (("i", "j"), np.array([[None, "p"], ["q", None]] * 3, dtype=object)),
+        },
+        coords={"i": np.arange(6), "j": np.array(["j0", None], dtype=object)},
+    )
+    xql.register(engine.con, "m", ds)
+    rows = engine.rows("SELECT s, b, t, \"none\" FROM m.i ORDER BY i")
+    assert [r[0] for r in rows] == ["a", None, "", None, None, "zz"]
+    assert [r[1] for r in rows] == [b"x", None, b"", b"yy", None, b""]  # trailing NULs go, as numpy's |S drops them
+    assert [r[2] for r in rows] == ["2000-02-28T00:00:00", None, "2001-01-01T00:00:00", None, "0001-01-01T00:00:00",
+                                    None]
+    assert [r[3] for r in rows] == [None] * 6
+    assert engine.rows("SELECT count(s), count(*) FROM m.i WHERE s IS NOT NULL") == [(3, 3)]
+    assert engine.rows("SELECT i FROM m.i WHERE s = '' ORDER BY i") == [(2,)]
+    grid = engine.rows("SELECT i, j, grid FROM m.i_j WHERE i < 2 ORDER BY i, j NULLS LAST")
+    assert grid == [(0, "j0", None), (0, None, "p"), (1, "j0", "q"), (1, None, None)]
+    assert engine.rows("SELECT count(*) FROM m.i_j WHERE j IS NULL") == [(6,)]
 
 
 @pytest.mark.parametrize("calendar", ["noleap", "360_day", "julian", "all_leap", "standard"])
@@ -371,12 +403,11 @@ except Exception as e:
 def test_numpy_string_dtype(engine, tmp_path):
     """xarray opens a Zarr store's variable-length strings as numpy's
     StringDType (kind "T"), which register refused ("malformed dtype
-    'StringDType()'"): they are read whole as text, missing ones as ""
-    like None in an object array."""
+    'StringDType()'"): they are read whole as text, missing ones as NULL."""
     words = np.array(["a", "", "héllo", None], dtype=np.dtypes.StringDType(na_object=None))
     ds = xr.Dataset({"s": ("i", words), "v": ("i", [1.0, 2.0, 3.0, 4.0])}, coords={"i": np.arange(4)})
     xql.register(engine.con, "t", ds)
-    assert engine.rows("SELECT i, s, v FROM t ORDER BY i") == [(0, "a", 1.0), (1, "", 2.0), (2, "héllo", 3.0), (3, "", 4.0)]
+    assert engine.rows("SELECT i, s, v FROM t ORDER BY i") == [(0, "a", 1.0), (1, "", 2.0), (2, "héllo", 3.0), (3, None, 4.0)]
     xr.Dataset({"s": ("i", np.array(["x", "yy", "zzz"], dtype=object))}).to_zarr(tmp_path / "s.zarr", zarr_format=3)
     opened = xr.open_zarr(tmp_path / "s.zarr")
     assert opened.s.dtype.kind == "T"

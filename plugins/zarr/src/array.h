@@ -30,6 +30,9 @@ struct zr_array {
   struct zr_pipeline codecs;
   uint8_t *fill;        /* dtype.size bytes, native order: what unwritten chunks read as */
   int32_t fill_is_null; /* v2 fill_value null (fill then holds zeros) */
+  int32_t fill_is_missing; /* fixed-width strings: cells equal to fill are missing (SQL NULL) whether or
+                              not CF decoding is on: a chunk source's own marker (qlink_ndarray's
+                              null_cell), never set from metadata */
   char key_sep;         /* chunk key separator, '.' or '/' */
   int32_t key_c_prefix; /* v3 "default" chunk key encoding: "c" first */
   json_t *fill_json;    /* the metadata's fill_value (a reference), for CF decoding */

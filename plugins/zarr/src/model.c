@@ -96,6 +96,9 @@ int zr_column_decoder(const struct zr_dataset *ds, const struct zr_array *a, int
   plain.zarr_format = 3;
   int rc = zr_decoder_init(&plain, 0, out, error);
   json_decref(none);
+  if (rc == QL_OK && a->fill_is_missing && (a->dtype.type == ZR_UNICODE || a->dtype.type == ZR_BYTES)) {
+    out->string_mask = a->fill;
+  }
   return rc;
 }
 
