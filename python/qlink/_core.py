@@ -123,7 +123,7 @@ class Session(_NativeSession):
         """
         return register_zarr(self, path, name)
 
-    def register_dataset(self, name: str, ds, *, table_names=None, chunks=None, route="auto"):
+    def register_dataset(self, name: str, ds, *, table_names=None, chunks=None, route="auto", nan_fill="null"):
         """Register an ``xarray.Dataset``'s variables by reference (the
         qlink_ndarray plugin; an unchanged Dataset opened from a local Zarr
         store through qlink_zarr, ``route``), named as xarray-sql 0.6
@@ -131,7 +131,7 @@ class Session(_NativeSession):
         See :func:`qlink.xarray.register`."""
         from .xarray import register
 
-        register(self, name, ds, table_names=table_names, chunks=chunks, route=route)
+        register(self, name, ds, table_names=table_names, chunks=chunks, route=route, nan_fill=nan_fill)
         return self
 
 

@@ -27,8 +27,10 @@ variable has the same dimensions, else one table per group,
 ``table_names={("time", "lat"): "surface"}``.
 
 Values are served as the Dataset holds them (it is already CF-decoded):
-datetime64 as timestamps in their unit (NaT is NULL), NaN stays NaN (SQLite
-stores NaN as NULL), ``<U`` and ``|S`` as text and binary, object arrays of
+datetime64 as timestamps in their unit (NaT is NULL), NaN as NULL in every
+engine (a Dataset's missing values are NaN, and xarray-sql and pandas take
+them as missing: ``avg`` and ``count`` skip them, ``IS NULL`` finds them;
+``nan_fill="nan"`` keeps NaN a value), ``<U`` and ``|S`` as text and binary, object arrays of
 ``str`` (or ``bytes``) as text (binary), their missing values (None, NaN,
 pandas' NA) as NULL. cftime objects (any calendar: noleap, 360_day, julian,
 all_leap, ...) become ISO-8601 text, ``YYYY-MM-DDTHH:MM:SS[.ffffff]`` with
@@ -488,8 +490,22 @@ class _Source:
         return Plugin(self.plugin).table(self.provider, **self.options)
 
 
-def _ndarray_source(plugin: str, rid: int) -> _Source:
-    return _Source(plugin, "dataset", {"id": str(rid)})
+NAN_FILLS = ("null", "nan")
+
+
+def _nan_options(nan_fill: str, zarr: bool) -> dict[str, str]:
+    """The providers' ``nan_fill`` option for :func:`register`'s: "null"
+    is qlink_ndarray's default and qlink_zarr's "all" (every NaN is NULL,
+    fill value or not, as the Dataset in memory reads)."""
+    if nan_fill not in NAN_FILLS:
+        raise ValueError(f"nan_fill must be one of {', '.join(map(repr, NAN_FILLS))}, not {nan_fill!r}")
+    if zarr:
+        return {"nan_fill": "all" if nan_fill == "null" else "nan"}
+    return {} if nan_fill == "null" else {"nan_fill": "nan"}
+
+
+def _ndarray_source(plugin: str, rid: int, nan_fill: str = "null") -> _Source:
+    return _Source(plugin, "dataset", {"id": str(rid), **_nan_options(nan_fill, zarr=False)})
 
 
 def _split(ds, table_names: TableNames, case_insensitive: bool):
@@ -791,7 +807,7 @@ def zarr_route(ds, table_names: TableNames = None) -> tuple[str, dict]:
     other variable still the store's whole array, lazily read: no
     selection, arithmetic, renaming or loaded copy), of numbers, bools,
     datetime64 and fixed-width strings, with no fill value but NaN on
-    floats (the route reads NaN cells as NaN, as xarray holds them) and
+    floats (the route reads NaN cells as the ndarray route does) and
     no packing, no 0-d data variable, and variables in the order
     qlink_zarr lists them (by name)."""
     import xarray as xr
@@ -834,14 +850,15 @@ def zarr_route(ds, table_names: TableNames = None) -> tuple[str, dict]:
     return root, defaults
 
 
-def _zarr_sources(ds, parts, store: tuple[str, dict], plugin: str) -> list[_Source]:
+def _zarr_sources(ds, parts, store: tuple[str, dict], plugin: str, nan_fill: str) -> list[_Source]:
     """One qlink_zarr table per part of ``_split`` (its groups, in order);
     ``store`` is what :func:`zarr_route` answered."""
     root, defaults = store
     zarr_plugin = _ndarray.zarr_plugin_path(plugin)
+    nan = _nan_options(nan_fill, zarr=True)
     if parts[0][0] is None:
-        return [_Source(zarr_plugin, "table", {"path": root, "nan_fill": "nan"})]
-    return [_Source(zarr_plugin, "table", {"path": root, "table": defaults[dims], "nan_fill": "nan"})
+        return [_Source(zarr_plugin, "table", {"path": root, **nan})]
+    return [_Source(zarr_plugin, "table", {"path": root, "table": defaults[dims], **nan})
             for dims in group_vars_by_dims(ds)]
 
 
@@ -858,7 +875,8 @@ def _choose_route(ds, route: str, chunks: Chunks) -> bool:
     return not chunks
 
 
-def _register_session(session, name, ds, plugin, table_names, chunks, store: tuple[str, dict] | None):
+def _register_session(session, name, ds, plugin, table_names, chunks, store: tuple[str, dict] | None,
+                      nan_fill: str):
     """qlink.Session: the whole Dataset as one registration (or its store,
     through qlink_zarr); one table (``register_table``) or the schema
     provider's tables renamed to xarray-sql's names (``register_schema``
@@ -869,20 +887,22 @@ def _register_session(session, name, ds, plugin, table_names, chunks, store: tup
         root, defaults = store
         zarr_plugin = _ndarray.zarr_plugin_path(plugin)
         if len(groups) <= 1:
-            session.register_table(name, zarr_plugin, "table", path=root, nan_fill="nan")
+            session.register_table(name, zarr_plugin, "table", path=root, **_nan_options(nan_fill, zarr=True))
         else:
             names = table_names_of(ds, table_names)
             renames = ",".join(f"{defaults[dims]}={names[dims]}" for dims in groups)
-            session.register_schema(name, zarr_plugin, "store", path=root, tables=renames, nan_fill="nan")
+            session.register_schema(name, zarr_plugin, "store", path=root, tables=renames,
+                                    **_nan_options(nan_fill, zarr=True))
         return []
     rid = register_dataset(ds, name=name, chunks=chunks, plugin=plugin)
+    nan = _nan_options(nan_fill, zarr=False)
     try:
         if len(groups) <= 1:
-            session.register_table(name, plugin, "dataset", id=str(rid))
+            session.register_table(name, plugin, "dataset", id=str(rid), **nan)
         else:
             names = table_names_of(ds, table_names)
             renames = ",".join(f"{'_'.join(dims) or 'scalars'}={names[dims]}" for dims in groups)
-            session.register_schema(name, plugin, "dataset", id=str(rid), tables=renames)
+            session.register_schema(name, plugin, "dataset", id=str(rid), tables=renames, **nan)
     except BaseException:
         unregister_dataset(rid, plugin)
         raise
@@ -890,7 +910,7 @@ def _register_session(session, name, ds, plugin, table_names, chunks, store: tup
 
 
 def register(connection, name: str, ds, *, table_names: TableNames = None, chunks: Chunks = None,
-             plugin: str | None = None, route: str = "auto", **kwargs):
+             plugin: str | None = None, route: str = "auto", nan_fill: str = "null", **kwargs):
     """Register ``ds`` as SQL tables on ``connection`` (returned, to chain).
 
     ``connection``: a ``qlink.Session`` (also ``Session.register_dataset``),
@@ -912,13 +932,16 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
     connection's qlink extension allows. xarray-sql's DuckDB tuning
     options (``batch_size``, ``prefetch``) are accepted and have nothing
     to tune here (the scan is C); any other keyword is a TypeError.
+    ``nan_fill``: ``"null"`` (default) serves NaN cells of float variables
+    as NULL, as xarray-sql does (a Dataset's missing values are NaN);
+    ``"nan"`` keeps them NaN, a value (``avg`` is then NaN when one is).
 
     ``route`` chooses the plugin that serves the tables:
 
     * ``"auto"`` (default): a Dataset xarray opened from a local Zarr
       store (``xr.open_zarr``, ``open_dataset(engine="zarr")``) and not
       changed since is served by qlink_zarr straight from the store
-      (``nan_fill=nan``: rows identical to the ndarray route's; no Python
+      (rows identical to the ndarray route's, NaN included; no Python
       call per block, filters prune the store's chunks); every other
       Dataset, or any doubt (:func:`zarr_route` lists the checks), or
       ``chunks`` given, by qlink_ndarray;
@@ -936,6 +959,7 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
     unknown = set(kwargs) - {"batch_size", "prefetch"}
     if unknown:
         raise TypeError(f"register() got unexpected keyword arguments {sorted(unknown)}")
+    _nan_options(nan_fill, zarr=False)  # a bad value fails before anything is registered
     kind = _kind(connection)
     plugin_file = _ndarray.library(plugin).path
     store = None
@@ -947,17 +971,18 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
                 raise
     zarr = store is not None
     if kind == "session":
-        _remember(connection, name, _register_session(connection, name, ds, plugin_file, table_names, chunks, store),
+        _remember(connection, name,
+                  _register_session(connection, name, ds, plugin_file, table_names, chunks, store, nan_fill),
                   "zarr" if zarr else "ndarray")
         return connection
     parts = _split(ds, table_names, case_insensitive=kind == "duckdb")
     if zarr:
         ids: list[int] = []
-        sources = _zarr_sources(ds, parts, store, plugin_file)
+        sources = _zarr_sources(ds, parts, store, plugin_file, nan_fill)
     else:
         ids = [register_dataset(part, name=name if group is None else f"{name}.{group}", chunks=chunks,
                                 plugin=plugin_file) for group, part in parts]
-        sources = [_ndarray_source(plugin_file, rid) for rid in ids]
+        sources = [_ndarray_source(plugin_file, rid, nan_fill) for rid in ids]
     try:
         {"duckdb": _register_duckdb, "sqlite": _register_sqlite, "datafusion": _register_datafusion}[kind](
             connection, name, parts, sources)
@@ -992,15 +1017,18 @@ def _templates_of(connection):
     return getattr(connection, "_registered_datasets", None)
 
 
-def read_xarray_table(ds, chunks: Chunks = None, *, coord_arrays=None, plugin: str | None = None):
+def read_xarray_table(ds, chunks: Chunks = None, *, coord_arrays=None, plugin: str | None = None,
+                      nan_fill: str = "null"):
     """One Dataset (its variables sharing dimensions, as xarray-sql 0.6's
     ``read_xarray_table``) as a qlink table for a datafusion-python
     ``SessionContext.register_table`` or a catalog schema's. Needs the
     qlink wheel. The registration lasts as long as the returned table
     object (``coord_arrays``, xarray-sql's cache of coordinates it would
-    otherwise read again, changes nothing: coordinates are read once)."""
+    otherwise read again, changes nothing: coordinates are read once).
+    ``nan_fill`` as :func:`register`'s."""
     from ._core import Plugin
 
+    nan = _nan_options(nan_fill, zarr=False)
     path = _ndarray.library(plugin).path
     groups = group_vars_by_dims(ds)
     if len(groups) > 1:
@@ -1009,7 +1037,7 @@ def read_xarray_table(ds, chunks: Chunks = None, *, coord_arrays=None, plugin: s
                          "Context.from_dataset, which make a table per group")
     rid = register_dataset(ds, name="read_xarray_table", chunks=chunks, plugin=path)
     try:
-        table = Plugin(path).table("dataset", id=str(rid))
+        table = Plugin(path).table("dataset", id=str(rid), **nan)
     except BaseException:
         unregister_dataset(rid, path)
         raise
@@ -1262,10 +1290,12 @@ def _context_class():
             self._registered_datasets = {}
 
         def from_dataset(self, name: str, input_table, *, table_names: TableNames = None, chunks: Chunks = None,
-                         plugin: str | None = None, route: str = "auto"):
+                         plugin: str | None = None, route: str = "auto", nan_fill: str = "null"):
             """Register ``input_table`` as :func:`register` does (``route``:
-            ``"auto"``, ``"ndarray"`` or ``"zarr"``, as documented there)."""
-            register(self, name, input_table, table_names=table_names, chunks=chunks, plugin=plugin, route=route)
+            ``"auto"``, ``"ndarray"`` or ``"zarr"``; ``nan_fill``: ``"null"``
+            or ``"nan"``; as documented there)."""
+            register(self, name, input_table, table_names=table_names, chunks=chunks, plugin=plugin, route=route,
+                     nan_fill=nan_fill)
             if not getattr(self, "_cftime_udf", False) and any(
                     v.dtype == object and _is_cftime_array(np.asarray(v.values)) for v in input_table.coords.values()):
                 self._register_cftime_udf()

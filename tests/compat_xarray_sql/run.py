@@ -48,15 +48,10 @@ JUDGED_ERRORS: list[tuple[str, str]] = [
 
 # Failures explained (test id regex -> what causes it), printed with the reason.
 NOTES: list[tuple[str, str]] = [
-    (r"TestNanAsNull", "a different rule, by design: qlink serves an in-memory Dataset's NaN as NaN (a value "
-     "DataFusion's avg and count include), xarray-sql turns it into NULL"),
     (r"test_360day_integer_filter", "a different representation, by design: qlink serves cftime dates as "
      "ISO-8601 text, xarray-sql non-Gregorian ones as integer offsets from a reference date"),
     (r"test_gregorian_like_no_cftime_udf", "qlink registers cftime() for every cftime calendar, since all of "
      "them are text here; xarray-sql only for the non-Gregorian ones"),
-    (r"test_missing_partition_bound_removes_global_coordinate_statistics", "a different rule, by design: "
-     "qlink serves an in-memory Dataset's NaN as NaN, a value, so the coordinate's Null=Exact(0) is exact (and "
-     "it gives no min/max, NaN being present); xarray-sql counts NaN as missing"),
     (r"test_stats\.py", "statistics qlink does not give (yet): min/max of duration coordinates do not cross "
      "the DataFusion host (its scalar conversion has no Duration), or it gives some xarray-sql leaves out"),
 ]

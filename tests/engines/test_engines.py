@@ -172,8 +172,9 @@ for store in sorted(FERRET.glob("*.v3.zarr")) if FERRET.is_dir() else []:
 
 # qlink.xarray: one xarray Dataset (datasets.py) registered through each
 # engine's Python route, in memory (qlink_ndarray) and opened from the Zarr
-# store it was written to (the zarr route: qlink_zarr with nan_fill=nan);
-# oracles from the Dataset itself (pandas). Times compare as text in SQLite.
+# store it was written to (the zarr route: qlink_zarr with nan_fill=all);
+# oracles from the Dataset itself (pandas; its NaN, a missing value, is
+# NULL in every engine). Times compare as text in SQLite.
 
 
 def _frame(*names):
@@ -195,7 +196,8 @@ def _py(v):
         return None
     if isinstance(v, pd.Timestamp):
         return v.to_pydatetime()
-    return v.item() if hasattr(v, "item") else v
+    v = v.item() if hasattr(v, "item") else v
+    return None if isinstance(v, float) and v != v else v  # a Dataset's NaN: NULL
 
 
 def _rows(df, cols):
@@ -226,7 +228,7 @@ def xr_aggregate():
 
 def xr_coords():
     df = _frame("elev").sort_values(["lat", "lon"], ascending=[False, True])
-    return [(r[0], r[1], r[2], float(r[3])) for r in _rows(df, ["lat", "lon", "station", "elev"])]
+    return [(r[0], r[1], r[2], None if r[3] is None else float(r[3])) for r in _rows(df, ["lat", "lon", "station", "elev"])]
 
 
 def xr_positions():

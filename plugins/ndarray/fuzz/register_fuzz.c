@@ -159,6 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       vars[i].strides = strides[i];
     }
   }
+  int keep_nan = take(&c) & 1;
   fill_source = c.p;
   fill_size = c.n;
   char message[256];
@@ -166,7 +167,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (id > 0) {
     struct nd_registration *r = nd_lookup(id);
     struct zr_dataset *ds = NULL;
-    if (r && nd_dataset_open(r, NULL, 1, &ds, &err) == QL_OK) {
+    if (r && nd_dataset_open(r, NULL, 1, keep_nan ? ZR_NAN_FILL_NAN : ZR_NAN_FILL_ALL, &ds, &err) == QL_OK) {
       for (int32_t t = 0; t < ds->n_tables; t++) {
         struct ql_table_provider tp;
         if (zr_table_provider_new(ds, t, &tp, &err) == QL_OK) {

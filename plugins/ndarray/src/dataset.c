@@ -164,8 +164,8 @@ static int build_group(const struct nd_registration *r, struct zr_group *g, stru
   return rc;
 }
 
-int nd_dataset_open(struct nd_registration *r, const char *renames, int64_t min_block_rows, struct zr_dataset **out,
-                    struct ql_error *error) {
+int nd_dataset_open(struct nd_registration *r, const char *renames, int64_t min_block_rows, int32_t nan_fill,
+                    struct zr_dataset **out, struct ql_error *error) {
   *out = NULL;
   struct zr_dataset *ds = zr_dataset_alloc(min_block_rows);
   if (!ds) return ql_error_set(error, QL_ENOMEM, "out of memory");
@@ -175,6 +175,7 @@ int nd_dataset_open(struct nd_registration *r, const char *renames, int64_t min_
   ds->source.borrow_box = nd_borrow_box;
   ds->source.release = nd_release;
   ds->cf = 0;
+  ds->nan_fill = nan_fill;
   ds->plan_name = "NdarrayScanExec";
   size_t n = strlen(r->name) + 48;
   ds->label = malloc(n);

@@ -47,9 +47,10 @@ void nd_registration_unref(struct nd_registration *r);
 
 /* Build the tables of `r` (a reference is taken by the dataset): the
  * variables as the group's arrays, read through the registration's chunk
- * source. `renames` and `min_block_rows` as zr_dataset_open's. */
-int nd_dataset_open(struct nd_registration *r, const char *renames, int64_t min_block_rows, struct zr_dataset **out,
-                    struct ql_error *error);
+ * source. `renames`, `min_block_rows` and `nan_fill` (enum zr_nan_fill:
+ * ZR_NAN_FILL_ALL, or ZR_NAN_FILL_NAN) as zr_dataset_open's. */
+int nd_dataset_open(struct nd_registration *r, const char *renames, int64_t min_block_rows, int32_t nan_fill,
+                    struct zr_dataset **out, struct ql_error *error);
 
 /* The registration API's members (qlink_ndarray.h: struct nd_api). */
 int64_t nd_register(const struct nd_variable *vars, int32_t n_vars, const char *name, void *owner,

@@ -14,23 +14,29 @@
 
 #define ND_VERSION "0.1.0"
 
+#define NAN_FILL_DOC                                                                                         \
+  "NaN cells of float variables: 'null' (SQL NULL: a Dataset's missing values are NaN, and xarray-sql and pandas " \
+  "take them as missing) or 'nan' (NaN, a value, as the buffer holds it)"
+
 static const struct ql_option_info table_options[] = {
     {"id", "the dataset's id, as nd_register (qlink.xarray.register) returned it", NULL, 1, 0},
     {"table", "which table (a dimension group, by default or new name); default: the only or largest one", NULL, 0, 0},
     {"tables", "rename tables: OLD=NEW,OLD2=NEW2 with OLD a default name (dimension names joined by '_')", NULL, 0, 0},
     {"block_rows", "rows a partition block holds at least (blocks of small chunks grow; 1: a block per chunk)",
-     "65536", 0, 0}};
+     "65536", 0, 0},
+    {"nan_fill", NAN_FILL_DOC, "null", 0, 0}};
 
 static const struct ql_option_info dataset_options[] = {
     {"id", "the dataset's id, as nd_register (qlink.xarray.register) returned it", NULL, 1, 0},
     {"tables", "rename tables: OLD=NEW,OLD2=NEW2 with OLD a default name (dimension names joined by '_')", NULL, 0, 0},
     {"block_rows", "rows a partition block holds at least (blocks of small chunks grow; 1: a block per chunk)",
-     "65536", 0, 0}};
+     "65536", 0, 0},
+    {"nan_fill", NAN_FILL_DOC, "null", 0, 0}};
 
 static const struct ql_item_info items[] = {
-    {QL_ITEM_TABLE_PROVIDER, 4, "dataset",
+    {QL_ITEM_TABLE_PROVIDER, 5, "dataset",
      "one table (a dimension group, or 'scalars': the 0-d variables) of a registered dataset", table_options},
-    {QL_ITEM_SCHEMA_PROVIDER, 3, "dataset",
+    {QL_ITEM_SCHEMA_PROVIDER, 4, "dataset",
      "every table (each dimension group, and 'scalars' for the 0-d variables) of a registered dataset",
      dataset_options}};
 
@@ -47,12 +53,15 @@ static int open_dataset(const struct ql_options *options, const struct ql_option
   }
   int64_t block_rows;
   QL_RETURN_NOT_OK(zr_parse_block_rows(ql_options_get(options, "block_rows", NULL), what, &block_rows, error));
+  int32_t nan_fill;
+  QL_RETURN_NOT_OK(zr_parse_nan_fill(ql_options_get(options, "nan_fill", NULL), what, ZR_NAN_FILL_ALL,
+                                     ZR_NAN_FILL_ALL, 0, "'null' or 'nan'", &nan_fill, error));
   struct nd_registration *r = nd_lookup((int64_t)id);
   if (!r) {
     return ql_error_set(error, QL_ENOTFOUND, "%s: no dataset %lld is registered (unregistered, or another process?)",
                         what, id);
   }
-  int rc = nd_dataset_open(r, ql_options_get(options, "tables", NULL), block_rows, out, error);
+  int rc = nd_dataset_open(r, ql_options_get(options, "tables", NULL), block_rows, nan_fill, out, error);
   nd_registration_unref(r);
   return rc;
 }
@@ -67,7 +76,7 @@ static int plugin_table_provider_open(const struct ql_plugin *self, const char *
                         name ? name : "");
   }
   struct zr_dataset *ds = NULL;
-  QL_RETURN_NOT_OK(open_dataset(options, table_options, 4, "qlink_ndarray/dataset", &ds, error));
+  QL_RETURN_NOT_OK(open_dataset(options, table_options, 5, "qlink_ndarray/dataset", &ds, error));
   int rc = zr_table_provider_find(ds, ql_options_get(options, "table", NULL), out, error);
   zr_dataset_unref(ds);
   return rc;
@@ -83,7 +92,7 @@ static int plugin_schema_provider_open(const struct ql_plugin *self, const char 
                         name ? name : "");
   }
   struct zr_dataset *ds = NULL;
-  QL_RETURN_NOT_OK(open_dataset(options, dataset_options, 3, "qlink_ndarray/dataset", &ds, error));
+  QL_RETURN_NOT_OK(open_dataset(options, dataset_options, 4, "qlink_ndarray/dataset", &ds, error));
   zr_schema_provider_new(ds, out);
   return QL_OK;
 }

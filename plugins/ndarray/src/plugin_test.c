@@ -87,6 +87,17 @@ static int open_table(struct fixture *f, int64_t id, const char *table, const ch
   return f->plugin.table_provider_open(&f->plugin, "dataset", &opts, ql_ref_host_session(f->host), out, err);
 }
 
+/* The same (the only table) with option nan_fill (NULL: not given). */
+static int open_table_nan(struct fixture *f, int64_t id, const char *block_rows, const char *nan_fill,
+                          struct ql_table_provider *out, struct ql_error *err) {
+  char idtext[32];
+  snprintf(idtext, sizeof(idtext), "%lld", (long long)id);
+  const char *keys[3] = {"id", "block_rows", "nan_fill"};
+  const char *values[3] = {idtext, block_rows ? block_rows : "65536", nan_fill};
+  struct ql_options opts = {nan_fill ? 3 : 2, keys, values};
+  return f->plugin.table_provider_open(&f->plugin, "dataset", &opts, ql_ref_host_session(f->host), out, err);
+}
+
 /* Column `col` of every batch as doubles (see collect). */
 struct doubles {
   int32_t col;
@@ -192,11 +203,24 @@ static void test_schema_values_stats(struct fixture *f) {
   for (int t = 0; t < 4; t++) {
     for (int l = 0; l < 3; l++) {
       double want = v_value(t, l);
-      /* NaN is NaN, not NULL: the Dataset is already decoded (the _FillValue attribute is metadata only) */
-      good &= ok[t * 3 + l] == 1 && (isnan(want) ? isnan(x[t * 3 + l]) : x[t * 3 + l] == want);
+      /* NaN is NULL (a Dataset's missing values are NaN); the _FillValue attribute is metadata only */
+      good &= isnan(want) ? ok[t * 3 + l] == 0 : ok[t * 3 + l] == 1 && x[t * 3 + l] == want;
     }
   }
   QL_CHECK(good);
+  {
+    /* nan_fill=nan: NaN is a value, as the buffer holds it */
+    struct ql_table_provider keep;
+    QL_CHECK_OK(open_table_nan(f, id, NULL, "nan", &keep, &err), err);
+    struct ql_execution_plan kept = scan(f, &keep, -1, NULL, none, -1);
+    QL_CHECK_INT(collect(f, &kept, 3, x, ok, 16), 12);
+    QL_CHECK(ok[4] == 1 && isnan(x[4]) && ok[3] == 1 && x[3] == 10.0);
+    kept.release(&kept);
+    keep.release(&keep);
+    QL_CHECK_INT(open_table_nan(f, id, NULL, "none", &keep, &err), QL_EINVAL);
+    QL_CHECK_STR(ql_error_message(&err), "qlink_ndarray/dataset: option 'nan_fill' must be 'null' or 'nan' (got 'none')");
+    ql_error_release(&err);
+  }
   QL_CHECK_INT(collect(f, &plan, 0, x, ok, 16), 12);
   QL_CHECK(x[0] == (double)times[0] && x[3] == (double)times[1] && x[11] == (double)times[3]);
   QL_CHECK_INT(collect(f, &plan, 1, x, ok, 16), 12);
@@ -405,9 +429,10 @@ static void test_dtypes(struct fixture *f) {
   QL_CHECK(VAL(2, int16_t, 0) == -32768 && VAL(3, uint16_t, 2) == 65535);
   QL_CHECK(VAL(4, int32_t, 0) == INT32_MIN && VAL(5, uint32_t, 2) == UINT32_MAX);
   QL_CHECK(VAL(6, int64_t, 2) == INT64_MAX && VAL(7, uint64_t, 2) == UINT64_MAX);
-  QL_CHECK(VAL(8, float, 0) == 1.0f && VAL(8, float, 1) == -2.0f && isnan(VAL(8, float, 2)));
-  QL_CHECK_INT(ql_array_is_valid(COL(8), 2), 1); /* NaN, not NULL */
-  QL_CHECK(VAL(9, float, 0) == 0.5f && isnan(VAL(9, float, 1)) && ql_array_is_valid(COL(9), 1));
+  QL_CHECK(VAL(8, float, 0) == 1.0f && VAL(8, float, 1) == -2.0f);
+  QL_CHECK_INT(ql_array_is_valid(COL(8), 2), 0); /* NaN is NULL (test_schema_values_stats: nan_fill=nan) */
+  QL_CHECK(VAL(9, float, 0) == 0.5f && VAL(9, float, 2) == -1.0f);
+  QL_CHECK_INT(ql_array_is_valid(COL(9), 1), 0);
   /* datetime64[D] becomes seconds (Arrow has no day timestamps); NaT is NULL */
   QL_CHECK_INT(VAL(10, int64_t, 1), 86400);
   QL_CHECK_INT(ql_array_is_valid(COL(10), 2), 0);
@@ -590,17 +615,23 @@ static int64_t register_x(struct fixture *f, const char *dtype, const void *x, c
   return f->api->register_dataset(vars, 2, "x", NULL, NULL, msg, 256);
 }
 
-/* The plan's statistics over every column (partition -1, or one). */
-static void plan_stats(struct fixture *f, int64_t id, int64_t partition, struct ql_statistics *st) {
+/* The plan's statistics over every column (partition -1, or one), with
+ * option nan_fill (NULL: the default). */
+static void plan_stats_nan(struct fixture *f, int64_t id, int64_t partition, const char *nan_fill,
+                           struct ql_statistics *st) {
   struct ql_error err = {0};
   struct ql_table_provider tp;
-  QL_CHECK_OK(open_table(f, id, NULL, "1", &tp, &err), err);
+  QL_CHECK_OK(open_table_nan(f, id, "1", nan_fill, &tp, &err), err);
   struct ql_expr_list none = {NULL, 0, 0, NULL};
   struct ql_execution_plan plan = scan(f, &tp, -1, NULL, none, -1);
   QL_CHECK_OK(plan.get_statistics(&plan, partition, st, &err), err);
   plan.release(&plan);
   tp.release(&tp);
   ql_error_release(&err);
+}
+
+static void plan_stats(struct fixture *f, int64_t id, int64_t partition, struct ql_statistics *st) {
+  plan_stats_nan(f, id, partition, NULL, st);
 }
 
 static void test_xarray_sql_stats(struct fixture *f) {
@@ -641,12 +672,21 @@ static void test_xarray_sql_stats(struct fixture *f) {
   QL_CHECK_INT(st.total_bytes, 64);
   st.release(&st);
   QL_CHECK_INT(f->api->unregister_dataset(id), 0);
-  /* x = [0, 1, NaN, 3]: NaN is a value here (an in-memory Dataset's NaN stays NaN), so no NULL
-   * (exactly), and no min/max (hosts order NaN above every number) */
+  /* x = [0, 1, NaN, 3]: NaN is NULL (a Dataset's missing value), so the null count is not known to
+   * be 0 (xarray-sql's test_missing_partition_bound_removes_global_coordinate_statistics) and
+   * min / max are the numbers' */
   static const double with_nan[4] = {0, 1, NAN, 3};
   id = register_x(f, "<f8", with_nan, msg);
   QL_CHECK(id > 0);
   plan_stats(f, id, -1, &st);
+  QL_CHECK_INT(st.columns[0].null_count_precision, QL_PRECISION_ABSENT);
+  QL_CHECK_INT(st.columns[0].min_max_precision, QL_PRECISION_EXACT);
+  QL_CHECK(st.columns[0].min.value.f64 == 0.0 && st.columns[0].max.value.f64 == 3.0);
+  QL_CHECK_INT(st.total_bytes_precision, QL_PRECISION_INEXACT);
+  st.release(&st);
+  /* with nan_fill=nan NaN is a value: no NULL (exactly), and no min/max (hosts order NaN above
+   * every number) */
+  plan_stats_nan(f, id, -1, "nan", &st);
   QL_CHECK_INT(st.columns[0].min_max_precision, QL_PRECISION_ABSENT);
   QL_CHECK_INT(st.columns[0].null_count_precision, QL_PRECISION_EXACT);
   QL_CHECK_INT(st.columns[0].null_count, 0);

@@ -212,7 +212,7 @@ int64_t nd_register(const struct nd_variable *vars, int32_t n_vars, const char *
     pthread_mutex_unlock(&registry_lock);
     /* build the tables once: a bad dataset fails here, not at its first query */
     struct zr_dataset *ds = NULL;
-    rc = nd_dataset_open(r, NULL, ZR_DEFAULT_BLOCK_ROWS, &ds, &error);
+    rc = nd_dataset_open(r, NULL, ZR_DEFAULT_BLOCK_ROWS, ZR_NAN_FILL_ALL, &ds, &error);
     if (ds) zr_dataset_unref(ds); /* drops its reference: r->refs is 1 again */
   }
   if (rc == QL_OK) {

@@ -38,8 +38,7 @@ def test_single_table_matches_to_dataframe(engine, air):
         assert row[0] == _ts(engine, want["time"])
         assert row[1] == want["lat"] and row[2] == want["lon"]
         if math.isnan(want["air"]):
-            # DuckDB keeps NaN (the Dataset's value); SQLite stores NaN as NULL
-            assert row[3] is None if engine.kind == "sqlite" else math.isnan(row[3])
+            assert row[3] is None  # a Dataset's NaN is a missing value: NULL in every engine
         else:
             assert row[3] == pytest.approx(float(want["air"]), rel=0, abs=0)
     # aggregates over the dimension columns, and a dimension filter
@@ -144,6 +143,28 @@ def test_every_dtype_nan_and_nat(engine):
         assert got["bin"] == [b"ab", b"c", b"", b"\x00z"]
     assert got["s"] == ["", "a", "héllo", "x" * 40]
     assert got["obj"] == ["p", "qq", None, "rrr"]
+
+
+def test_nan_is_null_as_in_xarray_sql(engine):
+    """A Dataset's NaN is a missing value: aggregates skip it and IS NULL
+    finds it (xarray-sql's TestNanAsNull); nan_fill="nan" keeps it a value
+    (DuckDB's NaN; SQLite stores NaN as NULL whatever it is given)."""
+    data = np.array([[[1.0, 2.0], [np.nan, 4.0]], [[5.0, np.nan], [7.0, 8.0]]])
+    ds = xr.Dataset({"temp": (["time", "x", "y"], data)},
+                    coords={"time": pd.date_range("2020-01-01", periods=2), "x": [0, 1], "y": [0, 1]}).chunk({"time": 1})
+    sql = ("SELECT max(temp), min(temp), avg(temp), count(temp), count(*) FILTER (WHERE temp IS NULL) FROM {t}"
+           if engine.kind == "duckdb" else
+           "SELECT max(temp), min(temp), avg(temp), count(temp), sum(temp IS NULL) FROM {t}")
+    xql.register(engine.con, "d", ds)
+    assert engine.rows(sql.format(t="d")) == [(8.0, 1.0, 4.5, 6, 2)]
+    xql.register(engine.con, "k", ds, nan_fill="nan")
+    if engine.kind == "duckdb":
+        got = engine.rows(sql.format(t="k"))[0]
+        assert math.isnan(got[0]) and got[1] == 1.0 and math.isnan(got[2]) and got[3:] == (8, 0)
+    else:
+        assert engine.rows(sql.format(t="k")) == [(8.0, 1.0, 4.5, 6, 2)]
+    with pytest.raises(ValueError, match="nan_fill must be one of 'null', 'nan', not 'NaN'"):
+        xql.register(engine.con, "e", ds, nan_fill="NaN")
 
 
 def test_missing_strings_are_null(engine):

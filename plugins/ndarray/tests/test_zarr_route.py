@@ -1,5 +1,5 @@
 """The zarr route of qlink.xarray: a Dataset xarray opened from a local Zarr
-store, unchanged, is served by qlink_zarr (``nan_fill=nan``) with the very
+store, unchanged, is served by qlink_zarr (``nan_fill=all``, or ``nan`` when asked) with the very
 rows, column names and types the ndarray route serves for it; anything
 changed since it was opened goes to qlink_ndarray."""
 
@@ -106,23 +106,25 @@ QUERIES = [
 ]
 
 
-def _sql(engine, sql, table):
-    if engine.kind == "sqlite":
+def _sql(engine, sql, table, nan_fill="null"):
+    if engine.kind == "sqlite" or nan_fill == "null":  # NaN cells are NULL
         sql = sql.replace("isnan(air)", "(air IS NULL)").replace("isnan(elev)", "(elev IS NULL)")
         sql = sql.replace("WHERE NOT (air IS NULL)", "WHERE air IS NOT NULL")
+    if engine.kind == "sqlite":
         sql = sql.replace("'2020-01-02'", "'2020-01-02 00:00:00'").replace("'2020-01-03'", "'2020-01-03 00:00:00'")  # times as text
     return sql.format(t=table)
 
 
+@pytest.mark.parametrize("nan_fill", ["null", "nan"])
 @pytest.mark.parametrize("opener", ["open_zarr", "open_dataset"])
-def test_unchanged_store_rows_identical_across_routes(engine, store, opener):
+def test_unchanged_store_rows_identical_across_routes(engine, store, opener, nan_fill):
     ds = _open(store) if opener == "open_zarr" else xr.open_dataset(store, engine="zarr")
-    xql.register(engine.con, "nd", ds, route="ndarray")
-    xql.register(engine.con, "z", ds)
+    xql.register(engine.con, "nd", ds, route="ndarray", nan_fill=nan_fill)
+    xql.register(engine.con, "z", ds, nan_fill=nan_fill)
     assert xql.route_of(engine.con, "nd") == "ndarray"
     assert xql.route_of(engine.con, "z") == "zarr"
     for table, sql in QUERIES:
-        a, b = _sql(engine, sql, f"nd.{table}"), _sql(engine, sql, f"z.{table}")
+        a, b = _sql(engine, sql, f"nd.{table}", nan_fill), _sql(engine, sql, f"z.{table}", nan_fill)
         rows = engine.rows(a)
         assert rows, a
         _same_rows(engine.rows(b), rows)
@@ -133,8 +135,7 @@ def test_unchanged_store_rows_identical_across_routes(engine, store, opener):
 
 
 def test_zarr_route_values_are_the_datasets(engine, store):
-    """Both routes against xarray's own values: NaN stays NaN (SQLite: NULL),
-    NaT is NULL."""
+    """Both routes against xarray's own values: NaN and NaT are NULL."""
     ds = _open(store)
     xql.register(engine.con, "z", ds, route="zarr")
     rows = engine.rows("SELECT air FROM z.time_lat_lon ORDER BY time, lat, lon")
@@ -142,7 +143,7 @@ def test_zarr_route_values_are_the_datasets(engine, store):
     assert len(rows) == want.size == 240
     for (got,), w in zip(rows, want):
         if np.isnan(w):
-            assert got is None if engine.kind == "sqlite" else (isinstance(got, float) and math.isnan(got))
+            assert got is None
         else:
             assert _key(float(got)) == _key(float(w))
     nat = engine.rows("SELECT count(*) FROM z.time WHERE obs IS NULL")

@@ -131,6 +131,15 @@ static int check_fill_string(const json_t *v, const char *key, struct ql_error *
  * some HDF and GDAL conversions) masks nothing, as xarray's comparison of
  * the data with a string finds no cell, yet still makes the variable a
  * masked one (mask_declared: integers become floats, as in xarray). */
+void zr_decoder_mask_nan(struct zr_decoder *d) {
+  if (d->in.type == ZR_FLOAT && !d->mask_nan && d->n_mask < ZR_MAX_MASKS) {
+    d->mask_f[d->n_mask] = NAN;
+    d->mask_i[d->n_mask] = INT64_MIN + 1;
+    d->n_mask++;
+    d->mask_nan = 1;
+  }
+}
+
 static void add_mask(struct zr_decoder *d, const json_t *v, int base64) {
   if (!v || json_is_null(v)) return;
   if (json_is_array(v)) {
@@ -141,12 +150,7 @@ static void add_mask(struct zr_decoder *d, const json_t *v, int base64) {
     /* A float variable whose fill value is NaN: its NaN cells are the
      * missing ones, so they become NULL (xarray leaves them NaN, which
      * pandas also treats as missing). Integers cannot hold NaN. */
-    if (d->in.type == ZR_FLOAT && !d->mask_nan && d->n_mask < ZR_MAX_MASKS) {
-      d->mask_f[d->n_mask] = NAN;
-      d->mask_i[d->n_mask] = INT64_MIN + 1;
-      d->n_mask++;
-      d->mask_nan = 1;
-    }
+    zr_decoder_mask_nan(d);
     return;
   }
   double f;

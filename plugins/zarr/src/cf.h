@@ -200,6 +200,10 @@ int zr_colbuf_append(struct zr_colbuf *b, const struct zr_decoder *d, const uint
  * gather of a scan); plain copies and masked floats take tight loops. */
 int zr_colbuf_append_many(struct zr_colbuf *b, const struct zr_decoder *d, const uint8_t *base, const int64_t *offsets,
                           int64_t n);
+/* Make the NaN cells of a float variable's decoder null (a NaN slot in its
+ * masks, mask_nan set); no change for other element types or when the
+ * slot is there. */
+void zr_decoder_mask_nan(struct zr_decoder *d);
 /* 1 when the decoded cells of `d` are the stored elements' bytes, with
  * no nulls (no conversion, no mask): a scan may then hand the decoded
  * buffer itself to Arrow. */

@@ -67,8 +67,8 @@ const uint8_t *zr_dataset_borrow_box(const struct zr_dataset *ds, int64_t array,
   return ds->source.borrow_box ? ds->source.borrow_box(ds, array, lo, count, chunks, bytes) : NULL;
 }
 
-int zr_column_decoder(const struct zr_dataset *ds, const struct zr_array *a, int32_t decode_times,
-                      struct zr_decoder *out, struct ql_error *error) {
+static int column_decoder(const struct zr_dataset *ds, const struct zr_array *a, int32_t decode_times,
+                          struct zr_decoder *out, struct ql_error *error) {
   if (ds->cf) {
     QL_RETURN_NOT_OK(zr_decoder_init(a, decode_times, out, error));
     if (ds->nan_fill == ZR_NAN_FILL_NAN && out->mask_nan) {
@@ -100,6 +100,13 @@ int zr_column_decoder(const struct zr_dataset *ds, const struct zr_array *a, int
     out->string_mask = a->fill;
   }
   return rc;
+}
+
+int zr_column_decoder(const struct zr_dataset *ds, const struct zr_array *a, int32_t decode_times,
+                      struct zr_decoder *out, struct ql_error *error) {
+  QL_RETURN_NOT_OK(column_decoder(ds, a, decode_times, out, error));
+  if (ds->nan_fill == ZR_NAN_FILL_ALL) zr_decoder_mask_nan(out);
+  return QL_OK;
 }
 
 struct zr_dataset *zr_dataset_ref(struct zr_dataset *ds) {

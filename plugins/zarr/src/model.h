@@ -200,8 +200,8 @@ struct zr_dataset {
   const char *plan_name;  /* the scan's plan name (static): "ZarrScanExec" */
   int32_t cf;             /* 1: cells decoded by CF rules from the attributes (cf.h); 0: served as stored,
                              every attribute (but `coordinates`) field metadata */
-  int32_t nan_fill;       /* with cf: how a float variable whose fill value is NaN serves its NaN cells
-                             (enum zr_nan_fill; the `nan_fill` option) */
+  int32_t nan_fill;       /* how float variables serve their NaN cells (enum zr_nan_fill; the
+                             `nan_fill` option) */
   struct zr_store store;  /* the Zarr source's store (zeroed for other sources) */
   struct zr_group group;  /* the arrays: metadata, dimension names, attributes */
   int32_t n_dims;
@@ -211,12 +211,17 @@ struct zr_dataset {
   struct zr_chunk_cache *caches; /* the Zarr source's: per group array (group.n_arrays), or NULL */
 };
 
-/* How a CF-decoded float variable whose _FillValue or missing_value is NaN
- * (xarray writes `_FillValue: NaN` for every float variable) serves its
- * NaN cells: as SQL NULL (cf.h, the default), or as NaN, the values
- * xarray itself holds once it opened the store (what qlink_ndarray serves
- * for that Dataset in memory). Other fill values mask as before. */
-enum zr_nan_fill { ZR_NAN_FILL_NULL = 0, ZR_NAN_FILL_NAN = 1 };
+/* How float variables serve their NaN cells (the `nan_fill` option):
+ * - ZR_NAN_FILL_NULL: a CF-decoded variable whose _FillValue or
+ *   missing_value is NaN (xarray writes `_FillValue: NaN` for every float
+ *   variable) has its NaN cells NULL (cf.h); qlink_zarr's default;
+ * - ZR_NAN_FILL_NAN: NaN stays NaN, the values xarray holds once it
+ *   opened the store; other fill values mask as before;
+ * - ZR_NAN_FILL_ALL: every NaN cell of every float variable is NULL, fill
+ *   value or not: an xarray Dataset's missing values are NaN, and
+ *   xarray-sql and pandas take them as missing (qlink_ndarray's default,
+ *   its `null`; qlink.xarray's zarr route, for the same rows). */
+enum zr_nan_fill { ZR_NAN_FILL_NULL = 0, ZR_NAN_FILL_NAN = 1, ZR_NAN_FILL_ALL = 2 };
 
 /* A dataset with no arrays yet (refs 1, cf 1, nan_fill NULL, plan_name "ZarrScanExec"):
  * its creator fills group, source, label and origin, then calls
@@ -236,7 +241,7 @@ const uint8_t *zr_dataset_borrow_box(const struct zr_dataset *ds, int64_t array,
                                      const int64_t *count, int64_t *chunks, int64_t *bytes);
 /* The decoder of a column over array `a` of `ds`: zr_decoder_init when
  * ds->cf (less its NaN mask with ZR_NAN_FILL_NAN), else the element type's own values (no mask, no scaling, no CF
- * times; NaN stays NaN, NaT is null). */
+ * times; NaT is null); with ZR_NAN_FILL_ALL either way every NaN is null. */
 int zr_column_decoder(const struct zr_dataset *ds, const struct zr_array *a, int32_t decode_times,
                       struct zr_decoder *out, struct ql_error *error);
 

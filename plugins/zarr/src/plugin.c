@@ -18,7 +18,9 @@ static const struct ql_option_info table_options[] = {
     {"tables", "rename tables: OLD=NEW,OLD2=NEW2 with OLD a default name (dimension names joined by '_', README: Table names)", NULL, 0, 0},
     {"block_rows", "rows a partition block holds at least (blocks of tiny chunks grow; 1: a block per chunk)", "65536", 0,
      0},
-    {"nan_fill", "NaN cells of a float variable whose fill value is NaN: 'null' (SQL NULL) or 'nan' (NaN, as xarray holds them)",
+    {"nan_fill",
+     "NaN cells: 'null' (NULL in a float variable whose fill value is NaN), 'nan' (NaN, as xarray holds them) or "
+     "'all' (every NaN is NULL, as xarray-sql takes a Dataset's NaN)",
      "null", 0, 0}};
 
 static const struct ql_option_info store_options[] = {
@@ -27,7 +29,9 @@ static const struct ql_option_info store_options[] = {
     {"tables", "rename tables: OLD=NEW,OLD2=NEW2 with OLD a default name (dimension names joined by '_', README: Table names)", NULL, 0, 0},
     {"block_rows", "rows a partition block holds at least (blocks of tiny chunks grow; 1: a block per chunk)", "65536", 0,
      0},
-    {"nan_fill", "NaN cells of a float variable whose fill value is NaN: 'null' (SQL NULL) or 'nan' (NaN, as xarray holds them)",
+    {"nan_fill",
+     "NaN cells: 'null' (NULL in a float variable whose fill value is NaN), 'nan' (NaN, as xarray holds them) or "
+     "'all' (every NaN is NULL, as xarray-sql takes a Dataset's NaN)",
      "null", 0, 0}};
 
 static const struct ql_item_info items[] = {
@@ -48,13 +52,9 @@ static int open_dataset(const struct ql_options *options, const struct ql_sessio
   }
   int64_t block_rows;
   QL_RETURN_NOT_OK(zr_parse_block_rows(ql_options_get(options, "block_rows", NULL), what, &block_rows, error));
-  const char *nan_fill = ql_options_get(options, "nan_fill", NULL);
-  int32_t fill = ZR_NAN_FILL_NULL;
-  if (nan_fill && strcmp(nan_fill, "nan") == 0) {
-    fill = ZR_NAN_FILL_NAN;
-  } else if (nan_fill && strcmp(nan_fill, "null") != 0) {
-    return ql_error_set(error, QL_EINVAL, "%s: option 'nan_fill' must be 'null' or 'nan' (got '%s')", what, nan_fill);
-  }
+  int32_t fill;
+  QL_RETURN_NOT_OK(zr_parse_nan_fill(ql_options_get(options, "nan_fill", NULL), what, ZR_NAN_FILL_NULL,
+                                     ZR_NAN_FILL_NULL, 1, "'null', 'nan' or 'all'", &fill, error));
   return zr_dataset_open(env->object_stores, path, ql_options_get(options, "tables", NULL), block_rows, fill, out,
                          error);
 }

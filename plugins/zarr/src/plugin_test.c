@@ -46,6 +46,18 @@ static void build_store(const struct ql_object_store *s) {
   put_text(s, "t.zarr/w/.zattrs", "{\"_ARRAY_DIMENSIONS\":[\"lat\"]}");
   double w[3] = {0.5, NAN, 1.5};
   put(s, "t.zarr/w/0", w, sizeof(w));
+  /* n.zarr: u(x) float64 with NaN and no fill value */
+  put_text(s, "n.zarr/.zgroup", "{\"zarr_format\":2}");
+  put_text(s, "n.zarr/x/.zarray",
+           "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":\"<i8\",\"fill_value\":null,\"compressor\":null}");
+  put_text(s, "n.zarr/x/.zattrs", "{\"_ARRAY_DIMENSIONS\":[\"x\"]}");
+  int64_t x[3] = {1, 2, 3};
+  put(s, "n.zarr/x/0", x, sizeof(x));
+  put_text(s, "n.zarr/u/.zarray",
+           "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":\"<f8\",\"fill_value\":null,\"compressor\":null}");
+  put_text(s, "n.zarr/u/.zattrs", "{\"_ARRAY_DIMENSIONS\":[\"x\"]}");
+  double u[3] = {NAN, 2, 3};
+  put(s, "n.zarr/u/0", u, sizeof(u));
 }
 
 struct fixture {
@@ -426,14 +438,24 @@ static void take_nan_cells(const struct ArrowArray *a, void *ctx) {
 }
 
 /* Count the NULL and the NaN (valid) cells of float column `col` ("f" or
- * "g") of `table` opened with nan_fill `mode` (NULL: the default), every
- * partition; the valid cells' values go to vals (up to cap). */
-static int64_t nan_fill_scan(struct fixture *f, const char *table, const char *mode, int64_t col, int64_t *nulls,
-                             int64_t *nans, double *vals, int64_t cap) {
+ * "g") of `table` of the store at `path` opened with nan_fill `mode`
+ * (NULL: the default), every partition; the valid cells' values go to
+ * vals (up to cap). */
+static int64_t nan_fill_scan(struct fixture *f, const char *path, const char *table, const char *mode, int64_t col,
+                             int64_t *nulls, int64_t *nans, double *vals, int64_t cap) {
   struct ql_error err = {0};
-  const char *keys[4] = {"path", "block_rows", "table", "nan_fill"};
-  const char *values[4] = {"memory:///t.zarr", "1", table, mode};
-  struct ql_options opts = {mode ? 4 : 3, keys, values};
+  const char *keys[4] = {"path", "block_rows"};
+  const char *values[4] = {path, "1"};
+  int32_t n = 2;
+  if (table) {
+    keys[n] = "table";
+    values[n++] = table;
+  }
+  if (mode) {
+    keys[n] = "nan_fill";
+    values[n++] = mode;
+  }
+  struct ql_options opts = {n, keys, values};
   QL_CHECK_OK(f->plugin.table_provider_open(&f->plugin, "table", &opts, ql_ref_host_session(f->host), &f->tp, &err),
               err);
   struct ql_scan_args args = {sizeof(struct ql_scan_args), -1, NULL, {NULL, 0, 0, NULL}, -1};
@@ -459,25 +481,34 @@ static void test_nan_fill(struct fixture *f) {
   int64_t nulls, nans;
   double vals[16];
   /* lat: lat, w = 0.5, NaN, 1.5 */
-  QL_CHECK_INT(nan_fill_scan(f, "lat", NULL, 1, &nulls, &nans, vals, 16), 2);
+  QL_CHECK_INT(nan_fill_scan(f, "memory:///t.zarr", "lat", NULL, 1, &nulls, &nans, vals, 16), 2);
   QL_CHECK_INT(nulls, 1);
   QL_CHECK_INT(nans, 0);
-  QL_CHECK_INT(nan_fill_scan(f, "lat", "null", 1, &nulls, &nans, vals, 16), 2);
+  QL_CHECK_INT(nan_fill_scan(f, "memory:///t.zarr", "lat", "null", 1, &nulls, &nans, vals, 16), 2);
   QL_CHECK_INT(nulls, 1);
-  QL_CHECK_INT(nan_fill_scan(f, "lat", "nan", 1, &nulls, &nans, vals, 16), 3);
+  QL_CHECK_INT(nan_fill_scan(f, "memory:///t.zarr", "lat", "nan", 1, &nulls, &nans, vals, 16), 3);
   QL_CHECK_INT(nulls, 0);
   QL_CHECK_INT(nans, 1);
   QL_CHECK(vals[0] == 0.5 && isnan(vals[1]) && vals[2] == 1.5);
   /* time_lat: v's masked cells (v[1][1] = -1 and the unwritten chunk's two: 3 of 12) stay NULL */
-  QL_CHECK_INT(nan_fill_scan(f, "time_lat", "nan", 2, &nulls, &nans, vals, 16), 9);
+  QL_CHECK_INT(nan_fill_scan(f, "memory:///t.zarr", "time_lat", "nan", 2, &nulls, &nans, vals, 16), 9);
   QL_CHECK_INT(nulls, 3);
   QL_CHECK_INT(nans, 0);
+  /* nan_fill=all: every NaN is NULL, here u's, whose fill value is null (the default keeps it NaN) */
+  QL_CHECK_INT(nan_fill_scan(f, "memory:///t.zarr", "lat", "all", 1, &nulls, &nans, vals, 16), 2);
+  QL_CHECK_INT(nulls, 1);
+  QL_CHECK_INT(nan_fill_scan(f, "memory:///n.zarr", NULL, NULL, 1, &nulls, &nans, vals, 16), 3);
+  QL_CHECK_INT(nans, 1);
+  QL_CHECK_INT(nan_fill_scan(f, "memory:///n.zarr", NULL, "all", 1, &nulls, &nans, vals, 16), 2);
+  QL_CHECK_INT(nulls, 1);
+  QL_CHECK_INT(nans, 0);
+  QL_CHECK(vals[0] == 2.0 && vals[1] == 3.0);
   struct ql_error err = {0};
   const char *keys[2] = {"path", "nan_fill"}, *values[2] = {"memory:///t.zarr", "NaN"};
   struct ql_options opts = {2, keys, values};
   QL_CHECK_INT(f->plugin.table_provider_open(&f->plugin, "table", &opts, ql_ref_host_session(f->host), &f->tp, &err),
                QL_EINVAL);
-  QL_CHECK(strstr(ql_error_message(&err), "option 'nan_fill' must be 'null' or 'nan' (got 'NaN')") != NULL);
+  QL_CHECK(strstr(ql_error_message(&err), "option 'nan_fill' must be 'null', 'nan' or 'all' (got 'NaN')") != NULL);
   struct ql_schema_provider sp;
   QL_CHECK_INT(f->plugin.schema_provider_open(&f->plugin, "store", &opts, ql_ref_host_session(f->host), &sp, &err),
                QL_EINVAL);

@@ -156,6 +156,22 @@ int zr_parse_block_rows(const char *text, const char *what, int64_t *out, struct
   return QL_OK;
 }
 
+int zr_parse_nan_fill(const char *text, const char *what, int32_t dflt, int32_t null_is, int allow_all,
+                      const char *accepted, int32_t *out, struct ql_error *error) {
+  *out = dflt;
+  if (!text) return QL_OK;
+  if (strcmp(text, "null") == 0) {
+    *out = null_is;
+  } else if (strcmp(text, "nan") == 0) {
+    *out = ZR_NAN_FILL_NAN;
+  } else if (allow_all && strcmp(text, "all") == 0) {
+    *out = ZR_NAN_FILL_ALL;
+  } else {
+    return ql_error_set(error, QL_EINVAL, "%s: option 'nan_fill' must be %s (got '%s')", what, accepted, text);
+  }
+  return QL_OK;
+}
+
 /* ---------------------------------------------- items these plugins lack */
 
 static int not_found(const struct ql_plugin *self, const char *kind, const char *name, struct ql_error *error) {

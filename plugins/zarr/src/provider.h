@@ -28,6 +28,13 @@ int64_t zr_target_partitions(const struct ql_session *session);
  * integer up to ZR_MAX_BLOCK_ROWS, else QL_EINVAL naming `what`. */
 int zr_parse_block_rows(const char *text, const char *what, int64_t *out, struct ql_error *error);
 
+/* The `nan_fill` option (enum zr_nan_fill; model.h): `text` NULL gives
+ * `dflt`; "null" gives `null_is`, "nan" ZR_NAN_FILL_NAN, "all"
+ * ZR_NAN_FILL_ALL when `allow_all`; anything else is QL_EINVAL naming
+ * `what` and the values `accepted` lists. */
+int zr_parse_nan_fill(const char *text, const char *what, int32_t dflt, int32_t null_is, int allow_all,
+                      const char *accepted, int32_t *out, struct ql_error *error);
+
 /* qlink_plugin_init of a plugin that offers table and schema providers
  * only. `own` holds the plugin's own members: name, version, description,
  * n_items, items, table_provider_open, schema_provider_open and
