@@ -159,18 +159,6 @@ def cftime_text(text: str | None) -> str | None:
     return out + (f".{frac.ljust(6, '0')}" if frac and int(frac) else "")
 
 
-def _is_missing(value) -> bool:
-    """None, NaN, pandas' NA and NaT: what pandas and xarray take for a
-    missing value in an object array."""
-    if value is None or (isinstance(value, float) and value != value):
-        return True
-    try:
-        import pandas as pd
-    except ImportError:  # pragma: no cover - pandas comes with xarray
-        return False
-    return value is pd.NA or value is pd.NaT
-
-
 # A missing cell of a UTF-32 buffer: a first code unit above U+10FFFF,
 # which no str holds (the plugin's null_cell; qlink_ndarray.h).
 _NO_CODE_POINT = 0xFFFFFFFF
@@ -209,9 +197,11 @@ def _object_to_buffer(name: str, values: np.ndarray) -> tuple[np.ndarray, dict, 
     text (their calendar in the column's metadata), str as UTF-32, bytes
     as bytes; with the null cell that marks its missing values (None, NaN,
     pandas' NA: SQL NULL), or None when it has none."""
+    import pandas as pd
+
     extra: dict = {}
+    missing = np.asarray(pd.isna(values.reshape(-1)), dtype=bool)  # None, NaN, pandas' NA and NaT
     flat = values.reshape(-1).tolist()
-    missing = np.fromiter((_is_missing(v) for v in flat), dtype=bool, count=len(flat))
     if _is_cftime_array(values):
         import cftime
 
