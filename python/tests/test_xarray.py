@@ -195,7 +195,8 @@ def test_session_register_dataset(air):
     mixed = air.assign(elev=(("lat", "lon"), np.arange(20.0).reshape(4, 5)))
     s.register_dataset("era5", mixed, table_names={("lat", "lon"): "static"})
     assert s.sql("SELECT sum(elev) AS e FROM era5.static").column("e").to_pylist() == [190.0]
-    assert s.sql("SELECT count(air) AS n FROM era5.time_lat_lon").column("n").to_pylist() == [160]
+    # air[2, 1, 3] is NaN, served as NULL as xarray-sql serves it
+    assert s.sql("SELECT count(air) AS n FROM era5.time_lat_lon").column("n").to_pylist() == [159]
 
 
 def test_the_plugin_ships_with_the_package():
