@@ -528,22 +528,44 @@ _by_connection: "weakref.WeakKeyDictionary[Any, dict[str, list[int]]]" = weakref
 _by_connection_id: dict[int, dict[str, list[int]]] = {}
 
 
-def _remember(con, name: str, ids: list[int], route: str = "ndarray") -> None:
+def _remember(con, name: str, ids: list[int], route: str = "ndarray", objects=()) -> None:
     try:
         table = _by_connection.setdefault(con, {})
     except TypeError:  # not weak-referenceable: kept until unregister() or exit
         table = _by_connection_id.setdefault(id(con), {})
     for old in table.pop(name, []):
         unregister_dataset(old)
-    table[name] = _Ids(ids, route)
+    table[name] = _Ids(ids, route, objects)
 
 
 class _Ids(list):
-    """A name's registration ids, and the route that serves it."""
+    """A name's registration ids, the route that serves it and the catalogue
+    objects (views, tables, an attached database) its registration made."""
 
-    def __init__(self, ids, route: str):
+    def __init__(self, ids, route: str, objects=()):
         super().__init__(ids)
         self.route = route
+        self.objects = tuple(objects)
+
+
+def _objects_of(con, name: str) -> tuple:
+    try:
+        table = _by_connection.get(con, {})
+    except TypeError:
+        table = _by_connection_id.get(id(con), {})
+    return getattr(table.get(name), "objects", ())
+
+
+def _drop_stale(con, kind: str, old, new) -> None:
+    """Drop what an earlier registration of a name made that this one did
+    not make again (a single table replaced by dimension groups, or the
+    reverse, or a group the new Dataset lacks): left in place, DuckDB's
+    views would fail on the unregistered id and SQLite's virtual tables
+    would go on serving the replaced Dataset."""
+    stale = [o for o in old if o not in set(new)]
+    run = (lambda sql: con.execute(sql)) if kind == "duckdb" else (lambda sql: _sqlite_exec(con, sql))
+    for what, ident in [o for o in stale if o[0] != "attach"] + [o for o in stale if o[0] == "attach"]:
+        run({"view": "DROP VIEW IF EXISTS ", "table": "DROP TABLE IF EXISTS ", "attach": "DETACH "}[what] + ident)
 
 
 def route_of(connection, name: str) -> str | None:
@@ -589,7 +611,8 @@ def _register_duckdb(con, name, parts, sources):
     _duckdb_prepare(con, [src.plugin for src in sources])
     if parts[0][0] is None:
         con.execute(f"CREATE OR REPLACE TEMP VIEW {_quote(name)} AS SELECT * FROM qlink_scan({_sql_text(sources[0].spec())})")
-        return
+        return [("view", f"temp.main.{_quote(name)}")]
+    made = [("view", f"temp.main.{_quote(name + '_' + group)}") for group, _ in parts]
     in_memory = all(row[2] in (None, "") for row in con.execute("PRAGMA database_list").fetchall())
     for (group, _), src in zip(parts, sources):
         scan = f"SELECT * FROM qlink_scan({_sql_text(src.spec())})"
@@ -598,7 +621,7 @@ def _register_duckdb(con, name, parts, sources):
         warnings.warn(f"registered the dimension groups of {name!r} as the temporary views {name}_<group> only: "
                       f"this is a file-backed connection, where views {name}.<group> would persist after the "
                       "registration they read is gone", RuntimeWarning, stacklevel=3)
-        return
+        return made
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {_quote(name)}")
     real = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = ? "
                                           "AND NOT internal", [name]).fetchall()}
@@ -606,10 +629,12 @@ def _register_duckdb(con, name, parts, sources):
     if clash:
         warnings.warn(f"the {name!r} schema already has real tables named {sorted(clash)}: not replaced by views; "
                       f"query {name}_<group> instead", RuntimeWarning, stacklevel=3)
-        return
+        return made
     for (group, _), src in zip(parts, sources):
         con.execute(f"CREATE OR REPLACE VIEW {_quote(name)}.{_quote(group)} AS "
                     f"SELECT * FROM qlink_scan({_sql_text(src.spec())})")
+        made.append(("view", f"{_quote(name)}.{_quote(group)}"))
+    return made
 
 
 def _sqlite_exec(con, sql: str, args=()):
@@ -635,13 +660,19 @@ def _register_sqlite(con, name, parts, sources):
     if parts[0][0] is None:
         _sqlite_exec(con, f"DROP TABLE IF EXISTS temp.{_quote(name)}")
         _sqlite_exec(con, f"CREATE VIRTUAL TABLE temp.{_quote(name)} USING qlink({_sql_text(sources[0].spec())})")
-        return
+        return [("table", f"temp.{_quote(name)}")]
+    made = []
     attached = {row[1] for row in _sqlite_exec(con, "PRAGMA database_list")}
     if name not in attached:
         _sqlite_exec(con, f"ATTACH ':memory:' AS {_quote(name)}")
+        made.append(("attach", _quote(name)))
+    elif ("attach", _quote(name)) in _objects_of(con, name):
+        made.append(("attach", _quote(name)))  # ours, from the registration this one replaces
     for (group, _), src in zip(parts, sources):
         _sqlite_exec(con, f"DROP TABLE IF EXISTS {_quote(name)}.{_quote(group)}")
         _sqlite_exec(con, f"CREATE VIRTUAL TABLE {_quote(name)}.{_quote(group)} USING qlink({_sql_text(src.spec())})")
+        made.append(("table", f"{_quote(name)}.{_quote(group)}"))
+    return made
 
 
 def _register_datafusion(ctx, name, parts, sources):
@@ -974,13 +1005,15 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
                                 plugin=plugin_file) for group, part in parts]
         sources = [_ndarray_source(plugin_file, rid, nan_fill) for rid in ids]
     try:
-        {"duckdb": _register_duckdb, "sqlite": _register_sqlite, "datafusion": _register_datafusion}[kind](
-            connection, name, parts, sources)
+        made = {"duckdb": _register_duckdb, "sqlite": _register_sqlite, "datafusion": _register_datafusion}[kind](
+            connection, name, parts, sources) or []
+        if kind in ("duckdb", "sqlite"):
+            _drop_stale(connection, kind, _objects_of(connection, name), made)
     except BaseException:
         for rid in ids:
             unregister_dataset(rid, plugin_file)
         raise
-    _remember(connection, name, ids, "zarr" if zarr else "ndarray")
+    _remember(connection, name, ids, "zarr" if zarr else "ndarray", made)
     templates = _templates_of(connection)
     if templates is not None:
         if parts[0][0] is None:

@@ -334,6 +334,33 @@ def test_release_after_unregister(engine, air):
     assert xql.live_datasets() == before
 
 
+def test_registering_again_drops_the_tables_it_no_longer_makes(engine):
+    """A name registered again with other dimension groups (one table
+    replaced by groups, groups by one table, a group the new Dataset lacks)
+    leaves none of the old tables: a stale one would serve the replaced
+    Dataset (SQLite's virtual table holds its provider) or fail on its
+    unregistered id (DuckDB's view)."""
+    before = xql.live_datasets()
+    xql.register(engine.con, "t", xr.Dataset({"w": ("y", np.arange(3))}))
+    xql.register(engine.con, "t", xr.Dataset({"a": ("x", [1.0]), "b": ("y", [2.0, 3.0])}))
+    assert engine.rows("SELECT a FROM t.x") == [(1.0,)]
+    gone = "does not exist|no such table"
+    with pytest.raises(Exception, match=gone):
+        engine.rows("SELECT * FROM t")
+    xql.register(engine.con, "t", xr.Dataset({"a": ("x", [4.0]), "c": ("z", [5.0])}))
+    assert engine.rows("SELECT a FROM t.x") == [(4.0,)]
+    with pytest.raises(Exception, match=gone):
+        engine.rows("SELECT * FROM t.y")
+    xql.register(engine.con, "t", xr.Dataset({"z": ("x", [9.0])}))
+    assert engine.rows("SELECT * FROM t") == [(0, 9.0)]
+    with pytest.raises(Exception, match=gone):
+        engine.rows("SELECT * FROM t.x")
+    if engine.kind == "duckdb":
+        with pytest.raises(Exception, match=gone):
+            engine.rows("SELECT * FROM t_x")
+    assert xql.live_datasets() == before + 1  # the replaced registrations are all released
+
+
 def test_gil_is_free_while_scanning_memory(engine, tmp_path):
     """An in-memory scan runs with no Python in it: it finishes while this
     thread holds the GIL (a libc sleep through ctypes.PyDLL keeps it),
