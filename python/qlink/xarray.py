@@ -224,7 +224,10 @@ def _object_to_buffer(name: str, values: np.ndarray) -> tuple[np.ndarray, dict, 
         return raw, extra, null_cell
     raise TypeError(
         f"variable {name!r} holds Python objects of types {sorted(k.__name__ for k in kinds)}; "
-        "qlink.xarray serves numbers, bools, datetime64/timedelta64, strings, bytes and cftime dates"
+        "qlink.xarray serves numbers, bools, datetime64 and timedelta64 as numpy dtypes, and object "
+        "arrays of strings, bytes or cftime dates only (an object array of numbers or bools, as "
+        "from_dataframe leaves a column with missing values, needs a numpy dtype first, e.g. "
+        "ds[name].astype(float))"
     )
 
 
@@ -407,14 +410,23 @@ _release = _release_fn(_owners, _owners_lock)
 ctypes.pythonapi.Py_IncRef(ctypes.py_object(_release))
 
 
+def _check_dataset(ds) -> None:
+    import xarray as xr
+
+    if isinstance(ds, xr.DataArray):
+        raise TypeError("expected an xarray.Dataset, got a DataArray: pass da.to_dataset() "
+                        "(da.to_dataset(name=...) when it has no name)")
+    if not isinstance(ds, xr.Dataset):
+        raise TypeError(f"expected an xarray.Dataset, got {type(ds).__name__}")
+
+
 def register_dataset(ds, *, name: str = "dataset", chunks: Chunks = None, plugin: str | None = None) -> int:
     """Register every variable of ``ds`` with qlink_ndarray; returns the id
     that ``qlink_ndarray/dataset?id=N`` names. The arrays stay referenced
     until :func:`unregister_dataset` and the last query using them ends."""
     import xarray as xr
 
-    if not isinstance(ds, xr.Dataset):
-        raise TypeError(f"expected an xarray.Dataset, got {type(ds).__name__}")
+    _check_dataset(ds)
     lib = _ndarray.library(plugin)
     reg = _Registration()
     for vname, var in ds.variables.items():
@@ -981,6 +993,7 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
     if unknown:
         raise TypeError(f"register() got unexpected keyword arguments {sorted(unknown)}")
     _nan_options(nan_fill, zarr=False)  # a bad value fails before anything is registered
+    _check_dataset(ds)
     kind = _kind(connection)
     plugin_file = _ndarray.library(plugin).path
     store = None

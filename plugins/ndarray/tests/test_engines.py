@@ -282,6 +282,11 @@ def test_registration_errors(engine):
     mixed = xr.Dataset({"o": ("i", np.array([1, "a"], dtype=object))})
     with pytest.raises(TypeError, match="variable 'o' holds Python objects of types"):
         xql.register(engine.con, "o", mixed)
+    flags = xr.Dataset({"f": ("i", np.array([True, np.nan], dtype=object))})  # from_dataframe's bools
+    with pytest.raises(TypeError, match=r"types \['bool'\]; .* as numpy dtypes, .* needs a numpy dtype first"):
+        xql.register(engine.con, "f", flags)
+    with pytest.raises(TypeError, match="got a DataArray: pass da.to_dataset()"):
+        xql.register(engine.con, "da", xr.DataArray([1.0, 2.0], dims="i", name="v"))
     with pytest.raises(TypeError, match="No xarray-sql engine adapter for connection of type builtins.object"):
         xql.register(object(), "x", xr.Dataset())
     with pytest.raises(ValueError, match=r"chunks\['i'\] must be a positive integer"):
