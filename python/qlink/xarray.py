@@ -58,6 +58,7 @@ from __future__ import annotations
 import ctypes
 import importlib
 import itertools
+import math
 import json
 import os
 import threading
@@ -245,7 +246,19 @@ def _attrs_json(name: str, attrs: Mapping, extra: Mapping) -> bytes | None:
         out[str(k)] = v
     if not out:
         return None
-    return json.dumps(out, allow_nan=True).replace("NaN", '"NaN"').replace("Infinity", '"Infinity"').encode()
+    return json.dumps(_finite_json(out)).encode()
+
+
+def _finite_json(v):
+    """``v`` with its non-finite floats as the strings "NaN", "Infinity" and
+    "-Infinity" (JSON has no such numbers), text left as it is."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return "NaN" if v != v else ("Infinity" if v > 0 else "-Infinity")
+    if isinstance(v, dict):
+        return {k: _finite_json(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite_json(x) for x in v]
+    return v
 
 
 def _native_dtype(dtype: np.dtype) -> np.dtype:

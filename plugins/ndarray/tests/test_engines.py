@@ -339,6 +339,21 @@ def test_release_after_unregister(engine, air):
     assert xql.live_datasets() == before
 
 
+def test_attributes_with_nan_text_and_infinities(engine):
+    """Attribute text that says NaN or Infinity stays text, and non-finite
+    numbers (a NaN _FillValue, valid_min = -inf) become JSON strings: both
+    once broke the attributes' JSON and with it the registration."""
+    attrs = {"note": "a _FillValue of NaN; Infinity too", "valid_min": -np.inf, "valid_max": np.inf,
+             "fill": np.float32("nan"), "range": np.array([-np.inf, 0.0, np.nan])}
+    xql.register(engine.con, "a", xr.Dataset({"v": ("i", [1.0, np.nan], attrs)}))
+    assert engine.rows("SELECT count(*), count(v) FROM a") == [(2, 1)]
+    import json
+
+    assert json.loads(xql._attrs_json("v", attrs, {})) == {
+        "note": "a _FillValue of NaN; Infinity too", "valid_min": "-Infinity", "valid_max": "Infinity",
+        "fill": "NaN", "range": ["-Infinity", 0.0, "NaN"]}
+
+
 def test_registering_again_drops_the_tables_it_no_longer_makes(engine):
     """A name registered again with other dimension groups (one table
     replaced by groups, groups by one table, a group the new Dataset lacks)
