@@ -58,8 +58,8 @@ from __future__ import annotations
 import ctypes
 import importlib
 import itertools
-import math
 import json
+import math
 import os
 import threading
 import warnings
@@ -437,8 +437,6 @@ def register_dataset(ds, *, name: str = "dataset", chunks: Chunks = None, plugin
     """Register every variable of ``ds`` with qlink_ndarray; returns the id
     that ``qlink_ndarray/dataset?id=N`` names. The arrays stay referenced
     until :func:`unregister_dataset` and the last query using them ends."""
-    import xarray as xr
-
     _check_dataset(ds)
     lib = _ndarray.library(plugin)
     reg = _Registration()
@@ -573,12 +571,16 @@ class _Ids(list):
         self.objects = tuple(objects)
 
 
-def _objects_of(con, name: str) -> tuple:
+def _names_of(con) -> dict:
+    """The names registered on ``con`` (empty if none)."""
     try:
-        table = _by_connection.get(con, {})
-    except TypeError:
-        table = _by_connection_id.get(id(con), {})
-    return getattr(table.get(name), "objects", ())
+        return _by_connection.get(con, {})
+    except TypeError:  # not weak-referenceable
+        return _by_connection_id.get(id(con), {})
+
+
+def _objects_of(con, name: str) -> tuple:
+    return getattr(_names_of(con).get(name), "objects", ())
 
 
 def _drop_stale(con, kind: str, old, new) -> None:
@@ -587,7 +589,8 @@ def _drop_stale(con, kind: str, old, new) -> None:
     reverse, or a group the new Dataset lacks): left in place, DuckDB's
     views would fail on the unregistered id and SQLite's virtual tables
     would go on serving the replaced Dataset."""
-    stale = [o for o in old if o not in set(new)]
+    kept = set(new)
+    stale = [o for o in old if o not in kept]
     run = (lambda sql: con.execute(sql)) if kind == "duckdb" else (lambda sql: _sqlite_exec(con, sql))
     for what, ident in [o for o in stale if o[0] != "attach"] + [o for o in stale if o[0] == "attach"]:
         run({"view": "DROP VIEW IF EXISTS ", "table": "DROP TABLE IF EXISTS ", "attach": "DETACH "}[what] + ident)
@@ -596,20 +599,12 @@ def _drop_stale(con, kind: str, old, new) -> None:
 def route_of(connection, name: str) -> str | None:
     """``"zarr"`` or ``"ndarray"``: the route :func:`register` took for
     ``name`` on ``connection``; None if it registered no such name."""
-    try:
-        table = _by_connection.get(connection, {})
-    except TypeError:
-        table = _by_connection_id.get(id(connection), {})
-    ids = table.get(name)
+    ids = _names_of(connection).get(name)
     return getattr(ids, "route", None) if ids is not None else None
 
 
 def _forget(con, name: str) -> list[int]:
-    try:
-        table = _by_connection.get(con, {})
-    except TypeError:
-        table = _by_connection_id.get(id(con), {})
-    return table.pop(name, [])
+    return _names_of(con).pop(name, [])
 
 
 def _duckdb_prepare(con, plugins) -> None:
