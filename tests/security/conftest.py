@@ -81,11 +81,3 @@ def marker(tmp_path) -> Marker:
     """A fresh marker library in ``tmp_path/outside`` (no allowed directory)."""
     return build_marker(tmp_path / "outside")
 
-
-def test_marker_fires_when_loaded(marker):
-    """The marker itself works: loading it writes this process's pid."""
-    import ctypes
-
-    assert not marker.ran()
-    ctypes.CDLL(str(marker.path))
-    assert marker.pids() == [os.getpid()]
