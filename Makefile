@@ -13,7 +13,7 @@ PY := $(CURDIR)/.venv/bin/python
 CARGO_WS := --release --locked --workspace --exclude qlink-python
 
 .PHONY: all setup build build-release build-asan build-fuzz build-cli run test test-c test-valgrind \
-        test-fuzz test-rust test-python test-sqlite require-duckdb test-duckdb test-xarray test-engines bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-distributed bench-fold bench-ffi compat-xarray-sql bench-xarray clean
+        test-fuzz test-rust test-python test-sqlite require-duckdb test-duckdb test-xarray test-engines test-security bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-distributed bench-fold bench-ffi compat-xarray-sql bench-xarray clean
 
 all: build
 
@@ -57,7 +57,7 @@ run: build
 
 # ---- tests
 test: setup
-	$(MAKE) test-c test-valgrind test-fuzz test-sqlite test-rust test-python test-duckdb test-xarray test-engines
+	$(MAKE) test-c test-valgrind test-fuzz test-sqlite test-rust test-python test-duckdb test-xarray test-engines test-security
 	@echo "make test: all suites passed"
 
 # Every C test under ASan + UBSan.
@@ -178,3 +178,8 @@ compat-xarray-sql: build-release
 
 clean:
 	rm -rf $(BUILD)
+
+# The security suite (tests/security): every gate between text and native
+# code or a file, attacked, with a marker library proving no outside code ran.
+test-security: require-duckdb build-cli
+	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release QLINK_CLI=$(QLINK_CLI) QLINK_WORKER=$(QLINK_WORKER) $(PY) -m pytest -q tests/security
