@@ -221,12 +221,27 @@ static void test_scan_with_filters(struct fixture *f) {
   QL_CHECK_INT(st.columns[1].max.value.i64, 946857600000000000LL);
   st.release(&st);
   QL_CHECK_INT(plan.get_statistics(&plan, 2, &st, &err), QL_EINVAL);
+  /* asked again, each answer is the same, served from the plan's cache */
+  for (int rep = 0; rep < 3; rep++) {
+    QL_CHECK_OK(plan.get_statistics(&plan, -1, &st, &err), err);
+    QL_CHECK_INT(st.num_rows, 4);
+    QL_CHECK_INT(st.columns[1].min.value.i64, 946771200000000000LL);
+    st.release(&st);
+    QL_CHECK_OK(plan.get_statistics(&plan, 1, &st, &err), err);
+    QL_CHECK_INT(st.num_rows, 2);
+    QL_CHECK_INT(st.columns[1].max.value.i64, 946857600000000000LL);
+    st.release(&st);
+  }
   struct ql_metrics m;
   QL_CHECK_OK(plan.get_metrics(&plan, &m, &err), err);
   QL_CHECK_STR(m.items[0].name, "output_rows");
   QL_CHECK_INT(m.items[0].value, 4);
   QL_CHECK_STR(m.items[1].name, "chunks_read");
   QL_CHECK_INT(m.items[1].value, 4);
+  /* three partition arguments (-1, 0, 1) computed once each, whatever the asks */
+  QL_CHECK_INT(m.count, 9);
+  QL_CHECK_STR(m.items[8].name, "statistics_computed");
+  QL_CHECK_INT(m.items[8].value, 3);
   m.release(&m);
   /* a copy without children; children are refused */
   struct ql_execution_plan copy;

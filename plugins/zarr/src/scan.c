@@ -61,6 +61,15 @@ struct zr_scan {
   pthread_mutex_t pool_lock;
   int32_t n_pool;
   struct zr_block *pool[ZR_POOL_SIZE];
+  /* Statistics, computed once per partition argument and kept (a plan's
+   * statistics never change, and an optimizer asks for them again and
+   * again): slot 0 is the whole scan (-1), slot p + 1 partition p. Under
+   * stats_lock; stats_computed counts the computations (a metric). */
+  pthread_mutex_t stats_lock;
+  struct zr_stats_acc *stats_acc; /* n_parts + 1 slots, allocated on first use */
+  uint8_t *stats_done;
+  int64_t stats_limit_rows; /* slot 0 under a limit: the sum of each partition's capped rows */
+  atomic_llong stats_computed;
 };
 
 static int64_t now_ns(void) {
@@ -81,6 +90,9 @@ static void scan_unref(struct zr_scan *s) {
     free(s->pool[i]);
   }
   pthread_mutex_destroy(&s->pool_lock);
+  pthread_mutex_destroy(&s->stats_lock);
+  free(s->stats_acc);
+  free(s->stats_done);
   zr_selection_free(&s->sel);
   for (int32_t k = 0; k < ZR_MAX_DIMS; k++) free(s->kept[k]);
   free(s->part_first);
@@ -917,27 +929,67 @@ static void partition_acc(const struct zr_scan *s, int64_t p, struct zr_stats_ac
   add_kept_run(s, 0, klo, khi, s->part_first[p], s->part_first[p + 1], acc);
 }
 
+/* The accumulated statistics of `partition` (-1: the whole scan) and, for
+ * the whole scan under a limit, the sum of each partition's capped rows:
+ * computed on the first request, then copied from the scan's cache. */
+static int scan_stats_acc(struct zr_scan *s, int64_t partition, struct zr_stats_acc *acc, int64_t *limit_rows,
+                          struct ql_error *error) {
+  int64_t slots = (s->n_parts > 0 ? s->n_parts : 1) + 1;
+  int64_t slot = partition + 1;
+  int rc = QL_OK;
+  pthread_mutex_lock(&s->stats_lock);
+  if (!s->stats_acc) {
+    s->stats_acc = calloc((size_t)slots, sizeof(*s->stats_acc));
+    s->stats_done = calloc((size_t)slots, 1);
+    if (!s->stats_acc || !s->stats_done) {
+      free(s->stats_acc);
+      free(s->stats_done);
+      s->stats_acc = NULL;
+      s->stats_done = NULL;
+      rc = ql_error_set(error, QL_ENOMEM, "%s: out of memory for the statistics of %lld partitions",
+                        s->ds->plan_name, (long long)(slots - 1));
+    }
+  }
+  if (rc == QL_OK && !s->stats_done[slot]) {
+    struct zr_stats_acc *dst = &s->stats_acc[slot];
+    if (partition >= 0) {
+      partition_acc(s, partition, dst);
+    } else {
+      zr_stats_whole(s->ds, scan_table(s), &s->sel, dst);
+      int64_t rows = 0;
+      struct zr_stats_acc part;
+      for (int64_t i = 0; s->limit >= 0 && i < s->n_parts; i++) {
+        partition_acc(s, i, &part);
+        rows += part.rows < s->limit ? part.rows : s->limit;
+      }
+      s->stats_limit_rows = rows;
+    }
+    s->stats_done[slot] = 1;
+    atomic_fetch_add(&s->stats_computed, 1);
+  }
+  if (rc == QL_OK) {
+    *acc = s->stats_acc[slot];
+    *limit_rows = s->stats_limit_rows;
+  }
+  pthread_mutex_unlock(&s->stats_lock);
+  return rc;
+}
+
 static int plan_get_statistics(const struct ql_execution_plan *self, int64_t partition, struct ql_statistics *out,
                                struct ql_error *error) {
-  const struct zr_scan *s = plan_scan(self);
+  struct zr_scan *s = plan_scan(self);
   const struct zr_table *t = scan_table(s);
   if (partition < -1 || partition >= (s->n_parts > 0 ? s->n_parts : 1)) {
     return ql_error_set(error, QL_EINVAL, "%s: no partition %lld", s->ds->plan_name, (long long)partition);
   }
   struct zr_stats_acc acc;
-  if (partition >= 0) {
-    partition_acc(s, partition, &acc);
-    return zr_stats_emit(s->ds, t, &acc, s->proj, s->n_proj, s->limit, out, error);
-  }
-  QL_RETURN_NOT_OK(zr_statistics(s->ds, t, &s->sel, s->proj, s->n_proj, -1, out, error));
+  int64_t limit_rows = 0;
+  QL_RETURN_NOT_OK(scan_stats_acc(s, partition, &acc, &limit_rows, error));
+  if (partition >= 0) return zr_stats_emit(s->ds, t, &acc, s->proj, s->n_proj, s->limit, out, error);
+  QL_RETURN_NOT_OK(zr_stats_emit(s->ds, t, &acc, s->proj, s->n_proj, -1, out, error));
   if (s->limit >= 0) {
     /* the limit applies per partition */
-    int64_t rows = 0;
-    for (int64_t i = 0; i < s->n_parts; i++) {
-      partition_acc(s, i, &acc);
-      rows += acc.rows < s->limit ? acc.rows : s->limit;
-    }
-    out->num_rows = rows;
+    out->num_rows = limit_rows;
     for (int64_t i = 0; i < out->n_columns; i++) {
       if (out->columns[i].min_max_precision == QL_PRECISION_EXACT) out->columns[i].min_max_precision = QL_PRECISION_INEXACT;
     }
@@ -954,7 +1006,7 @@ static void metrics_release(struct ql_metrics *m) {
 static int plan_get_metrics(const struct ql_execution_plan *self, struct ql_metrics *out, struct ql_error *error) {
   struct zr_scan *s = plan_scan(self);
   memset(out, 0, sizeof(*out));
-  enum { N_METRICS = 8 };
+  enum { N_METRICS = 9 };
   out->items = calloc(N_METRICS, sizeof(struct ql_metric));
   if (!out->items) return ql_error_set(error, QL_ENOMEM, "out of memory");
   struct ql_metric items[N_METRICS] = {
@@ -965,7 +1017,8 @@ static int plan_get_metrics(const struct ql_execution_plan *self, struct ql_metr
       {"blocks_read", QL_METRIC_COUNT, 0, -1, atomic_load(&s->blocks_read)},
       {"blocks", QL_METRIC_COUNT, 0, -1, s->n_blocks},
       {"blocks_pruned", QL_METRIC_COUNT, 0, -1, s->n_blocks - s->n_kept_blocks},
-      {"partitions", QL_METRIC_COUNT, 0, -1, s->n_parts}};
+      {"partitions", QL_METRIC_COUNT, 0, -1, s->n_parts},
+      {"statistics_computed", QL_METRIC_COUNT, 0, -1, atomic_load(&s->stats_computed)}};
   memcpy(out->items, items, sizeof(items));
   out->count = N_METRICS;
   out->release = metrics_release;
@@ -1130,6 +1183,7 @@ int zr_scan_plan_new(struct zr_dataset *ds, int32_t table, const struct ql_scan_
   if (!s) return ql_error_set(error, QL_ENOMEM, "out of memory");
   atomic_init(&s->refs, 1);
   pthread_mutex_init(&s->pool_lock, NULL);
+  pthread_mutex_init(&s->stats_lock, NULL);
   s->ds = zr_dataset_ref(ds);
   s->table = table;
   s->limit = -1;

@@ -59,6 +59,11 @@ int zr_stats_emit(const struct zr_dataset *ds, const struct zr_table *t, const s
                   const int32_t *proj, int32_t n_proj, int64_t limit, struct ql_statistics *out,
                   struct ql_error *error);
 
+/* The accumulated statistics of the whole table `t` restricted to `sel`
+ * (NULL: every row), for zr_stats_emit. */
+void zr_stats_whole(const struct zr_dataset *ds, const struct zr_table *t, const struct zr_selection *sel,
+                    struct zr_stats_acc *acc);
+
 /* Exact statistics of the whole table `t` restricted to `sel` (NULL: every
  * row), as zr_stats_emit. */
 int zr_statistics(const struct zr_dataset *ds, const struct zr_table *t, const struct zr_selection *sel,

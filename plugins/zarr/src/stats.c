@@ -181,14 +181,19 @@ int zr_stats_emit(const struct zr_dataset *ds, const struct zr_table *t, const s
   return QL_OK;
 }
 
+void zr_stats_whole(const struct zr_dataset *ds, const struct zr_table *t, const struct zr_selection *sel,
+                    struct zr_stats_acc *acc) {
+  memset(acc, 0, sizeof(*acc));
+  struct zr_dim_stats dims[ZR_MAX_DIMS];
+  memset(dims, 0, sizeof(dims));
+  for (int32_t k = 0; k < t->ndim; k++) zr_dim_stats_add(&dims[k], ds, t, sel, k, 0, ds->dims[t->dims[k]].size);
+  zr_stats_acc_merge(acc, t->ndim, dims);
+}
+
 int zr_statistics(const struct zr_dataset *ds, const struct zr_table *t, const struct zr_selection *sel,
                   const int32_t *proj, int32_t n_proj, int64_t limit, struct ql_statistics *out,
                   struct ql_error *error) {
   struct zr_stats_acc acc;
-  memset(&acc, 0, sizeof(acc));
-  struct zr_dim_stats dims[ZR_MAX_DIMS];
-  memset(dims, 0, sizeof(dims));
-  for (int32_t k = 0; k < t->ndim; k++) zr_dim_stats_add(&dims[k], ds, t, sel, k, 0, ds->dims[t->dims[k]].size);
-  zr_stats_acc_merge(&acc, t->ndim, dims);
+  zr_stats_whole(ds, t, sel, &acc);
   return zr_stats_emit(ds, t, &acc, proj, n_proj, limit, out, error);
 }
