@@ -63,10 +63,11 @@ struct zr_scan {
   struct zr_block *pool[ZR_POOL_SIZE];
   /* Statistics, computed once per partition argument and kept (a plan's
    * statistics never change, and an optimizer asks for them again and
-   * again): slot 0 is the whole scan (-1), slot p + 1 partition p. Under
-   * stats_lock; stats_computed counts the computations (a metric). */
+   * again): slot 0 is the whole scan (-1), slot p + 1 partition p, or one
+   * slot for a scan of one partition (its statistics are the whole scan's).
+   * Under stats_lock; stats_computed counts the computations (a metric). */
   pthread_mutex_t stats_lock;
-  struct zr_stats_acc *stats_acc; /* n_parts + 1 slots, allocated on first use */
+  struct zr_stats_acc *stats_acc; /* allocated on first use */
   uint8_t *stats_done;
   int64_t stats_limit_rows; /* slot 0 under a limit: the sum of each partition's capped rows */
   atomic_llong stats_computed;
@@ -934,8 +935,9 @@ static void partition_acc(const struct zr_scan *s, int64_t p, struct zr_stats_ac
  * computed on the first request, then copied from the scan's cache. */
 static int scan_stats_acc(struct zr_scan *s, int64_t partition, struct zr_stats_acc *acc, int64_t *limit_rows,
                           struct ql_error *error) {
-  int64_t slots = (s->n_parts > 0 ? s->n_parts : 1) + 1;
-  int64_t slot = partition + 1;
+  /* One partition: its statistics are the whole scan's, one computation. */
+  int64_t slots = s->n_parts > 1 ? s->n_parts + 1 : 1;
+  int64_t slot = s->n_parts > 1 ? partition + 1 : 0;
   int rc = QL_OK;
   pthread_mutex_lock(&s->stats_lock);
   if (!s->stats_acc) {
@@ -947,12 +949,12 @@ static int scan_stats_acc(struct zr_scan *s, int64_t partition, struct zr_stats_
       s->stats_acc = NULL;
       s->stats_done = NULL;
       rc = ql_error_set(error, QL_ENOMEM, "%s: out of memory for the statistics of %lld partitions",
-                        s->ds->plan_name, (long long)(slots - 1));
+                        s->ds->plan_name, (long long)s->n_parts);
     }
   }
   if (rc == QL_OK && !s->stats_done[slot]) {
     struct zr_stats_acc *dst = &s->stats_acc[slot];
-    if (partition >= 0) {
+    if (slot > 0) {
       partition_acc(s, partition, dst);
     } else {
       zr_stats_whole(s->ds, scan_table(s), &s->sel, dst);
