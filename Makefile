@@ -148,7 +148,8 @@ bench-distributed: build build-cli
 # Stock DataFusion vs the qlink_fold planner installed in the DataFusion host.
 bench-fold: setup
 	mkdir -p bench/results
-	cargo run $(CARGO_WS) --bin bench_fold -- --out bench/results/fold.json
+	cargo build $(CARGO_WS) --bin bench_fold
+	$(CARGO_TARGET_DIR)/release/bench_fold --out bench/results/fold.json
 	$(PY) bench/fold/plot.py bench/results/fold.json bench/results/fold.png
 
 # The SQLite host vs a native SQLite table (sum over 1 M rows) and a
