@@ -19,8 +19,9 @@ from pathlib import Path
 _ROOT = Path(__file__).resolve().parents[2]
 
 QL_ABI_VERSION_0_1 = (0 << 16) | 1
-ND_API_MAGIC = 0x4E444152
+ND_API_MAGIC = 0x3241444E  # the API with handles (qlink_ndarray.h)
 ND_MAX_DIMS = 32
+ND_HANDLE_HEX = 32
 
 LOAD_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(ctypes.c_int64),
                            ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
@@ -53,10 +54,10 @@ class NdApi(ctypes.Structure):
     _fields_ = [
         ("struct_size", ctypes.c_uint32),
         ("magic", ctypes.c_uint32),
-        ("register_dataset", ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.POINTER(NdVariable), ctypes.c_int32,
+        ("register_dataset", ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(NdVariable), ctypes.c_int32,
                                               ctypes.c_char_p, ctypes.c_void_p, RELEASE_FN, ctypes.c_char_p,
-                                              ctypes.c_size_t)),
-        ("unregister_dataset", ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64)),
+                                              ctypes.c_char_p, ctypes.c_size_t)),
+        ("unregister_dataset", ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p)),
         ("live_count", ctypes.CFUNCTYPE(ctypes.c_int64)),
     ]
 

@@ -397,7 +397,7 @@ def _loader(name: str, var, dtype: np.dtype):
 # Registrations the plugin still holds: released by the plugin (from any
 # thread) once unregistered and no longer in use.
 _owners: dict[int, _Registration] = {}
-_owners_lock = threading.Lock()
+_owners_lock = threading.RLock()
 _tokens = itertools.count(1)
 
 
@@ -433,10 +433,18 @@ def _check_dataset(ds) -> None:
         raise TypeError(f"expected an xarray.Dataset, got {type(ds).__name__}")
 
 
-def register_dataset(ds, *, name: str = "dataset", chunks: Chunks = None, plugin: str | None = None) -> int:
-    """Register every variable of ``ds`` with qlink_ndarray; returns the id
-    that ``qlink_ndarray/dataset?id=N`` names. The arrays stay referenced
-    until :func:`unregister_dataset` and the last query using them ends."""
+def register_dataset(ds, *, name: str = "dataset", chunks: Chunks = None, plugin: str | None = None) -> str:
+    """Register every variable of ``ds`` with qlink_ndarray; returns its
+    handle, the 32 hex digits (128 random bits) that
+    ``qlink_ndarray/dataset?id=HANDLE`` names (plugins/ndarray/README.md,
+    "Handles"). Whoever holds the handle can read the Dataset from any
+    engine in this process: put it only where the caller's connection
+    alone sees it, and unregister it when that closes (:func:`register`
+    does both).
+
+    Ownership: the arrays (and their ctypes descriptions) stay referenced
+    until :func:`unregister_dataset` and the last query using them ends,
+    whichever thread that ends on. Thread-safe."""
     _check_dataset(ds)
     lib = _ndarray.library(plugin)
     reg = _Registration()
@@ -451,20 +459,23 @@ def register_dataset(ds, *, name: str = "dataset", chunks: Chunks = None, plugin
     with _owners_lock:
         _owners[token] = reg
     message = ctypes.create_string_buffer(1024)
+    handle = ctypes.create_string_buffer(_ndarray.ND_HANDLE_HEX + 1)
     arr = (_ndarray.NdVariable * max(1, len(reg.vars)))(*reg.vars)
     reg.keep.append(arr)
-    rid = lib.api.register_dataset(arr, len(reg.vars), name.encode(), ctypes.c_void_p(token), _release, message,
-                                   len(message))
-    if rid < 0:
+    rc = lib.api.register_dataset(arr, len(reg.vars), name.encode(), ctypes.c_void_p(token), _release, handle,
+                                  message, len(message))
+    if rc != 0:
         with _owners_lock:
             _owners.pop(token, None)
         raise ValueError(f"cannot register Dataset {name!r}: {message.value.decode(errors='replace')}")
-    return int(rid)
+    return handle.value.decode()
 
 
-def unregister_dataset(rid: int, plugin: str | None = None) -> bool:
-    """Remove a registration (queries already planned keep their data)."""
-    return _ndarray.library(plugin).api.unregister_dataset(int(rid)) == 0
+def unregister_dataset(handle: str, plugin: str | None = None) -> bool:
+    """Remove the registration of ``handle`` (specs naming it fail from now
+    on; queries already planned keep their data). False if no Dataset is
+    registered under it. Thread-safe."""
+    return _ndarray.library(plugin).api.unregister_dataset(str(handle).encode()) == 0
 
 
 def live_datasets(plugin: str | None = None) -> int:
@@ -517,8 +528,8 @@ def _nan_options(nan_fill: str, zarr: bool) -> dict[str, str]:
     return {} if nan_fill == "null" else {"nan_fill": "nan"}
 
 
-def _ndarray_source(plugin: str, rid: int, nan_fill: str = "null") -> _Source:
-    return _Source(plugin, "dataset", {"id": str(rid), **_nan_options(nan_fill, zarr=False)})
+def _ndarray_source(plugin: str, handle: str, nan_fill: str = "null") -> _Source:
+    return _Source(plugin, "dataset", {"id": handle, **_nan_options(nan_fill, zarr=False)})
 
 
 def _split(ds, table_names: TableNames, case_insensitive: bool):
@@ -547,11 +558,11 @@ def _kind(con) -> str:
     )
 
 
-_by_connection: "weakref.WeakKeyDictionary[Any, dict[str, list[int]]]" = weakref.WeakKeyDictionary()
-_by_connection_id: dict[int, dict[str, list[int]]] = {}
+_by_connection: "weakref.WeakKeyDictionary[Any, dict[str, list[str]]]" = weakref.WeakKeyDictionary()
+_by_connection_id: dict[int, dict[str, list[str]]] = {}
 
 
-def _remember(con, name: str, ids: list[int], route: str = "ndarray", objects=()) -> None:
+def _remember(con, name: str, ids: list[str], route: str = "ndarray", objects=()) -> None:
     try:
         table = _by_connection.setdefault(con, {})
     except TypeError:  # not weak-referenceable: kept until unregister() or exit
@@ -562,7 +573,7 @@ def _remember(con, name: str, ids: list[int], route: str = "ndarray", objects=()
 
 
 class _Ids(list):
-    """A name's registration ids, the route that serves it and the catalogue
+    """A name's registration handles, the route that serves it and the catalogue
     objects (views, tables, an attached database) its registration made."""
 
     def __init__(self, ids, route: str, objects=()):
@@ -603,7 +614,7 @@ def route_of(connection, name: str) -> str | None:
     return getattr(ids, "route", None) if ids is not None else None
 
 
-def _forget(con, name: str) -> list[int]:
+def _forget(con, name: str) -> list[str]:
     return _names_of(con).pop(name, [])
 
 
@@ -935,19 +946,19 @@ def _register_session(session, name, ds, plugin, table_names, chunks, store: tup
             session.register_schema(name, zarr_plugin, "store", path=root, tables=renames,
                                     **_nan_options(nan_fill, zarr=True))
         return []
-    rid = register_dataset(ds, name=name, chunks=chunks, plugin=plugin)
+    handle = register_dataset(ds, name=name, chunks=chunks, plugin=plugin)
     nan = _nan_options(nan_fill, zarr=False)
     try:
         if len(groups) <= 1:
-            session.register_table(name, plugin, "dataset", id=str(rid), **nan)
+            session.register_table(name, plugin, "dataset", id=handle, **nan)
         else:
             names = table_names_of(ds, table_names)
             renames = ",".join(f"{'_'.join(dims) or 'scalars'}={names[dims]}" for dims in groups)
-            session.register_schema(name, plugin, "dataset", id=str(rid), tables=renames, **nan)
+            session.register_schema(name, plugin, "dataset", id=handle, tables=renames, **nan)
     except BaseException:
-        unregister_dataset(rid, plugin)
+        unregister_dataset(handle, plugin)
         raise
-    return [rid]
+    return [handle]
 
 
 def register(connection, name: str, ds, *, table_names: TableNames = None, chunks: Chunks = None,
@@ -1019,20 +1030,20 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
         return connection
     parts = _split(ds, table_names, case_insensitive=kind == "duckdb")
     if zarr:
-        ids: list[int] = []
+        ids: list[str] = []
         sources = _zarr_sources(ds, parts, store, plugin_file, nan_fill)
     else:
         ids = [register_dataset(part, name=name if group is None else f"{name}.{group}", chunks=chunks,
                                 plugin=plugin_file) for group, part in parts]
-        sources = [_ndarray_source(plugin_file, rid, nan_fill) for rid in ids]
+        sources = [_ndarray_source(plugin_file, handle, nan_fill) for handle in ids]
     try:
         made = {"duckdb": _register_duckdb, "sqlite": _register_sqlite, "datafusion": _register_datafusion}[kind](
             connection, name, parts, sources) or []
         if kind in ("duckdb", "sqlite"):
             _drop_stale(connection, kind, _objects_of(connection, name), made)
     except BaseException:
-        for rid in ids:
-            unregister_dataset(rid, plugin_file)
+        for handle in ids:
+            unregister_dataset(handle, plugin_file)
         raise
     _remember(connection, name, ids, "zarr" if zarr else "ndarray", made)
     templates = _templates_of(connection)
@@ -1047,13 +1058,14 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
 
 def unregister(connection, name: str) -> int:
     """Drop the registrations ``register(connection, name, ...)`` made;
-    returns how many. Tables opened afterwards fail ("no dataset N is
-    registered"): DuckDB's views open a scan per query, so they fail at
-    once; a SQLite virtual table already connected holds its provider and
-    keeps serving the data until it is dropped or its connection closes."""
+    returns how many. Tables opened afterwards fail ("no registered Dataset
+    with this handle"): DuckDB's views open a scan per query, so they fail
+    at once; a SQLite virtual table already connected holds its provider
+    and keeps serving the data until it is dropped or its connection
+    closes."""
     ids = _forget(connection, name)
-    for rid in ids:
-        unregister_dataset(rid)
+    for handle in ids:
+        unregister_dataset(handle)
     return len(ids)
 
 
@@ -1079,14 +1091,14 @@ def read_xarray_table(ds, chunks: Chunks = None, *, coord_arrays=None, plugin: s
         raise ValueError(f"read_xarray_table takes variables of one set of dimensions; this Dataset has "
                          f"{len(groups)} ({', '.join(map(str, groups))}): register it with register() or "
                          "Context.from_dataset, which make a table per group")
-    rid = register_dataset(ds, name="read_xarray_table", chunks=chunks, plugin=path)
+    handle = register_dataset(ds, name="read_xarray_table", chunks=chunks, plugin=path)
     try:
-        table = Plugin(path).table("dataset", id=str(rid), **nan)
+        table = Plugin(path).table("dataset", id=handle, **nan)
     except BaseException:
-        unregister_dataset(rid, path)
+        unregister_dataset(handle, path)
         raise
     try:
-        weakref.finalize(table, unregister_dataset, rid, path)
+        weakref.finalize(table, unregister_dataset, handle, path)
     except TypeError:  # not weak-referenceable: registered until the process ends
         pass
     return table

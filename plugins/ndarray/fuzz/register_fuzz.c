@@ -163,9 +163,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fill_source = c.p;
   fill_size = c.n;
   char message[256];
-  int64_t id = nd_register(vars, n_vars, "fuzz", NULL, NULL, message, sizeof(message));
-  if (id > 0) {
-    struct nd_registration *r = nd_lookup(id);
+  char handle[ND_HANDLE_HEX + 1];
+  if (nd_register(vars, n_vars, "fuzz", NULL, NULL, handle, message, sizeof(message)) == 0) {
+    struct nd_registration *r = nd_lookup(handle);
     struct zr_dataset *ds = NULL;
     if (r && nd_dataset_open(r, NULL, 1, keep_nan ? ZR_NAN_FILL_NAN : ZR_NAN_FILL_ALL, &ds, &err) == QL_OK) {
       for (int32_t t = 0; t < ds->n_tables; t++) {
@@ -178,7 +178,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       zr_dataset_unref(ds);
     }
     nd_registration_unref(r);
-    nd_unregister(id);
+    nd_unregister(handle);
   }
   ql_error_release(&err);
   for (int32_t i = 0; i < 4; i++) free(buffers[i]);

@@ -182,8 +182,8 @@ int nd_dataset_open(struct nd_registration *r, const char *renames, int64_t min_
   ds->origin = malloc(n);
   int rc = ds->label && ds->origin ? QL_OK : ql_error_set(error, QL_ENOMEM, "out of memory");
   if (rc == QL_OK) {
-    snprintf(ds->label, n, "dataset %lld (%s)", (long long)r->id, r->name);
-    snprintf(ds->origin, n, "dataset=%lld name=%s", (long long)r->id, r->name);
+    snprintf(ds->label, n, "dataset %lld (%s)", (long long)r->serial, r->name);
+    snprintf(ds->origin, n, "dataset=%lld name=%s", (long long)r->serial, r->name);
     rc = build_group(r, &ds->group, error);
   }
   if (rc == QL_OK) rc = zr_dataset_build(ds, renames, error);

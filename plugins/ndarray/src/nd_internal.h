@@ -33,7 +33,8 @@ struct nd_var {
  * The last reference calls release(owner). Immutable once registered. */
 struct nd_registration {
   atomic_int refs;
-  int64_t id;
+  uint8_t handle[ND_HANDLE_HEX / 2]; /* the key specs name it by (random; never shown) */
+  int64_t serial;                    /* 1, 2, ... in registration order: messages and EXPLAIN only */
   char *name;
   int32_t n_vars;
   struct nd_var *vars;
@@ -41,8 +42,11 @@ struct nd_registration {
   void (*release)(void *owner);
 };
 
-/* The registration of `id` with a reference taken, or NULL. */
-struct nd_registration *nd_lookup(int64_t id);
+/* The registration whose handle `text` spells (ND_HANDLE_HEX hex digits,
+ * either case), with a reference taken; NULL for any other text or a
+ * handle nobody registered (or that was unregistered). The comparison
+ * takes the same time whichever byte differs. */
+struct nd_registration *nd_lookup(const char *text);
 void nd_registration_unref(struct nd_registration *r);
 
 /* Build the tables of `r` (a reference is taken by the dataset): the
@@ -53,9 +57,9 @@ int nd_dataset_open(struct nd_registration *r, const char *renames, int64_t min_
                     struct zr_dataset **out, struct ql_error *error);
 
 /* The registration API's members (qlink_ndarray.h: struct nd_api). */
-int64_t nd_register(const struct nd_variable *vars, int32_t n_vars, const char *name, void *owner,
-                    void (*release)(void *owner), char *message, size_t message_cap);
-int nd_unregister(int64_t id);
+int nd_register(const struct nd_variable *vars, int32_t n_vars, const char *name, void *owner,
+                void (*release)(void *owner), char *handle, char *message, size_t message_cap);
+int nd_unregister(const char *handle);
 int64_t nd_live_count(void);
 
 /* Parse an element type (numpy typestr or Arrow format, qlink_ndarray.h). */

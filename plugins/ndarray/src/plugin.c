@@ -2,7 +2,6 @@
  * providers over registered datasets (qlink_ndarray.h). Exported:
  * qlink_plugin_init only; the registration API is its descriptor's
  * private_data. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,8 +17,12 @@
   "NaN cells of float variables: 'null' (SQL NULL: a Dataset's missing values are NaN, and xarray-sql and pandas " \
   "take them as missing) or 'nan' (NaN, a value, as the buffer holds it)"
 
+#define ID_DOC                                                                                                 \
+  "the dataset's handle: the 32 hex digits registration (nd_api register_dataset; qlink.xarray.register) wrote; " \
+  "it names the dataset in this process only, until unregistered"
+
 static const struct ql_option_info table_options[] = {
-    {"id", "the dataset's id, as nd_register (qlink.xarray.register) returned it", NULL, 1, 0},
+    {"id", ID_DOC, NULL, 1, 0},
     {"table", "which table (a dimension group, by default or new name); default: the only or largest one", NULL, 0, 0},
     {"tables", "rename tables: OLD=NEW,OLD2=NEW2 with OLD a default name (dimension names joined by '_')", NULL, 0, 0},
     {"block_rows", "rows a partition block holds at least (blocks of small chunks grow; 1: a block per chunk)",
@@ -27,7 +30,7 @@ static const struct ql_option_info table_options[] = {
     {"nan_fill", NAN_FILL_DOC, "null", 0, 0}};
 
 static const struct ql_option_info dataset_options[] = {
-    {"id", "the dataset's id, as nd_register (qlink.xarray.register) returned it", NULL, 1, 0},
+    {"id", ID_DOC, NULL, 1, 0},
     {"tables", "rename tables: OLD=NEW,OLD2=NEW2 with OLD a default name (dimension names joined by '_')", NULL, 0, 0},
     {"block_rows", "rows a partition block holds at least (blocks of small chunks grow; 1: a block per chunk)",
      "65536", 0, 0},
@@ -45,21 +48,20 @@ static int open_dataset(const struct ql_options *options, const struct ql_option
   QL_RETURN_NOT_OK(ql_options_check(options, known, n_known, what, error));
   const char *text = ql_options_get(options, "id", NULL);
   if (!text || !text[0]) return ql_error_set(error, QL_EINVAL, "%s: option 'id' is required", what);
-  char *end = NULL;
-  errno = 0;
-  long long id = strtoll(text, &end, 10);
-  if (end == text || *end != '\0' || id < 1 || errno == ERANGE) {
-    return ql_error_set(error, QL_EINVAL, "%s: option 'id' must be a positive integer (got '%s')", what, text);
-  }
   int64_t block_rows;
   QL_RETURN_NOT_OK(zr_parse_block_rows(ql_options_get(options, "block_rows", NULL), what, &block_rows, error));
   int32_t nan_fill;
   QL_RETURN_NOT_OK(zr_parse_nan_fill(ql_options_get(options, "nan_fill", NULL), what, ZR_NAN_FILL_ALL,
                                      ZR_NAN_FILL_ALL, 0, "'null' or 'nan'", &nan_fill, error));
-  struct nd_registration *r = nd_lookup((int64_t)id);
+  struct nd_registration *r = nd_lookup(text);
   if (!r) {
-    return ql_error_set(error, QL_ENOTFOUND, "%s: no dataset %lld is registered (unregistered, or another process?)",
-                        what, id);
+    /* the same answer for a malformed, guessed, stale or foreign handle; the text is not echoed (it may be
+     * another connection's secret, and logs keep error messages) */
+    return ql_error_set(error, QL_ENOTFOUND,
+                        "%s: no registered Dataset with this handle (option 'id': the %d hex digits registration "
+                        "returned, valid in the registering process until unregistered; %s)",
+                        what, ND_HANDLE_HEX,
+                        strlen(text) == ND_HANDLE_HEX ? "this one is unknown or released" : "this one is malformed");
   }
   int rc = nd_dataset_open(r, ql_options_get(options, "tables", NULL), block_rows, nan_fill, out, error);
   nd_registration_unref(r);

@@ -3,6 +3,7 @@
  * strided and non-contiguous buffers, NaN and NaT, chunk blocks, dimension
  * filters pruning and slicing, projection, limit, exact statistics, a lazy
  * variable's loader (and its failure), release called exactly once. */
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,19 @@
 #include "qlink/qlink.h"
 #include "qlink_ndarray.h"
 #include "zr_test_util.h"
+
+/* A dataset's handle (qlink_ndarray.h), by value. */
+typedef struct {
+  char hex[ND_HANDLE_HEX + 1];
+} handle_t;
+
+static int is_handle(handle_t h) {
+  if (strlen(h.hex) != ND_HANDLE_HEX) return 0;
+  for (int i = 0; i < ND_HANDLE_HEX; i++) {
+    if (!strchr("0123456789abcdef", h.hex[i])) return 0;
+  }
+  return 1;
+}
 
 struct fixture {
   struct ql_ref_host *host;
@@ -61,7 +75,7 @@ static const int64_t shape_t[1] = {4}, shape_l[1] = {3}, shape_tl[2] = {4, 3};
 static const int64_t strides_fortran[2] = {8, 32}, strides_reversed[1] = {-2};
 static const int64_t chunks_tl[2] = {2, 3};
 
-static int64_t register_main(struct fixture *f, const int64_t *chunks, char *msg) {
+static handle_t register_main(struct fixture *f, const int64_t *chunks, char *msg) {
   struct nd_variable vars[7];
   memset(vars, 0, sizeof(vars));
   vars[0] = (struct nd_variable){"time", 1, 1, dims_t, shape_t, "<M8[ns]", times, NULL, NULL, NULL, NULL, NULL, NULL};
@@ -74,26 +88,24 @@ static int64_t register_main(struct fixture *f, const int64_t *chunks, char *msg
   vars[4] = (struct nd_variable){"elev", 1, 1, dims_l, shape_l, "<f4", elev, NULL, NULL, NULL, NULL, NULL, NULL};
   vars[5] = (struct nd_variable){"flag", 2, 0, dims_tl, shape_tl, "|b1", flag, NULL, chunks, NULL, NULL, NULL, NULL};
   vars[6] = (struct nd_variable){"name", 1, 0, dims_l, shape_l, "<U3", names, NULL, NULL, NULL, NULL, NULL, NULL};
-  return f->api->register_dataset(vars, 7, "main", "owner", count_release, msg, 256);
+  handle_t id;
+  QL_CHECK_INT(f->api->register_dataset(vars, 7, "main", "owner", count_release, id.hex, msg, 256), 0);
+  return id;
 }
 
-static int open_table(struct fixture *f, int64_t id, const char *table, const char *block_rows,
+static int open_table(struct fixture *f, handle_t id, const char *table, const char *block_rows,
                       struct ql_table_provider *out, struct ql_error *err) {
-  char idtext[32];
-  snprintf(idtext, sizeof(idtext), "%lld", (long long)id);
   const char *keys[3] = {"id", "block_rows", "table"};
-  const char *values[3] = {idtext, block_rows ? block_rows : "65536", table};
+  const char *values[3] = {id.hex, block_rows ? block_rows : "65536", table};
   struct ql_options opts = {table ? 3 : 2, keys, values};
   return f->plugin.table_provider_open(&f->plugin, "dataset", &opts, ql_ref_host_session(f->host), out, err);
 }
 
 /* The same (the only table) with option nan_fill (NULL: not given). */
-static int open_table_nan(struct fixture *f, int64_t id, const char *block_rows, const char *nan_fill,
+static int open_table_nan(struct fixture *f, handle_t id, const char *block_rows, const char *nan_fill,
                           struct ql_table_provider *out, struct ql_error *err) {
-  char idtext[32];
-  snprintf(idtext, sizeof(idtext), "%lld", (long long)id);
   const char *keys[3] = {"id", "block_rows", "nan_fill"};
-  const char *values[3] = {idtext, block_rows ? block_rows : "65536", nan_fill};
+  const char *values[3] = {id.hex, block_rows ? block_rows : "65536", nan_fill};
   struct ql_options opts = {nan_fill ? 3 : 2, keys, values};
   return f->plugin.table_provider_open(&f->plugin, "dataset", &opts, ql_ref_host_session(f->host), out, err);
 }
@@ -158,8 +170,8 @@ static struct ql_execution_plan scan(struct fixture *f, struct ql_table_provider
 static void test_schema_values_stats(struct fixture *f) {
   struct ql_error err = {0};
   char msg[256];
-  int64_t id = register_main(f, chunks_tl, msg);
-  QL_CHECK(id > 0);
+  handle_t id = register_main(f, chunks_tl, msg);
+  QL_CHECK(is_handle(id));
   QL_CHECK_INT(f->api->live_count(), 1);
   struct ql_table_provider tp;
   QL_CHECK_OK(open_table(f, id, NULL, NULL, &tp, &err), err);
@@ -265,7 +277,7 @@ static void test_schema_values_stats(struct fixture *f) {
 
   /* nothing open: unregistering releases the owner */
   QL_CHECK_INT(released, 0);
-  QL_CHECK_INT(f->api->unregister_dataset(id), 0);
+  QL_CHECK_INT(f->api->unregister_dataset(id.hex), 0);
   QL_CHECK_INT(released, 1);
   ql_error_release(&err);
 }
@@ -274,8 +286,8 @@ static void test_schema_values_stats(struct fixture *f) {
 static void test_blocks_filters_limit(struct fixture *f) {
   struct ql_error err = {0};
   char msg[256];
-  int64_t id = register_main(f, chunks_tl, msg);
-  QL_CHECK(id > 0);
+  handle_t id = register_main(f, chunks_tl, msg);
+  QL_CHECK(is_handle(id));
   struct ql_table_provider tp;
   QL_CHECK_OK(open_table(f, id, "time_lat", "1", &tp, &err), err);
   struct ql_ir_builder *b = NULL;
@@ -346,8 +358,8 @@ static void test_blocks_filters_limit(struct fixture *f) {
   tp.release(&tp);
   /* unregistered while a provider is open: release waits for it */
   QL_CHECK_OK(open_table(f, id, "lat", NULL, &tp, &err), err);
-  QL_CHECK_INT(f->api->unregister_dataset(id), 0);
-  QL_CHECK_INT(f->api->unregister_dataset(id), -1);
+  QL_CHECK_INT(f->api->unregister_dataset(id.hex), 0);
+  QL_CHECK_INT(f->api->unregister_dataset(id.hex), -1);
   int before = released;
   struct ql_table_provider gone;
   QL_CHECK_INT(open_table(f, id, NULL, NULL, &gone, &err), QL_ENOTFOUND);
@@ -403,9 +415,10 @@ static void test_dtypes(struct fixture *f) {
                                    NULL, NULL, NULL};
   }
   char msg[256];
-  int64_t id = f->api->register_dataset(vars, N, "dtypes", NULL, NULL, msg, sizeof(msg));
-  QL_CHECK(id > 0);
-  if (id <= 0) fprintf(stderr, "register: %s\n", msg);
+  handle_t id;
+  QL_CHECK_INT(f->api->register_dataset(vars, N, "dtypes", NULL, NULL, id.hex, msg, sizeof(msg)), 0);
+  QL_CHECK(is_handle(id));
+  if (!is_handle(id)) fprintf(stderr, "register: %s\n", msg);
   struct ql_table_provider tp;
   QL_CHECK_OK(open_table(f, id, NULL, NULL, &tp, &err), err);
   struct ql_expr_list none = {NULL, 0, 0, NULL};
@@ -453,7 +466,7 @@ static void test_dtypes(struct fixture *f) {
   stream.release(&stream);
   plan.release(&plan);
   tp.release(&tp);
-  QL_CHECK_INT(f->api->unregister_dataset(id), 0);
+  QL_CHECK_INT(f->api->unregister_dataset(id.hex), 0);
   ql_error_release(&err);
 }
 
@@ -496,8 +509,9 @@ static void test_lazy(struct fixture *f) {
   vars[1] = (struct nd_variable){"lat", 1, 1, dims_l, shape_l, "<f8", lats, NULL, NULL, NULL, NULL, NULL, NULL};
   vars[2] = (struct nd_variable){"v", 2, 0, dims_tl, shape_tl, "<f8", NULL, NULL, chunks1, NULL, load_v, &l, NULL};
   char msg[256];
-  int64_t id = f->api->register_dataset(vars, 3, "lazy", "owner", count_release, msg, sizeof(msg));
-  QL_CHECK(id > 0);
+  handle_t id;
+  QL_CHECK_INT(f->api->register_dataset(vars, 3, "lazy", "owner", count_release, id.hex, msg, sizeof(msg)), 0);
+  QL_CHECK(is_handle(id));
   QL_CHECK_INT(l.calls, 0); /* registering reads coordinates only */
   struct ql_table_provider tp;
   QL_CHECK_OK(open_table(f, id, NULL, "1", &tp, &err), err);
@@ -550,7 +564,7 @@ static void test_lazy(struct fixture *f) {
   plan.release(&plan);
   tp.release(&tp);
   int before = released;
-  QL_CHECK_INT(f->api->unregister_dataset(id), 0);
+  QL_CHECK_INT(f->api->unregister_dataset(id.hex), 0);
   QL_CHECK_INT(released, before + 1);
   ql_error_release(&err);
 }
@@ -562,49 +576,89 @@ static void test_register_errors(struct fixture *f) {
   static const double d[3] = {1, 2, 3};
   static const int64_t shape4[1] = {4}, zero_chunk[1] = {0};
   struct nd_variable v[2];
+  handle_t bad;
   memset(v, 0, sizeof(v));
   v[0] = (struct nd_variable){"a", 1, 0, dims_l, shape_l, "<c16", d, NULL, NULL, NULL, NULL, NULL, NULL};
-  QL_CHECK_INT(f->api->register_dataset(v, 1, "bad", "owner", count_release, msg, sizeof(msg)), -1);
+  QL_CHECK_INT(f->api->register_dataset(v, 1, "bad", "owner", count_release, bad.hex, msg, sizeof(msg)), -1);
   QL_CHECK(strstr(msg, "variable 'a'") != NULL);
   v[0].dtype = "<f8";
   v[0].attrs_json = "[1]";
-  QL_CHECK_INT(f->api->register_dataset(v, 1, "bad", "owner", count_release, msg, sizeof(msg)), -1);
+  QL_CHECK_INT(f->api->register_dataset(v, 1, "bad", "owner", count_release, bad.hex, msg, sizeof(msg)), -1);
   QL_CHECK_STR(msg, "variable 'a': attrs_json is not a JSON object (another JSON value)");
   v[0].attrs_json = NULL;
   v[1] = (struct nd_variable){"b", 1, 0, dims_l, shape4, "<f8", d, NULL, NULL, NULL, NULL, NULL, NULL};
-  QL_CHECK_INT(f->api->register_dataset(v, 2, "bad", "owner", count_release, msg, sizeof(msg)), -1);
+  QL_CHECK_INT(f->api->register_dataset(v, 2, "bad", "owner", count_release, bad.hex, msg, sizeof(msg)), -1);
   QL_CHECK_STR(msg, "dataset 4 (bad): array 'b' has dimension 'lat' of size 4, but array 'a' has 3");
   v[1] = (struct nd_variable){"a", 1, 0, dims_l, shape_l, "<f8", d, NULL, NULL, NULL, NULL, NULL, NULL};
-  QL_CHECK_INT(f->api->register_dataset(v, 2, "bad", "owner", count_release, msg, sizeof(msg)), -1);
+  QL_CHECK_INT(f->api->register_dataset(v, 2, "bad", "owner", count_release, bad.hex, msg, sizeof(msg)), -1);
   QL_CHECK_STR(msg, "two variables named 'a'");
   v[0].data = NULL;
-  QL_CHECK_INT(f->api->register_dataset(v, 1, "bad", "owner", count_release, msg, sizeof(msg)), -1);
+  QL_CHECK_INT(f->api->register_dataset(v, 1, "bad", "owner", count_release, bad.hex, msg, sizeof(msg)), -1);
   QL_CHECK_STR(msg, "variable 'a': give either data (in memory) or load (lazy), not neither");
   v[0].data = d;
   v[0].chunks = zero_chunk;
-  QL_CHECK_INT(f->api->register_dataset(v, 1, "bad", "owner", count_release, msg, sizeof(msg)), -1);
+  QL_CHECK_INT(f->api->register_dataset(v, 1, "bad", "owner", count_release, bad.hex, msg, sizeof(msg)), -1);
   QL_CHECK_STR(msg, "variable 'a': chunk extent 0 along 'lat' (must be >= 1)");
   QL_CHECK_INT(released, before);
   QL_CHECK_INT(f->api->live_count(), 0);
-  /* specs naming no dataset */
+  QL_CHECK_STR(bad.hex, ""); /* no handle for a refused registration */
+  QL_CHECK_INT(f->api->register_dataset(v, 1, "bad", NULL, NULL, NULL, msg, sizeof(msg)), -1);
+  QL_CHECK_STR(msg, "nd_register: no buffer for the handle");
+}
+
+/* Handles: 128 random bits as 32 lowercase hex digits, the only key a spec
+ * can name a dataset by. Serial numbers, old small ids, guessed, stale and
+ * malformed handles all get one answer and no table, and the handle is
+ * shown nowhere (EXPLAIN and messages use the serial number). */
+static void test_handles(struct fixture *f) {
   struct ql_error err = {0};
+  char msg[256];
+  handle_t a = register_main(f, NULL, msg), b = register_main(f, NULL, msg);
+  QL_CHECK(is_handle(a) && is_handle(b));
+  QL_CHECK(strcmp(a.hex, b.hex) != 0);
+  QL_CHECK_INT(f->api->live_count(), 2);
   struct ql_table_provider tp;
-  QL_CHECK_INT(open_table(f, 999, NULL, NULL, &tp, &err), QL_ENOTFOUND);
-  QL_CHECK_STR(ql_error_message(&err),
-               "qlink_ndarray/dataset: no dataset 999 is registered (unregistered, or another process?)");
+  handle_t upper = a;
+  for (int i = 0; i < ND_HANDLE_HEX; i++) upper.hex[i] = (char)toupper((unsigned char)upper.hex[i]);
+  QL_CHECK_OK(open_table(f, upper, NULL, NULL, &tp, &err), err); /* hex digits in either case */
+  struct ql_expr_list none = {NULL, 0, 0, NULL};
+  struct ql_execution_plan plan = scan(f, &tp, -1, NULL, none, -1);
+  QL_CHECK(strstr(plan.display(&plan), a.hex) == NULL);
+  QL_CHECK(strstr(plan.display(&plan), "dataset=") != NULL);
+  plan.release(&plan);
+  tp.release(&tp);
+  handle_t wrong[8];
+  const char *texts[6] = {"1", "2", "0", "999", "-1", "x1"};
+  for (int i = 0; i < 6; i++) snprintf(wrong[i].hex, sizeof(wrong[i].hex), "%s", texts[i]);
+  wrong[6] = a;
+  wrong[6].hex[ND_HANDLE_HEX - 1] = a.hex[ND_HANDLE_HEX - 1] == '0' ? '1' : '0'; /* one bit off */
+  snprintf(wrong[7].hex, sizeof(wrong[7].hex), "%.31s", a.hex);                    /* one digit short */
+  for (int i = 0; i < 8; i++) {
+    QL_CHECK_INT(open_table(f, wrong[i], NULL, NULL, &tp, &err), QL_ENOTFOUND);
+    const char *m = ql_error_message(&err);
+    QL_CHECK(strstr(m, "qlink_ndarray/dataset: no registered Dataset with this handle (") == m);
+    QL_CHECK(strstr(m, i == 6 ? "unknown or released" : "malformed") != NULL);
+    QL_CHECK(i < 6 || strstr(m, a.hex) == NULL);
+    ql_error_release(&err);
+    QL_CHECK_INT(f->api->unregister_dataset(wrong[i].hex), -1);
+  }
+  QL_CHECK_INT(f->api->unregister_dataset(NULL), -1);
+  QL_CHECK_INT(f->api->live_count(), 2);
+  /* a stale handle: unregistered, then named again */
+  QL_CHECK_INT(f->api->unregister_dataset(a.hex), 0);
+  QL_CHECK_INT(open_table(f, a, NULL, NULL, &tp, &err), QL_ENOTFOUND);
+  QL_CHECK(strstr(ql_error_message(&err), "no registered Dataset with this handle") != NULL);
   ql_error_release(&err);
-  const char *keys[1] = {"id"};
-  const char *values[1] = {"x1"};
-  struct ql_options opts = {1, keys, values};
-  QL_CHECK_INT(f->plugin.table_provider_open(&f->plugin, "dataset", &opts, ql_ref_host_session(f->host), &tp, &err),
-               QL_EINVAL);
-  QL_CHECK_STR(ql_error_message(&err), "qlink_ndarray/dataset: option 'id' must be a positive integer (got 'x1')");
+  QL_CHECK_OK(open_table(f, b, NULL, NULL, &tp, &err), err);
+  tp.release(&tp);
+  QL_CHECK_INT(f->api->unregister_dataset(b.hex), 0);
+  QL_CHECK_INT(f->api->live_count(), 0);
   ql_error_release(&err);
 }
 
 /* The statistics xarray-sql's test_stats.py pins, through one dataset per
  * case: value(x) int64 over a coordinate x of 4 values in blocks of 2. */
-static int64_t register_x(struct fixture *f, const char *dtype, const void *x, char *msg) {
+static handle_t register_x(struct fixture *f, const char *dtype, const void *x, char *msg) {
   static const char *dims_x[1] = {"x"};
   static const int64_t shape_x[1] = {4}, chunks_x[1] = {2};
   static const int64_t values[4] = {0, 1, 2, 3};
@@ -612,12 +666,14 @@ static int64_t register_x(struct fixture *f, const char *dtype, const void *x, c
   memset(vars, 0, sizeof(vars));
   vars[0] = (struct nd_variable){"x", 1, 1, dims_x, shape_x, dtype, x, NULL, chunks_x, NULL, NULL, NULL, NULL};
   vars[1] = (struct nd_variable){"value", 1, 0, dims_x, shape_x, "<i8", values, NULL, chunks_x, NULL, NULL, NULL, NULL};
-  return f->api->register_dataset(vars, 2, "x", NULL, NULL, msg, 256);
+  handle_t id;
+  QL_CHECK_INT(f->api->register_dataset(vars, 2, "x", NULL, NULL, id.hex, msg, 256), 0);
+  return id;
 }
 
 /* The plan's statistics over every column (partition -1, or one), with
  * option nan_fill (NULL: the default). */
-static void plan_stats_nan(struct fixture *f, int64_t id, int64_t partition, const char *nan_fill,
+static void plan_stats_nan(struct fixture *f, handle_t id, int64_t partition, const char *nan_fill,
                            struct ql_statistics *st) {
   struct ql_error err = {0};
   struct ql_table_provider tp;
@@ -630,7 +686,7 @@ static void plan_stats_nan(struct fixture *f, int64_t id, int64_t partition, con
   ql_error_release(&err);
 }
 
-static void plan_stats(struct fixture *f, int64_t id, int64_t partition, struct ql_statistics *st) {
+static void plan_stats(struct fixture *f, handle_t id, int64_t partition, struct ql_statistics *st) {
   plan_stats_nan(f, id, partition, NULL, st);
 }
 
@@ -639,8 +695,8 @@ static void test_xarray_sql_stats(struct fixture *f) {
   struct ql_statistics st;
   /* np.asarray(list("abcd")) as "<U1", here out of order: min "a", max "d"; per block too */
   static uint32_t text[4] = {'b', 'a', 'd', 'c'};
-  int64_t id = register_x(f, "<U1", text, msg);
-  QL_CHECK(id > 0);
+  handle_t id = register_x(f, "<U1", text, msg);
+  QL_CHECK(is_handle(id));
   plan_stats(f, id, -1, &st);
   QL_CHECK_INT(st.num_rows, 4);
   QL_CHECK_INT(st.columns[0].min_max_precision, QL_PRECISION_EXACT);
@@ -656,11 +712,11 @@ static void test_xarray_sql_stats(struct fixture *f) {
   plan_stats(f, id, 1, &st); /* "d", "c" */
   QL_CHECK(st.columns[0].min.value.bytes.data[0] == 'c' && st.columns[0].max.value.bytes.data[0] == 'd');
   st.release(&st);
-  QL_CHECK_INT(f->api->unregister_dataset(id), 0);
+  QL_CHECK_INT(f->api->unregister_dataset(id.hex), 0);
   /* np.arange(4).astype("timedelta64[us]"): durations 0..3 us */
   static const int64_t us[4] = {0, 1, 2, 3};
   id = register_x(f, "<m8[us]", us, msg);
-  QL_CHECK(id > 0);
+  QL_CHECK(is_handle(id));
   plan_stats(f, id, -1, &st);
   QL_CHECK_INT(st.columns[0].min_max_precision, QL_PRECISION_EXACT);
   QL_CHECK_STR(st.columns[0].min.format, "tDu");
@@ -671,13 +727,13 @@ static void test_xarray_sql_stats(struct fixture *f) {
   QL_CHECK_INT(st.total_bytes_precision, QL_PRECISION_EXACT);
   QL_CHECK_INT(st.total_bytes, 64);
   st.release(&st);
-  QL_CHECK_INT(f->api->unregister_dataset(id), 0);
+  QL_CHECK_INT(f->api->unregister_dataset(id.hex), 0);
   /* x = [0, 1, NaN, 3]: NaN is NULL (a Dataset's missing value), so the null count is not known to
    * be 0 (xarray-sql's test_missing_partition_bound_removes_global_coordinate_statistics) and
    * min / max are the numbers' */
   static const double with_nan[4] = {0, 1, NAN, 3};
   id = register_x(f, "<f8", with_nan, msg);
-  QL_CHECK(id > 0);
+  QL_CHECK(is_handle(id));
   plan_stats(f, id, -1, &st);
   QL_CHECK_INT(st.columns[0].null_count_precision, QL_PRECISION_ABSENT);
   QL_CHECK_INT(st.columns[0].min_max_precision, QL_PRECISION_EXACT);
@@ -693,7 +749,7 @@ static void test_xarray_sql_stats(struct fixture *f) {
   QL_CHECK_INT(st.total_bytes_precision, QL_PRECISION_EXACT);
   QL_CHECK_INT(st.total_bytes, 64);
   st.release(&st);
-  QL_CHECK_INT(f->api->unregister_dataset(id), 0);
+  QL_CHECK_INT(f->api->unregister_dataset(id.hex), 0);
 }
 
 /* Missing strings: cells equal to a variable's null_cell are NULL, in a
@@ -714,8 +770,9 @@ static void test_null_cells(struct fixture *f) {
   vars[1] = (struct nd_variable){"name", 1, 0, dims, shape, "<U2", name, NULL, NULL, NULL, NULL, NULL, name_null};
   vars[2] = (struct nd_variable){"raw", 1, 0, dims, shape, "|S2", raw, NULL, NULL, NULL, NULL, NULL, raw_null};
   char msg[256];
-  int64_t id = f->api->register_dataset(vars, 3, "nulls", NULL, NULL, msg, sizeof(msg));
-  QL_CHECK(id > 0);
+  handle_t id;
+  QL_CHECK_INT(f->api->register_dataset(vars, 3, "nulls", NULL, NULL, id.hex, msg, sizeof(msg)), 0);
+  QL_CHECK(is_handle(id));
   struct ql_table_provider tp;
   QL_CHECK_OK(open_table(f, id, NULL, NULL, &tp, &err), err);
   struct ql_expr_list none = {NULL, 0, 0, NULL};
@@ -753,11 +810,13 @@ static void test_null_cells(struct fixture *f) {
   stream.release(&stream);
   plan.release(&plan);
   tp.release(&tp);
-  QL_CHECK_INT(f->api->unregister_dataset(id), 0);
+  QL_CHECK_INT(f->api->unregister_dataset(id.hex), 0);
   static const double d[3] = {1, 2, 3};
   static const double d_null = 0;
   vars[1] = (struct nd_variable){"v", 1, 0, dims, shape, "<f8", d, NULL, NULL, NULL, NULL, NULL, &d_null};
-  QL_CHECK_INT(f->api->register_dataset(vars, 2, "nulls", NULL, NULL, msg, sizeof(msg)), -1);
+  handle_t bad;
+  QL_CHECK_INT(f->api->register_dataset(vars, 2, "nulls", NULL, NULL, bad.hex, msg, sizeof(msg)), -1);
+  QL_CHECK_STR(bad.hex, "");
   QL_CHECK_STR(msg, "variable 'v': null_cell is given, but '<f8' is not a fixed-width string");
   ql_error_release(&err);
 }
@@ -804,14 +863,15 @@ static void release_batches(struct held *h) {
   h->n = 0;
 }
 
-static int64_t register_grid(struct fixture *f, const char *dtype, const void *data, const int64_t *chunks,
+static handle_t register_grid(struct fixture *f, const char *dtype, const void *data, const int64_t *chunks,
                              const char *owner) {
   static const char *dims_ab[2] = {"a", "b"};
   static const int64_t shape_ab[2] = {4, 3};
   char msg[256];
   struct nd_variable var = {"x", 2, 0, dims_ab, shape_ab, dtype, data, NULL, chunks, NULL, NULL, NULL, NULL};
-  int64_t id = f->api->register_dataset(&var, 1, "grid", (void *)owner, owner ? count_release : NULL, msg, 256);
-  QL_CHECK(id > 0);
+  handle_t id;
+  QL_CHECK_INT(f->api->register_dataset(&var, 1, "grid", (void *)owner, owner ? count_release : NULL, id.hex, msg, 256), 0);
+  QL_CHECK(is_handle(id));
   return id;
 }
 
@@ -838,7 +898,7 @@ static void test_borrowed_blocks(struct fixture *f) {
     int borrowed;
   } cases[4] = {{"<f8", grid, rows2, 1}, {"<f8", grid, cols2, 0}, {">f8", swapped, rows2, 0}, {"<f8", unaligned, rows2, 0}};
   for (int k = 0; k < 4; k++) {
-    int64_t id = register_grid(f, cases[k].dtype, cases[k].data, cases[k].chunks, NULL);
+    handle_t id = register_grid(f, cases[k].dtype, cases[k].data, cases[k].chunks, NULL);
     struct ql_table_provider tp;
     QL_CHECK_OK(open_table(f, id, NULL, "1", &tp, &err), err);
     struct ql_execution_plan plan = scan(f, &tp, 1, proj, none, -1);
@@ -864,10 +924,10 @@ static void test_borrowed_blocks(struct fixture *f) {
     release_batches(&h);
     plan.release(&plan);
     tp.release(&tp);
-    QL_CHECK_INT(f->api->unregister_dataset(id), 0);
+    QL_CHECK_INT(f->api->unregister_dataset(id.hex), 0);
   }
   /* the owner is released with the last batch, not before */
-  int64_t id = register_grid(f, "<f8", grid, rows2, "owner");
+  handle_t id = register_grid(f, "<f8", grid, rows2, "owner");
   struct ql_table_provider tp;
   QL_CHECK_OK(open_table(f, id, NULL, "1", &tp, &err), err);
   struct ql_execution_plan plan = scan(f, &tp, 1, proj, none, -1);
@@ -876,7 +936,7 @@ static void test_borrowed_blocks(struct fixture *f) {
   plan.release(&plan);
   tp.release(&tp);
   int before = released;
-  QL_CHECK_INT(f->api->unregister_dataset(id), 0);
+  QL_CHECK_INT(f->api->unregister_dataset(id.hex), 0);
   QL_CHECK_INT(released, before);
   QL_CHECK(h.cells[1] == grid + 6 && h.cells[1][5] == 1.5 * 11);
   release_batches(&h);
@@ -888,12 +948,10 @@ static void test_borrowed_blocks(struct fixture *f) {
 static void test_schema_provider(struct fixture *f) {
   struct ql_error err = {0};
   char msg[256];
-  int64_t id = register_main(f, NULL, msg);
-  QL_CHECK(id > 0);
-  char idtext[32];
-  snprintf(idtext, sizeof(idtext), "%lld", (long long)id);
+  handle_t id = register_main(f, NULL, msg);
+  QL_CHECK(is_handle(id));
   const char *keys[2] = {"id", "tables"};
-  const char *values[2] = {idtext, "lat=stations"};
+  const char *values[2] = {id.hex, "lat=stations"};
   struct ql_options opts = {2, keys, values};
   struct ql_schema_provider sp;
   QL_CHECK_OK(f->plugin.schema_provider_open(&f->plugin, "dataset", &opts, ql_ref_host_session(f->host), &sp, &err),
@@ -908,7 +966,7 @@ static void test_schema_provider(struct fixture *f) {
   QL_CHECK_OK(sp.table(&sp, "stations", &tp, &err), err);
   tp.release(&tp);
   sp.release(&sp);
-  QL_CHECK_INT(f->api->unregister_dataset(id), 0);
+  QL_CHECK_INT(f->api->unregister_dataset(id.hex), 0);
   ql_error_release(&err);
 }
 
@@ -927,7 +985,8 @@ int main(void) {
   test_schema_values_stats(&f);  /* dataset 1 */
   test_blocks_filters_limit(&f); /* dataset 2 */
   test_lazy(&f);                 /* dataset 3 */
-  test_register_errors(&f);      /* ids 4.. */
+  test_register_errors(&f);      /* serial numbers 4.. */
+  test_handles(&f);
   test_dtypes(&f);
   test_schema_provider(&f);
   test_xarray_sql_stats(&f);

@@ -11,8 +11,13 @@
  * descriptor as usual. dlopen of the same path returns the same handle, so
  * a process that opens qlink_ndarray.so itself (Python: ctypes.CDLL) and an
  * engine that loads it as a plugin share one registry. A registered dataset
- * is then named by its id in a spec: `qlink_ndarray/dataset?id=N` (table
- * provider: option `table`; schema provider: every table).
+ * is then named by its handle in a spec: `qlink_ndarray/dataset?id=H`, H the
+ * 32 lowercase hex digits of 128 random bits (getrandom) that registration
+ * wrote (table provider: option `table`; schema provider: every table).
+ * The handle is the only key: whoever holds it can read the dataset, and
+ * nothing else can (no small or sequential number is accepted), so a caller
+ * keeps it to the connection or session it registered the dataset for and
+ * unregisters it when that closes (README.md, "Handles").
  *
  * Ownership: nothing is copied at registration but names, shapes, strides,
  * chunk extents, attributes and null cells; `data` buffers are read in place during
@@ -81,26 +86,36 @@ struct nd_variable {
                               0x10FFFF, say). Copied at registration. NULL: no cell is missing */
 };
 
-#define ND_API_MAGIC 0x4E444152u /* "RADN" little-endian */
+/* "NDA2" little-endian: the API with handles (the first one, "RADN", took
+ * and returned sequential int64 ids). */
+#define ND_API_MAGIC 0x3241444Eu
+
+/* Hex digits of a handle (128 bits); a handle's text is this many
+ * lowercase hex digits and a NUL. */
+#define ND_HANDLE_HEX 32
 
 /* The registration API (see the top of this file for how to reach it). */
 struct nd_api {
   uint32_t struct_size; /* sizeof(struct nd_api) */
   uint32_t magic;       /* ND_API_MAGIC */
 
-  /* Register a dataset of `n_vars` variables under a new id (> 0), which
-   * is returned. `name` (may be NULL) names it in messages and EXPLAIN.
-   * `owner` is handed to `release` (which may be NULL: nothing to
-   * release). On failure returns -1 with the reason in `message` (a bad
-   * dtype, a dimension whose extent differs between variables, data and
-   * load both or neither given, ...). The dataset's tables are built once
-   * here to check it; every provider opened later builds its own (cheap:
+  /* Register a dataset of `n_vars` variables under a new handle, written
+   * to `handle` (ND_HANDLE_HEX + 1 bytes: lowercase hex and a NUL) from
+   * 128 bits of the kernel's randomness; returns 0. `name` (may be NULL)
+   * names it in messages and EXPLAIN, with a serial number that is not a
+   * key (the handle is never shown). `owner` is handed to `release`
+   * (which may be NULL: nothing to release). On failure returns -1 with
+   * the reason in `message` (a bad dtype, a dimension whose extent differs
+   * between variables, data and load both or neither given, no randomness
+   * ...) and `handle` empty. The dataset's tables are built once here to
+   * check it; every provider opened later builds its own (cheap:
    * coordinates are copied). */
-  int64_t (*register_dataset)(const struct nd_variable *vars, int32_t n_vars, const char *name, void *owner,
-                              void (*release)(void *owner), char *message, size_t message_cap);
-  /* Remove dataset `id` from the registry (specs naming it fail from now
-   * on; providers already open keep working). 0, or -1 for an unknown id. */
-  int (*unregister_dataset)(int64_t id);
+  int (*register_dataset)(const struct nd_variable *vars, int32_t n_vars, const char *name, void *owner,
+                          void (*release)(void *owner), char *handle, char *message, size_t message_cap);
+  /* Remove the dataset of `handle` from the registry (specs naming it fail
+   * from now on; providers already open keep working). 0, or -1 for a
+   * handle no registered dataset has. */
+  int (*unregister_dataset)(const char *handle);
   /* Datasets registered and not yet released (unregistered ones still in
    * use count): for tests and leak checks. */
   int64_t (*live_count)(void);
