@@ -397,6 +397,8 @@ def _loader(name: str, var, dtype: np.dtype):
 # Registrations the plugin still holds: released by the plugin (from any
 # thread) once unregistered and no longer in use.
 _owners: dict[int, _Registration] = {}
+# re-entrant: a finalizer (_Scope.close) may run, on any thread, between two
+# bytecodes of a thread holding it, and its release calls back into here
 _owners_lock = threading.RLock()
 _tokens = itertools.count(1)
 
@@ -558,40 +560,146 @@ def _kind(con) -> str:
     )
 
 
-_by_connection: "weakref.WeakKeyDictionary[Any, dict[str, list[str]]]" = weakref.WeakKeyDictionary()
-_by_connection_id: dict[int, dict[str, list[str]]] = {}
-
-
-def _remember(con, name: str, ids: list[str], route: str = "ndarray", objects=()) -> None:
-    try:
-        table = _by_connection.setdefault(con, {})
-    except TypeError:  # not weak-referenceable: kept until unregister() or exit
-        table = _by_connection_id.setdefault(id(con), {})
-    for old in table.pop(name, []):
-        unregister_dataset(old)
-    table[name] = _Ids(ids, route, objects)
-
-
 class _Ids(list):
-    """A name's registration handles, the route that serves it and the catalogue
-    objects (views, tables, an attached database) its registration made."""
+    """A name's registration handles, the plugin holding them, the route
+    that serves it and the catalogue objects (views, tables, an attached
+    database) its registration made."""
 
-    def __init__(self, ids, route: str, objects=()):
+    def __init__(self, ids, route: str, objects=(), plugin: str | None = None):
         super().__init__(ids)
         self.route = route
         self.objects = tuple(objects)
+        self.plugin = plugin
+
+    def release(self) -> None:
+        for handle in self:
+            unregister_dataset(handle, self.plugin)
 
 
-def _names_of(con) -> dict:
-    """The names registered on ``con`` (empty if none)."""
-    try:
-        return _by_connection.get(con, {})
-    except TypeError:  # not weak-referenceable
-        return _by_connection_id.get(id(con), {})
+SCOPE_NAME = "qlink_xarray_scope"
+
+
+class _Scope:
+    """The Datasets :func:`register` registered on one connection (a DuckDB
+    or SQLite connection, a ``qlink.Session``, a datafusion-python
+    ``SessionContext``): name -> :class:`_Ids`.
+
+    Ownership: the scope holds the registrations' handles, which only that
+    connection's catalogue names (temporary views, temp virtual tables, an
+    in-memory database ATTACHed to it, the context's tables), and releases
+    them (:func:`unregister_dataset`) when :func:`register` replaces a name,
+    :func:`unregister` drops one, the connection closes (DuckDB, SQLite:
+    :func:`_watch_close`) or the connection object is collected
+    (``weakref.finalize``). Thread-safety: a re-entrant lock guards the
+    names (a finalizer may run on any thread between two bytecodes, even
+    one holding it); handles are released outside it."""
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._names: dict[str, _Ids] = {}
+        self.closed = False
+
+    def get(self, name: str) -> "_Ids | None":
+        with self._lock:
+            return self._names.get(name)
+
+    def put(self, name: str, ids: _Ids) -> None:
+        """``name`` is now ``ids``; what it was is released."""
+        with self._lock:
+            old = self._names.get(name)
+            self._names[name] = ids
+        if old is not None:
+            old.release()
+
+    def pop(self, name: str) -> "_Ids | None":
+        with self._lock:
+            return self._names.pop(name, None)
+
+    def handles(self) -> int:
+        """Registrations the scope holds."""
+        with self._lock:
+            return sum(len(ids) for ids in self._names.values())
+
+    def close(self) -> None:
+        """Release every registration (the connection closed or went)."""
+        with self._lock:
+            self.closed = True
+            held = list(self._names.values())
+            self._names.clear()
+        for ids in held:
+            ids.release()
+
+
+class _ScopeProbe:
+    """SQLite's close sentinel: the function ``qlink_xarray_scope()`` (the
+    number of registrations the connection holds), whose Python object
+    only that connection references, so SQLite drops it when it closes."""
+
+    def __init__(self, scope: _Scope):
+        self.scope = scope
+
+    def __call__(self) -> int:
+        return self.scope.handles()
+
+
+def _watch_close(con, kind: str, scope: _Scope) -> None:
+    """Run ``scope.close`` when ``con`` is closed, not only once it is
+    collected: give the connection a Python object only it references,
+    which closing it drops (its finalizer then closes the scope). DuckDB:
+    the temporary view ``qlink_xarray_scope`` over an empty frame
+    (``con.register``: registered objects are the connection's own and go
+    with ``close()``; a cursor has its own); SQLite: the function
+    ``qlink_xarray_scope()`` (direct-only under apsw). Dropping that view
+    (``con.unregister``) or function releases the connection's Datasets
+    as closing would. A DataFusion context or ``qlink.Session`` has no
+    close: collecting it releases them."""
+    if kind == "duckdb":
+        import pandas as pd
+
+        sentinel = pd.DataFrame({"scope": pd.Series([], dtype="int64")})
+        weakref.finalize(sentinel, scope.close)
+        con.register(SCOPE_NAME, sentinel)
+    elif kind == "sqlite":
+        probe = _ScopeProbe(scope)
+        weakref.finalize(probe, scope.close)
+        if type(con).__module__.split(".")[0] == "apsw":
+            import apsw
+
+            con.create_scalar_function(SCOPE_NAME, probe, 0, flags=getattr(apsw, "SQLITE_DIRECTONLY", 0))
+        else:
+            con.create_function(SCOPE_NAME, 0, probe)
+
+
+_scopes: "weakref.WeakKeyDictionary[Any, _Scope]" = weakref.WeakKeyDictionary()
+_scopes_by_id: dict[int, _Scope] = {}  # connections that take no weak reference: kept until unregister() or exit
+_scopes_lock = threading.RLock()
+
+
+def _scope_of(con, kind: str | None = None) -> "_Scope | None":
+    """``con``'s scope; with ``kind`` (``_kind(con)``) a new one made (and
+    watched) when it has none, or only a closed one."""
+    with _scopes_lock:
+        try:
+            scope = _scopes.get(con)
+            weak = True
+        except TypeError:
+            scope = _scopes_by_id.get(id(con))
+            weak = False
+        if kind is None or (scope is not None and not scope.closed):
+            return scope
+        scope = _Scope()
+        _watch_close(con, kind, scope)
+        if weak:
+            _scopes[con] = scope
+            weakref.finalize(con, scope.close)
+        else:
+            _scopes_by_id[id(con)] = scope
+        return scope
 
 
 def _objects_of(con, name: str) -> tuple:
-    return getattr(_names_of(con).get(name), "objects", ())
+    scope = _scope_of(con)
+    return getattr(scope.get(name) if scope else None, "objects", ())
 
 
 def _drop_stale(con, kind: str, old, new) -> None:
@@ -610,12 +718,9 @@ def _drop_stale(con, kind: str, old, new) -> None:
 def route_of(connection, name: str) -> str | None:
     """``"zarr"`` or ``"ndarray"``: the route :func:`register` took for
     ``name`` on ``connection``; None if it registered no such name."""
-    ids = _names_of(connection).get(name)
+    scope = _scope_of(connection)
+    ids = scope.get(name) if scope else None
     return getattr(ids, "route", None) if ids is not None else None
-
-
-def _forget(con, name: str) -> list[str]:
-    return _names_of(con).pop(name, [])
 
 
 def _duckdb_prepare(con, plugins) -> None:
@@ -984,6 +1089,16 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
     connection's qlink extension allows. xarray-sql's DuckDB tuning
     options (``batch_size``, ``prefetch``) are accepted and have nothing
     to tune here (the scan is C); any other keyword is a TypeError.
+
+    Ownership: the Dataset's arrays are read in place, under a handle
+    (plugins/ndarray/README.md, "Handles") that only ``connection``'s
+    catalogue names; the registration lasts until ``name`` is registered
+    again, :func:`unregister` drops it, or the connection is closed (DuckDB,
+    SQLite: closing drops the ``qlink_xarray_scope`` view or function it
+    holds) or collected (every engine; a DataFusion context has no close).
+    Thread-safety: registering on one connection from several threads
+    needs the engine's own care (one DuckDB cursor per thread); the
+    registry itself is thread-safe.
     ``nan_fill``: ``"null"`` (default) serves NaN cells of float variables
     as NULL, as xarray-sql does (a Dataset's missing values are NaN);
     ``"nan"`` keeps them NaN, a value (``avg`` is then NaN when one is).
@@ -1023,29 +1138,30 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
             if route == "zarr":
                 raise
     zarr = store is not None
+    route = "zarr" if zarr else "ndarray"
+    scope = _scope_of(connection, kind)
     if kind == "session":
-        _remember(connection, name,
-                  _register_session(connection, name, ds, plugin_file, table_names, chunks, store, nan_fill),
-                  "zarr" if zarr else "ndarray")
+        handles = _register_session(connection, name, ds, plugin_file, table_names, chunks, store, nan_fill)
+        scope.put(name, _Ids(handles, route, plugin=plugin_file))
         return connection
     parts = _split(ds, table_names, case_insensitive=kind == "duckdb")
-    if zarr:
-        ids: list[str] = []
-        sources = _zarr_sources(ds, parts, store, plugin_file, nan_fill)
-    else:
-        ids = [register_dataset(part, name=name if group is None else f"{name}.{group}", chunks=chunks,
-                                plugin=plugin_file) for group, part in parts]
-        sources = [_ndarray_source(plugin_file, handle, nan_fill) for handle in ids]
+    handles: list[str] = []
     try:
+        if zarr:
+            sources = _zarr_sources(ds, parts, store, plugin_file, nan_fill)
+        else:
+            for group, part in parts:
+                handles.append(register_dataset(part, name=name if group is None else f"{name}.{group}",
+                                                chunks=chunks, plugin=plugin_file))
+            sources = [_ndarray_source(plugin_file, handle, nan_fill) for handle in handles]
         made = {"duckdb": _register_duckdb, "sqlite": _register_sqlite, "datafusion": _register_datafusion}[kind](
             connection, name, parts, sources) or []
         if kind in ("duckdb", "sqlite"):
             _drop_stale(connection, kind, _objects_of(connection, name), made)
     except BaseException:
-        for handle in ids:
-            unregister_dataset(handle, plugin_file)
+        _Ids(handles, route, plugin=plugin_file).release()
         raise
-    _remember(connection, name, ids, "zarr" if zarr else "ndarray", made)
+    scope.put(name, _Ids(handles, route, made, plugin_file))
     templates = _templates_of(connection)
     if templates is not None:
         if parts[0][0] is None:
@@ -1062,10 +1178,12 @@ def unregister(connection, name: str) -> int:
     with this handle"): DuckDB's views open a scan per query, so they fail
     at once; a SQLite virtual table already connected holds its provider
     and keeps serving the data until it is dropped or its connection
-    closes."""
-    ids = _forget(connection, name)
-    for handle in ids:
-        unregister_dataset(handle)
+    closes. Closing the connection unregisters every name it holds."""
+    scope = _scope_of(connection)
+    ids = scope.pop(name) if scope else None
+    if ids is None:
+        return 0
+    ids.release()
     return len(ids)
 
 
