@@ -503,11 +503,15 @@ class _Source:
         self.plugin, self.provider, self.options = plugin, provider, options
 
     def spec(self) -> str:
-        """``PLUGIN/PROVIDER?k=v&...`` as the hosts parse it (values percent-encoded)."""
+        """``PLUGIN/PROVIDER?k=v&...`` as the hosts parse it: every part
+        percent-encoded (the hosts decode the plugin path, the provider,
+        keys and values, src/loader/table_spec.c), so a ``?``, ``%``,
+        ``&``, ``#``, space or quote in a folder's name reaches the host
+        as written; only the path's ``/`` stay."""
         from urllib.parse import quote
 
-        query = "&".join(f"{k}={quote(str(v), safe='/')}" for k, v in self.options.items())
-        return f"{self.plugin}/{self.provider}?{query}"
+        query = "&".join(f"{quote(str(k), safe='')}={quote(str(v), safe='/')}" for k, v in self.options.items())
+        return f"{quote(self.plugin, safe='/')}/{quote(self.provider, safe='')}?{query}"
 
     def table(self):
         """The provider as a qlink capsule table (the qlink wheel)."""
