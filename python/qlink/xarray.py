@@ -770,9 +770,12 @@ def _register_duckdb(con, name, parts, sources):
         warnings.warn(f"the {name!r} schema already has real tables named {sorted(clash)}: not replaced by views; "
                       f"query {name}_<group> instead", RuntimeWarning, stacklevel=3)
         return made
-    for (group, _), src in zip(parts, sources):
+    # the schema is the database's (DuckDB has no temporary schemas), so its
+    # views name the connection's temporary ones, not the handles: another
+    # connection (a cursor) finds no such table and learns no handle
+    for group, _ in parts:
         con.execute(f"CREATE OR REPLACE VIEW {_quote(name)}.{_quote(group)} AS "
-                    f"SELECT * FROM qlink_scan({_sql_text(src.spec())})")
+                    f"SELECT * FROM temp.main.{_quote(name + '_' + group)}")
         made.append(("view", f"{_quote(name)}.{_quote(group)}"))
     return made
 
@@ -1078,7 +1081,9 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
     a DuckDB connection (``qlink.duckdb.connect()``: TEMP views over
     ``qlink_scan``, so, like DuckDB's own ``con.register``, visible on that
     connection only: a ``con.cursor()`` handed to another thread needs its
-    own ``register(cursor, name, ds)``), a SQLite connection (``qlink.sqlite.connect()``:
+    own ``register(cursor, name, ds)``; the ``name.<group>`` views of an
+    in-memory database read those temporary views, so they too answer on
+    that connection only), a SQLite connection (``qlink.sqlite.connect()``:
     virtual tables ``USING qlink``; a second group spelling needs an
     ATTACHed database, created as ``name``) or a datafusion-python
     ``SessionContext`` (qlink capsule tables; needs the qlink wheel).
