@@ -1,5 +1,5 @@
 /* The DuckDB host's catalog functions: qlink_plugins(), qlink_tables('SPEC'),
- * qlink_allow('DIR') and qlink_attach('NAME', 'SPEC'). Each computes its
+ * qlink_allow('DIR'), qlink_seal() and qlink_attach('NAME', 'SPEC'). Each computes its
  * rows at bind (a few strings) and returns them from one thread. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,17 +34,9 @@ static void qd_rows_emit(duckdb_function_info info, duckdb_data_chunk out) {
   duckdb_data_chunk_set_size(out, n);
 }
 
-static char *qd_arg(duckdb_bind_info info, idx_t i) {
-  duckdb_value v = duckdb_bind_get_parameter(info, i);
-  char *s = v ? duckdb_get_varchar(v) : NULL;
-  if (v) duckdb_destroy_value(&v);
-  return s;
-}
-
-static void qd_fail(duckdb_bind_info info, struct qd_rows *r, const char *fmt, const char *a, const char *b) {
-  char msg[1024];
-  snprintf(msg, sizeof(msg), fmt, a, b);
-  duckdb_bind_set_error(info, msg);
+/* Fail the bind with "LABEL: <err>" and drop the rows. */
+static void qd_fail(duckdb_bind_info info, struct qd_rows *r, const char *label, struct ql_error *err) {
+  qd_bind_fail(info, label, err);
   qd_rows_free(r);
 }
 
@@ -54,8 +46,11 @@ static void qd_plugins_bind(duckdb_bind_info info) {
   struct qd_db *db = duckdb_bind_get_extra_info(info);
   static const char *const cols[] = {"name", "version", "abi_version", "path", "description"};
   struct qd_rows *r = qd_rows_bind(info, 5, cols);
-  if (!r) return duckdb_bind_set_error(info, "qlink_plugins: out of memory");
-  if (qd_rows_plugins(db, r) != 0) return qd_fail(info, r, "qlink_plugins: out of memory%s%s", "", "");
+  struct ql_error err = {0};
+  if (!r || qd_rows_plugins(db, r) != 0) {
+    ql_error_set(&err, QL_ENOMEM, "out of memory");
+    return qd_fail(info, r, "qlink_plugins", &err);
+  }
   duckdb_bind_set_bind_data(info, r, qd_rows_free);
 }
 
@@ -65,87 +60,66 @@ static void qd_tables_bind(duckdb_bind_info info) {
   struct qd_db *db = duckdb_bind_get_extra_info(info);
   static const char *const cols[] = {"table_name"};
   struct qd_rows *r = qd_rows_bind(info, 1, cols);
-  char *spec = qd_arg(info, 0);
+  char *spec = NULL, *label = NULL;
   struct ql_error err = {0};
-  if (!r || !spec) {
-    duckdb_free(spec);
-    return qd_fail(info, r, "qlink_tables: out of memory%s%s", "", "");
-  }
-  if (qd_rows_tables(db, spec, r, &err) != QL_OK) {
-    qd_fail(info, r, "qlink_tables('%s'): %s", spec, ql_error_message(&err));
-    ql_error_release(&err);
-    duckdb_free(spec);
-    return;
-  }
+  int rc = r ? qd_follow_bind(db, info, &err) : ql_error_set(&err, QL_ENOMEM, "out of memory");
+  if (rc == QL_OK) rc = qd_param_text(info, 0, "the spec", &spec, &err);
+  if (rc == QL_OK) label = qd_printf("qlink_tables('%s')", spec);
+  if (rc == QL_OK) rc = qd_rows_tables(db, spec, r, &err);
+  if (rc != QL_OK) qd_fail(info, r, label ? label : "qlink_tables", &err);
+  else duckdb_bind_set_bind_data(info, r, qd_rows_free);
+  free(label);
   duckdb_free(spec);
-  duckdb_bind_set_bind_data(info, r, qd_rows_free);
 }
 
 static void qd_attach_bind(duckdb_bind_info info) {
   struct qd_db *db = duckdb_bind_get_extra_info(info);
   static const char *const cols[] = {"table_name"};
   struct qd_rows *r = qd_rows_bind(info, 1, cols);
-  char *name = qd_arg(info, 0), *spec = qd_arg(info, 1);
+  char *name = NULL, *spec = NULL, *label = NULL, *sql = NULL;
   struct ql_error err = {0};
-  if (!r || !name || !spec) {
-    duckdb_free(name), duckdb_free(spec);
-    return qd_fail(info, r, "qlink_attach: out of memory%s%s", "", "");
-  }
-  if (qd_rows_tables(db, spec, r, &err) != QL_OK) {
-    qd_fail(info, r, "qlink_attach('%s', ...): %s", name, ql_error_message(&err));
-    ql_error_release(&err);
-    duckdb_free(name), duckdb_free(spec);
-    return;
-  }
+  int rc = r ? qd_follow_bind(db, info, &err) : ql_error_set(&err, QL_ENOMEM, "out of memory");
+  if (rc == QL_OK) rc = qd_param_text(info, 0, "the schema name", &name, &err);
+  if (rc == QL_OK) rc = qd_param_text(info, 1, "the spec", &spec, &err);
+  if (rc == QL_OK) label = qd_printf("qlink_attach('%s', ...)", name);
+  if (rc == QL_OK) rc = qd_rows_tables(db, spec, r, &err);
   /* A DuckDB schema NAME of views over qlink_scan(SPEC, table := T). */
-  char sql[QD_DDL_MAX];
-  if (qd_attach_sql(name, spec, r, 0, sql, sizeof(sql)) != 0) {
-    qd_fail(info, r, "qlink_attach('%s', '%s'): too many tables for one statement", name, spec);
-    duckdb_free(name), duckdb_free(spec);
-    return;
+  if (rc == QL_OK && !(sql = qd_attach_sql(name, spec, r, 0))) rc = ql_error_set(&err, QL_ENOMEM, "out of memory");
+  if (rc == QL_OK) {
+    duckdb_result res;
+    /* Not under db->mutex: CREATE VIEW binds qlink_scan, which loads plugins under it. */
+    pthread_mutex_lock(&db->ddl_mutex);
+    duckdb_state st = duckdb_query(db->ddl, sql, &res);
+    pthread_mutex_unlock(&db->ddl_mutex);
+    if (st != DuckDBSuccess) rc = ql_error_set(&err, QL_EINVAL, "%s", duckdb_result_error(&res));
+    duckdb_destroy_result(&res);
   }
-  duckdb_result res;
-  /* Not under db->mutex: CREATE VIEW binds qlink_scan, which loads plugins under it. */
-  pthread_mutex_lock(&db->ddl_mutex);
-  duckdb_state st = duckdb_query(db->ddl, sql, &res);
-  pthread_mutex_unlock(&db->ddl_mutex);
-  if (st != DuckDBSuccess) {
-    qd_fail(info, r, "qlink_attach('%s', ...): %s", name, duckdb_result_error(&res));
-  } else {
-    duckdb_bind_set_bind_data(info, r, qd_rows_free);
-  }
-  duckdb_destroy_result(&res);
-  duckdb_free(name), duckdb_free(spec);
+  if (rc != QL_OK) qd_fail(info, r, label ? label : "qlink_attach", &err);
+  else duckdb_bind_set_bind_data(info, r, qd_rows_free);
+  free(sql);
+  free(label);
+  duckdb_free(name);
+  duckdb_free(spec);
 }
 
-/* ---- qlink_allow('DIR') */
+/* ---- qlink_allow('DIR') and qlink_seal() */
 
 static void qd_allow_bind(duckdb_bind_info info) {
   struct qd_db *db = duckdb_bind_get_extra_info(info);
   static const char *const cols[] = {"allowed"};
   struct qd_rows *r = qd_rows_bind(info, 1, cols);
-  char *dir = qd_arg(info, 0);
-  if (!r || !dir) {
-    duckdb_free(dir);
-    return qd_fail(info, r, "qlink_allow: out of memory%s%s", "", "");
-  }
-  /* The owner hands the connection on with lock_configuration: from then on SQL cannot widen the list. */
-  duckdb_client_context ctx = NULL;
-  duckdb_table_function_get_client_context(info, &ctx);
-  duckdb_config_option_scope scope;
-  duckdb_value lock = ctx ? duckdb_client_context_get_config_option(ctx, "lock_configuration", &scope) : NULL;
-  int locked = lock && duckdb_get_bool(lock);
-  if (lock) duckdb_destroy_value(&lock);
-  if (ctx) duckdb_destroy_client_context(&ctx);
+  int sealing = duckdb_bind_get_parameter_count(info) == 0;
+  char *dir = NULL, *label = NULL;
   struct ql_error err = {0};
-  if (qd_rows_allow(db, dir, locked, r, &err) != QL_OK) {
-    qd_fail(info, r, "qlink_allow('%s'): %s", dir, ql_error_message(&err));
-    ql_error_release(&err);
-    duckdb_free(dir);
-    return;
-  }
+  /* The settings first: lock_configuration and enable_external_access refuse it. */
+  int rc = r ? qd_follow_bind(db, info, &err) : ql_error_set(&err, QL_ENOMEM, "out of memory");
+  if (rc == QL_OK && !sealing) rc = qd_param_text(info, 0, "the directory", &dir, &err);
+  if (rc == QL_OK && !sealing) label = qd_printf("qlink_allow('%s')", dir);
+  if (rc == QL_OK) rc = qd_rows_allow(db, dir, r, &err);
+  if (rc != QL_OK) qd_fail(info, r, label ? label : sealing ? "qlink_seal()" : "qlink_allow", &err);
+  else duckdb_bind_set_bind_data(info, r, qd_rows_free);
+  free(label);
   duckdb_free(dir);
-  duckdb_bind_set_bind_data(info, r, qd_rows_free);
 }
 
 static int qd_register(duckdb_connection con, struct qd_db *db, const char *name, int n_args,
@@ -168,5 +142,6 @@ int qd_register_catalog(duckdb_connection con, struct qd_db *db) {
   if (qd_register(con, db, "qlink_plugins", 0, qd_plugins_bind) != 0) return -1;
   if (qd_register(con, db, "qlink_tables", 1, qd_tables_bind) != 0) return -1;
   if (qd_register(con, db, "qlink_attach", 2, qd_attach_bind) != 0) return -1;
+  if (qd_register(con, db, "qlink_seal", 0, qd_allow_bind) != 0) return -1;
   return qd_register(con, db, "qlink_allow", 1, qd_allow_bind);
 }

@@ -27,31 +27,106 @@
 #include "types.h"
 #include "vectors.h"
 
-/* ---- qlink_scan */
+/* ---- settings and arguments */
 
-void qd_follow_settings(struct qd_db *db, duckdb_client_context ctx) {
-  if (!ctx) return;
+/* Boolean option `name` of the context: 1, 0, or -1 when DuckDB gives none. */
+static int qd_option_bool(duckdb_client_context ctx, const char *name) {
   duckdb_config_option_scope scope;
-  int64_t threads = 0;
-  duckdb_value v = duckdb_client_context_get_config_option(ctx, "threads", &scope);
-  if (v) {
-    threads = duckdb_get_int64(v);
-    duckdb_destroy_value(&v);
-  }
-  v = duckdb_client_context_get_config_option(ctx, "memory_limit", &scope);
-  char *text = v ? duckdb_get_varchar(v) : NULL;
-  qd_apply_settings(db, threads, text);
-  duckdb_free(text);
-  if (v) duckdb_destroy_value(&v);
+  duckdb_value v = duckdb_client_context_get_config_option(ctx, name, &scope);
+  if (!v) return -1;
+  int out = duckdb_is_null_value(v) ? -1 : duckdb_get_bool(v) ? 1 : 0;
+  duckdb_destroy_value(&v);
+  return out;
 }
 
-/* DuckDB's threads and memory_limit become the host's settings. */
-static void qd_follow_bind_settings(struct qd_db *db, duckdb_bind_info info) {
+/* List option `name` (VARCHAR[]) of the context into a settings list. */
+static void qd_option_list(duckdb_client_context ctx, const char *name, char ***list, int64_t *n) {
+  duckdb_config_option_scope scope;
+  duckdb_value v = duckdb_client_context_get_config_option(ctx, name, &scope);
+  if (!v) return;
+  idx_t size = duckdb_is_null_value(v) ? 0 : duckdb_get_list_size(v);
+  for (idx_t i = 0; i < size; i++) {
+    duckdb_value c = duckdb_get_list_child(v, i);
+    char *text = c ? duckdb_get_varchar(c) : NULL;
+    if (text) qd_settings_add(list, n, text);
+    duckdb_free(text);
+    if (c) duckdb_destroy_value(&c);
+  }
+  duckdb_destroy_value(&v);
+}
+
+int qd_follow_settings(struct qd_db *db, duckdb_client_context ctx, struct ql_error *err) {
+  struct qd_settings s = {0};
+  s.locked = s.external = -1;
+  if (ctx) {
+    duckdb_config_option_scope scope;
+    duckdb_value v = duckdb_client_context_get_config_option(ctx, "threads", &scope);
+    if (v) {
+      s.threads = duckdb_get_int64(v);
+      duckdb_destroy_value(&v);
+    }
+    v = duckdb_client_context_get_config_option(ctx, "memory_limit", &scope);
+    char *text = v ? duckdb_get_varchar(v) : NULL;
+    s.memory_limit = text ? strdup(text) : NULL;
+    duckdb_free(text);
+    if (v) duckdb_destroy_value(&v);
+    s.locked = qd_option_bool(ctx, "lock_configuration");
+    s.external = qd_option_bool(ctx, "enable_external_access");
+    if (s.external == 0) {
+      qd_option_list(ctx, "allowed_directories", &s.dirs, &s.n_dirs);
+      qd_option_list(ctx, "allowed_paths", &s.paths, &s.n_paths);
+    }
+  }
+  int rc = qd_follow(db, &s, err);
+  qd_settings_free(&s);
+  return rc;
+}
+
+int qd_follow_bind(struct qd_db *db, duckdb_bind_info info, struct ql_error *err) {
   duckdb_client_context ctx = NULL;
   duckdb_table_function_get_client_context(info, &ctx);
-  qd_follow_settings(db, ctx);
+  int rc = qd_follow_settings(db, ctx, err);
   if (ctx) duckdb_destroy_client_context(&ctx);
+  return rc;
 }
+
+int qd_value_text(duckdb_value v, const char *what, char **out, struct ql_error *err) {
+  *out = NULL;
+  if (!v || duckdb_is_null_value(v)) return qd_check_text(what, NULL, 0, err);
+  char *s = duckdb_get_varchar(v);
+  if (!s) return ql_error_set(err, QL_ENOMEM, "out of memory reading %s", what);
+  /* duckdb_get_varchar's copy ends at the first NUL byte inside the value,
+   * and V1 has no length getter: DuckDB's SQL literal of it ('...', quotes
+   * doubled) ends early exactly when a NUL byte follows. */
+  size_t n = strlen(s), quotes = 0;
+  for (size_t i = 0; i < n; i++) quotes += s[i] == '\'';
+  char *lit = duckdb_value_to_string(v);
+  int cut = lit && lit[0] == '\'' && strlen(lit) == 1 + n + quotes;
+  duckdb_free(lit);
+  int rc = qd_check_text(what, s, cut ? n + 1 : n, err);
+  if (rc != QL_OK) {
+    duckdb_free(s);
+    return rc;
+  }
+  *out = s;
+  return QL_OK;
+}
+
+int qd_param_text(duckdb_bind_info info, idx_t i, const char *what, char **out, struct ql_error *err) {
+  duckdb_value v = duckdb_bind_get_parameter(info, i);
+  int rc = qd_value_text(v, what, out, err);
+  if (v) duckdb_destroy_value(&v);
+  return rc;
+}
+
+void qd_bind_fail(duckdb_bind_info info, const char *label, struct ql_error *err) {
+  char *msg = qd_printf("%s: %s", label, ql_error_message(err));
+  ql_error_release(err);
+  duckdb_bind_set_error(info, qd_text_or_oom(msg));
+  free(msg);
+}
+
+/* ---- qlink_scan */
 
 int qd_bind_provider(duckdb_bind_info info, struct qd_bind *b, struct ql_error *err) {
   int64_t rows;
@@ -69,28 +144,20 @@ int qd_bind_provider(duckdb_bind_info info, struct qd_bind *b, struct ql_error *
 static void qd_scan_bind(duckdb_bind_info info) {
   struct qd_db *db = duckdb_bind_get_extra_info(info);
   struct ql_error err = {0};
-  char msg[1024];
-  duckdb_value arg = duckdb_bind_get_parameter(info, 0);
-  char *spec = arg ? duckdb_get_varchar(arg) : NULL;
-  if (arg) duckdb_destroy_value(&arg);
-  struct qd_bind *b = spec ? qd_bind_new(db, spec) : NULL;
-  if (!b) {
-    duckdb_bind_set_error(info, "qlink_scan: out of memory");
-    duckdb_free(spec);
-    return;
-  }
-  qd_follow_bind_settings(db, info);
-  duckdb_value tv = duckdb_bind_get_named_parameter(info, "table");
-  char *table = tv ? duckdb_get_varchar(tv) : NULL;
+  char *spec = NULL, *table = NULL;
+  int rc = qd_follow_bind(db, info, &err);
+  if (rc == QL_OK) rc = qd_param_text(info, 0, "the spec", &spec, &err);
+  duckdb_value tv = rc == QL_OK ? duckdb_bind_get_named_parameter(info, "table") : NULL;
+  if (tv) rc = qd_value_text(tv, "argument \"table\"", &table, &err);
   if (tv) duckdb_destroy_value(&tv);
-  int rc = qd_bind_open(b, spec, table, &err);
+  struct qd_bind *b = rc == QL_OK ? qd_bind_new(db, spec) : NULL;
+  if (rc == QL_OK && !b) rc = ql_error_set(&err, QL_ENOMEM, "out of memory");
+  if (rc == QL_OK) rc = qd_bind_open(b, spec, table, &err);
   duckdb_free(spec);
   duckdb_free(table);
   if (rc == QL_OK) rc = qd_bind_provider(info, b, &err);
   if (rc != QL_OK) {
-    snprintf(msg, sizeof(msg), "%s: %s", b->label, ql_error_message(&err));
-    ql_error_release(&err);
-    duckdb_bind_set_error(info, msg);
+    qd_bind_fail(info, b ? b->label : "qlink_scan", &err);
     qd_bind_free(b);
     return;
   }
@@ -101,16 +168,17 @@ void qd_scan_init(duckdb_init_info info) {
   struct qd_bind *b = duckdb_init_get_bind_data(info);
   idx_t n = duckdb_init_get_column_count(info);
   idx_t *cols = calloc(n ? n : 1, sizeof(*cols));
-  char msg[1024];
+  char *msg = NULL;
   if (!cols) {
     duckdb_init_set_error(info, "qlink_scan: out of memory");
     return;
   }
   for (idx_t i = 0; i < n; i++) cols[i] = duckdb_init_get_column_index(info, i);
-  struct qd_global *g = qd_global_new(b, n, cols, msg, sizeof(msg));
+  struct qd_global *g = qd_global_new(b, n, cols, &msg);
   free(cols);
   if (!g) {
-    duckdb_init_set_error(info, msg);
+    duckdb_init_set_error(info, qd_text_or_oom(msg));
+    free(msg);
     return;
   }
   duckdb_init_set_max_threads(info, (idx_t)(g->partitions > 0 ? g->partitions : 1));
@@ -130,10 +198,11 @@ void qd_scan(duckdb_function_info info, duckdb_data_chunk output) {
   struct qd_local *l = duckdb_function_get_local_init_data(info);
   if (!l->g) l->g = duckdb_function_get_init_data(info);
   struct qd_global *g = l->g;
-  char msg[1024];
-  int more = qd_local_next(l, msg, sizeof(msg));
+  char *msg = NULL;
+  int more = qd_local_next(l, &msg);
   if (more < 0) {
-    duckdb_function_set_error(info, msg);
+    duckdb_function_set_error(info, qd_text_or_oom(msg));
+    free(msg);
     return;
   }
   idx_t n = 0;
@@ -161,10 +230,11 @@ DUCKDB_EXTENSION_API bool qlink_init_c_api(duckdb_extension_info info, struct du
 
 DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info info,
                             struct duckdb_extension_access *access) {
-  char msg[1024];
-  struct qd_db *db = qd_db_new(msg, sizeof(msg));
+  char *msg = NULL;
+  struct qd_db *db = qd_db_new(&msg);
   if (!db) {
-    access->set_error(info, msg);
+    access->set_error(info, qd_text_or_oom(msg));
+    free(msg);
     return false;
   }
   duckdb_table_function f = duckdb_create_table_function();

@@ -27,6 +27,7 @@ typedef duckdb_vector qd_vector;
 #include <string.h>
 
 #include "qlink/lib/loader.h"
+#include "qlink/lib/status.h"
 
 DUCKDB_EXTENSION_EXTERN
 
@@ -54,16 +55,60 @@ struct qd_db {
 #endif
   pthread_mutex_t ddl_mutex;  /* one statement at a time on `ddl` */
   struct qd_loaded_fn *functions; /* what qlink_load registered (under mutex) */
+  /* DuckDB's settings as latches (access.c): lock_configuration seen true,
+   * enable_external_access seen false; then `allowed` holds
+   * allowed_directories (the first n_allowed_dirs) and allowed_paths,
+   * resolved, written once before no_external is set. */
+  atomic_int locked;
+  atomic_int no_external;
+  char **allowed;
+  int64_t n_allowed, n_allowed_dirs;
 };
 
+/* ---- access.c: what DuckDB's settings let qlink load and read */
 
-/* A database's state: the reference host and the directories of
- * QLINK_PLUGIN_PATH. NULL with the reason in msg. scan.c. */
-struct qd_db *qd_db_new(char *msg, size_t cap);
+/* DuckDB's settings as one bind reads them (the glue: ext.c, ext_v2.c). */
+struct qd_settings {
+  int64_t threads;    /* <= 0: not known */
+  char *memory_limit; /* DuckDB's text ("1.5 GiB"); NULL: not known */
+  int locked;         /* lock_configuration; -1: not readable */
+  int external;       /* enable_external_access; -1: not readable */
+  char **dirs, **paths; /* allowed_directories, allowed_paths (read when external is 0) */
+  int64_t n_dirs, n_paths;
+};
+void qd_settings_free(struct qd_settings *s);
+/* Append a copy of `text` to a settings list; -1 without memory. */
+int qd_settings_add(char ***list, int64_t *n, const char *text);
+/* Every bind's first step: threads and memory_limit become the host's, and
+ * the latches close (lock: the plugin directories sealed; no external
+ * access: sealed too, no plugin loads, reads limited to the allowed lists).
+ * Refused (fail closed) when DuckDB did not give the two switches. */
+int qd_follow(struct qd_db *db, struct qd_settings *s, struct ql_error *err);
+/* With external access off: every `path` option must be a local path or
+ * file:// URL inside the allowed lists (memory:// passes), else refused
+ * naming the setting. */
+int qd_check_options(struct qd_db *db, const struct ql_options *options, struct ql_error *err);
+/* Serve the session's file:// store through the latches (qd_db_new). */
+int qd_guard_files(struct qd_db *db, struct ql_error *err);
+/* Text read from DuckDB: QL_OK, or QL_EINVAL naming `what` when it is NULL
+ * or holds a NUL byte among its `len` bytes (and where). */
+int qd_check_text(const char *what, const char *s, size_t len, struct ql_error *err);
+/* A malloc'd formatted string (NULL without memory), and the text to show
+ * for one that could not be made. */
+char *qd_printf(const char *fmt, ...) QL_PRINTF_FORMAT(1, 2);
+const char *qd_text_or_oom(const char *s);
+
+
+/* A database's state: the reference host (its file:// store guarded, see
+ * qd_guard_files) and the directories of QLINK_PLUGIN_PATH. NULL with the
+ * reason in *msg (malloc'd; NULL without memory). scan.c. */
+struct qd_db *qd_db_new(char **msg);
 
 /* The loaded plugin named `name_or_path` (a loaded plugin's name, else a
- * name or path resolved through the allowed directories and loaded; the
- * first load seals the directory list). Thread-safe. */
+ * name or path resolved through the allowed directories and loaded). The
+ * directory list is sealed first, whether the load then succeeds or fails;
+ * a plugin not loaded yet is refused once enable_external_access was seen
+ * false. Thread-safe. */
 int qd_plugin_get(struct qd_db *db, const char *name_or_path, const struct ql_plugin **out, struct ql_error *err);
 
 /* ---- one table provider as a DuckDB table function: qlink_scan's bind
@@ -117,8 +162,9 @@ struct qd_global {
 };
 /* Plan the scan of `b` for the `n` output columns `cols` (indices into the
  * table's columns; one past them: DuckDB's row id), with b's filters. On
- * failure *msg (cap bytes) is the error, prefixed by the label. */
-struct qd_global *qd_global_new(struct qd_bind *b, idx_t n, const idx_t *cols, char *msg, size_t cap);
+ * failure *msg is the error (malloc'd, prefixed by the label; NULL without
+ * memory). */
+struct qd_global *qd_global_new(struct qd_bind *b, idx_t n, const idx_t *cols, char **msg);
 void qd_global_free(void *global);
 
 struct qd_local {
@@ -131,8 +177,8 @@ struct qd_local {
 void qd_local_free(void *local);
 /* Make l->batch hold rows not yet copied, taking the next partition when
  * one ends: 1 when it does, 0 when every partition is done, -1 on a plugin
- * error (in msg, prefixed by the label; the scan is cancelled). */
-int qd_local_next(struct qd_local *l, char *msg, size_t cap);
+ * error (in *msg as qd_global_new's; the scan is cancelled). */
+int qd_local_next(struct qd_local *l, char **msg);
 
 /* Rows of VARCHAR cells, row-major: the catalog functions' results. */
 struct qd_rows {
@@ -148,21 +194,30 @@ int qd_rows_add(struct qd_rows *r, const char *const *cells);
 int qd_rows_plugins(struct qd_db *db, struct qd_rows *r);
 /* The table names of the schema provider SPEC, one row each. */
 int qd_rows_tables(struct qd_db *db, const char *spec, struct qd_rows *r, struct ql_error *err);
-/* qlink_allow's work: `dir` added unless sealed (locked: seal first), then
- * every allowed directory, one row each. */
-int qd_rows_allow(struct qd_db *db, const char *dir, int locked, struct qd_rows *r, struct ql_error *err);
+/* qlink_allow's work (dir non-NULL: `dir` added) and qlink_seal's (dir
+ * NULL: the list sealed), then every allowed directory, one row each.
+ * Refused naming the setting once lock_configuration was seen true or
+ * enable_external_access false (qd_follow), or by the list once sealed. */
+int qd_rows_allow(struct qd_db *db, const char *dir, struct qd_rows *r, struct ql_error *err);
 
+/* ---- sql.c: statement text that grows to fit (nothing is ever cut) */
+struct qd_text {
+  char *s;
+  size_t len, cap;
+  int failed; /* out of memory: later appends do nothing, qd_text_take gives NULL */
+};
+void qd_text_add(struct qd_text *t, const char *piece);
+void qd_text_addf(struct qd_text *t, const char *fmt, ...) QL_PRINTF_FORMAT(2, 3);
 /* `s` as a SQL identifier in double quotes (q '"') or a string literal in
- * single quotes (q '\''), into out[cap] (truncated to fit). sql.c. */
-void qd_quote(char *out, size_t cap, const char *s, char q);
-/* The longest statement text qlink_attach and qlink_load make. */
-#define QD_DDL_MAX 8192
-/* qlink_attach's statements into sql[cap]: schema NAME, then one view per
- * table of `tables` (one column: the names) over qlink_scan(SPEC, "table"
- * := T); with_result: then a SELECT returning the names as column
- * table_name, in order. -1 when they do not fit. sql.c. */
-int qd_attach_sql(const char *name, const char *spec, const struct qd_rows *tables, int with_result, char *sql,
-                  size_t cap);
+ * single quotes (q '\''). */
+void qd_text_quote(struct qd_text *t, const char *s, char q);
+/* The text (malloc'd; NULL when an append ran out of memory); t is empty after. */
+char *qd_text_take(struct qd_text *t);
+/* qlink_attach's statements: schema NAME, then one view per table of
+ * `tables` (one column: the names) over qlink_scan(SPEC, "table" := T);
+ * with_result: then a SELECT returning the names as column table_name, in
+ * order. Malloc'd; NULL without memory. */
+char *qd_attach_sql(const char *name, const char *spec, const struct qd_rows *tables, int with_result);
 
 #ifdef QD_CAPI_V2
 /* Why `CALL qlink_attach` and `CALL qlink_load` fail in the V2 build. */
@@ -175,12 +230,19 @@ static inline duckdb_v2_str qd_str(const char *s) { return (duckdb_v2_str){s, s 
  * (qd_v2_fail) or with `code` (ext_v2.c). */
 void qd_v2_fail(duckdb_v2_error_info_handle *err, const char *msg);
 void qd_v2_fail_code(duckdb_v2_error_info_handle *err, DUCKDB_V2_ERROR code, const char *msg);
-/* Argument `index` of a bind as a malloc'd string; NULL when it is NULL. */
-char *qd_arg_text(duckdb_v2_function_bind_info_handle info, idx_t index);
+/* Argument `index` of a bind as a malloc'd string (*out), checked by
+ * qd_check_text as `what` (NULL refused). */
+int qd_arg_text(duckdb_v2_function_bind_info_handle info, idx_t index, const char *what, char **out,
+                struct ql_error *err);
+/* Named VARCHAR argument `name` likewise; left out: QL_OK and *out NULL. */
+int qd_named_text(duckdb_v2_function_bind_info_handle info, const char *name, const char *what, char **out,
+                  struct ql_error *err);
+/* Fail a V2 callback with "LABEL: <qerr's message>" and `code` (releases qerr). */
+void qd_fail_error_v2(duckdb_v2_error_info_handle *err, DUCKDB_V2_ERROR code, const char *label, struct ql_error *qerr);
 /* The function's user data (the struct qd_db). */
 void *qd_user_data(duckdb_v2_function_bind_info_handle info);
-/* DuckDB's threads and memory_limit of `ctx` as the reference host's settings. */
-void qd_follow_settings_v2(struct qd_db *db, duckdb_v2_context_handle ctx);
+/* DuckDB's settings of `ctx` through qd_follow. */
+int qd_follow_settings_v2(struct qd_db *db, duckdb_v2_context_handle ctx, struct ql_error *err);
 /* With b->plugin and b->provider set: qd_bind_schema, then the columns as
  * DuckDB's result columns and the row count as its cardinality. */
 int qd_bind_columns_v2(duckdb_v2_table_function_bind_info_handle result, duckdb_v2_context_handle context,
@@ -198,7 +260,7 @@ void qd_rows_init_v2(duckdb_v2_table_function_init_global_info_handle info, duck
 void qd_rows_emit_v2(duckdb_v2_table_function_exec_info_handle info, duckdb_v2_context_handle context,
                      duckdb_v2_error_info_handle *err);
 /* Register table function `name` of n_args VARCHAR arguments (and, with
- * `named`, a VARCHAR named parameter NULL by default); `pushdown`: with
+ * `named`, a VARCHAR named parameter, optional: qd_named_text reads it); `pushdown`: with
  * projection and filter pushdown. 0 or -1. */
 int qd_register_v2(duckdb_v2_extension_handle extension, duckdb_v2_factory_handle factory, struct qd_db *db,
                    const char *name, int n_args, const char *named, duckdb_v2_table_function_bind_callback_fn bind,
@@ -229,9 +291,18 @@ int qd_register_functions(duckdb_connection con, struct qd_db *db);
 /* With b->plugin and b->provider set: qd_bind_schema, then the columns as
  * DuckDB's result columns and the row count as its cardinality (ext.c). */
 int qd_bind_provider(duckdb_bind_info info, struct qd_bind *b, struct ql_error *err);
-/* DuckDB's threads and memory_limit of `ctx` as the reference host's
- * settings (NULL: nothing). */
-void qd_follow_settings(struct qd_db *db, duckdb_client_context ctx);
+/* DuckDB's settings of `ctx` through qd_follow (a NULL context gives none:
+ * refused). */
+int qd_follow_settings(struct qd_db *db, duckdb_client_context ctx, struct ql_error *err);
+/* The same for a table function's bind. */
+int qd_follow_bind(struct qd_db *db, duckdb_bind_info info, struct ql_error *err);
+/* A VARCHAR value's text (*out, duckdb_free it), checked by qd_check_text
+ * as `what`; a NULL value (or none) is refused. */
+int qd_value_text(duckdb_value v, const char *what, char **out, struct ql_error *err);
+/* The same for a bind's positional parameter i. */
+int qd_param_text(duckdb_bind_info info, idx_t i, const char *what, char **out, struct ql_error *err);
+/* Fail a table function's bind with "LABEL: <err's message>" (releases err). */
+void qd_bind_fail(duckdb_bind_info info, const char *label, struct ql_error *err);
 /* init, local init and scan of a struct qd_bind (ext.c). */
 void qd_scan_init(duckdb_init_info info);
 void qd_scan_local_init(duckdb_init_info info);

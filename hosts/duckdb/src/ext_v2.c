@@ -33,54 +33,130 @@ void qd_v2_fail(duckdb_v2_error_info_handle *err, const char *msg) {
   qd_v2_fail_code(err, DUCKDB_V2_ERROR_INPUT_INVALID, msg);
 }
 
-/* Argument `index` of a bind as a malloc'd string; NULL when it is NULL. */
-char *qd_arg_text(duckdb_v2_function_bind_info_handle info, idx_t index) {
-  duckdb_v2_value_handle v = NULL;
-  if (duckdb_v2_function_bind_get_arg_value(info, index, &v, NULL) != DUCKDB_V2_ERROR_NONE) return NULL;
+/* The default of every VARCHAR named parameter: one NUL byte, which no
+ * argument can be (qd_check_text refuses NUL bytes), so a named argument
+ * left out is told apart from one passed as NULL (refused). */
+static const duckdb_v2_str qd_absent = {"", 1};
+
+/* A VARCHAR value's text, malloc'd into *out and checked as `what`; a NULL
+ * value is refused; absent (with `named`: the default above) gives QL_OK
+ * and *out NULL. */
+static int qd_value_text_v2(duckdb_v2_value_handle v, const char *what, int named, char **out, struct ql_error *err) {
+  *out = NULL;
   bool is_null = true;
   duckdb_v2_value_is_null(v, &is_null, NULL);
   duckdb_v2_str s = {NULL, 0};
-  char *out = NULL;
-  if (!is_null && duckdb_v2_value_get_varchar(v, &s, NULL) == DUCKDB_V2_ERROR_NONE) {
-    out = malloc(s.len + 1);
-    if (out) {
-      if (s.len) memcpy(out, s.ptr, s.len);
-      out[s.len] = '\0';
-    }
+  if (is_null) return qd_check_text(what, NULL, 0, err);
+  if (duckdb_v2_value_get_varchar(v, &s, NULL) != DUCKDB_V2_ERROR_NONE) {
+    return ql_error_set(err, QL_EINVAL, "%s is not text", what);
   }
-  duckdb_v2_value_destroy(&v);
-  return out;
+  if (named && s.len == qd_absent.len && s.ptr[0] == '\0') return QL_OK;
+  int rc = qd_check_text(what, s.ptr, s.len, err);
+  if (rc == QL_OK && !(*out = malloc(s.len + 1))) rc = ql_error_set(err, QL_ENOMEM, "out of memory reading %s", what);
+  if (rc == QL_OK) {
+    if (s.len) memcpy(*out, s.ptr, s.len);
+    (*out)[s.len] = '\0';
+  }
+  return rc;
 }
 
-/* Config option `name` of the context: its integer (as_text 0) or its text
- * into buf[cap] (as_text 1). 0 on success. */
-static int qd_option(duckdb_v2_context_handle ctx, const char *name, int as_text, int64_t *i, char *buf, size_t cap) {
-  duckdb_v2_config_handle config = NULL;
-  if (duckdb_v2_context_get_config(ctx, &config, NULL) != DUCKDB_V2_ERROR_NONE) return -1;
-  duckdb_v2_identifier_t id = qd_str(name);
+int qd_arg_text(duckdb_v2_function_bind_info_handle info, idx_t index, const char *what, char **out,
+                struct ql_error *err) {
   duckdb_v2_value_handle v = NULL;
-  DUCKDB_V2_SETTING_SCOPE scope;
-  if (duckdb_v2_config_get_option_value(config, &id, &v, &scope, NULL) != DUCKDB_V2_ERROR_NONE) return -1;
-  int rc = -1;
-  if (!as_text) {
-    rc = duckdb_v2_value_get_bigint(v, i, NULL) == DUCKDB_V2_ERROR_NONE ? 0 : -1;
-  } else {
-    duckdb_v2_str s = {NULL, 0};
-    if (duckdb_v2_value_get_varchar(v, &s, NULL) == DUCKDB_V2_ERROR_NONE && s.len < cap) {
-      if (s.len) memcpy(buf, s.ptr, s.len);
-      buf[s.len] = '\0';
-      rc = 0;
-    }
+  *out = NULL;
+  if (duckdb_v2_function_bind_get_arg_value(info, index, &v, NULL) != DUCKDB_V2_ERROR_NONE) {
+    return ql_error_set(err, QL_EINVAL, "%s is not a constant", what);
   }
+  int rc = qd_value_text_v2(v, what, 0, out, err);
   duckdb_v2_value_destroy(&v);
   return rc;
 }
 
-void qd_follow_settings_v2(struct qd_db *db, duckdb_v2_context_handle ctx) {
-  int64_t threads = 0;
-  char limit[64];
-  if (qd_option(ctx, "threads", 0, &threads, NULL, 0) != 0) threads = 0;
-  qd_apply_settings(db, threads, qd_option(ctx, "memory_limit", 1, NULL, limit, sizeof(limit)) == 0 ? limit : NULL);
+int qd_named_text(duckdb_v2_function_bind_info_handle info, const char *name, const char *what, char **out,
+                  struct ql_error *err) {
+  duckdb_v2_identifier_t id = qd_str(name);
+  idx_t index = 0;
+  bool found = false;
+  duckdb_v2_value_handle v = NULL;
+  *out = NULL;
+  duckdb_v2_function_bind_get_arg_index(info, &id, &index, &found, NULL);
+  if (!found || duckdb_v2_function_bind_get_arg_value(info, index, &v, NULL) != DUCKDB_V2_ERROR_NONE) return QL_OK;
+  int rc = qd_value_text_v2(v, what, 1, out, err);
+  duckdb_v2_value_destroy(&v);
+  return rc;
+}
+
+void qd_fail_error_v2(duckdb_v2_error_info_handle *err, DUCKDB_V2_ERROR code, const char *label, struct ql_error *qerr) {
+  char *msg = qd_printf("%s: %s", label, ql_error_message(qerr));
+  ql_error_release(qerr);
+  qd_v2_fail_code(err, code, qd_text_or_oom(msg));
+  free(msg);
+}
+
+/* Config option `name` of the context as a value (destroy it); NULL when DuckDB gives none. */
+static duckdb_v2_value_handle qd_option(duckdb_v2_context_handle ctx, const char *name) {
+  duckdb_v2_config_handle config = NULL;
+  if (duckdb_v2_context_get_config(ctx, &config, NULL) != DUCKDB_V2_ERROR_NONE) return NULL;
+  duckdb_v2_identifier_t id = qd_str(name);
+  duckdb_v2_value_handle v = NULL;
+  DUCKDB_V2_SETTING_SCOPE scope;
+  if (duckdb_v2_config_get_option_value(config, &id, &v, &scope, NULL) != DUCKDB_V2_ERROR_NONE) return NULL;
+  return v;
+}
+
+/* A value's text, malloc'd (NULL when it has none). */
+static char *qd_value_copy(duckdb_v2_value_handle v) {
+  duckdb_v2_str s = {NULL, 0};
+  char *out = NULL;
+  if (v && duckdb_v2_value_get_varchar(v, &s, NULL) == DUCKDB_V2_ERROR_NONE && (out = malloc(s.len + 1))) {
+    if (s.len) memcpy(out, s.ptr, s.len);
+    out[s.len] = '\0';
+  }
+  return out;
+}
+
+/* Boolean option: 1, 0, or -1 when DuckDB gives none. */
+static int qd_option_bool(duckdb_v2_context_handle ctx, const char *name) {
+  duckdb_v2_value_handle v = qd_option(ctx, name);
+  bool b = false;
+  int out = v && duckdb_v2_value_get_bool(v, &b, NULL) == DUCKDB_V2_ERROR_NONE ? (b ? 1 : 0) : -1;
+  if (v) duckdb_v2_value_destroy(&v);
+  return out;
+}
+
+/* List option `name` (VARCHAR[]) into a settings list. */
+static void qd_option_list(duckdb_v2_context_handle ctx, const char *name, char ***list, int64_t *n) {
+  duckdb_v2_value_handle v = qd_option(ctx, name);
+  idx_t count = 0;
+  if (v) duckdb_v2_value_get_child_count(v, &count, NULL);
+  for (idx_t i = 0; i < count; i++) {
+    duckdb_v2_value_handle c = NULL;
+    if (duckdb_v2_value_get_child(v, i, &c, NULL) != DUCKDB_V2_ERROR_NONE) continue;
+    char *text = qd_value_copy(c);
+    if (text) qd_settings_add(list, n, text);
+    free(text);
+    duckdb_v2_value_destroy(&c);
+  }
+  if (v) duckdb_v2_value_destroy(&v);
+}
+
+int qd_follow_settings_v2(struct qd_db *db, duckdb_v2_context_handle ctx, struct ql_error *err) {
+  struct qd_settings s = {0};
+  duckdb_v2_value_handle v = qd_option(ctx, "threads");
+  if (!v || duckdb_v2_value_get_bigint(v, &s.threads, NULL) != DUCKDB_V2_ERROR_NONE) s.threads = 0;
+  if (v) duckdb_v2_value_destroy(&v);
+  v = qd_option(ctx, "memory_limit");
+  s.memory_limit = qd_value_copy(v);
+  if (v) duckdb_v2_value_destroy(&v);
+  s.locked = qd_option_bool(ctx, "lock_configuration");
+  s.external = qd_option_bool(ctx, "enable_external_access");
+  if (s.external == 0) {
+    qd_option_list(ctx, "allowed_directories", &s.dirs, &s.n_dirs);
+    qd_option_list(ctx, "allowed_paths", &s.paths, &s.n_paths);
+  }
+  int rc = qd_follow(db, &s, err);
+  qd_settings_free(&s);
+  return rc;
 }
 
 void *qd_user_data(duckdb_v2_function_bind_info_handle info) {
@@ -117,28 +193,18 @@ static void qd_scan_bind_v2(duckdb_v2_function_bind_info_handle info, duckdb_v2_
                             duckdb_v2_context_handle context, duckdb_v2_error_info_handle *err) {
   struct qd_db *db = qd_user_data(info);
   struct ql_error qerr = {0};
-  char msg[1024];
-  char *spec = qd_arg_text(info, 0);
-  struct qd_bind *b = spec ? qd_bind_new(db, spec) : NULL;
-  if (!b) {
-    qd_v2_fail(err, spec ? "qlink_scan: out of memory" : "qlink_scan: the spec is NULL");
-    free(spec);
-    return;
-  }
-  qd_follow_settings_v2(db, context);
-  duckdb_v2_identifier_t tname = qd_str("table");
-  idx_t tindex = 0;
-  bool found = false;
-  duckdb_v2_function_bind_get_arg_index(info, &tname, &tindex, &found, NULL);
-  char *table = found ? qd_arg_text(info, tindex) : NULL;
-  int rc = qd_bind_open(b, spec, table, &qerr);
+  char *spec = NULL, *table = NULL;
+  int rc = qd_follow_settings_v2(db, context, &qerr);
+  if (rc == QL_OK) rc = qd_arg_text(info, 0, "the spec", &spec, &qerr);
+  if (rc == QL_OK) rc = qd_named_text(info, "table", "argument \"table\"", &table, &qerr);
+  struct qd_bind *b = rc == QL_OK ? qd_bind_new(db, spec) : NULL;
+  if (rc == QL_OK && !b) rc = ql_error_set(&qerr, QL_ENOMEM, "out of memory");
+  if (rc == QL_OK) rc = qd_bind_open(b, spec, table, &qerr);
   free(spec);
   free(table);
   if (rc == QL_OK) rc = qd_bind_columns_v2(result, context, b, &qerr);
   if (rc != QL_OK) {
-    snprintf(msg, sizeof(msg), "%s: %s", b->label, ql_error_message(&qerr));
-    ql_error_release(&qerr);
-    qd_v2_fail(err, msg);
+    qd_fail_error_v2(err, DUCKDB_V2_ERROR_INPUT_INVALID, b ? b->label : "qlink_scan", &qerr);
     qd_bind_free(b);
     return;
   }
@@ -154,15 +220,19 @@ void qd_scan_init_v2(duckdb_v2_table_function_init_global_info_handle info, duck
   duckdb_v2_table_function_init_global_get_bind_data(info, (void **)&b, NULL);
   duckdb_v2_table_function_init_global_get_column_count(info, &n, NULL);
   idx_t *cols = calloc(n ? n : 1, sizeof(*cols));
-  char msg[1024];
+  char *msg = NULL;
   if (!b || !cols) {
     free(cols);
     return qd_v2_fail(err, "qlink_scan: out of memory");
   }
   for (idx_t i = 0; i < n; i++) duckdb_v2_table_function_init_global_get_column_index(info, i, &cols[i], NULL);
-  struct qd_global *g = qd_global_new(b, n, cols, msg, sizeof(msg));
+  struct qd_global *g = qd_global_new(b, n, cols, &msg);
   free(cols);
-  if (!g) return qd_v2_fail(err, msg);
+  if (!g) {
+    qd_v2_fail(err, qd_text_or_oom(msg));
+    free(msg);
+    return;
+  }
   duckdb_v2_table_function_init_global_set_max_threads(info, (idx_t)(g->partitions > 0 ? g->partitions : 1), NULL);
   duckdb_v2_opaque data = {g, qd_global_free, NULL};
   duckdb_v2_table_function_init_global_set_global_state(info, &data, NULL);
@@ -190,9 +260,13 @@ void qd_scan_v2(duckdb_v2_table_function_exec_info_handle info, duckdb_v2_contex
   if (!g || !out || duckdb_v2_data_chunk_get_capacity(out, &cap, NULL) != DUCKDB_V2_ERROR_NONE) {
     return qd_v2_fail(err, "qlink_scan: DuckDB gave no scan state or output chunk");
   }
-  char msg[1024];
-  int more = qd_local_next(l, msg, sizeof(msg));
-  if (more < 0) return qd_v2_fail(err, msg);
+  char *msg = NULL;
+  int more = qd_local_next(l, &msg);
+  if (more < 0) {
+    qd_v2_fail(err, qd_text_or_oom(msg));
+    free(msg);
+    return;
+  }
   idx_t n = 0;
   if (more) {
     n = (idx_t)(l->batch.length - l->offset);
@@ -213,8 +287,10 @@ void qd_scan_v2(duckdb_v2_table_function_exec_info_handle info, duckdb_v2_contex
       }
       if (rc != 0) {
         atomic_store(&g->cancelled, 1);
-        snprintf(msg, sizeof(msg), "%s: DuckDB refused memory for output column %d", g->bind->label, c);
-        return qd_v2_fail(err, msg);
+        msg = qd_printf("%s: DuckDB refused memory for output column %d", g->bind->label, c);
+        qd_v2_fail(err, qd_text_or_oom(msg));
+        free(msg);
+        return;
       }
     }
     l->offset += (int64_t)n;
@@ -246,52 +322,67 @@ static int qd_rows_columns(duckdb_v2_table_function_bind_info_handle result, duc
 }
 
 static void qd_rows_done(duckdb_v2_function_bind_info_handle info, struct qd_rows *r, duckdb_v2_error_info_handle *err,
-                         const char *what, int rc, struct ql_error *qerr) {
-  char msg[2048];
-  if (rc != 0) {
-    snprintf(msg, sizeof(msg), "%s: %s", what, qerr && qerr->message ? ql_error_message(qerr) : "out of memory");
-    if (qerr) ql_error_release(qerr);
+                         const char *label, int rc, struct ql_error *qerr) {
+  if (rc != QL_OK) {
+    qd_fail_error_v2(err, DUCKDB_V2_ERROR_INPUT_INVALID, label, qerr);
     qd_rows_free(r);
-    return qd_v2_fail(err, msg);
+    return;
   }
   duckdb_v2_opaque data = {r, qd_rows_free, NULL};
   duckdb_v2_function_bind_set_bind_data(info, &data, NULL);
 }
 
+/* The rows and their VARCHAR columns, then DuckDB's settings (qd_follow). */
+static int qd_rows_start(duckdb_v2_function_bind_info_handle info, duckdb_v2_table_function_bind_info_handle result,
+                         duckdb_v2_context_handle context, int32_t n, const char *const *cols, struct qd_rows **r,
+                         struct ql_error *qerr) {
+  *r = qd_rows_new(n);
+  if (!*r || qd_rows_columns(result, context, n, cols) != 0) return ql_error_set(qerr, QL_ENOMEM, "out of memory");
+  return qd_follow_settings_v2(qd_user_data(info), context, qerr);
+}
+
 static void qd_plugins_bind_v2(duckdb_v2_function_bind_info_handle info, duckdb_v2_table_function_bind_info_handle result,
                                duckdb_v2_context_handle context, duckdb_v2_error_info_handle *err) {
   static const char *const cols[] = {"name", "version", "abi_version", "path", "description"};
-  struct qd_rows *r = qd_rows_new(5);
-  int rc = r && qd_rows_columns(result, context, 5, cols) == 0 ? qd_rows_plugins(qd_user_data(info), r) : -1;
-  qd_rows_done(info, r, err, "qlink_plugins()", rc, NULL);
+  struct qd_rows *r = NULL;
+  struct ql_error qerr = {0};
+  int rc = qd_rows_start(info, result, context, 5, cols, &r, &qerr);
+  if (rc == QL_OK && qd_rows_plugins(qd_user_data(info), r) != 0) rc = ql_error_set(&qerr, QL_ENOMEM, "out of memory");
+  qd_rows_done(info, r, err, "qlink_plugins()", rc, &qerr);
 }
 
 static void qd_tables_bind_v2(duckdb_v2_function_bind_info_handle info, duckdb_v2_table_function_bind_info_handle result,
                               duckdb_v2_context_handle context, duckdb_v2_error_info_handle *err) {
   static const char *const cols[] = {"table_name"};
-  struct qd_rows *r = qd_rows_new(1);
-  char *spec = qd_arg_text(info, 0), what[1024];
+  struct qd_rows *r = NULL;
+  char *spec = NULL, *label = NULL;
   struct ql_error qerr = {0};
-  int rc = r && spec && qd_rows_columns(result, context, 1, cols) == 0 ? 0 : -1;
-  if (rc == 0) rc = qd_rows_tables(qd_user_data(info), spec, r, &qerr) == QL_OK ? 0 : -1;
-  snprintf(what, sizeof(what), "qlink_tables('%s')", spec ? spec : "");
+  int rc = qd_rows_start(info, result, context, 1, cols, &r, &qerr);
+  if (rc == QL_OK) rc = qd_arg_text(info, 0, "the spec", &spec, &qerr);
+  if (rc == QL_OK) label = qd_printf("qlink_tables('%s')", spec);
+  if (rc == QL_OK) rc = qd_rows_tables(qd_user_data(info), spec, r, &qerr);
+  qd_rows_done(info, r, err, label ? label : "qlink_tables", rc, &qerr);
+  free(label);
   free(spec);
-  qd_rows_done(info, r, err, what, rc, &qerr);
 }
 
+/* qlink_allow('DIR') and qlink_seal() (no argument). */
 static void qd_allow_bind_v2(duckdb_v2_function_bind_info_handle info, duckdb_v2_table_function_bind_info_handle result,
                              duckdb_v2_context_handle context, duckdb_v2_error_info_handle *err) {
   static const char *const cols[] = {"allowed"};
-  struct qd_rows *r = qd_rows_new(1);
-  char *dir = qd_arg_text(info, 0), what[1024], lock[16] = "";
+  struct qd_rows *r = NULL;
+  char *dir = NULL, *label = NULL;
   struct ql_error qerr = {0};
-  int rc = r && dir && qd_rows_columns(result, context, 1, cols) == 0 ? 0 : -1;
-  /* The owner hands the connection on with lock_configuration: from then on SQL cannot widen the list. */
-  int locked = qd_option(context, "lock_configuration", 1, NULL, lock, sizeof(lock)) == 0 && strcmp(lock, "true") == 0;
-  if (rc == 0) rc = qd_rows_allow(qd_user_data(info), dir, locked, r, &qerr) == QL_OK ? 0 : -1;
-  snprintf(what, sizeof(what), "qlink_allow('%s')", dir ? dir : "");
+  idx_t n_args = 0;
+  duckdb_v2_function_bind_get_arg_count(info, &n_args, NULL, NULL, NULL, NULL);
+  /* The settings first: lock_configuration and enable_external_access refuse it. */
+  int rc = qd_rows_start(info, result, context, 1, cols, &r, &qerr);
+  if (rc == QL_OK && n_args) rc = qd_arg_text(info, 0, "the directory", &dir, &qerr);
+  if (rc == QL_OK && n_args) label = qd_printf("qlink_allow('%s')", dir);
+  if (rc == QL_OK) rc = qd_rows_allow(qd_user_data(info), dir, r, &qerr);
+  qd_rows_done(info, r, err, label ? label : n_args ? "qlink_allow" : "qlink_seal()", rc, &qerr);
+  free(label);
   free(dir);
-  qd_rows_done(info, r, err, what, rc, &qerr);
 }
 
 void qd_rows_init_v2(duckdb_v2_table_function_init_global_info_handle info, duckdb_v2_context_handle context,
@@ -364,26 +455,20 @@ void qd_set_query(duckdb_v2_pragma_function_query_info_handle result, const char
 
 static void qd_attach_query_v2(duckdb_v2_function_bind_info_handle info, duckdb_v2_pragma_function_query_info_handle result,
                                duckdb_v2_context_handle context, duckdb_v2_error_info_handle *err) {
-  (void)context;
-  char *name = qd_arg_text(info, 0), *spec = qd_arg_text(info, 1);
+  struct qd_db *db = qd_user_data(info);
+  char *name = NULL, *spec = NULL, *label = NULL, *sql = NULL;
   struct qd_rows *r = qd_rows_new(1);
   struct ql_error qerr = {0};
-  char msg[1024];
-  char *sql = malloc(QD_DDL_MAX);
-  if (!name || !spec || !r || !sql) {
-    snprintf(msg, sizeof(msg), "qlink_attach: %s", !r || !sql ? "out of memory" : "NAME and SPEC must not be NULL");
-    qd_v2_fail(err, msg);
-  } else if (qd_rows_tables(qd_user_data(info), spec, r, &qerr) != QL_OK) {
-    snprintf(msg, sizeof(msg), "qlink_attach('%s', ...): %s", name, ql_error_message(&qerr));
-    ql_error_release(&qerr);
-    qd_v2_fail(err, msg);
-  } else if (qd_attach_sql(name, spec, r, 1, sql, QD_DDL_MAX) != 0) {
-    snprintf(msg, sizeof(msg), "qlink_attach('%s', '%s'): too many tables for one statement", name, spec);
-    qd_v2_fail(err, msg);
-  } else {
-    qd_set_query(result, sql, err);
-  }
+  int rc = r ? qd_follow_settings_v2(db, context, &qerr) : ql_error_set(&qerr, QL_ENOMEM, "out of memory");
+  if (rc == QL_OK) rc = qd_arg_text(info, 0, "the schema name", &name, &qerr);
+  if (rc == QL_OK) rc = qd_arg_text(info, 1, "the spec", &spec, &qerr);
+  if (rc == QL_OK) label = qd_printf("qlink_attach('%s', ...)", name);
+  if (rc == QL_OK) rc = qd_rows_tables(db, spec, r, &qerr);
+  if (rc == QL_OK && !(sql = qd_attach_sql(name, spec, r, 1))) rc = ql_error_set(&qerr, QL_ENOMEM, "out of memory");
+  if (rc != QL_OK) qd_fail_error_v2(err, DUCKDB_V2_ERROR_INPUT_INVALID, label ? label : "qlink_attach", &qerr);
+  else qd_set_query(result, sql, err);
   free(sql);
+  free(label);
   qd_rows_free(r);
   free(name);
   free(spec);
@@ -396,8 +481,8 @@ static void qd_attach_call_v2(duckdb_v2_function_bind_info_handle info, duckdb_v
 }
 
 /* Add to `sig` n_args (0..2) positional VARCHAR parameters and, with
- * `named`, a VARCHAR named parameter of that name, NULL by default. The
- * VARCHAR type and the NULL default go to *varchar and *none, which the
+ * `named`, a VARCHAR named parameter of that name, qd_absent by default.
+ * The VARCHAR type and the default go to *varchar and *none, which the
  * caller destroys (each may stay NULL). 1, or 0 on any failure. */
 static int add_varchar_params(duckdb_v2_factory_handle factory, duckdb_v2_function_signature_handle sig, int n_args,
                               const char *named, duckdb_v2_logical_type_handle *varchar, duckdb_v2_value_handle *none) {
@@ -411,7 +496,7 @@ static int add_varchar_params(duckdb_v2_factory_handle factory, duckdb_v2_functi
   }
   if (ok && named) {
     duckdb_v2_identifier_t nn = qd_str(named);
-    ok = duckdb_v2_value_create_null(factory, *varchar, none, NULL) == DUCKDB_V2_ERROR_NONE &&
+    ok = duckdb_v2_value_create_varchar(factory, &qd_absent, none, NULL) == DUCKDB_V2_ERROR_NONE &&
          duckdb_v2_function_signature_add_parameter(sig, &nn, *varchar, *none, DUCKDB_V2_FUNCTION_PARAMETER_KIND_NAMED_ONLY,
                                                     NULL) == DUCKDB_V2_ERROR_NONE;
   }
@@ -481,9 +566,13 @@ DUCKDB_EXTENSION_API void qlink_v2_init_c_api_v2(struct duckdb_v2_extension_inpu
 
 DUCKDB_EXTENSION_ENTRYPOINT(duckdb_v2_extension_handle extension, duckdb_v2_context_handle context,
                             duckdb_v2_error_info_handle *err) {
-  char msg[1024];
-  struct qd_db *db = qd_db_new(msg, sizeof(msg));
-  if (!db) return qd_v2_fail(err, msg);
+  char *msg = NULL;
+  struct qd_db *db = qd_db_new(&msg);
+  if (!db) {
+    qd_v2_fail(err, qd_text_or_oom(msg));
+    free(msg);
+    return;
+  }
   duckdb_v2_factory_handle factory = NULL;
   int ok = duckdb_v2_context_get_factory(context, &factory, NULL) == DUCKDB_V2_ERROR_NONE;
   ok = ok && qd_register_v2(extension, factory, db, "qlink_scan", 1, "table", qd_scan_bind_v2, qd_scan_init_v2,
@@ -493,6 +582,8 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_v2_extension_handle extension, duckdb_v2_cont
   ok = ok && qd_register_v2(extension, factory, db, "qlink_tables", 1, NULL, qd_tables_bind_v2, qd_rows_init_v2, NULL,
                             qd_rows_emit_v2, 0) == 0;
   ok = ok && qd_register_v2(extension, factory, db, "qlink_allow", 1, NULL, qd_allow_bind_v2, qd_rows_init_v2, NULL,
+                            qd_rows_emit_v2, 0) == 0;
+  ok = ok && qd_register_v2(extension, factory, db, "qlink_seal", 0, NULL, qd_allow_bind_v2, qd_rows_init_v2, NULL,
                             qd_rows_emit_v2, 0) == 0;
   ok = ok && qd_register_pragma_v2(extension, factory, db, "qlink_attach", 2, NULL, qd_attach_query_v2) == 0;
   ok = ok && qd_register_v2(extension, factory, db, "qlink_attach", 2, NULL, qd_attach_call_v2, qd_rows_init_v2, NULL,

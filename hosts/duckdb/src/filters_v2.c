@@ -251,7 +251,7 @@ void qd_filter_pushdown(duckdb_v2_table_function_filter_pushdown_info_handle inf
       !b->provider.supports_filters)
     return; /* nothing pushed: DuckDB filters every row itself */
   struct ql_error qerr = {0};
-  char msg[1024];
+  char *msg = NULL;
   if (!b->filters && ql_ir_builder_new(&b->filters, &qerr) != QL_OK) {
     ql_error_release(&qerr);
     return;
@@ -269,9 +269,10 @@ void qd_filter_pushdown(duckdb_v2_table_function_filter_pushdown_info_handle inf
   }
   if (ql_ir_builder_status(b->filters, &qerr) != QL_OK) {
     /* nothing accepted: DuckDB keeps every filter; a scan still sees those accepted before */
-    snprintf(msg, sizeof(msg), "%s: filter pushdown skipped: %s", b->label, ql_error_message(&qerr));
+    msg = qd_printf("%s: filter pushdown skipped: %s", b->label, ql_error_message(&qerr));
     ql_error_release(&qerr);
-    qd_log(context, msg);
+    if (msg) qd_log(context, msg);
+    free(msg);
     return;
   }
   if (n == 0) return;
@@ -288,9 +289,10 @@ void qd_filter_pushdown(duckdb_v2_table_function_filter_pushdown_info_handle inf
     ql_plugin_leave(b->plugin, tok);
   }
   if (rc != QL_OK) {
-    snprintf(msg, sizeof(msg), "%s: supports_filters: %s", b->label, ql_error_message(&qerr));
-    ql_error_release(&qerr);
-    return qd_v2_fail(err, msg);
+    msg = qd_printf("%s: supports_filters", b->label);
+    qd_fail_error_v2(err, DUCKDB_V2_ERROR_INPUT_INVALID, qd_text_or_oom(msg), &qerr);
+    free(msg);
+    return;
   }
   for (int32_t i = 0; i < n; i++) {
     int32_t a = answers[i];
@@ -311,10 +313,11 @@ void qd_filter_pushdown(duckdb_v2_table_function_filter_pushdown_info_handle inf
       b->roots[b->n_filters] = roots[i];
       b->answers[b->n_filters++] = accepted ? QL_PUSHDOWN_EXACT : QL_PUSHDOWN_INEXACT;
     }
-    snprintf(msg, sizeof(msg), "%s: filter %s %s", b->label, text ? text : "(?)",
-             accepted ? "exact, accepted" : prune_only[i] ? "to prune (BETWEEN), DuckDB filters too"
-                                          : "inexact, DuckDB filters too");
-    qd_log(context, msg);
+    msg = qd_printf("%s: filter %s %s", b->label, text ? text : "(?)",
+                    accepted ? "exact, accepted" : prune_only[i] ? "to prune (BETWEEN), DuckDB filters too"
+                                                 : "inexact, DuckDB filters too");
+    if (msg) qd_log(context, msg);
+    free(msg);
     free(text);
   }
 }

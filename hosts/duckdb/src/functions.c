@@ -64,9 +64,10 @@ static void scalar_bind(duckdb_bind_info info) {
     int32_t id = lt ? (int32_t)duckdb_get_type_id(lt) : 0;
     if (lt) duckdb_destroy_logical_type(&lt);
     if (e) duckdb_destroy_expression(&e);
-    char msg[512];
-    if (qd_fn_check_arg(f, (int32_t)a, id, msg, sizeof(msg)) != 0) {
-      duckdb_scalar_function_bind_set_error(info, msg);
+    char *msg = NULL;
+    if (qd_fn_check_arg(f, (int32_t)a, id, &msg) != 0) {
+      duckdb_scalar_function_bind_set_error(info, qd_text_or_oom(msg));
+      free(msg);
       return;
     }
   }
@@ -78,9 +79,9 @@ static void scalar_call(duckdb_function_info info, duckdb_data_chunk input, duck
   chunk_vectors(input, f->n_args, args);
   struct ql_error err = {0};
   if (qd_fn_scalar(f, args, duckdb_data_chunk_get_size(input), output, &err) != QL_OK) {
-    char msg[1024];
-    qd_fn_message(f, &err, msg, sizeof(msg));
-    duckdb_scalar_function_set_error(info, msg);
+    char *msg = qd_fn_message(f, &err);
+    duckdb_scalar_function_set_error(info, qd_text_or_oom(msg));
+    free(msg);
   }
 }
 
@@ -118,9 +119,9 @@ static void agg_init(duckdb_function_info info, duckdb_aggregate_state state) {
 }
 
 static void agg_fail(duckdb_function_info info, struct qd_fn *f, struct ql_error *err) {
-  char msg[1024];
-  qd_fn_message(f, err, msg, sizeof(msg));
-  duckdb_aggregate_function_set_error(info, msg);
+  char *msg = qd_fn_message(f, err);
+  duckdb_aggregate_function_set_error(info, qd_text_or_oom(msg));
+  free(msg);
 }
 
 static void agg_update(duckdb_function_info info, duckdb_data_chunk input, duckdb_aggregate_state *states) {
@@ -178,20 +179,14 @@ static int register_aggregate(struct qd_db *db, const char *name, struct qd_fn *
 
 /* -------------------------------------------------------- table functions */
 
-static char *param_text(duckdb_bind_info info, idx_t i) {
-  duckdb_value v = duckdb_bind_get_parameter(info, i);
-  char *s = v ? duckdb_get_varchar(v) : NULL;
-  if (v) duckdb_destroy_value(&v);
-  return s;
-}
-
-/* A DuckDB constant as a qd_const; text (malloc'd by DuckDB) in *text. */
-static void const_of(duckdb_value v, struct qd_const *c, char **text) {
+/* A DuckDB constant as a qd_const; text (malloc'd by DuckDB) in *text,
+ * refused when it holds a NUL byte (`what` names the argument). */
+static int const_of(duckdb_value v, struct qd_const *c, char **text, const char *what, struct ql_error *err) {
   memset(c, 0, sizeof(*c));
   *text = NULL;
   if (duckdb_is_null_value(v)) {
     c->is_null = 1;
-    return;
+    return QL_OK;
   }
   duckdb_logical_type lt = duckdb_get_value_type(v);
   c->type = (int32_t)duckdb_get_type_id(lt);
@@ -202,38 +197,41 @@ static void const_of(duckdb_value v, struct qd_const *c, char **text) {
       else c->i = duckdb_get_int64(v);
       break;
     case QL_CELL_REAL: c->f = duckdb_get_double(v); break;
-    case QL_CELL_TEXT: c->text = *text = duckdb_get_varchar(v); break;
+    case QL_CELL_TEXT: {
+      int rc = qd_value_text(v, what, text, err);
+      c->text = *text;
+      return rc;
+    }
     default: break;
   }
+  return QL_OK;
 }
 
 static void table_function_bind(duckdb_bind_info info) {
   struct qd_db *db = duckdb_bind_get_extra_info(info);
-  char *plugin = param_text(info, 0), *name = param_text(info, 1);
+  char *plugin = NULL, *name = NULL;
   idx_t n = duckdb_bind_get_parameter_count(info) - 2;
   struct qd_const args[QD_TF_MAX_ARGS];
   char *texts[QD_TF_MAX_ARGS] = {0};
-  for (idx_t i = 0; i < n && i < QD_TF_MAX_ARGS; i++) {
+  struct ql_error err = {0};
+  int rc = qd_follow_bind(db, info, &err);
+  if (rc == QL_OK) rc = qd_param_text(info, 0, "the plugin name", &plugin, &err);
+  if (rc == QL_OK) rc = qd_param_text(info, 1, "the function name", &name, &err);
+  for (idx_t i = 0; rc == QL_OK && i < n && i < QD_TF_MAX_ARGS; i++) {
+    char what[32];
+    snprintf(what, sizeof(what), "argument %d", (int)i + 1);
     duckdb_value v = duckdb_bind_get_parameter(info, i + 2);
-    const_of(v, &args[i], &texts[i]);
+    rc = const_of(v, &args[i], &texts[i], what, &err);
     duckdb_destroy_value(&v);
   }
-  duckdb_client_context ctx = NULL;
-  duckdb_table_function_get_client_context(info, &ctx);
-  qd_follow_settings(db, ctx);
-  if (ctx) duckdb_destroy_client_context(&ctx);
-  struct ql_error err = {0};
   struct qd_bind *b = NULL;
-  int rc = qd_tf_open(db, plugin, name, args, n, &b, &err);
+  if (rc == QL_OK) rc = qd_tf_open(db, plugin, name, args, n, &b, &err);
   if (rc == QL_OK) rc = qd_bind_provider(info, b, &err);
   for (idx_t i = 0; i < n && i < QD_TF_MAX_ARGS; i++) duckdb_free(texts[i]);
   duckdb_free(plugin);
   duckdb_free(name);
   if (rc != QL_OK) {
-    char msg[1024];
-    snprintf(msg, sizeof(msg), "%s: %s", b && b->label ? b->label : "qlink table function", ql_error_message(&err));
-    ql_error_release(&err);
-    duckdb_bind_set_error(info, msg);
+    qd_bind_fail(info, b && b->label ? b->label : "qlink table function", &err);
     qd_bind_free(b);
     return;
   }
@@ -245,22 +243,24 @@ static void table_function_bind(duckdb_bind_info info) {
  * 0-argument overload is kept only when the function accepts no arguments
  * (then `NAME()` is DuckDB's no-matching-overload error, not the plugin's). */
 static int register_table_macro(struct qd_db *db, const char *plugin, const char *name, struct ql_error *err) {
-  char sql[QD_DDL_MAX];
-  duckdb_result res;
-  if (qd_table_macro_sql(sql, sizeof(sql), plugin, name, 0) != 0)
-    return ql_error_set(err, QL_EINVAL, "the table macro %s does not fit one statement", name);
+  int rc = QL_OK;
   pthread_mutex_lock(&db->ddl_mutex);
-  duckdb_state st = duckdb_query(db->ddl, sql, &res);
-  if (st != DuckDBSuccess) {
+  for (int first = 0; first <= 1; first++) {
+    char *sql = qd_table_macro_sql(plugin, name, first);
+    if (!sql) {
+      rc = ql_error_set(err, QL_ENOMEM, "out of memory for the table macro %s", name);
+      break;
+    }
+    duckdb_result res;
+    duckdb_state st = duckdb_query(db->ddl, sql, &res);
+    free(sql);
+    if (st != DuckDBSuccess && first == 1) {
+      rc = ql_error_set(err, QL_EINTERNAL, "creating the table macro %s: %s", name, duckdb_result_error(&res));
+    }
     duckdb_destroy_result(&res);
-    qd_table_macro_sql(sql, sizeof(sql), plugin, name, 1); /* shorter: fits */
-    st = duckdb_query(db->ddl, sql, &res);
+    if (st == DuckDBSuccess) break;
   }
   pthread_mutex_unlock(&db->ddl_mutex);
-  int rc = st == DuckDBSuccess ? QL_OK
-                               : ql_error_set(err, QL_EINTERNAL, "creating the table macro %s: %s", name,
-                                              duckdb_result_error(&res));
-  duckdb_destroy_result(&res);
   return rc;
 }
 
@@ -284,22 +284,22 @@ static void load_bind(duckdb_bind_info info) {
   for (int c = 0; c < 3; c++) duckdb_bind_add_result_column(info, cols[c], varchar);
   duckdb_destroy_logical_type(&varchar);
   struct qd_rows *r = qd_rows_new(3);
-  char *plugin = param_text(info, 0);
-  duckdb_value nv = duckdb_bind_get_named_parameter(info, "name");
-  char *only = nv ? duckdb_get_varchar(nv) : NULL;
-  if (nv) duckdb_destroy_value(&nv);
+  char *plugin = NULL, *only = NULL, *label = NULL;
   struct ql_error err = {0};
-  int rc = r && plugin ? qd_load_plugin(db, plugin, only, 1, load_one, NULL, r, &err)
-                       : ql_error_set(&err, QL_ENOMEM, "out of memory");
+  int rc = r ? qd_follow_bind(db, info, &err) : ql_error_set(&err, QL_ENOMEM, "out of memory");
+  if (rc == QL_OK) rc = qd_param_text(info, 0, "the plugin name", &plugin, &err);
+  duckdb_value nv = rc == QL_OK ? duckdb_bind_get_named_parameter(info, "name") : NULL;
+  if (nv) rc = qd_value_text(nv, "argument \"name\"", &only, &err);
+  if (nv) duckdb_destroy_value(&nv);
+  if (rc == QL_OK) label = qd_printf("qlink_load('%s')", plugin);
+  if (rc == QL_OK) rc = qd_load_plugin(db, plugin, only, 1, load_one, NULL, r, &err);
   if (rc != QL_OK) {
-    char msg[1024];
-    snprintf(msg, sizeof(msg), "qlink_load('%s'): %s", plugin ? plugin : "", ql_error_message(&err));
-    ql_error_release(&err);
-    duckdb_bind_set_error(info, msg);
+    qd_bind_fail(info, label ? label : "qlink_load", &err);
     qd_rows_free(r);
   } else {
     duckdb_bind_set_bind_data(info, r, qd_rows_free);
   }
+  free(label);
   duckdb_free(plugin);
   duckdb_free(only);
 }

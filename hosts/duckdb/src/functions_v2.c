@@ -50,27 +50,27 @@
 
 /* The plugin function of a call site, its arguments checked; NULL with the
  * error (a binder error) set. */
-static struct qd_fn *bind_fn(duckdb_v2_function_bind_info_handle info, int32_t kind, duckdb_v2_error_info_handle *err) {
+static struct qd_fn *bind_fn(duckdb_v2_function_bind_info_handle info, duckdb_v2_context_handle context, int32_t kind,
+                             duckdb_v2_error_info_handle *err) {
   struct qd_db *db = qd_user_data(info);
-  char *plugin = qd_arg_text(info, 0), *name = qd_arg_text(info, 1);
-  char msg[1024];
+  char *plugin = NULL, *name = NULL, *label = NULL, *msg = NULL;
   struct ql_error qerr = {0};
   struct qd_fn *f = NULL;
   const char *generic = kind == QL_ITEM_SCALAR_FUNCTION ? QD_GENERIC_SCALAR : QD_GENERIC_AGGREGATE;
-  if (!plugin || !name) {
-    snprintf(msg, sizeof(msg), "%s: the plugin and function names must be constant strings", generic);
-    qd_v2_fail_code(err, DUCKDB_V2_ERROR_QUERY_BINDER, msg);
-  } else if (qd_fn_find(db, plugin, name, kind, &f, &qerr) != QL_OK) {
-    snprintf(msg, sizeof(msg), "%s.%s: %s", plugin, name, ql_error_message(&qerr));
-    ql_error_release(&qerr);
-    qd_v2_fail_code(err, DUCKDB_V2_ERROR_QUERY_BINDER, msg);
+  int rc = qd_follow_settings_v2(db, context, &qerr);
+  if (rc == QL_OK) rc = qd_arg_text(info, 0, "the plugin name", &plugin, &qerr);
+  if (rc == QL_OK) rc = qd_arg_text(info, 1, "the function name", &name, &qerr);
+  if (rc == QL_OK) label = qd_printf("%s.%s", plugin, name);
+  if (rc == QL_OK) rc = qd_fn_find(db, plugin, name, kind, &f, &qerr);
+  if (rc != QL_OK) {
+    qd_fail_error_v2(err, DUCKDB_V2_ERROR_QUERY_BINDER, label ? label : generic, &qerr);
   } else {
     idx_t fixed = 0, variadic = 0;
     duckdb_v2_function_bind_get_arg_count(info, &fixed, &variadic, NULL, NULL, NULL);
     int ok = 1;
     if ((int64_t)variadic != f->n_args) {
-      snprintf(msg, sizeof(msg), "%s: %llu arguments, the function takes %d", f->label, (unsigned long long)variadic,
-               (int)f->n_args);
+      msg = qd_printf("%s: %llu arguments, the function takes %d", f->label, (unsigned long long)variadic,
+                      (int)f->n_args);
       ok = 0;
     }
     for (idx_t a = 0; ok && a < variadic; a++) {
@@ -81,14 +81,16 @@ static struct qd_fn *bind_fn(duckdb_v2_function_bind_info_handle info, int32_t k
         duckdb_v2_logical_type_destroy(&lt);
       }
       /* not known yet: DuckDB checks a macro's body when it creates it, its parameters untyped */
-      ok = id == QD_T_ANY || qd_fn_check_arg(f, (int32_t)a, id, msg, sizeof(msg)) == 0;
+      ok = id == QD_T_ANY || qd_fn_check_arg(f, (int32_t)a, id, &msg) == 0;
     }
     if (!ok) {
-      qd_v2_fail_code(err, DUCKDB_V2_ERROR_QUERY_BINDER, msg);
+      qd_v2_fail_code(err, DUCKDB_V2_ERROR_QUERY_BINDER, qd_text_or_oom(msg));
       qd_fn_free(f);
       f = NULL;
     }
   }
+  free(msg);
+  free(label);
   free(plugin);
   free(name);
   return f;
@@ -108,13 +110,13 @@ static duckdb_v2_logical_type_handle return_type(const struct qd_fn *f, duckdb_v
 static void scalar_resolve(duckdb_v2_function_bind_info_handle info,
                            duckdb_v2_scalar_function_resolve_types_info_handle result,
                            duckdb_v2_context_handle context, duckdb_v2_error_info_handle *err) {
-  struct qd_fn *f = bind_fn(info, QL_ITEM_SCALAR_FUNCTION, err);
+  struct qd_fn *f = bind_fn(info, context, QL_ITEM_SCALAR_FUNCTION, err);
   if (!f) return;
   duckdb_v2_logical_type_handle lt = return_type(f, context);
   if (!lt || duckdb_v2_scalar_function_resolve_types_set_return_type(result, lt, NULL) != DUCKDB_V2_ERROR_NONE) {
-    char msg[512];
-    snprintf(msg, sizeof(msg), "%s: DuckDB refused its return type %s", f->label, qd_type_name(f->ret.duckdb));
-    qd_v2_fail_code(err, DUCKDB_V2_ERROR_QUERY_BINDER, msg);
+    char *msg = qd_printf("%s: DuckDB refused its return type %s", f->label, qd_type_name(f->ret.duckdb));
+    qd_v2_fail_code(err, DUCKDB_V2_ERROR_QUERY_BINDER, qd_text_or_oom(msg));
+    free(msg);
   }
   if (lt) duckdb_v2_logical_type_destroy(&lt);
   qd_fn_free(f);
@@ -122,8 +124,7 @@ static void scalar_resolve(duckdb_v2_function_bind_info_handle info,
 
 static void scalar_bind(duckdb_v2_function_bind_info_handle info, duckdb_v2_scalar_function_bind_info_handle result,
                         duckdb_v2_context_handle context, duckdb_v2_error_info_handle *err) {
-  qd_follow_settings_v2(qd_user_data(info), context);
-  struct qd_fn *f = bind_fn(info, QL_ITEM_SCALAR_FUNCTION, err);
+  struct qd_fn *f = bind_fn(info, context, QL_ITEM_SCALAR_FUNCTION, err);
   if (!f) return;
   duckdb_v2_opaque data = {f, qd_fn_free, NULL};
   duckdb_v2_scalar_function_bind_set_bind_data(result, &data, NULL);
@@ -145,9 +146,9 @@ static void scalar_exec(duckdb_v2_scalar_function_exec_info_handle info, duckdb_
   if (!ok) return qd_v2_fail(err, QD_GENERIC_SCALAR ": DuckDB gave no bind data, argument or result vector");
   struct ql_error qerr = {0};
   if (qd_fn_scalar(f, args, n, result, &qerr) != QL_OK) {
-    char msg[1024];
-    qd_fn_message(f, &qerr, msg, sizeof(msg));
-    qd_v2_fail(err, msg);
+    char *msg = qd_fn_message(f, &qerr);
+    qd_v2_fail(err, qd_text_or_oom(msg));
+    free(msg);
   }
 }
 
@@ -155,14 +156,13 @@ static void scalar_exec(duckdb_v2_scalar_function_exec_info_handle info, duckdb_
 
 static void agg_bind(duckdb_v2_function_bind_info_handle info, duckdb_v2_aggregate_function_bind_info_handle result,
                      duckdb_v2_context_handle context, duckdb_v2_error_info_handle *err) {
-  qd_follow_settings_v2(qd_user_data(info), context);
-  struct qd_fn *f = bind_fn(info, QL_ITEM_AGGREGATE_FUNCTION, err);
+  struct qd_fn *f = bind_fn(info, context, QL_ITEM_AGGREGATE_FUNCTION, err);
   if (!f) return;
   duckdb_v2_logical_type_handle lt = return_type(f, context);
   if (!lt || duckdb_v2_aggregate_function_bind_set_return_type(result, lt, NULL) != DUCKDB_V2_ERROR_NONE) {
-    char msg[512];
-    snprintf(msg, sizeof(msg), "%s: DuckDB refused its return type %s", f->label, qd_type_name(f->ret.duckdb));
-    qd_v2_fail_code(err, DUCKDB_V2_ERROR_QUERY_BINDER, msg);
+    char *msg = qd_printf("%s: DuckDB refused its return type %s", f->label, qd_type_name(f->ret.duckdb));
+    qd_v2_fail_code(err, DUCKDB_V2_ERROR_QUERY_BINDER, qd_text_or_oom(msg));
+    free(msg);
     qd_fn_free(f);
   } else {
     duckdb_v2_opaque data = {f, qd_fn_free, NULL};
@@ -188,9 +188,9 @@ static void agg_init(duckdb_v2_aggregate_function_init_info_handle info, duckdb_
 }
 
 static void agg_fail(const struct qd_fn *f, struct ql_error *qerr, duckdb_v2_error_info_handle *err) {
-  char msg[1024];
-  qd_fn_message(f, qerr, msg, sizeof(msg));
-  qd_v2_fail(err, msg);
+  char *msg = qd_fn_message(f, qerr);
+  qd_v2_fail(err, qd_text_or_oom(msg));
+  free(msg);
 }
 
 static void agg_update(duckdb_v2_aggregate_function_update_info_handle info, duckdb_v2_error_info_handle *err) {
@@ -250,8 +250,9 @@ static void agg_destroy(duckdb_v2_aggregate_function_destroy_info_handle info, d
 
 /* -------------------------------------------------------- table functions */
 
-/* A constant as a qd_const; its text malloc'd into *text. */
-static void const_of(duckdb_v2_value_handle v, struct qd_const *c, char **text) {
+/* A constant as a qd_const; its text malloc'd into *text, refused when it
+ * holds a NUL byte (`what` names the argument). */
+static int const_of(duckdb_v2_value_handle v, struct qd_const *c, char **text, const char *what, struct ql_error *err) {
   memset(c, 0, sizeof(*c));
   *text = NULL;
   bool is_null = true;
@@ -261,7 +262,7 @@ static void const_of(duckdb_v2_value_handle v, struct qd_const *c, char **text) 
   if (lt) duckdb_v2_logical_type_destroy(&lt);
   if (is_null || c->type == QD_T_SQLNULL) {
     c->is_null = 1;
-    return;
+    return QL_OK;
   }
   switch (qd_cell_kind_of(c->type)) {
     case QL_CELL_INTEGER:
@@ -278,49 +279,55 @@ static void const_of(duckdb_v2_value_handle v, struct qd_const *c, char **text) 
     case QL_CELL_REAL: duckdb_v2_value_get_double(v, &c->f, NULL); break;
     case QL_CELL_TEXT: {
       duckdb_v2_str s = {NULL, 0};
-      if (duckdb_v2_value_get_varchar(v, &s, NULL) == DUCKDB_V2_ERROR_NONE && (*text = malloc(s.len + 1))) {
-        if (s.len) memcpy(*text, s.ptr, s.len);
-        (*text)[s.len] = '\0';
+      if (duckdb_v2_value_get_varchar(v, &s, NULL) != DUCKDB_V2_ERROR_NONE) {
+        return ql_error_set(err, QL_EINVAL, "%s is not text", what);
       }
+      int rc = qd_check_text(what, s.ptr, s.len, err);
+      if (rc == QL_OK && !(*text = malloc(s.len + 1))) rc = ql_error_set(err, QL_ENOMEM, "out of memory");
+      if (rc != QL_OK) return rc;
+      if (s.len) memcpy(*text, s.ptr, s.len);
+      (*text)[s.len] = '\0';
       c->text = *text;
       break;
     }
     default: break;
   }
+  return QL_OK;
 }
 
 static void table_function_bind(duckdb_v2_function_bind_info_handle info, duckdb_v2_table_function_bind_info_handle result,
                                 duckdb_v2_context_handle context, duckdb_v2_error_info_handle *err) {
   struct qd_db *db = qd_user_data(info);
-  char *plugin = qd_arg_text(info, 0), *name = qd_arg_text(info, 1);
+  char *plugin = NULL, *name = NULL;
   idx_t fixed = 0;
   duckdb_v2_function_bind_get_arg_count(info, &fixed, NULL, NULL, NULL, NULL);
   idx_t n = fixed > QD_GENERIC_FIXED ? fixed - QD_GENERIC_FIXED : 0;
   struct qd_const args[QD_TF_MAX_ARGS];
   char *texts[QD_TF_MAX_ARGS] = {0};
-  for (idx_t i = 0; i < n && i < QD_TF_MAX_ARGS; i++) {
+  struct ql_error qerr = {0};
+  int rc = qd_follow_settings_v2(db, context, &qerr);
+  if (rc == QL_OK) rc = qd_arg_text(info, 0, "the plugin name", &plugin, &qerr);
+  if (rc == QL_OK) rc = qd_arg_text(info, 1, "the function name", &name, &qerr);
+  for (idx_t i = 0; rc == QL_OK && i < n && i < QD_TF_MAX_ARGS; i++) {
+    char what[32];
+    snprintf(what, sizeof(what), "argument %d", (int)i + 1);
     duckdb_v2_value_handle v = NULL;
     if (duckdb_v2_function_bind_get_arg_value(info, QD_GENERIC_FIXED + i, &v, NULL) == DUCKDB_V2_ERROR_NONE) {
-      const_of(v, &args[i], &texts[i]);
+      rc = const_of(v, &args[i], &texts[i], what, &qerr);
       duckdb_v2_value_destroy(&v);
     } else {
       memset(&args[i], 0, sizeof(args[i]));
       args[i].is_null = 1;
     }
   }
-  qd_follow_settings_v2(db, context);
-  struct ql_error qerr = {0};
   struct qd_bind *b = NULL;
-  int rc = qd_tf_open(db, plugin, name, args, n, &b, &qerr);
+  if (rc == QL_OK) rc = qd_tf_open(db, plugin, name, args, n, &b, &qerr);
   if (rc == QL_OK) rc = qd_bind_columns_v2(result, context, b, &qerr);
   for (idx_t i = 0; i < n && i < QD_TF_MAX_ARGS; i++) free(texts[i]);
   free(plugin);
   free(name);
   if (rc != QL_OK) {
-    char msg[1024];
-    snprintf(msg, sizeof(msg), "%s: %s", b && b->label ? b->label : "qlink table function", ql_error_message(&qerr));
-    ql_error_release(&qerr);
-    qd_v2_fail_code(err, DUCKDB_V2_ERROR_QUERY_BINDER, msg);
+    qd_fail_error_v2(err, DUCKDB_V2_ERROR_QUERY_BINDER, b && b->label ? b->label : "qlink table function", &qerr);
     qd_bind_free(b);
     return;
   }
@@ -329,30 +336,6 @@ static void table_function_bind(duckdb_v2_function_bind_info_handle info, duckdb
 }
 
 /* ------------------------------------------------------------ qlink_load */
-
-/* A growing statement text. */
-struct sql_text {
-  char *s;
-  size_t len, cap;
-  int failed;
-};
-
-static void sql_add(struct sql_text *t, const char *piece) {
-  size_t n = strlen(piece);
-  if (t->failed) return;
-  if (t->len + n + 1 > t->cap) {
-    size_t cap = t->cap ? t->cap : 4096;
-    while (cap < t->len + n + 1) cap *= 2;
-    char *grown = realloc(t->s, cap);
-    if (!grown) {
-      t->failed = 1;
-      return;
-    }
-    t->s = grown, t->cap = cap;
-  }
-  memcpy(t->s + t->len, piece, n + 1);
-  t->len += n;
-}
 
 /* Does table function NAME bind without arguments (as DuckDB binds a
  * macro's 0-argument overload when it creates it)? */
@@ -371,17 +354,15 @@ static int accepts_no_args(struct qd_db *db, const struct ql_plugin *p, const ch
 /* The PRAGMA's statements, and the functions they make as a list literal
  * of labels ('PLUGIN.NAME', ...), marked loaded by the last statement. */
 struct load_text {
-  struct sql_text sql, labels;
+  struct qd_text sql, labels;
 };
 
 static int load_one(void *ctx, struct qd_db *db, const struct ql_plugin *p, const struct ql_item_info *it,
                     struct ql_error *err) {
   struct load_text *lt = ctx;
-  struct sql_text *t = &lt->sql;
-  char sql[QD_DDL_MAX];
+  char *sql = NULL;
   if (it->kind == QL_ITEM_TABLE_FUNCTION) {
-    if (qd_table_macro_sql(sql, sizeof(sql), p->name, it->name, accepts_no_args(db, p, it->name) ? 0 : 1) != 0)
-      return ql_error_set(err, QL_EINVAL, "the table macro %s does not fit one statement", it->name);
+    sql = qd_table_macro_sql(p->name, it->name, accepts_no_args(db, p, it->name) ? 0 : 1);
   } else {
     struct qd_fn *f = NULL;
     int rc = qd_fn_open(p, it, &f, err);
@@ -389,66 +370,56 @@ static int load_one(void *ctx, struct qd_db *db, const struct ql_plugin *p, cons
     const char *generic = it->kind == QL_ITEM_AGGREGATE_FUNCTION ? QD_GENERIC_AGGREGATE
                           : f->volatile_                         ? QD_GENERIC_VOLATILE
                                                                  : QD_GENERIC_SCALAR;
-    rc = qd_function_macro_sql(sql, sizeof(sql), generic, p->name, it->name, f->n_args);
+    sql = qd_function_macro_sql(generic, p->name, it->name, f->n_args);
     qd_fn_free(f);
-    if (rc != 0) return ql_error_set(err, QL_EINVAL, "the macro %s does not fit one statement", it->name);
   }
-  sql_add(t, sql);
-  sql_add(t, ";\n");
-  char label[600], lit[1300];
-  snprintf(label, sizeof(label), "%s.%s", p->name, it->name);
-  qd_quote(lit, sizeof(lit), label, '\'');
-  if (lt->labels.len) sql_add(&lt->labels, ", ");
-  sql_add(&lt->labels, lit);
-  return t->failed || lt->labels.failed ? ql_error_set(err, QL_ENOMEM, "out of memory") : QL_OK;
+  qd_text_add(&lt->sql, sql);
+  qd_text_add(&lt->sql, ";\n");
+  free(sql);
+  char *label = qd_printf("%s.%s", p->name, it->name);
+  if (lt->labels.len) qd_text_add(&lt->labels, ", ");
+  qd_text_quote(&lt->labels, label, '\'');
+  int failed = !sql || !label || lt->sql.failed || lt->labels.failed;
+  free(label);
+  return failed ? ql_error_set(err, QL_ENOMEM, "out of memory") : QL_OK;
 }
 
 static void load_query(duckdb_v2_function_bind_info_handle info, duckdb_v2_pragma_function_query_info_handle result,
                        duckdb_v2_context_handle context, duckdb_v2_error_info_handle *err) {
   struct qd_db *db = qd_user_data(info);
-  qd_follow_settings_v2(db, context);
-  char *plugin = qd_arg_text(info, 0), *only = NULL;
-  duckdb_v2_identifier_t nn = qd_str("name");
-  idx_t index = 0;
-  bool found = false;
-  duckdb_v2_function_bind_get_arg_index(info, &nn, &index, &found, NULL);
-  if (found) only = qd_arg_text(info, index);
+  char *plugin = NULL, *only = NULL, *label = NULL;
   struct qd_rows *r = qd_rows_new(3);
   struct load_text lt = {{0}, {0}};
-  struct sql_text *t = &lt.sql;
+  struct qd_text *t = &lt.sql;
   struct ql_error qerr = {0};
-  int rc = r && plugin ? qd_load_plugin(db, plugin, only, 0, load_one, &lt, r, &qerr)
-                       : ql_error_set(&qerr, r ? QL_EINVAL : QL_ENOMEM, r ? "the plugin is NULL" : "out of memory");
+  int rc = r ? qd_follow_settings_v2(db, context, &qerr) : ql_error_set(&qerr, QL_ENOMEM, "out of memory");
+  if (rc == QL_OK) rc = qd_arg_text(info, 0, "the plugin name", &plugin, &qerr);
+  if (rc == QL_OK) rc = qd_named_text(info, "name", "argument \"name\"", &only, &qerr);
+  if (rc == QL_OK) label = qd_printf("qlink_load('%s')", plugin);
+  if (rc == QL_OK) rc = qd_load_plugin(db, plugin, only, 0, load_one, &lt, r, &qerr);
   if (rc == QL_OK) { /* the rows (name, kind, status), in order; what loaded marked once it exists */
     static const char *const cols[] = {"name", "kind", "status"};
-    sql_add(t, "SELECT ");
+    qd_text_add(t, "SELECT ");
     for (int c = 0; c < 3; c++) {
-      sql_add(t, c ? ", unnest([" : "unnest([");
+      qd_text_add(t, c ? ", unnest([" : "unnest([");
       for (int64_t i = 0; i < r->n_rows; i++) {
-        char lit[1024];
-        qd_quote(lit, sizeof(lit), r->cells[i * 3 + c], '\'');
-        if (i) sql_add(t, ", ");
-        sql_add(t, lit);
+        if (i) qd_text_add(t, ", ");
+        qd_text_quote(t, r->cells[i * 3 + c], '\'');
       }
-      sql_add(t, "]::VARCHAR[]) AS ");
-      sql_add(t, cols[c]);
+      qd_text_add(t, "]::VARCHAR[]) AS ");
+      qd_text_add(t, cols[c]);
     }
-    sql_add(t, " FROM " QD_LOAD_MARK "([");
-    sql_add(t, lt.labels.s ? lt.labels.s : "");
-    sql_add(t, "]::VARCHAR[])");
+    qd_text_add(t, " FROM " QD_LOAD_MARK "([");
+    qd_text_add(t, lt.labels.s ? lt.labels.s : "");
+    qd_text_add(t, "]::VARCHAR[])");
     if (t->failed) rc = ql_error_set(&qerr, QL_ENOMEM, "out of memory");
   }
-  if (rc != QL_OK) {
-    char msg[1024];
-    snprintf(msg, sizeof(msg), "qlink_load('%s'): %s", plugin ? plugin : "", ql_error_message(&qerr));
-    ql_error_release(&qerr);
-    qd_v2_fail_code(err, DUCKDB_V2_ERROR_QUERY_BINDER, msg);
-  } else {
-    qd_set_query(result, t->s, err);
-  }
+  if (rc != QL_OK) qd_fail_error_v2(err, DUCKDB_V2_ERROR_QUERY_BINDER, label ? label : "qlink_load", &qerr);
+  else qd_set_query(result, t->s, err);
   free(t->s);
   free(lt.labels.s);
   qd_rows_free(r);
+  free(label);
   free(plugin);
   free(only);
 }
@@ -465,12 +436,13 @@ static void load_mark_bind(duckdb_v2_function_bind_info_handle info, duckdb_v2_t
     duckdb_v2_value_handle v = NULL;
     duckdb_v2_str s = {NULL, 0};
     if (duckdb_v2_value_get_child(list, i, &v, NULL) != DUCKDB_V2_ERROR_NONE) continue;
-    char label[600];
-    if (duckdb_v2_value_get_varchar(v, &s, NULL) == DUCKDB_V2_ERROR_NONE && s.len < sizeof(label)) {
-      memcpy(label, s.ptr, s.len);
+    char *label = NULL;
+    if (duckdb_v2_value_get_varchar(v, &s, NULL) == DUCKDB_V2_ERROR_NONE && (label = malloc(s.len + 1))) {
+      if (s.len) memcpy(label, s.ptr, s.len);
       label[s.len] = '\0';
       qd_load_mark(db, label);
     }
+    free(label);
     duckdb_v2_value_destroy(&v);
   }
   if (list) duckdb_v2_value_destroy(&list);

@@ -21,12 +21,14 @@ void qd_fn_free(void *p) {
   if (f->aggregate.release) f->aggregate.release(&f->aggregate);
   ql_plugin_leave(f->plugin, tok);
   ql_schema_release(&f->args_schema);
+  free(f->label);
   free(f);
 }
 
-void qd_fn_message(const struct qd_fn *f, struct ql_error *err, char *msg, size_t cap) {
-  snprintf(msg, cap, "%s: %s", f->label, ql_error_message(err));
+char *qd_fn_message(const struct qd_fn *f, struct ql_error *err) {
+  char *msg = qd_printf("%s: %s", f->label, ql_error_message(err));
   ql_error_release(err);
+  return msg;
 }
 
 /* DuckDB's name of the type a format maps to ("BIGINT"). */
@@ -36,14 +38,14 @@ static const char *duckdb_name_of(const char *format) {
   return qd_type_parse(format, &t, why, sizeof(why)) == 0 ? qd_type_name(t.duckdb) : format;
 }
 
-int qd_fn_check_arg(const struct qd_fn *f, int32_t a, int32_t type, char *msg, size_t cap) {
+int qd_fn_check_arg(const struct qd_fn *f, int32_t a, int32_t type, char **msg) {
   int kind = qd_cell_kind_of(type);
   if (a < f->n_args && kind >= 0 && ql_args_kind_fits(kind, f->formats[a])) return 0;
   if (a >= f->n_args) {
-    snprintf(msg, cap, "%s: %d arguments, the function takes %d", f->label, (int)a + 1, (int)f->n_args);
+    *msg = qd_printf("%s: %d arguments, the function takes %d", f->label, (int)a + 1, (int)f->n_args);
   } else {
-    snprintf(msg, cap, "%s: argument %d is %s, the function takes %s (Arrow '%s')", f->label, (int)a + 1,
-             qd_type_name(type), duckdb_name_of(f->formats[a]), f->formats[a]);
+    *msg = qd_printf("%s: argument %d is %s, the function takes %s (Arrow '%s')", f->label, (int)a + 1,
+                     qd_type_name(type), duckdb_name_of(f->formats[a]), f->formats[a]);
   }
   return -1;
 }
@@ -53,7 +55,10 @@ int qd_fn_open(const struct ql_plugin *p, const struct ql_item_info *it, struct 
   if (!f) return ql_error_set(err, QL_ENOMEM, "out of memory");
   f->plugin = p;
   f->kind = it->kind;
-  snprintf(f->label, sizeof(f->label), "%s.%s", p->name, it->name);
+  if (!(f->label = qd_printf("%s.%s", p->name, it->name))) {
+    free(f);
+    return ql_error_set(err, QL_ENOMEM, "out of memory");
+  }
   void *tok = ql_plugin_enter(p);
   int rc = it->kind == QL_ITEM_SCALAR_FUNCTION ? p->scalar_function_open(p, it->name, &f->scalar, err)
                                                : p->aggregate_function_open(p, it->name, &f->aggregate, err);
@@ -444,34 +449,35 @@ int qd_load_plugin(struct qd_db *db, const char *plugin, const char *only, int m
     if (it->kind == QL_ITEM_TABLE_PROVIDER || it->kind == QL_ITEM_SCHEMA_PROVIDER) continue;
     if (only && strcmp(only, it->name) != 0) continue;
     found = 1;
-    char label[300], status[768];
-    snprintf(label, sizeof(label), "%s.%s", p->name, it->name);
+    char *label = qd_printf("%s.%s", p->name, it->name), *status = NULL;
     const char *why = why_not(it->kind);
-    if (why && only) {
+    if (!label) {
+      rc = ql_error_set(err, QL_ENOMEM, "out of memory");
+    } else if (why && only) {
       rc = ql_error_set(err, QL_ENOTSUP, "%s cannot be loaded into DuckDB: %s", label, why);
-      break;
-    }
-    if (why) {
-      snprintf(status, sizeof(status), "refused: %s", why);
+    } else if (why) {
+      status = qd_printf("refused: %s", why);
     } else if (seen_before(db, label, mark)) {
-      snprintf(status, sizeof(status), "already loaded");
+      status = qd_printf("already loaded");
     } else {
       struct ql_error one = {0};
       if (load(ctx, db, p, it, &one) == QL_OK) {
-        snprintf(status, sizeof(status), "loaded");
+        status = qd_printf("loaded");
       } else {
         if (mark) forget(db, label);
         if (only) {
           rc = ql_error_set(err, one.status, "%s cannot be loaded into DuckDB: %s", label, ql_error_message(&one));
-          ql_error_release(&one);
-          break;
+        } else {
+          status = qd_printf("refused: %s", ql_error_message(&one));
         }
-        snprintf(status, sizeof(status), "refused: %s", ql_error_message(&one));
         ql_error_release(&one);
       }
     }
     const char *cells[3] = {it->name, kind_name(it->kind), status};
-    if (qd_rows_add(r, cells) != 0) rc = ql_error_set(err, QL_ENOMEM, "out of memory");
+    if (rc == QL_OK && (!status || qd_rows_add(r, cells) != 0)) rc = ql_error_set(err, QL_ENOMEM, "out of memory");
+    free(label);
+    free(status);
+    if (rc != QL_OK) break;
   }
   if (rc == QL_OK && only && !found) rc = ql_error_set(err, QL_ENOTFOUND, "plugin %s has no function '%s'", p->name, only);
   return rc;

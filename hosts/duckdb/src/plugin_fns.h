@@ -21,7 +21,7 @@
  * shared by every thread. */
 struct qd_fn {
   const struct ql_plugin *plugin;
-  char label[256]; /* "PLUGIN.NAME" */
+  char *label;     /* "PLUGIN.NAME", malloc'd */
   int32_t kind;    /* QL_ITEM_SCALAR_FUNCTION or QL_ITEM_AGGREGATE_FUNCTION */
   int32_t n_args;
   const char *formats[QD_MAX_ARGS]; /* the signature's, owned by the function object */
@@ -44,10 +44,10 @@ int qd_fn_find(struct qd_db *db, const char *plugin, const char *name, int32_t k
                struct ql_error *err);
 /* Can argument `a` (0-based) of DuckDB type `type` (a V1 type id) reach
  * `f`? 0; else -1 with "PLUGIN.NAME: argument 1 is VARCHAR, the function
- * takes BIGINT (Arrow 'l')" in msg. */
-int qd_fn_check_arg(const struct qd_fn *f, int32_t a, int32_t type, char *msg, size_t cap);
-/* "PLUGIN.NAME: <err's message>" into msg; releases err. */
-void qd_fn_message(const struct qd_fn *f, struct ql_error *err, char *msg, size_t cap);
+ * takes BIGINT (Arrow 'l')" in *msg (malloc'd; NULL without memory). */
+int qd_fn_check_arg(const struct qd_fn *f, int32_t a, int32_t type, char **msg);
+/* "PLUGIN.NAME: <err's message>", malloc'd (NULL without memory); releases err. */
+char *qd_fn_message(const struct qd_fn *f, struct ql_error *err);
 
 /* A scalar call: the `n` rows of the f->n_args vectors `args` into
  * `result`. The plugin's error in err. */
@@ -105,13 +105,12 @@ int qd_load_plugin(struct qd_db *db, const char *plugin, const char *only, int m
 void qd_load_mark(struct qd_db *db, const char *label);
 
 /* The statement creating table macro NAME with overloads for arities
- * first..QD_TF_MAX_ARGS over qlink_table_function_K into sql[cap]; -1
- * when it does not fit (sql.c). */
-int qd_table_macro_sql(char *sql, size_t cap, const char *plugin, const char *name, int first);
+ * first..QD_TF_MAX_ARGS over qlink_table_function_K (sql.c). Malloc'd;
+ * NULL without memory. */
+char *qd_table_macro_sql(const char *plugin, const char *name, int first);
 /* The statement creating scalar macro NAME(a1, .., aN) over
  * GENERIC('PLUGIN', 'NAME', a1, .., aN): how the V2 build names a plugin's
- * scalar or aggregate function; -1 when it does not fit (sql.c). */
-int qd_function_macro_sql(char *sql, size_t cap, const char *generic, const char *plugin, const char *name,
-                           int n_args);
+ * scalar or aggregate function (sql.c). Malloc'd; NULL without memory. */
+char *qd_function_macro_sql(const char *generic, const char *plugin, const char *name, int n_args);
 
 #endif /* QLINK_DUCKDB_PLUGIN_FNS_H */

@@ -20,6 +20,9 @@
  * (registered objects may still point into them). */
 
 int qd_plugin_get(struct qd_db *db, const char *name_or_path, const struct ql_plugin **out, struct ql_error *err) {
+  /* SQL that names a plugin ends the owner's configuration, whether the load
+   * then succeeds or fails (a failed dlopen may have run constructors). */
+  ql_plugin_dirs_seal(db->dirs);
   pthread_mutex_lock(&db->mutex);
   for (struct qd_plugin *p = db->plugins; p; p = p->next) {
     if (strcmp(p->loaded->plugin.name, name_or_path) == 0) {
@@ -38,6 +41,12 @@ int qd_plugin_get(struct qd_db *db, const char *name_or_path, const struct ql_pl
       return QL_OK;
     }
   }
+  if (rc == QL_OK && atomic_load(&db->no_external)) {
+    rc = ql_error_set(err, QL_EINVAL,
+                      "loading plugin '%s' is refused: DuckDB's enable_external_access is false (DuckDB refuses LOAD "
+                      "then too)",
+                      name_or_path);
+  }
   struct ql_loaded_plugin *lp = NULL;
   if (rc == QL_OK) rc = ql_plugin_load(real, &lp, err);
   struct qd_plugin *p = rc == QL_OK ? calloc(1, sizeof(*p)) : NULL;
@@ -45,7 +54,6 @@ int qd_plugin_get(struct qd_db *db, const char *name_or_path, const struct ql_pl
   if (rc == QL_OK) {
     *p = (struct qd_plugin){lp, real, db->plugins};
     db->plugins = p;
-    ql_plugin_dirs_seal(db->dirs); /* code from the list ran: no widening later */
     *out = &lp->plugin;
   } else {
     ql_plugin_unload(lp);
@@ -55,11 +63,11 @@ int qd_plugin_get(struct qd_db *db, const char *name_or_path, const struct ql_pl
   return rc;
 }
 
-struct qd_db *qd_db_new(char *msg, size_t cap) {
+struct qd_db *qd_db_new(char **msg) {
   struct qd_db *db = calloc(1, sizeof(*db));
   struct ql_error err = {0};
   if (!db) {
-    snprintf(msg, cap, "qlink: out of memory");
+    *msg = qd_printf("qlink: out of memory");
     return NULL;
   }
   pthread_mutex_init(&db->mutex, NULL);
@@ -67,8 +75,9 @@ struct qd_db *qd_db_new(char *msg, size_t cap) {
   int rc = ql_ref_host_new(NULL, &db->host, &err);
   if (rc == QL_OK) rc = ql_plugin_dirs_new(&db->dirs, &err);
   if (rc == QL_OK) rc = ql_plugin_dirs_add_list(db->dirs, getenv(QL_PLUGIN_PATH_ENV), QL_PLUGIN_PATH_ENV, &err);
+  if (rc == QL_OK) rc = qd_guard_files(db, &err);
   if (rc != QL_OK) {
-    snprintf(msg, cap, "qlink: %s", ql_error_message(&err));
+    *msg = qd_printf("qlink: %s", ql_error_message(&err));
     ql_error_release(&err);
     return NULL; /* db stays allocated: nothing registered points at it, freeing it races nothing but gains little */
   }
@@ -128,6 +137,7 @@ int qd_bind_open(struct qd_bind *b, const char *spec, const char *table, struct 
   struct qd_db *db = b->db;
   struct ql_table_spec ts = {0};
   int rc = ql_table_spec_parse(spec, &ts, err);
+  if (rc == QL_OK) rc = qd_check_options(db, &ts.options, err);
   if (rc == QL_OK) rc = qd_plugin_get(db, ts.plugin, &b->plugin, err);
   if (rc == QL_OK && table) {
     /* qlink_scan('PLUGIN/SCHEMA_PROVIDER?...', table := 'NAME'): one table of a schema provider (qlink_attach's views). */
@@ -213,13 +223,13 @@ void qd_global_free(void *data) {
   free(g);
 }
 
-struct qd_global *qd_global_new(struct qd_bind *b, idx_t n, const idx_t *cols, char *msg, size_t cap) {
+struct qd_global *qd_global_new(struct qd_bind *b, idx_t n, const idx_t *cols, char **msg) {
   struct qd_global *g = calloc(1, sizeof(*g));
   int32_t *proj = calloc(n ? n : 1, sizeof(*proj));
   if (g) g->out_source = calloc(n ? n : 1, sizeof(*g->out_source));
   if (g) g->out_col = calloc(n ? n : 1, sizeof(*g->out_col));
   if (!g || !proj || !g->out_source || !g->out_col) {
-    snprintf(msg, cap, "%s: out of memory", b->label);
+    *msg = qd_printf("%s: out of memory", b->label);
     free(proj);
     if (g) free(g->out_source), free(g->out_col);
     free(g);
@@ -267,7 +277,7 @@ struct qd_global *qd_global_new(struct qd_bind *b, idx_t n, const idx_t *cols, c
   free((void *)args.filters.exprs);
   free(proj);
   if (rc != QL_OK) {
-    snprintf(msg, cap, "%s: %s", b->label, ql_error_message(&err));
+    *msg = qd_printf("%s: %s", b->label, ql_error_message(&err));
     ql_error_release(&err);
     qd_global_free(g);
     return NULL;
@@ -292,13 +302,13 @@ void qd_local_free(void *data) {
   free(l);
 }
 
-static int qd_local_fail(struct qd_local *l, const char *what, char *msg, size_t cap) {
+static int qd_local_fail(struct qd_local *l, const char *what, char **msg) {
   atomic_store(&l->g->cancelled, 1);
-  snprintf(msg, cap, "%s: %s", l->g->bind->label, what);
+  *msg = qd_printf("%s: %s", l->g->bind->label, what);
   return -1;
 }
 
-int qd_local_next(struct qd_local *l, char *msg, size_t cap) {
+int qd_local_next(struct qd_local *l, char **msg) {
   if (l->batch.release && l->offset < l->batch.length) return 1;
   struct qd_global *g = l->g;
   const struct qd_bind *b = g->bind;
@@ -316,7 +326,7 @@ int qd_local_next(struct qd_local *l, char *msg, size_t cap) {
       l->ctx.private_data = g;
       if (g->plan.execute(&g->plan, part, &l->ctx, &l->stream, &err) != QL_OK) {
         ql_plugin_leave(p, tok);
-        int rc = qd_local_fail(l, ql_error_message(&err), msg, cap);
+        int rc = qd_local_fail(l, ql_error_message(&err), msg);
         ql_error_release(&err);
         return rc;
       }
@@ -324,10 +334,9 @@ int qd_local_next(struct qd_local *l, char *msg, size_t cap) {
     int code = l->stream.get_next(&l->stream, &l->batch);
     if (code != 0) {
       const char *m = l->stream.get_last_error ? l->stream.get_last_error(&l->stream) : NULL;
-      char what[900];
-      snprintf(what, sizeof(what), "%s", m ? m : strerror(code));
+      int rc = qd_local_fail(l, m ? m : strerror(code), msg); /* before leave: m is the stream's */
       ql_plugin_leave(p, tok);
-      return qd_local_fail(l, what, msg, cap);
+      return rc;
     }
     if (!l->batch.release) l->stream.release(&l->stream); /* end of this partition */
     else if (l->batch.length == 0) l->batch.release(&l->batch);
@@ -386,6 +395,7 @@ int qd_rows_tables(struct qd_db *db, const char *spec, struct qd_rows *r, struct
   struct ql_table_spec ts = {0};
   const struct ql_plugin *p = NULL;
   int rc = ql_table_spec_parse(spec, &ts, err);
+  if (rc == QL_OK) rc = qd_check_options(db, &ts.options, err);
   if (rc == QL_OK) rc = qd_plugin_get(db, ts.plugin, &p, err);
   if (rc == QL_OK && !p->schema_provider_open) {
     rc = ql_error_set(err, QL_ENOTFOUND, "plugin %s has no schema provider '%s'", p->name, ts.provider);
@@ -405,9 +415,20 @@ int qd_rows_tables(struct qd_db *db, const char *spec, struct qd_rows *r, struct
   return rc;
 }
 
-int qd_rows_allow(struct qd_db *db, const char *dir, int locked, struct qd_rows *r, struct ql_error *err) {
-  if (locked) ql_plugin_dirs_seal(db->dirs);
-  int rc = ql_plugin_dirs_add(db->dirs, dir, err);
+int qd_rows_allow(struct qd_db *db, const char *dir, struct qd_rows *r, struct ql_error *err) {
+  int rc = QL_OK;
+  if (!dir) {
+    ql_plugin_dirs_seal(db->dirs); /* narrows only: never refused */
+  } else if (atomic_load(&db->no_external)) {
+    rc = ql_error_set(err, QL_EINVAL,
+                      "refused: DuckDB's enable_external_access is false, and no plugin loads then");
+  } else if (atomic_load(&db->locked)) {
+    rc = ql_error_set(err, QL_EINVAL,
+                      "refused: DuckDB's lock_configuration is true, and the allowed plugin directories are part of "
+                      "the configuration");
+  } else {
+    rc = ql_plugin_dirs_add(db->dirs, dir, err);
+  }
   for (int64_t i = 0; rc == QL_OK && i < ql_plugin_dirs_count(db->dirs); i++) {
     const char *d = ql_plugin_dirs_get(db->dirs, i);
     if (qd_rows_add(r, &d) != 0) rc = ql_error_set(err, QL_ENOMEM, "out of memory");

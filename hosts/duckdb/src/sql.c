@@ -1,83 +1,138 @@
-/* The SQL text qlink_attach runs, shared by both builds: the V1 build runs
- * it on a connection of its own, the V2 build hands it to DuckDB as its
- * PRAGMA's query, which runs on the caller's connection. No DuckDB call. */
+/* The SQL text qlink_attach and qlink_load make, shared by both builds: the
+ * V1 build runs it on a connection of its own, the V2 build hands it to
+ * DuckDB as its PRAGMA's query, which runs on the caller's connection. No
+ * DuckDB call. Every text grows to fit: nothing is cut. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "ext_internal.h"
 #include "plugin_fns.h"
 
-void qd_quote(char *out, size_t cap, const char *s, char q) {
-  size_t o = 0;
-  if (o + 1 < cap) out[o++] = q;
-  for (; *s && o + 3 < cap; s++) {
-    if (*s == q) out[o++] = q;
-    out[o++] = *s;
+/* Room for `n` more bytes and the terminator. */
+static int qd_text_reserve(struct qd_text *t, size_t n) {
+  if (t->failed) return -1;
+  if (t->len + n + 1 <= t->cap) return 0;
+  size_t cap = t->cap ? t->cap : 256;
+  while (cap < t->len + n + 1) cap *= 2;
+  char *grown = realloc(t->s, cap);
+  if (!grown) {
+    t->failed = 1;
+    return -1;
   }
-  out[o++] = q;
-  out[o] = '\0';
+  t->s = grown, t->cap = cap;
+  return 0;
 }
 
-/* Append to sql[cap] from `at`; the new end, or cap once it no longer fits
- * (the text then stays truncated). */
-static size_t put(char *sql, size_t cap, size_t at, const char *fmt, ...) {
-  if (at >= cap) return cap;
+void qd_text_add(struct qd_text *t, const char *piece) {
+  if (t->failed || !piece) return;
+  size_t n = strlen(piece);
+  if (qd_text_reserve(t, n) != 0) return;
+  memcpy(t->s + t->len, piece, n + 1);
+  t->len += n;
+}
+
+void qd_text_addf(struct qd_text *t, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(sql + at, cap - at, fmt, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
-  return n < 0 || (size_t)n >= cap - at ? cap : at + (size_t)n;
+  if (n < 0) t->failed = 1;
+  if (n < 0 || qd_text_reserve(t, (size_t)n) != 0) return;
+  va_start(ap, fmt);
+  vsnprintf(t->s + t->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  t->len += (size_t)n;
 }
 
-int qd_attach_sql(const char *name, const char *spec, const struct qd_rows *tables, int with_result, char *sql,
-                  size_t cap) {
-  char qname[512], qspec[4096], qtable[512], qtlit[512];
-  qd_quote(qname, sizeof(qname), name, '"');
-  qd_quote(qspec, sizeof(qspec), spec, '\'');
-  size_t at = put(sql, cap, 0, "CREATE SCHEMA IF NOT EXISTS %s;", qname);
+void qd_text_quote(struct qd_text *t, const char *s, char q) {
+  if (t->failed || !s) return;
+  size_t n = strlen(s), extra = 0;
+  for (size_t i = 0; i < n; i++) extra += s[i] == q;
+  if (qd_text_reserve(t, n + extra + 2) != 0) return;
+  char *o = t->s + t->len;
+  *o++ = q;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == q) *o++ = q;
+    *o++ = s[i];
+  }
+  *o++ = q;
+  *o = '\0';
+  t->len = (size_t)(o - t->s);
+}
+
+char *qd_text_take(struct qd_text *t) {
+  if (t->failed) {
+    free(t->s);
+    t->s = NULL;
+  }
+  char *s = t->s;
+  *t = (struct qd_text){0};
+  return s;
+}
+
+char *qd_attach_sql(const char *name, const char *spec, const struct qd_rows *tables, int with_result) {
+  struct qd_text t = {0};
+  /* Quoted once: a spec may hold many options (megabytes of text). */
+  struct qd_text qname = {0}, qspec = {0};
+  qd_text_quote(&qname, name, '"');
+  qd_text_quote(&qspec, spec, '\'');
+  if (qname.failed || qspec.failed) t.failed = 1;
+  qd_text_add(&t, "CREATE SCHEMA IF NOT EXISTS ");
+  qd_text_add(&t, qname.s);
+  qd_text_add(&t, ";");
   for (int64_t i = 0; i < tables->n_rows; i++) {
-    qd_quote(qtable, sizeof(qtable), tables->cells[i], '"');
-    qd_quote(qtlit, sizeof(qtlit), tables->cells[i], '\'');
-    at = put(sql, cap, at, "CREATE OR REPLACE VIEW %s.%s AS SELECT * FROM qlink_scan(%s, \"table\" := %s);", qname,
-             qtable, qspec, qtlit);
+    qd_text_add(&t, "CREATE OR REPLACE VIEW ");
+    qd_text_add(&t, qname.s);
+    qd_text_add(&t, ".");
+    qd_text_quote(&t, tables->cells[i], '"');
+    qd_text_add(&t, " AS SELECT * FROM qlink_scan(");
+    qd_text_add(&t, qspec.s);
+    qd_text_add(&t, ", \"table\" := ");
+    qd_text_quote(&t, tables->cells[i], '\'');
+    qd_text_add(&t, ");");
   }
   if (with_result) { /* the table names, in order, as the statement's rows */
-    at = put(sql, cap, at, "SELECT unnest([");
+    qd_text_add(&t, "SELECT unnest([");
     for (int64_t i = 0; i < tables->n_rows; i++) {
-      qd_quote(qtlit, sizeof(qtlit), tables->cells[i], '\'');
-      at = put(sql, cap, at, "%s%s", i ? ", " : "", qtlit);
+      if (i) qd_text_add(&t, ", ");
+      qd_text_quote(&t, tables->cells[i], '\'');
     }
-    at = put(sql, cap, at, "]::VARCHAR[]) AS table_name;");
+    qd_text_add(&t, "]::VARCHAR[]) AS table_name;");
   }
-  return at < cap ? 0 : -1;
+  free(qname.s);
+  free(qspec.s);
+  return qd_text_take(&t);
 }
 
-int qd_table_macro_sql(char *sql, size_t cap, const char *plugin, const char *name, int first) {
-  char qname[300], qplugin[300], qfn[300];
-  qd_quote(qname, sizeof(qname), name, '"');
-  qd_quote(qplugin, sizeof(qplugin), plugin, '\'');
-  qd_quote(qfn, sizeof(qfn), name, '\'');
-  size_t at = put(sql, cap, 0, "CREATE OR REPLACE MACRO %s", qname);
+char *qd_table_macro_sql(const char *plugin, const char *name, int first) {
+  struct qd_text t = {0};
+  qd_text_add(&t, "CREATE OR REPLACE MACRO ");
+  qd_text_quote(&t, name, '"');
   for (int k = first; k <= QD_TF_MAX_ARGS; k++) {
-    at = put(sql, cap, at, "%s(", k > first ? ", " : "");
-    for (int i = 0; i < k; i++) at = put(sql, cap, at, "%sa%d", i ? ", " : "", i + 1);
-    at = put(sql, cap, at, ") AS TABLE (SELECT * FROM qlink_table_function_%d(%s, %s", k, qplugin, qfn);
-    for (int i = 0; i < k; i++) at = put(sql, cap, at, ", a%d", i + 1);
-    at = put(sql, cap, at, "))");
+    qd_text_add(&t, k > first ? ", (" : "(");
+    for (int i = 0; i < k; i++) qd_text_addf(&t, "%sa%d", i ? ", " : "", i + 1);
+    qd_text_addf(&t, ") AS TABLE (SELECT * FROM qlink_table_function_%d(", k);
+    qd_text_quote(&t, plugin, '\'');
+    qd_text_add(&t, ", ");
+    qd_text_quote(&t, name, '\'');
+    for (int i = 0; i < k; i++) qd_text_addf(&t, ", a%d", i + 1);
+    qd_text_add(&t, "))");
   }
-  return at < cap ? 0 : -1;
+  return qd_text_take(&t);
 }
 
-int qd_function_macro_sql(char *sql, size_t cap, const char *generic, const char *plugin, const char *name,
-                          int n_args) {
-  char qname[300], qplugin[300], qfn[300];
-  qd_quote(qname, sizeof(qname), name, '"');
-  qd_quote(qplugin, sizeof(qplugin), plugin, '\'');
-  qd_quote(qfn, sizeof(qfn), name, '\'');
-  size_t at = put(sql, cap, 0, "CREATE OR REPLACE MACRO %s(", qname);
-  for (int i = 0; i < n_args; i++) at = put(sql, cap, at, "%sa%d", i ? ", " : "", i + 1);
-  at = put(sql, cap, at, ") AS %s(%s, %s", generic, qplugin, qfn);
-  for (int i = 0; i < n_args; i++) at = put(sql, cap, at, ", a%d", i + 1);
-  at = put(sql, cap, at, ")");
-  return at < cap ? 0 : -1;
+char *qd_function_macro_sql(const char *generic, const char *plugin, const char *name, int n_args) {
+  struct qd_text t = {0};
+  qd_text_add(&t, "CREATE OR REPLACE MACRO ");
+  qd_text_quote(&t, name, '"');
+  qd_text_add(&t, "(");
+  for (int i = 0; i < n_args; i++) qd_text_addf(&t, "%sa%d", i ? ", " : "", i + 1);
+  qd_text_addf(&t, ") AS %s(", generic);
+  qd_text_quote(&t, plugin, '\'');
+  qd_text_add(&t, ", ");
+  qd_text_quote(&t, name, '\'');
+  for (int i = 0; i < n_args; i++) qd_text_addf(&t, ", a%d", i + 1);
+  qd_text_add(&t, ")");
+  return qd_text_take(&t);
 }

@@ -246,7 +246,7 @@ def test_allow_is_the_owners_and_cannot_widen_later(tmp_path):
     con2.execute("SET lock_configuration = true")
     with pytest.raises(duckdb.Error) as e:
         con2.execute(f"SELECT * FROM qlink_allow('{PLUGINS}')").fetchall()
-    assert "the allowed directories are fixed" in str(e.value)
+    assert "refused: DuckDB's lock_configuration is true" in str(e.value)
 
 
 def test_python_helper_without_the_native_module(run_helper):
