@@ -25,13 +25,12 @@ hosts/duckdb/README.md). ``connect()`` loads the V2 build when the running
 of views over ``qlink_scan``) and ``load(con, plugin, name=None)`` run the
 right statement for the build loaded on ``con`` (``loaded_api(con)``).
 
-``connect(database=":memory:", plugin_dirs=None, extension=None, config=None, api="auto")``
+``connect(database=":memory:", plugin_dirs=None, extension=None, config=None, api="auto", locked=False)``
 opens the database with unsigned extensions allowed, loads the extension
-(``extension_path(api)``) and allows the directories ``plugin_dirs`` (default:
+(``extension_path(api)``), allows the directories ``plugin_dirs`` (default:
 ``QLINK_PLUGIN_PATH`` if set, which the extension reads itself, else the
-build's ``plugins/`` folder) with ``qlink_allow``. The list is sealed as soon
-as a plugin loads; to hand the connection to untrusted SQL before that, run
-``SET lock_configuration = true`` on it.
+build's ``plugins/`` folder) with ``qlink_allow``, then closes every way
+for SQL on the connection to load other native code (see ``connect``).
 """
 
 from __future__ import annotations
@@ -97,17 +96,72 @@ def default_plugin_dirs() -> list[str]:
 
 
 def connect(database: str = ":memory:", plugin_dirs: list[str] | None = None, extension: str | None = None,
-            config: dict | None = None, api: str = "auto"):
-    """A ``duckdb.DuckDBPyConnection`` with the qlink extension loaded and
-    the plugin directories allowed (see the module's documentation)."""
+            config: dict | None = None, api: str = "auto", locked: bool = False):
+    """A ``duckdb.DuckDBPyConnection`` (the caller's: close it) with the qlink
+    extension loaded and the plugin directories allowed, after which SQL on
+    it (and on every connection to the same database) can load native code
+    only as qlink plugins from those directories, and DuckDB's own signed
+    extensions:
+
+    - the directory list is sealed (``qlink_seal()``): ``qlink_allow`` is
+      refused;
+    - ``allow_unsigned_extensions``, which loading qlink's own unsigned
+      extension needs, is turned off again once it is loaded: ``LOAD`` of
+      any other unsigned extension is refused, and DuckDB refuses to turn
+      it back on while the database runs;
+    - ``allow_community_extensions`` is turned off (community extensions
+      are third-party code; DuckDB cannot turn it back on either).
+
+    ``locked=True`` also sets ``lock_configuration``, so SQL can change no
+    setting at all (threads, memory_limit, ...): for handing the connection
+    to untrusted SQL. It is not the default because a user's own SQL often
+    sets such options; nothing above depends on it. Both builds honour it
+    (``qlink_allow`` then fails naming the setting).
+
+    ``config`` is DuckDB's; ``{"enable_external_access": False}`` cannot be
+    passed here (DuckDB then refuses to LOAD the extension): run ``SET
+    enable_external_access = false`` on the returned connection instead, and
+    from then on no plugin loads and plugins read only files in
+    ``allowed_directories`` / ``allowed_paths``.
+
+    Connecting again to a database file this process has open reuses its
+    instance: the directories must then be ones it already allows.
+
+    Errors: FileNotFoundError (the extension is not built), ValueError
+    (``api``), ``duckdb.Error`` naming the directory ``qlink_allow``
+    refused (missing, no directory, or not allowed before on a reused
+    instance)."""
     import duckdb
 
     path = extension or extension_path(api)
     con = duckdb.connect(database, config={**(config or {}), "allow_unsigned_extensions": True})
-    con.load_extension(path)
-    for d in default_plugin_dirs() if plugin_dirs is None else plugin_dirs:
-        con.execute("SELECT * FROM qlink_allow(?)", [d]).fetchall()
+    try:
+        con.load_extension(path)
+        _allow(con, default_plugin_dirs() if plugin_dirs is None else plugin_dirs)
+        con.execute("SELECT * FROM qlink_seal()").fetchall()
+        for option in ("allow_unsigned_extensions", "allow_community_extensions"):
+            if con.execute(f"SELECT current_setting('{option}')").fetchone()[0]:
+                con.execute(f"SET {option} = false")
+        if locked and not con.execute("SELECT current_setting('lock_configuration')").fetchone()[0]:
+            con.execute("SET lock_configuration = true")
+    except BaseException:
+        con.close()
+        raise
     return con
+
+
+def _allow(con, dirs: list[str]) -> None:
+    """qlink_allow each of ``dirs``; on a reused instance whose list is
+    sealed, each must be allowed already."""
+    import duckdb
+
+    for d in dirs:
+        try:
+            con.execute("SELECT * FROM qlink_allow(?)", [d]).fetchall()
+        except duckdb.Error:
+            allowed = {a for (a,) in con.execute("SELECT * FROM qlink_seal()").fetchall()}
+            if os.path.realpath(d) not in allowed:
+                raise
 
 
 def _sql_text(s: str) -> str:

@@ -426,6 +426,9 @@ int qd_rows_allow(struct qd_db *db, const char *dir, struct qd_rows *r, struct q
     rc = ql_error_set(err, QL_EINVAL,
                       "refused: DuckDB's lock_configuration is true, and the allowed plugin directories are part of "
                       "the configuration");
+  } else if (ql_plugin_dirs_sealed(db->dirs)) {
+    rc = ql_error_set(err, QL_ESTATE,
+                      "refused: the allowed plugin directories are sealed (SQL named a plugin, or qlink_seal() ran)");
   } else {
     rc = ql_plugin_dirs_add(db->dirs, dir, err);
   }

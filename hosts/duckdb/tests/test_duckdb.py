@@ -240,7 +240,7 @@ def test_allow_is_the_owners_and_cannot_widen_later(tmp_path):
     assert con.execute("SELECT count(*) FROM qlink_scan('qlink_sample/series?stop=4')").fetchone() == (4,)
     with pytest.raises(duckdb.Error) as e:
         con.execute(f"SELECT * FROM qlink_allow('{tmp_path}')").fetchall()
-    assert "the allowed directories are fixed once a plugin was loaded or the configuration locked" in str(e.value)
+    assert "refused: the allowed plugin directories are sealed (SQL named a plugin, or qlink_seal() ran)" in str(e.value)
     # Locked configuration: the owner's way to hand a connection to untrusted SQL.
     con2 = connect(None)
     con2.execute("SET lock_configuration = true")
