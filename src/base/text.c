@@ -84,3 +84,15 @@ int ql_path_normalize(const char *path, const char *what, char **out, struct ql_
   *out = buf;
   return QL_OK;
 }
+
+int ql_text_check_nul(const char *text, size_t len, const char *what, struct ql_error *error) {
+  what = what ? what : "text";
+  if (!text) return ql_error_set(error, QL_EINVAL, "%s is NULL", what);
+  const char *nul = memchr(text, '\0', len);
+  if (!nul) return QL_OK;
+  size_t at = (size_t)(nul - text);
+  /* The text before the NUL, as far as a message line should show it. */
+  enum { QUOTE = 200 };
+  return ql_error_set(error, QL_EINVAL, "%s has a NUL byte at offset %zu (of %zu bytes), after '%.*s%s': text may not "
+                      "hold NUL bytes", what, at, len, (int)(at < QUOTE ? at : QUOTE), text, at > QUOTE ? "..." : "");
+}

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "qlink/error.h"
+#include "qlink/lib/text.h" /* the public part: ql_text_check_nul */
 
 /* malloc'd copy of s (NULL for NULL or on allocation failure). */
 char *ql_strdup(const char *s);

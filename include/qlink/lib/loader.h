@@ -46,14 +46,20 @@ const struct ql_item_info *ql_plugin_find_item(const struct ql_plugin *plugin, i
  * Plugin, provider, keys and values are percent-decoded ('+' stays '+');
  * empty '&' segments are skipped; only the first '=' of an option splits.
  * QL_EINVAL naming the spec for: no '/', an empty plugin or provider, an
- * option without '=', an empty key, a repeated key, a bad escape. On
- * failure `out` is left empty (nothing to free). */
+ * option without '=', an empty key, a repeated key (the first repeat in
+ * spec order; found in O(n log n), so any number of options is fine), a bad
+ * escape. On failure `out` is left empty (nothing to free). */
 struct ql_table_spec {
   char *plugin;
   char *provider;
   struct ql_options options; /* keys/values arrays owned by the spec */
 };
 int ql_table_spec_parse(const char *spec, struct ql_table_spec *out, struct ql_error *error);
+/* The same for a spec of `len` bytes that need not end in NUL (text a host
+ * got with a length, e.g. SQLite's sqlite3_value_bytes): a NUL byte inside
+ * it is QL_EINVAL naming its offset (ql_text_check_nul, qlink/lib/text.h)
+ * instead of silently ending the spec there. */
+int ql_table_spec_parse_n(const char *spec, size_t len, struct ql_table_spec *out, struct ql_error *error);
 void ql_table_spec_free(struct ql_table_spec *spec);
 
 #ifdef __cplusplus
