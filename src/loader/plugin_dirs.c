@@ -147,18 +147,25 @@ static const char *containing_dir(struct ql_plugin_dirs *d, const char *real) {
   return found;
 }
 
-static int allowed_list(struct ql_plugin_dirs *d, char *buf, size_t cap) {
-  size_t used = 0;
-  buf[0] = '\0';
+/* "DIR1:DIR2:...", every allowed directory in full (malloc'd; "" when none,
+ * NULL when out of memory). */
+static char *allowed_list(struct ql_plugin_dirs *d) {
   pthread_mutex_lock(&d->mutex);
-  int64_t n = d->count;
-  for (int64_t i = 0; i < n && used < cap; i++) {
-    int w = snprintf(buf + used, cap - used, "%s%s", i ? ":" : "", d->dirs[i]);
-    if (w < 0) break;
-    used += (size_t)w;
+  size_t size = 1;
+  for (int64_t i = 0; i < d->count; i++) size += strlen(d->dirs[i]) + 1;
+  char *list = malloc(size);
+  if (list) {
+    size_t used = 0;
+    for (int64_t i = 0; i < d->count; i++) {
+      if (i) list[used++] = ':';
+      size_t n = strlen(d->dirs[i]);
+      memcpy(list + used, d->dirs[i], n);
+      used += n;
+    }
+    list[used] = '\0';
   }
   pthread_mutex_unlock(&d->mutex);
-  return n > 0;
+  return list;
 }
 
 /* Accept `candidate` if its realpath is a regular file inside an allowed directory. */
@@ -170,12 +177,12 @@ static int check_path(struct ql_plugin_dirs *d, const char *input, const char *c
                         "plugin '%s': %s", input, strerror(errno));
   }
   if (!containing_dir(d, real)) {
-    char dirs[1024];
-    allowed_list(d, dirs, sizeof(dirs));
+    char *dirs = allowed_list(d);
     int rc = ql_error_set(error, QL_EINVAL,
                           "plugin '%s' resolves to %s, outside the allowed plugin directories (%s): plugins load "
                           "only from " QL_PLUGIN_PATH_ENV " or qlink_allow directories, symlinks and '..' resolved",
-                          input, real, dirs);
+                          input, real, dirs ? dirs : "(out of memory listing them)");
+    free(dirs);
     free(real);
     return rc;
   }
@@ -189,13 +196,40 @@ static int check_path(struct ql_plugin_dirs *d, const char *input, const char *c
   return QL_OK;
 }
 
+/* DIR/NAME.so or DIR/NAME when it exists: QL_OK with *found set (*path
+ * malloc'd) or clear; an error when the joined path exceeds the system's
+ * limits (the lookup could not be made, which is not "absent"). */
+static int lookup_name(const char *dir, const char *name, const char *suffix, char **path, int *found,
+                       struct ql_error *error) {
+  *found = 0;
+  size_t n = strlen(dir) + 1 + strlen(name) + strlen(suffix) + 1;
+  *path = malloc(n);
+  if (!*path) return ql_error_set(error, QL_ENOMEM, "out of memory looking up plugin '%s'", name);
+  snprintf(*path, n, "%s/%s%s", dir, name, suffix);
+  struct stat st;
+  if (stat(*path, &st) == 0) {
+    *found = 1;
+    return QL_OK;
+  }
+  int e = errno, rc = QL_OK;
+  if (e == ENAMETOOLONG) {
+    rc = ql_error_set(error, QL_EINVAL,
+                      "plugin '%s': %s is longer than the system allows (a path of at most %d bytes, a name of at "
+                      "most %d)", name, *path, PATH_MAX - 1, NAME_MAX);
+  } else if (e != ENOENT && e != ENOTDIR) {
+    rc = ql_error_set(error, QL_EINVAL, "plugin '%s': %s: %s", name, *path, strerror(e));
+  }
+  free(*path);
+  *path = NULL;
+  return rc;
+}
+
 int ql_plugin_dirs_resolve(const struct ql_plugin_dirs *dirs, const char *name_or_path, char **out,
                            struct ql_error *error) {
   struct ql_plugin_dirs *d = (struct ql_plugin_dirs *)dirs;
   *out = NULL;
   if (!name_or_path || !name_or_path[0]) return ql_error_set(error, QL_EINVAL, "plugin: empty name or path");
-  char listed[1024];
-  if (!allowed_list(d, listed, sizeof(listed))) {
+  if (ql_plugin_dirs_count(d) == 0) {
     return ql_error_set(error, QL_EINVAL,
                         "plugin '%s': no plugin directory is allowed; set " QL_PLUGIN_PATH_ENV
                         " or call qlink_allow('DIR') before loading plugins",
@@ -209,13 +243,37 @@ int ql_plugin_dirs_resolve(const struct ql_plugin_dirs *dirs, const char *name_o
     const char *dir = ql_plugin_dirs_get(d, i);
     const char *suffixes[] = {".so", ""};
     for (int s = 0; s < 2; s++) {
-      char path[PATH_MAX];
-      int n = snprintf(path, sizeof(path), "%s/%s%s", dir, name_or_path, suffixes[s]);
-      if (n < 0 || (size_t)n >= sizeof(path)) continue;
-      struct stat st;
-      if (stat(path, &st) == 0) return check_path(d, name_or_path, path, out, error);
+      char *path = NULL;
+      int found = 0;
+      QL_RETURN_NOT_OK(lookup_name(dir, name_or_path, suffixes[s], &path, &found, error));
+      if (found) {
+        int rc = check_path(d, name_or_path, path, out, error);
+        free(path);
+        return rc;
+      }
     }
   }
-  return ql_error_set(error, QL_ENOTFOUND, "plugin '%s' is in no allowed plugin directory (%s)", name_or_path,
-                      listed);
+  char *listed = allowed_list(d);
+  int rc = ql_error_set(error, QL_ENOTFOUND, "plugin '%s' is in no allowed plugin directory (%s)", name_or_path,
+                        listed ? listed : "(out of memory listing them)");
+  free(listed);
+  return rc;
 }
+
+int ql_plugin_dirs_listed(const struct ql_plugin_dirs *dirs, const char *dir, int *listed, struct ql_error *error) {
+  struct ql_plugin_dirs *d = (struct ql_plugin_dirs *)dirs;
+  *listed = 0;
+  if (!dir || !dir[0]) return ql_error_set(error, QL_EINVAL, "plugin directory: empty path");
+  char *real = realpath(dir, NULL);
+  if (!real) {
+    return ql_error_set(error, errno == ENOENT ? QL_ENOTFOUND : QL_EINVAL, "plugin directory '%s': %s", dir,
+                        strerror(errno));
+  }
+  pthread_mutex_lock(&d->mutex);
+  for (int64_t i = 0; i < d->count && !*listed; i++) *listed = strcmp(d->dirs[i], real) == 0;
+  pthread_mutex_unlock(&d->mutex);
+  free(real);
+  return QL_OK;
+}
+
+char *ql_plugin_dirs_text(const struct ql_plugin_dirs *dirs) { return allowed_list((struct ql_plugin_dirs *)dirs); }

@@ -114,6 +114,59 @@ static void test_rule(void) {
   ql_error_release(&err);
 }
 
+/* Messages carry every allowed directory in full, however many; a name
+ * too long for the system is an error naming the limit, not "absent". */
+static void test_no_truncation(void) {
+  struct ql_error err = {0};
+  struct ql_plugin_dirs *d = NULL;
+  QL_CHECK_OK(ql_plugin_dirs_new(&d, &err), err);
+  char sub[PATH_MAX];
+  size_t total = 0;
+  for (int i = 0; i < 40; i++) {
+    snprintf(sub, sizeof sub, "ok/many_%02d_with_a_rather_long_directory_name_to_fill_a_message", i);
+    QL_CHECK(mkdir(at(sub), 0700) == 0);
+    QL_CHECK_OK(ql_plugin_dirs_add(d, at(sub), &err), err);
+    total += strlen(ql_plugin_dirs_get(d, i)) + 1;
+  }
+  char *text = ql_plugin_dirs_text(d);
+  QL_CHECK(text != NULL && strlen(text) == total - 1 && total > 2048);
+  char *out = NULL;
+  QL_CHECK_INT(ql_plugin_dirs_resolve(d, at("outside.so"), &out, &err), QL_EINVAL);
+  QL_CHECK(text && strstr(ql_error_message(&err), text) != NULL); /* the whole list, the 40th directory too */
+  QL_CHECK_INT(ql_plugin_dirs_resolve(d, "absent", &out, &err), QL_ENOTFOUND);
+  QL_CHECK(text && strstr(ql_error_message(&err), text) != NULL);
+  free(text);
+
+  char name[NAME_MAX + 8];
+  memset(name, 'n', sizeof name - 1);
+  name[sizeof name - 1] = '\0';
+  QL_CHECK_INT(ql_plugin_dirs_resolve(d, name, &out, &err), QL_EINVAL);
+  QL_CHECK(strstr(ql_error_message(&err), "is longer than the system allows (a path of at most 4095 bytes, a name of "
+                                          "at most 255)") != NULL);
+  QL_CHECK(out == NULL);
+
+  int listed = -1;
+  QL_CHECK_OK(ql_plugin_dirs_listed(d, at("ok/many_07_with_a_rather_long_directory_name_to_fill_a_message/"), &listed, &err), err);
+  QL_CHECK_INT(listed, 1);
+  QL_CHECK_OK(ql_plugin_dirs_listed(d, at("ok"), &listed, &err), err);
+  QL_CHECK_INT(listed, 0);
+  QL_CHECK_INT(ql_plugin_dirs_listed(d, at("nowhere"), &listed, &err), QL_ENOTFOUND);
+  QL_CHECK(strstr(ql_error_message(&err), "nowhere': No such file or directory") != NULL);
+  QL_CHECK_INT(ql_plugin_dirs_listed(d, "", &listed, &err), QL_EINVAL);
+  ql_plugin_dirs_free(d);
+
+  QL_CHECK_OK(ql_plugin_dirs_new(&d, &err), err);
+  text = ql_plugin_dirs_text(d);
+  QL_CHECK_STR(text, "");
+  free(text);
+  ql_plugin_dirs_free(d);
+  for (int i = 0; i < 40; i++) {
+    snprintf(sub, sizeof sub, "ok/many_%02d_with_a_rather_long_directory_name_to_fill_a_message", i);
+    rmdir(at(sub));
+  }
+  ql_error_release(&err);
+}
+
 int main(void) {
   snprintf(root, sizeof(root), "%s", "/tmp/ql_plugin_dirs_XXXXXX");
   QL_CHECK(mkdtemp(root) != NULL);
@@ -127,6 +180,7 @@ int main(void) {
   QL_CHECK(symlink(at("outside.so"), at("ok/escape.so")) == 0);
   QL_CHECK(symlink("p.so", at("ok/alias.so")) == 0);
   test_rule();
+  test_no_truncation();
   const char *rels[] = {"ok/alias.so", "ok/escape.so", "outside.so", "ok/notes.txt", "ok2/q.so", "ok/p.so"};
   for (size_t i = 0; i < sizeof(rels) / sizeof(rels[0]); i++) unlink(at(rels[i]));
   rmdir(at("ok/sub"));

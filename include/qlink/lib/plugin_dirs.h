@@ -62,6 +62,16 @@ const char *ql_plugin_dirs_get(const struct ql_plugin_dirs *dirs, int64_t i);
 int ql_plugin_dirs_resolve(const struct ql_plugin_dirs *dirs, const char *name_or_path, char **out,
                            struct ql_error *error);
 
+/* Whether `dir` (resolved with realpath) is one of the allowed directories:
+ * *listed 1 or 0 with QL_OK; QL_ENOTFOUND / QL_EINVAL naming `dir` when it
+ * cannot be resolved. A host whose list an operator fixed (QLINK_PLUGIN_PATH)
+ * uses it to accept a request that adds nothing and refuse one that would
+ * widen the list. */
+int ql_plugin_dirs_listed(const struct ql_plugin_dirs *dirs, const char *dir, int *listed, struct ql_error *error);
+/* The allowed directories as one ':'-separated text, every one in full
+ * (malloc'd, caller frees; "" when none; NULL when out of memory). */
+char *ql_plugin_dirs_text(const struct ql_plugin_dirs *dirs);
+
 #ifdef __cplusplus
 }
 #endif
