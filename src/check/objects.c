@@ -215,9 +215,11 @@ static void check_table_function_call(struct ql_checker *ck, const char *name, c
   ql_check_note(ck, "table function '%s' called without arguments: %s", name, ql_status_name(rc));
   ql_check_error(ck, &err, rc, "table_function.call");
   if (rc != QL_OK) return;
-  char what[160];
-  snprintf(what, sizeof what, "%s()", name);
-  ql_check_provider_of_call(ck, what, &p);
+  size_t n = strlen(name) + 3;
+  char *what = malloc(n);
+  if (what) snprintf(what, n, "%s()", name);
+  ql_check_provider_of_call(ck, what ? what : name, &p);
+  free(what);
 }
 
 static void check_table_function(struct ql_checker *ck, const struct ql_item_info *item) {

@@ -18,15 +18,19 @@ static void ql_version_string(uint32_t v, char *buf, size_t cap) {
   snprintf(buf, cap, "%u.%u", (unsigned)QL_ABI_VERSION_MAJOR(v), (unsigned)QL_ABI_VERSION_MINOR(v));
 }
 
-/* "0.2, 0.1" */
-static void ql_versions_string(const uint32_t *versions, int32_t n, char *buf, size_t cap) {
-  size_t used = 0;
+/* "0.2, 0.1" (malloc'd, NULL when out of memory): each version is at most
+ * 23 bytes ("65535.65535" and more), so the size is known up front. */
+static char *ql_versions_string(const uint32_t *versions, int32_t n) {
+  size_t cap = (size_t)(n > 0 ? n : 0) * 26 + 1, used = 0;
+  char *buf = malloc(cap);
+  if (!buf) return NULL;
   buf[0] = '\0';
-  for (int32_t i = 0; i < n && used < cap; i++) {
+  for (int32_t i = 0; i < n; i++) {
     char one[24];
     ql_version_string(versions[i], one, sizeof(one));
     used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", one);
   }
+  return buf;
 }
 
 /* sizeof(struct ql_plugin) at each version these headers know; 0 if unknown. */
@@ -190,11 +194,11 @@ static int ql_negotiate(ql_plugin_init_fn init, const char *path, const uint32_t
     free(message);
     return rc;
   }
-  char ours[256];
-  ql_versions_string(versions, n_versions, ours, sizeof(ours));
+  char *ours = ql_versions_string(versions, n_versions);
   int rc = ql_error_set(error, QL_EVERSION,
                         "plugin '%s' serves none of the ABI versions this host speaks (%s); the plugin said: %s", path,
-                        ours, refusal ? refusal : "(no message)");
+                        ours ? ours : "(out of memory listing them)", refusal ? refusal : "(no message)");
+  free(ours);
   free(refusal);
   return rc;
 }

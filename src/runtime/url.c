@@ -1,6 +1,7 @@
 /* URL splitting (scheme://authority + path, as object_store chooses stores)
  * and safe path joining. */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,14 +24,16 @@ static int ql_url_split_local(const char *url, char **store_url, char **path, st
   char *absolute = NULL;
   if (url[0] != '/') {
     /* A relative local path is relative to the working directory. */
-    char cwd[4096];
-    if (!getcwd(cwd, sizeof(cwd))) {
-      return ql_error_set(error, QL_EIO, "cannot resolve relative path '%s': working directory unavailable", url);
+    char *cwd = getcwd(NULL, 0); /* any length (glibc, musl, BSD) */
+    if (!cwd) {
+      return ql_error_set(error, QL_EIO, "cannot resolve relative path '%s': working directory unavailable: %s", url,
+                          strerror(errno));
     }
     size_t n = strlen(cwd) + 1 + strlen(url) + 1;
     absolute = malloc(n);
+    if (absolute) snprintf(absolute, n, "%s/%s", cwd, url);
+    free(cwd);
     if (!absolute) return ql_error_set(error, QL_ENOMEM, "out of memory resolving '%s'", url);
-    snprintf(absolute, n, "%s/%s", cwd, url);
   }
   int rc = ql_path_normalize(absolute ? absolute : url, "path", path, error);
   free(absolute);
