@@ -5,7 +5,8 @@
  *
  * Scalar functions become sqlite3_create_function_v2 functions (one row per
  * call: SQLite calls scalars row at a time), deterministic when the plugin
- * says immutable. Aggregates buffer their argument rows and hand them to
+ * says immutable, SQLITE_DIRECTONLY unless the connection trusts its schema
+ * (qlink_trust_schema). Aggregates buffer their argument rows and hand them to
  * the accumulator 1024 rows at a time (xStep / xFinal). Window functions
  * are partition evaluators (evaluate_all over a whole window partition),
  * which SQLite's aggregate-style window API (xStep/xInverse/xValue) cannot
@@ -257,7 +258,11 @@ static int register_one(struct qls_conn *c, struct qls_plugin *plugin, const str
     return rc;
   }
   const struct ql_signature *sig = item->kind == QL_ITEM_SCALAR_FUNCTION ? &f->scalar.signature : &f->aggregate.signature;
-  int flags = SQLITE_UTF8 | (sig->volatility == QL_IMMUTABLE ? SQLITE_DETERMINISTIC : 0);
+  /* A plugin function runs native code with its arguments: direct-only
+   * unless the connection trusts its schema, so that no view or trigger of
+   * a database file calls it. */
+  int flags = SQLITE_UTF8 | (sig->volatility == QL_IMMUTABLE ? SQLITE_DETERMINISTIC : 0) |
+              (c->trust_schema ? 0 : SQLITE_DIRECTONLY);
   int nargs = sig->n_args < 0 ? -1 : sig->n_args;
   int src = item->kind == QL_ITEM_SCALAR_FUNCTION
                 ? sqlite3_create_function_v2(c->db, item->name, nargs, flags, f, scalar_call, NULL, NULL, fn_free)
@@ -268,11 +273,13 @@ static int register_one(struct qls_conn *c, struct qls_plugin *plugin, const str
 
 static void fn_load(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   struct qls_conn *c = sqlite3_user_data(ctx);
-  const char *name = (const char *)sqlite3_value_text(argv[0]);
-  const char *only = argc > 1 ? (const char *)sqlite3_value_text(argv[1]) : NULL;
+  const char *name = NULL, *only = NULL;
+  int len = 0;
+  if (qls_text_arg(ctx, "qlink_load", argv, 0, "the plugin", &name, &len) != 0) return;
+  if (argc > 1 && qls_text_arg(ctx, "qlink_load", argv, 1, "the function", &only, &len) != 0) return;
   struct ql_error err = {0};
   struct qls_plugin *plugin = NULL;
-  if (qls_plugin_acquire(c, name ? name : "", &plugin, &err) != QL_OK) {
+  if (qls_plugin_acquire(c, name, &plugin, &err) != QL_OK) {
     char *m = sqlite3_mprintf("qlink_load: %s", ql_error_message(&err));
     ql_error_release(&err);
     sqlite3_result_error(ctx, m ? m : "qlink_load: out of memory", -1);

@@ -280,7 +280,10 @@ static void test_call(sqlite3 *db) {
   CHECK_Q(db, "CREATE VIRTUAL TABLE b1 USING qlink_call('qls_call_test')",
           "ERROR: qlink: USING qlink_call('PLUGIN', 'FUNCTION', argument, ...) takes the plugin, the function and its "
           "arguments, got 1 arguments");
-  CHECK_Q(db, "SELECT * FROM qlink_call",
+  /* the modules are not eponymous: a table needs CREATE VIRTUAL TABLE (xCreate) */
+  CHECK_Q(db, "SELECT * FROM qlink_call", "ERROR: no such table: qlink_call");
+  CHECK_Q(db, "SELECT * FROM qlink", "ERROR: no such table: qlink");
+  CHECK_Q(db, "CREATE VIRTUAL TABLE b1 USING qlink_call",
           "ERROR: qlink: USING qlink_call('PLUGIN', 'FUNCTION', argument, ...) takes the plugin, the function and its "
           "arguments, got 0 arguments");
   /* names that are no table function */
@@ -328,11 +331,28 @@ static void test_call_reconnect(void) {
   sqlite3_enable_load_extension(db, 1);
   QL_CHECK_INT(sqlite3_load_extension(db, g_ext, "sqlite3_qlink_init", NULL), SQLITE_OK);
   exec(db, "CREATE VIRTUAL TABLE kept USING qlink_call('qls_call_test', 'echo', 'x', 2)");
+  /* another connection changes the schema: this one reads it again and
+   * SQLite connects `kept` again (xConnect); it is this connection's own
+   * table, so it connects without trust */
+  sqlite3 *other = NULL;
+  sqlite3_open(path, &other);
+  exec(other, "CREATE TABLE plain(x)");
+  sqlite3_close(other);
+  CHECK_Q(db, "SELECT count(*) FROM plain", "0");
+  CHECK_Q(db, "SELECT group_concat(format || '=' || value) FROM kept", "u=x,l=2");
   sqlite3_close(db);
   db = NULL;
   sqlite3_open(path, &db);
   sqlite3_enable_load_extension(db, 1);
   QL_CHECK_INT(sqlite3_load_extension(db, g_ext, "sqlite3_qlink_init", NULL), SQLITE_OK);
+  /* another connection's table: refused until this one trusts the schema */
+  CHECK_Q(db, "SELECT group_concat(format || '=' || value) FROM kept",
+          "ERROR: qlink: main.kept comes from the database's schema (USING qlink_call('qls_call_test', 'echo', 'x', "
+          "2)), which this connection did not create: a database file can name any plugin or path there, so qlink "
+          "connects it only when the connection trusts the schema; run SELECT qlink_trust_schema(1) first if you "
+          "trust this database");
+  CHECK_Q(db, "SELECT qlink_trust_schema()", "0");
+  CHECK_Q(db, "SELECT qlink_trust_schema(1)", "1");
   CHECK_Q(db, "SELECT group_concat(format || '=' || value) FROM kept", "u=x,l=2");
   sqlite3_close(db);
   unlink(path);

@@ -81,9 +81,9 @@ void qls_plugin_release(struct qls_plugin *p) {
   pthread_mutex_unlock(&g_lock);
 }
 
-int qls_spec_open(struct qls_conn *c, const char *spec, int32_t kind, struct ql_table_spec *parsed,
+int qls_spec_open(struct qls_conn *c, const char *spec, size_t len, int32_t kind, struct ql_table_spec *parsed,
                   struct qls_plugin **plugin, int32_t *kind_out, struct ql_error *error) {
-  int rc = ql_table_spec_parse(spec, parsed, error);
+  int rc = ql_table_spec_parse_n(spec, len, parsed, error);
   if (rc != QL_OK) return rc;
   rc = qls_plugin_acquire(c, parsed->plugin, plugin, error);
   if (rc != QL_OK) {
@@ -119,7 +119,7 @@ int qls_schema_get(struct qls_conn *c, const char *spec, struct qls_schema **out
   }
   struct ql_table_spec parsed = {0};
   struct qls_plugin *plugin = NULL;
-  int rc = qls_spec_open(c, spec, QL_ITEM_SCHEMA_PROVIDER, &parsed, &plugin, NULL, error);
+  int rc = qls_spec_open(c, spec, strlen(spec), QL_ITEM_SCHEMA_PROVIDER, &parsed, &plugin, NULL, error);
   if (rc != QL_OK) return rc;
   struct qls_schema *s = calloc(1, sizeof *s);
   if (s) s->spec = strdup(spec);

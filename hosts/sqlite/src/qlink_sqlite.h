@@ -37,12 +37,39 @@ struct qls_conn {
   int refs; /* the modules and functions registered with it */
   struct ql_ref_host *host;
   struct ql_plugin_dirs *path;
+  int env_dirs; /* QLINK_PLUGIN_PATH named the directories: SQL cannot add any */
+  /* qlink_trust_schema(1): qlink tables of a database's schema connect, and
+   * qlink's tables and the functions qlink_load registers may be used from
+   * views and triggers (SQLite's trusted_schema then decides, as for any
+   * extension). Off: they are direct-only and such tables are refused. */
+  int trust_schema;
   struct qls_schema *schemas;
+  /* The qlink tables this connection created (xCreate), as qls_table_key
+   * texts: SQLite connecting one of them again (a schema reloaded) is not a
+   * database file naming plugins. */
+  char **created;
+  int n_created, cap_created;
 };
 
 /* ---- ext.c */
 void qls_conn_ref(struct qls_conn *c);
 void qls_conn_unref(void *c); /* a destructor for sqlite3_create_*_v2 */
+/* Argument `i` (0-based) of SQL function `fn` as text: *out and *len (bytes)
+ * on success (0). NULL, or text with a NUL byte inside (blobs too), sets
+ * the function's error naming `fn`, the argument's position and `what`
+ * ("qlink_allow: argument 1 (the directory) is NULL"; the NUL's offset) and
+ * returns -1. */
+int qls_text_arg(sqlite3_context *ctx, const char *fn, sqlite3_value **argv, int i, const char *what, const char **out,
+                 int *len);
+/* The key of a qlink table: "DB\x1fTABLE\x1fARG\x1fARG..." from xCreate's or
+ * xConnect's argv (module name first); sqlite3_malloc'd, NULL when out of
+ * memory. */
+char *qls_table_key(int argc, const char *const *argv);
+/* Remember / forget / look up a table this connection created. QL_OK or
+ * QL_ENOMEM for remember; forget and lookup never fail. */
+int qls_created_add(struct qls_conn *c, const char *key);
+void qls_created_remove(struct qls_conn *c, const char *key);
+int qls_created_has(const struct qls_conn *c, const char *key);
 /* Non-zero once sqlite3_interrupt was called on `db` (SQLite 3.41+ only:
  * older libraries stop the statement between rows, after xNext returns). */
 int qls_interrupted(sqlite3 *db);
@@ -53,13 +80,15 @@ int qls_interrupted(sqlite3 *db);
 int qls_plugin_acquire(struct qls_conn *c, const char *name, struct qls_plugin **out, struct ql_error *error);
 void qls_plugin_ref(struct qls_plugin *p);
 void qls_plugin_release(struct qls_plugin *p); /* NULL allowed */
-/* The schema provider for `spec` (a "PLUGIN/PROVIDER?..." text), opened once
- * per connection and kept until it closes. */
+/* The schema provider for `spec` (a "PLUGIN/PROVIDER?..." C string: the
+ * caller has refused text with a NUL inside), opened once per connection
+ * and kept until it closes. */
 int qls_schema_get(struct qls_conn *c, const char *spec, struct qls_schema **out, struct ql_error *error);
 void qls_schemas_free(struct qls_conn *c);
-/* Parse `spec`, acquire its plugin and check its provider is listed with
- * `kind` (or either provider kind when kind == 0); *kind_out gets the kind. */
-int qls_spec_open(struct qls_conn *c, const char *spec, int32_t kind, struct ql_table_spec *parsed,
+/* Parse `spec` (`len` bytes: a NUL inside is an error naming its offset),
+ * acquire its plugin and check its provider is listed with `kind` (or
+ * either provider kind when kind == 0); *kind_out gets the kind. */
+int qls_spec_open(struct qls_conn *c, const char *spec, size_t len, int32_t kind, struct ql_table_spec *parsed,
                   struct qls_plugin **plugin, int32_t *kind_out, struct ql_error *error);
 
 /* ---- vtab.c: the `qlink` and `qlink_call` modules */

@@ -1,7 +1,7 @@
 /* qlink SQLite host: what a provider offers, and schema providers as
  * attached databases.
  *
- *   SELECT * FROM qlink_tables('PLUGIN/PROVIDER?...');
+ *   SELECT * FROM qlink_tables('PLUGIN/PROVIDER?...');   -- direct-only (see tv_connect)
  *     -- table_name, column_name, arrow_type, sqlite_type: one row per column
  *     -- of every table of a schema provider (or of the one table of a table provider)
  *   SELECT qlink_attach('era5', 'PLUGIN/store?path=...');
@@ -29,13 +29,18 @@ struct tables_cursor {
   char **cells; /* n rows x 4, malloc'd strings */
 };
 
+/* Eponymous only (no xCreate): connected once per connection, on first
+ * use. Direct-only unless the connection trusts its schema: a view or
+ * trigger of a database file cannot make it open a spec's paths. */
 static int tv_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **pz) {
   (void)argc;
   (void)argv;
   (void)pz;
+  struct qls_conn *c = aux;
   int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(table_name TEXT, column_name TEXT, arrow_type TEXT, "
                                     "sqlite_type TEXT, spec HIDDEN)");
   if (rc != SQLITE_OK) return rc;
+  if (!c->trust_schema && (rc = sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY)) != SQLITE_OK) return rc;
   struct tables_vtab *vt = sqlite3_malloc(sizeof *vt);
   if (!vt) return SQLITE_NOMEM;
   memset(vt, 0, sizeof *vt);
@@ -125,13 +130,19 @@ static int tc_filter(sqlite3_vtab_cursor *base, int idx, const char *idx_str, in
   struct tables_cursor *c = (struct tables_cursor *)base;
   struct tables_vtab *vt = (struct tables_vtab *)base->pVtab;
   tc_clear(c);
-  const char *spec = argc > 0 ? (const char *)sqlite3_value_text(argv[0]) : NULL;
-  if (!spec) spec = "";
+  if (argc < 1 || sqlite3_value_type(argv[0]) == SQLITE_NULL) {
+    sqlite3_free(base->pVtab->zErrMsg);
+    base->pVtab->zErrMsg = sqlite3_mprintf("qlink_tables: the spec is NULL (expected 'PLUGIN/PROVIDER?...')");
+    return SQLITE_ERROR;
+  }
+  const char *spec = (const char *)sqlite3_value_text(argv[0]);
+  size_t spec_len = (size_t)sqlite3_value_bytes(argv[0]);
+  if (!spec) return SQLITE_NOMEM;
   struct ql_error err = {0};
   struct ql_table_spec parsed = {0};
   struct qls_plugin *plugin = NULL;
   int32_t kind = 0;
-  int rc = qls_spec_open(vt->conn, spec, 0, &parsed, &plugin, &kind, &err);
+  int rc = qls_spec_open(vt->conn, spec, spec_len, 0, &parsed, &plugin, &kind, &err);
   const struct ql_plugin *p = plugin ? &plugin->loaded->plugin : NULL;
   if (rc == QL_OK && kind == QL_ITEM_TABLE_PROVIDER) {
     struct ql_table_provider tp = {0};
@@ -227,16 +238,15 @@ static void fail(sqlite3_context *ctx, char *msg) {
 static void fn_attach(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   (void)argc;
   struct qls_conn *c = sqlite3_user_data(ctx);
-  const char *name = (const char *)sqlite3_value_text(argv[0]);
-  const char *spec = (const char *)sqlite3_value_text(argv[1]);
+  const char *name = NULL, *spec = NULL;
+  int name_len = 0, spec_len = 0;
+  if (qls_text_arg(ctx, "qlink_attach", argv, 0, "the schema name", &name, &name_len) != 0) return;
   if (!ident_ok(name)) {
-    fail(ctx, sqlite3_mprintf("qlink_attach: '%s' is not a schema name (letters, digits, _)", name ? name : ""));
+    fail(ctx, sqlite3_mprintf("qlink_attach: '%s' is not a schema name (letters, digits, _)", name));
     return;
   }
-  if (!spec) {
-    fail(ctx, sqlite3_mprintf("qlink_attach: the spec is NULL"));
-    return;
-  }
+  /* the spec is checked for NUL here: it is also written into SQL below */
+  if (qls_text_arg(ctx, "qlink_attach", argv, 1, "the spec", &spec, &spec_len) != 0) return;
   struct ql_error err = {0};
   struct qls_schema *s = NULL;
   if (qls_schema_get(c, spec, &s, &err) != QL_OK) {

@@ -26,6 +26,7 @@ struct qls_vtab {
   struct qls_conn *conn;
   struct qls_plugin *plugin; /* a reference */
   char *spec;                /* as written, for messages */
+  char *key;                 /* qls_table_key (sqlite3_malloc'd): forgotten when the table is dropped */
   struct ql_table_provider tp;
   struct ArrowSchema schema;
   double rows;   /* estimated table rows (statistics, else 1e6) */
@@ -97,6 +98,7 @@ static void vt_free(struct qls_vtab *vt) {
   qls_plugin_release(vt->plugin);
   qls_conn_unref(vt->conn);
   free(vt->spec);
+  sqlite3_free(vt->key);
   free(vt->ndv);
   free(vt->no_nulls);
   free(vt->plans);
@@ -181,7 +183,7 @@ static int open_spec(struct qls_conn *c, int argc, const char *const *argv, char
   }
   struct ql_table_spec parsed = {0};
   int32_t kind = 0;
-  rc = qls_spec_open(c, spec, 0, &parsed, plugin, &kind, err);
+  rc = qls_spec_open(c, spec, strlen(spec), 0, &parsed, plugin, &kind, err);
   if (rc == QL_OK && kind == QL_ITEM_SCHEMA_PROVIDER) {
     rc = ql_error_set(err, QL_EINVAL,
                       "'%s' is a schema provider: SELECT qlink_attach('NAME', '%s') makes its tables NAME.<table>",
@@ -196,15 +198,54 @@ static int open_spec(struct qls_conn *c, int argc, const char *const *argv, char
   return rc;
 }
 
+/* Why `argv` (xConnect's) may not connect: NULL when it may. A table
+ * SQLite connects from a database's schema that this connection did not
+ * create (a database file written elsewhere) names plugins and paths
+ * nobody on this connection chose; it connects only when the connection
+ * trusts its schema. */
+static char *refuse_connect(struct qls_conn *c, int create, int argc, const char *const *argv, const char *key) {
+  if (create || c->trust_schema || qls_created_has(c, key)) return NULL;
+  sqlite3_str *s = sqlite3_str_new(NULL);
+  sqlite3_str_appendf(s, "qlink: %s.%s comes from the database's schema (USING %s(", argv[1], argv[2], argv[0]);
+  for (int i = 3; i < argc; i++) sqlite3_str_appendf(s, "%s%s", i > 3 ? ", " : "", argv[i]);
+  sqlite3_str_appendall(s, ")), which this connection did not create: a database file can name any plugin or path "
+                           "there, so qlink connects it only when the connection trusts the schema; run SELECT "
+                           "qlink_trust_schema(1) first if you trust this database");
+  return sqlite3_str_finish(s);
+}
+
 /* xCreate/xConnect of every module: `open` gets the table provider from
  * the module arguments; the rest (schema, declaration, statistics) is the
- * same for all. */
-static int connect_with(qls_provider_open_fn open, sqlite3 *db, void *aux, int argc, const char *const *argv,
-                        sqlite3_vtab **out, char **pz) {
+ * same for all. `create`: xCreate (the table is being created by SQL on
+ * this connection, which remembers it) rather than xConnect. Every table is
+ * SQLITE_VTAB_DIRECTONLY unless the connection trusts its schema. */
+static int connect_with(qls_provider_open_fn open, int create, sqlite3 *db, void *aux, int argc,
+                        const char *const *argv, sqlite3_vtab **out, char **pz) {
   struct qls_conn *c = aux;
+  char *key = qls_table_key(argc, argv);
+  if (!key) return SQLITE_NOMEM;
+  char *refusal = refuse_connect(c, create, argc, argv, key);
+  if (refusal) {
+    *pz = refusal;
+    sqlite3_free(key);
+    return SQLITE_ERROR;
+  }
+  if (!c->trust_schema) {
+    int vrc = sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
+    if (vrc != SQLITE_OK) {
+      *pz = sqlite3_mprintf("qlink: %s.%s: marking the table direct-only failed: %s", argv[1], argv[2],
+                            sqlite3_errstr(vrc));
+      sqlite3_free(key);
+      return vrc;
+    }
+  }
   struct qls_vtab *vt = calloc(1, sizeof *vt);
-  if (!vt) return SQLITE_NOMEM;
+  if (!vt) {
+    sqlite3_free(key);
+    return SQLITE_NOMEM;
+  }
   vt->conn = c;
+  vt->key = key;
   qls_conn_ref(c);
   struct ql_error err = {0};
   int rc = open(c, argc - 3, argv + 3, &vt->spec, &vt->plugin, &vt->tp, &err);
@@ -222,11 +263,13 @@ static int connect_with(qls_provider_open_fn open, sqlite3 *db, void *aux, int a
       sqlite3_free(why);
     }
   }
+  if (rc == QL_OK && create && qls_created_add(c, key) != QL_OK) rc = ql_error_set(&err, QL_ENOMEM, "out of memory");
   if (rc != QL_OK) {
     *pz = vt->plugin ? qls_errmsg(vt_plugin(vt)->name, vt->spec ? vt->spec : "", &err)
           : vt->spec ? sqlite3_mprintf("qlink: %s: %s", vt->spec, ql_error_message(&err))
                      : sqlite3_mprintf("qlink: %s", ql_error_message(&err));
     ql_error_release(&err);
+    sqlite3_free(decl);
     vt_free(vt);
     return rc == QL_ENOMEM ? SQLITE_NOMEM : SQLITE_ERROR;
   }
@@ -235,6 +278,7 @@ static int connect_with(qls_provider_open_fn open, sqlite3 *db, void *aux, int a
   sqlite3_free(decl);
   if (src != SQLITE_OK) {
     *pz = sqlite3_mprintf("qlink: %s: %s", vt->spec, sqlite3_errmsg(db));
+    if (create) qls_created_remove(c, key);
     vt_free(vt);
     return src;
   }
@@ -242,16 +286,32 @@ static int connect_with(qls_provider_open_fn open, sqlite3 *db, void *aux, int a
   return SQLITE_OK;
 }
 
+static int vt_create(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **pz) {
+  return connect_with(open_spec, 1, db, aux, argc, argv, out, pz);
+}
+
 static int vt_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **pz) {
-  return connect_with(open_spec, db, aux, argc, argv, out, pz);
+  return connect_with(open_spec, 0, db, aux, argc, argv, out, pz);
+}
+
+static int call_create(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **pz) {
+  return connect_with(qls_call_open, 1, db, aux, argc, argv, out, pz);
 }
 
 static int call_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **pz) {
-  return connect_with(qls_call_open, db, aux, argc, argv, out, pz);
+  return connect_with(qls_call_open, 0, db, aux, argc, argv, out, pz);
 }
 
 static int vt_disconnect(sqlite3_vtab *base) {
   vt_free((struct qls_vtab *)base);
+  return SQLITE_OK;
+}
+
+/* DROP TABLE: the table is no longer one this connection created. */
+static int vt_destroy(sqlite3_vtab *base) {
+  struct qls_vtab *vt = (struct qls_vtab *)base;
+  qls_created_remove(vt->conn, vt->key);
+  vt_free(vt);
   return SQLITE_OK;
 }
 
@@ -702,11 +762,12 @@ static int cur_filter(sqlite3_vtab_cursor *base, int idx, const char *idx_str, i
     if (l >= 0) limit = l + (o > 0 ? o : 0);
   }
   /* projection: the columns SQLite uses, in table order */
-  int32_t proj[4096];
+  int32_t *proj = malloc(sizeof *proj * (size_t)(vt->schema.n_children + 1));
   int32_t n_proj = 0;
-  for (int64_t c = 0; c < vt->schema.n_children; c++) {
+  if (!proj && rc == QL_OK) rc = ql_error_set(&err, QL_ENOMEM, "out of memory");
+  for (int64_t c = 0; proj && c < vt->schema.n_children; c++) {
     cur->col_map[c] = -1;
-    if (((plan->col_used >> (c < 63 ? c : 63)) & 1) && n_proj < 4096) {
+    if ((plan->col_used >> (c < 63 ? c : 63)) & 1) {
       cur->col_map[c] = n_proj;
       proj[n_proj++] = (int32_t)c;
     }
@@ -728,6 +789,7 @@ static int cur_filter(sqlite3_vtab_cursor *base, int idx, const char *idx_str, i
     }
     ql_plugin_leave(p, tok);
   }
+  free(proj); /* the scan arguments are borrowed for the call only */
   view.release(&view);
   if (rc != QL_OK) return vt_error(vt, &err);
   cur->eof = 0;
@@ -814,13 +876,13 @@ static int cur_column(sqlite3_vtab_cursor *base, sqlite3_context *ctx, int col) 
 
 /* What every module shares: the scan of a table provider. */
 #define QLS_SCAN_METHODS                                                                                    \
-  .xBestIndex = vt_best_index, .xDisconnect = vt_disconnect, .xDestroy = vt_disconnect, .xOpen = cur_open, \
+  .xBestIndex = vt_best_index, .xDisconnect = vt_disconnect, .xDestroy = vt_destroy, .xOpen = cur_open,    \
   .xClose = cur_close, .xFilter = cur_filter, .xNext = cur_next, .xEof = cur_eof, .xColumn = cur_column,    \
   .xRowid = cur_rowid
 
-static sqlite3_module k_module = {.iVersion = 0, .xCreate = vt_connect, .xConnect = vt_connect, QLS_SCAN_METHODS};
+static sqlite3_module k_module = {.iVersion = 0, .xCreate = vt_create, .xConnect = vt_connect, QLS_SCAN_METHODS};
 static sqlite3_module k_call_module = {
-    .iVersion = 0, .xCreate = call_connect, .xConnect = call_connect, QLS_SCAN_METHODS};
+    .iVersion = 0, .xCreate = call_create, .xConnect = call_connect, QLS_SCAN_METHODS};
 
 int qls_register_vtab(struct qls_conn *c) {
   qls_conn_ref(c);
