@@ -13,8 +13,10 @@
  * Every function is SQLITE_DIRECTONLY: no view or trigger of a database
  * file can call it (docs/security/sqlite.md).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "qlink/lib/status.h"
 #include "qlink/lib/text.h"
@@ -133,10 +135,42 @@ static void fail_with(sqlite3_context *ctx, char *message) {
   sqlite3_free(message);
 }
 
-/* qlink_allow('DIR', ...): allow directories; qlink_allow(): seal. Returns
- * the number of allowed directories. When QLINK_PLUGIN_PATH named the
- * directories, the operator chose them: a directory already listed is
- * accepted (nothing changes), any other is refused. */
+/* Why `dir` cannot be allowed on `c`, as a qlink_allow message
+ * (sqlite3_malloc'd), or NULL when it can: it must be an existing
+ * directory, and when QLINK_PLUGIN_PATH named the directories the operator
+ * chose them, so only one already listed is accepted (nothing changes). */
+static char *allow_refusal(struct qls_conn *c, const char *dir) {
+  struct ql_error err = {0};
+  char *why = NULL;
+  if (c->env_dirs) {
+    int listed = 0;
+    int rc = ql_plugin_dirs_listed(c->path, dir, &listed, &err);
+    ql_error_release(&err);
+    if (rc != QL_OK || !listed) {
+      char *dirs = ql_plugin_dirs_text(c->path);
+      why = sqlite3_mprintf("qlink_allow: '%s' is not one of the plugin directories " QL_PLUGIN_PATH_ENV
+                            " set (%s), and SQL cannot add any: add it to " QL_PLUGIN_PATH_ENV
+                            " before the extension loads",
+                            dir, dirs ? dirs : "(out of memory listing them)");
+      free(dirs);
+      return why ? why : sqlite3_mprintf("qlink_allow: out of memory");
+    }
+    return NULL;
+  }
+  struct stat st;
+  if (stat(dir, &st) != 0) {
+    why = sqlite3_mprintf("qlink_allow: plugin directory '%s': %s", dir, strerror(errno));
+  } else if (!S_ISDIR(st.st_mode)) {
+    why = sqlite3_mprintf("qlink_allow: plugin directory '%s' is not a directory", dir);
+  } else {
+    return NULL;
+  }
+  return why ? why : sqlite3_mprintf("qlink_allow: out of memory");
+}
+
+/* qlink_allow('DIR', ...): allow directories, all or none (every argument
+ * is checked before any is added); qlink_allow(): seal. Returns the number
+ * of allowed directories. */
 static void fn_allow(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   struct qls_conn *c = sqlite3_user_data(ctx);
   struct ql_error err = {0};
@@ -145,20 +179,14 @@ static void fn_allow(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     const char *dir = NULL;
     int len = 0;
     if (qls_text_arg(ctx, "qlink_allow", argv, i, "a plugin directory", &dir, &len) != 0) return;
-    if (c->env_dirs) {
-      int listed = 0;
-      int rc = ql_plugin_dirs_listed(c->path, dir, &listed, &err);
-      ql_error_release(&err);
-      if (rc != QL_OK || !listed) {
-        char *dirs = ql_plugin_dirs_text(c->path);
-        fail_with(ctx, sqlite3_mprintf("qlink_allow: '%s' is not one of the plugin directories " QL_PLUGIN_PATH_ENV
-                                       " set (%s), and SQL cannot add any: add it to " QL_PLUGIN_PATH_ENV
-                                       " before the extension loads",
-                                       dir, dirs ? dirs : "(out of memory listing them)"));
-        free(dirs);
-        return;
-      }
+    char *why = allow_refusal(c, dir);
+    if (why) {
+      fail_with(ctx, why);
+      return;
     }
+  }
+  for (int i = 0; i < argc; i++) {
+    const char *dir = (const char *)sqlite3_value_text(argv[i]);
     if (ql_plugin_dirs_add(c->path, dir, &err) != QL_OK) {
       fail_with(ctx, sqlite3_mprintf("qlink_allow: %s", ql_error_message(&err)));
       ql_error_release(&err);
