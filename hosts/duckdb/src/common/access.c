@@ -1,5 +1,5 @@
 /* What DuckDB's settings let qlink load and read, shared by both builds (no
- * DuckDB call: ext.c and ext_v2.c read the settings, see qd_settings).
+ * DuckDB call: v1/bind.c and v2/bind.c read the settings, see qd_settings).
  *
  * - lock_configuration true: the plugin directory list is sealed (no
  *   qlink_allow), as DuckDB refuses SET then.
@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ext_internal.h"
+#include "common/access.h"
+#include "common/db.h"
 #include "qlink/lib/host.h"
 #include "qlink/lib/object_store.h"
 #include "qlink/lib/plugin_dirs.h"
@@ -81,6 +82,25 @@ static char *qd_entry(const char *text) {
   size_t n = e ? strlen(e) : 0;
   while (n > 1 && e[n - 1] == '/') e[--n] = '\0';
   return e;
+}
+
+void qd_apply_settings(struct qd_db *db, int64_t threads, const char *memory_limit) {
+  if (threads > 0) {
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%lld", (long long)threads);
+    ql_ref_host_config_set(db->host, QL_CONFIG_TARGET_PARTITIONS, buf, NULL);
+  }
+  double n = 0;
+  char unit[16] = "";
+  if (memory_limit && sscanf(memory_limit, "%lf %15s", &n, unit) >= 1) {
+    static const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "KB", "MB", "GB", "TB"};
+    static const double mult[] = {1, 1024.0, 1048576.0, 1073741824.0, 1099511627776.0, 1e3, 1e6, 1e9, 1e12};
+    double m = 1;
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+      if (strcmp(unit, units[i]) == 0) m = mult[i];
+    }
+    ql_ref_memory_pool_set_limit(ql_ref_host_memory_pool(db->host), (int64_t)(n * m), NULL);
+  }
 }
 
 int qd_follow(struct qd_db *db, struct qd_settings *s, struct ql_error *err) {

@@ -1,17 +1,19 @@
 /* The DuckDB host: plugin functions, the part both builds share (see
  * plugin_fns.h). DuckDB is reached only through vectors.h. */
-#include "plugin_fns.h"
+#include "common/plugin_fns.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/access.h"
+#include "common/rows.h"
+#include "common/vectors.h"
 #include "qlink/lib/args.h"
 #include "qlink/lib/arrow.h"
 #include "qlink/lib/host.h"
 #include "qlink/lib/loader.h"
 #include "qlink/lib/status.h"
-#include "vectors.h"
 
 void qd_fn_free(void *p) {
   struct qd_fn *f = p;

@@ -3,14 +3,17 @@
  * opening scalar and aggregate functions with their DuckDB types, the
  * argument checks, a scalar call and the aggregate states over DuckDB
  * vectors, and a plugin table function bound into a qlink_scan bind.
- * functions.c (V1) and functions_v2.c (V2) are the glue: how DuckDB calls
- * these, and how each build makes the functions exist. */
+ * v1/functions.c and v2/functions.c are the glue: how DuckDB calls these,
+ * and how each build makes the functions exist. */
 #ifndef QLINK_DUCKDB_PLUGIN_FNS_H
 #define QLINK_DUCKDB_PLUGIN_FNS_H
 
-#include "ext_internal.h"
+#include "common/db.h"
+#include "common/scan.h"
+#include "common/types.h"
 #include "qlink/lib/ir.h"
-#include "types.h"
+
+struct qd_rows;
 
 #define QD_MAX_ARGS 64
 #define QD_TF_MAX_ARGS 8
@@ -103,14 +106,5 @@ int qd_load_plugin(struct qd_db *db, const char *plugin, const char *only, int m
                    struct qd_rows *r, struct ql_error *err);
 /* Mark "PLUGIN.NAME" loaded in this database. */
 void qd_load_mark(struct qd_db *db, const char *label);
-
-/* The statement creating table macro NAME with overloads for arities
- * first..QD_TF_MAX_ARGS over qlink_table_function_K (sql.c). Malloc'd;
- * NULL without memory. */
-char *qd_table_macro_sql(const char *plugin, const char *name, int first);
-/* The statement creating scalar macro NAME(a1, .., aN) over
- * GENERIC('PLUGIN', 'NAME', a1, .., aN): how the V2 build names a plugin's
- * scalar or aggregate function (sql.c). Malloc'd; NULL without memory. */
-char *qd_function_macro_sql(const char *generic, const char *plugin, const char *name, int n_args);
 
 #endif /* QLINK_DUCKDB_PLUGIN_FNS_H */

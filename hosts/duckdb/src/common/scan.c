@@ -1,107 +1,19 @@
-/* The DuckDB host's engine-side work that both builds share
- * (ext_internal.h): loading plugins through the allowed directories,
- * opening a provider from its spec, mapping its schema, planning a scan
- * and walking its partitions, and the catalog functions' rows. No DuckDB
- * call: ext.c (C API V1) and ext_v2.c (C API V2) wrap these. */
+/* One table provider as a DuckDB table function, the engine-side work
+ * both builds share (scan.h): opening a provider from its spec, mapping
+ * its schema, planning a scan and walking its partitions. No DuckDB call:
+ * v1/scan.c and v2/scan.c wrap these. */
+#include "common/scan.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ext_internal.h"
+#include "common/access.h"
+#include "common/types.h"
 #include "qlink/lib/arrow.h"
 #include "qlink/lib/host.h"
 #include "qlink/lib/ir.h"
-#include "qlink/lib/loader.h"
-#include "qlink/lib/plugin_dirs.h"
 #include "qlink/lib/status.h"
-#include "types.h"
-
-/* ---- plugins: loaded once per database, never unloaded while DuckDB lives
- * (registered objects may still point into them). */
-
-int qd_plugin_get(struct qd_db *db, const char *name_or_path, const struct ql_plugin **out, struct ql_error *err) {
-  /* SQL that names a plugin ends the owner's configuration, whether the load
-   * then succeeds or fails (a failed dlopen may have run constructors). */
-  ql_plugin_dirs_seal(db->dirs);
-  pthread_mutex_lock(&db->mutex);
-  for (struct qd_plugin *p = db->plugins; p; p = p->next) {
-    if (strcmp(p->loaded->plugin.name, name_or_path) == 0) {
-      *out = &p->loaded->plugin;
-      pthread_mutex_unlock(&db->mutex);
-      return QL_OK;
-    }
-  }
-  char *real = NULL;
-  int rc = ql_plugin_dirs_resolve(db->dirs, name_or_path, &real, err);
-  for (struct qd_plugin *p = db->plugins; rc == QL_OK && p; p = p->next) {
-    if (strcmp(p->real_path, real) == 0) {
-      *out = &p->loaded->plugin;
-      free(real);
-      pthread_mutex_unlock(&db->mutex);
-      return QL_OK;
-    }
-  }
-  if (rc == QL_OK && atomic_load(&db->no_external)) {
-    rc = ql_error_set(err, QL_EINVAL,
-                      "loading plugin '%s' is refused: DuckDB's enable_external_access is false (DuckDB refuses LOAD "
-                      "then too)",
-                      name_or_path);
-  }
-  struct ql_loaded_plugin *lp = NULL;
-  if (rc == QL_OK) rc = ql_plugin_load(real, &lp, err);
-  struct qd_plugin *p = rc == QL_OK ? calloc(1, sizeof(*p)) : NULL;
-  if (rc == QL_OK && !p) rc = ql_error_set(err, QL_ENOMEM, "out of memory loading plugin %s", real);
-  if (rc == QL_OK) {
-    *p = (struct qd_plugin){lp, real, db->plugins};
-    db->plugins = p;
-    *out = &lp->plugin;
-  } else {
-    ql_plugin_unload(lp);
-    free(real);
-  }
-  pthread_mutex_unlock(&db->mutex);
-  return rc;
-}
-
-struct qd_db *qd_db_new(char **msg) {
-  struct qd_db *db = calloc(1, sizeof(*db));
-  struct ql_error err = {0};
-  if (!db) {
-    *msg = qd_printf("qlink: out of memory");
-    return NULL;
-  }
-  pthread_mutex_init(&db->mutex, NULL);
-  pthread_mutex_init(&db->ddl_mutex, NULL);
-  int rc = ql_ref_host_new(NULL, &db->host, &err);
-  if (rc == QL_OK) rc = ql_plugin_dirs_new(&db->dirs, &err);
-  if (rc == QL_OK) rc = ql_plugin_dirs_add_list(db->dirs, getenv(QL_PLUGIN_PATH_ENV), QL_PLUGIN_PATH_ENV, &err);
-  if (rc == QL_OK) rc = qd_guard_files(db, &err);
-  if (rc != QL_OK) {
-    *msg = qd_printf("qlink: %s", ql_error_message(&err));
-    ql_error_release(&err);
-    return NULL; /* db stays allocated: nothing registered points at it, freeing it races nothing but gains little */
-  }
-  return db;
-}
-
-void qd_apply_settings(struct qd_db *db, int64_t threads, const char *memory_limit) {
-  if (threads > 0) {
-    char buf[32];
-    snprintf(buf, sizeof(buf), "%lld", (long long)threads);
-    ql_ref_host_config_set(db->host, QL_CONFIG_TARGET_PARTITIONS, buf, NULL);
-  }
-  double n = 0;
-  char unit[16] = "";
-  if (memory_limit && sscanf(memory_limit, "%lf %15s", &n, unit) >= 1) {
-    static const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "KB", "MB", "GB", "TB"};
-    static const double mult[] = {1, 1024.0, 1048576.0, 1073741824.0, 1099511627776.0, 1e3, 1e6, 1e9, 1e12};
-    double m = 1;
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-      if (strcmp(unit, units[i]) == 0) m = mult[i];
-    }
-    ql_ref_memory_pool_set_limit(ql_ref_host_memory_pool(db->host), (int64_t)(n * m), NULL);
-  }
-}
 
 /* ---- bind */
 
@@ -343,98 +255,4 @@ int qd_local_next(struct qd_local *l, char **msg) {
   }
   ql_plugin_leave(p, tok);
   return l->batch.release ? 1 : 0;
-}
-
-/* ---- the catalog functions' rows */
-
-struct qd_rows *qd_rows_new(int32_t n_cols) {
-  struct qd_rows *r = calloc(1, sizeof(*r));
-  if (r) r->n_cols = n_cols;
-  return r;
-}
-
-void qd_rows_free(void *data) {
-  struct qd_rows *r = data;
-  if (!r) return;
-  for (int64_t i = 0; i < r->n_rows * r->n_cols; i++) free(r->cells[i]);
-  free(r->cells);
-  free(r);
-}
-
-int qd_rows_add(struct qd_rows *r, const char *const *cells) {
-  if (r->n_rows == r->cap) {
-    int64_t cap = r->cap ? r->cap * 2 : 8;
-    char **grown = realloc(r->cells, (size_t)(cap * r->n_cols) * sizeof(*grown));
-    if (!grown) return -1;
-    r->cells = grown;
-    r->cap = cap;
-  }
-  for (int32_t c = 0; c < r->n_cols; c++) {
-    r->cells[r->n_rows * r->n_cols + c] = strdup(cells[c] ? cells[c] : "");
-  }
-  r->n_rows++;
-  return 0;
-}
-
-int qd_rows_plugins(struct qd_db *db, struct qd_rows *r) {
-  int rc = 0;
-  pthread_mutex_lock(&db->mutex);
-  for (struct qd_plugin *p = db->plugins; p && rc == 0; p = p->next) {
-    char abi[32];
-    snprintf(abi, sizeof(abi), "%u.%u", QL_ABI_VERSION_MAJOR(p->loaded->abi_version),
-             QL_ABI_VERSION_MINOR(p->loaded->abi_version));
-    const struct ql_plugin *pl = &p->loaded->plugin;
-    const char *cells[] = {pl->name, pl->version, abi, p->real_path, pl->description};
-    rc = qd_rows_add(r, cells);
-  }
-  pthread_mutex_unlock(&db->mutex);
-  return rc;
-}
-
-int qd_rows_tables(struct qd_db *db, const char *spec, struct qd_rows *r, struct ql_error *err) {
-  struct ql_table_spec ts = {0};
-  const struct ql_plugin *p = NULL;
-  int rc = ql_table_spec_parse(spec, &ts, err);
-  if (rc == QL_OK) rc = qd_check_options(db, &ts.options, err);
-  if (rc == QL_OK) rc = qd_plugin_get(db, ts.plugin, &p, err);
-  if (rc == QL_OK && !p->schema_provider_open) {
-    rc = ql_error_set(err, QL_ENOTFOUND, "plugin %s has no schema provider '%s'", p->name, ts.provider);
-  }
-  if (rc == QL_OK) {
-    struct ql_schema_provider sp = {0};
-    void *tok = ql_plugin_enter(p);
-    rc = p->schema_provider_open(p, ts.provider, &ts.options, ql_ref_host_session(db->host), &sp, err);
-    for (int64_t i = 0; rc == QL_OK && i < sp.table_count(&sp); i++) {
-      const char *name = sp.table_name(&sp, i);
-      if (qd_rows_add(r, &name) != 0) rc = ql_error_set(err, QL_ENOMEM, "out of memory");
-    }
-    if (sp.release) sp.release(&sp);
-    ql_plugin_leave(p, tok);
-  }
-  ql_table_spec_free(&ts);
-  return rc;
-}
-
-int qd_rows_allow(struct qd_db *db, const char *dir, struct qd_rows *r, struct ql_error *err) {
-  int rc = QL_OK;
-  if (!dir) {
-    ql_plugin_dirs_seal(db->dirs); /* narrows only: never refused */
-  } else if (atomic_load(&db->no_external)) {
-    rc = ql_error_set(err, QL_EINVAL,
-                      "refused: DuckDB's enable_external_access is false, and no plugin loads then");
-  } else if (atomic_load(&db->locked)) {
-    rc = ql_error_set(err, QL_EINVAL,
-                      "refused: DuckDB's lock_configuration is true, and the allowed plugin directories are part of "
-                      "the configuration");
-  } else if (ql_plugin_dirs_sealed(db->dirs)) {
-    rc = ql_error_set(err, QL_ESTATE,
-                      "refused: the allowed plugin directories are sealed (SQL named a plugin, or qlink_seal() ran)");
-  } else {
-    rc = ql_plugin_dirs_add(db->dirs, dir, err);
-  }
-  for (int64_t i = 0; rc == QL_OK && i < ql_plugin_dirs_count(db->dirs); i++) {
-    const char *d = ql_plugin_dirs_get(db->dirs, i);
-    if (qd_rows_add(r, &d) != 0) rc = ql_error_set(err, QL_ENOMEM, "out of memory");
-  }
-  return rc;
 }

@@ -2,12 +2,15 @@
  * V1 build runs it on a connection of its own, the V2 build hands it to
  * DuckDB as its PRAGMA's query, which runs on the caller's connection. No
  * DuckDB call. Every text grows to fit: nothing is cut. */
+#include "common/sql.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "ext_internal.h"
-#include "plugin_fns.h"
+#include "common/plugin_fns.h"
+#include "common/rows.h"
 
 /* Room for `n` more bytes and the terminator. */
 static int qd_text_reserve(struct qd_text *t, size_t n) {

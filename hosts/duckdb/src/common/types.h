@@ -15,7 +15,7 @@
 
 /* The type ids of these rules: duckdb.h's DUCKDB_TYPE_* values (stable C
  * API V1), repeated so that types.c needs no DuckDB header. The V2 build
- * maps its own type ids onto them (functions_v2.c). */
+ * maps its own type ids onto them (v2/vectors.c). */
 enum {
   QD_T_BOOLEAN = 1, QD_T_TINYINT = 2, QD_T_SMALLINT = 3, QD_T_INTEGER = 4, QD_T_BIGINT = 5,
   QD_T_UTINYINT = 6, QD_T_USMALLINT = 7, QD_T_UINTEGER = 8, QD_T_UBIGINT = 9, QD_T_FLOAT = 10,

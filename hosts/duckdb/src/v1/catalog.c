@@ -1,15 +1,19 @@
-/* The DuckDB host's catalog functions: qlink_plugins(), qlink_tables('SPEC'),
- * qlink_allow('DIR'), qlink_seal() and qlink_attach('NAME', 'SPEC'). Each computes its
- * rows at bind (a few strings) and returns them from one thread. */
+/* The V1 build's catalog functions (catalog.h): qlink_plugins(),
+ * qlink_tables('SPEC'), qlink_allow('DIR'), qlink_seal() and
+ * qlink_attach('NAME', 'SPEC'). Each computes its rows at bind (a few
+ * strings) and returns them from one thread. */
+#include "v1/catalog.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ext_internal.h"
-#include "qlink/lib/host.h"
-#include "qlink/lib/plugin_dirs.h"
+#include "common/access.h"
+#include "common/db.h"
+#include "common/rows.h"
+#include "common/sql.h"
 #include "qlink/lib/status.h"
-
+#include "v1/bind.h"
 
 static struct qd_rows *qd_rows_bind(duckdb_bind_info info, int32_t n_cols, const char *const *names) {
   struct qd_rows *r = qd_rows_new(n_cols);

@@ -1,6 +1,6 @@
 /* The DuckDB host, C API V1: a plugin's functions as DuckDB functions (the
- * V1 glue; what both builds share is plugin_fns.c's, V2's glue is
- * functions_v2.c).
+ * V1 glue, functions.h; what both builds share is common/plugin_fns.c's,
+ * V2's glue is v2/functions.c).
  *
  *   CALL qlink_load('PLUGIN');                   -- every function DuckDB can express
  *   CALL qlink_load('PLUGIN', name := 'NAME');   -- one; an error if DuckDB cannot express it
@@ -28,7 +28,7 @@
  * the ABI. So qlink registers qlink_table_function_0 .. _8 (plugin, name
  * and 0..8 ANY arguments), whose bind calls ql_table_function.call with the
  * arguments as literals and binds the returned provider exactly as
- * qlink_scan does (ext.c, which also runs its scans), and qlink_load
+ * qlink_scan does (scan.c, which also runs its scans), and qlink_load
  * creates a table macro NAME with one overload per arity 0..8 over them
  * (in the database's main schema, on the extension's own connection).
  *
@@ -36,17 +36,24 @@
  * return type at registration), formats DuckDB values cannot fill, window
  * functions and planners (the C API has neither), object stores.
  */
+#include "v1/functions.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ext_internal.h"
-#include "plugin_fns.h"
+#include "common/access.h"
+#include "common/db.h"
+#include "common/plugin_fns.h"
+#include "common/rows.h"
+#include "common/sql.h"
+#include "common/types.h"
 #include "qlink/lib/host.h"
 #include "qlink/lib/loader.h"
 #include "qlink/lib/status.h"
-#include "types.h"
-#include "vectors.h"
+#include "v1/bind.h"
+#include "v1/scan.h"
+#include "v1/vectors.h"
 
 /* The argument vectors of a chunk. */
 static void chunk_vectors(duckdb_data_chunk input, int32_t n, duckdb_vector *out) {

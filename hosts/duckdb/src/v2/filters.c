@@ -1,4 +1,4 @@
-/* qlink_scan's filter pushdown in the V2 build (ext_internal.h).
+/* qlink_scan's filter pushdown in the V2 build (filters.h).
  *
  * DuckDB offers each predicate over the scan's rows as a bound expression
  * tree. A tree made only of comparisons (= <> < <= > >=, IS [NOT] DISTINCT
@@ -15,14 +15,18 @@
  * What was pushed goes to DuckDB's log (type "qlink"), e.g.
  * "qlink_scan('...'): filter (latitude >= 30.0) exact, accepted".
  */
+#include "v2/filters.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ext_internal.h"
+#include "common/access.h"
+#include "common/scan.h"
 #include "qlink/lib/host.h"
 #include "qlink/lib/ir.h"
 #include "qlink/lib/status.h"
+#include "v2/bind.h"
 
 struct qd_tr {
   struct qd_bind *b;

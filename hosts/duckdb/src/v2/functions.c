@@ -29,17 +29,27 @@
  *
  * `CALL qlink_load` (a table function: its bind cannot run DDL) fails
  * naming the PRAGMA. */
+#include "v2/functions.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ext_internal.h"
-#include "plugin_fns.h"
+#include "common/access.h"
+#include "common/db.h"
+#include "common/plugin_fns.h"
+#include "common/rows.h"
+#include "common/sql.h"
+#include "common/types.h"
 #include "qlink/lib/host.h"
 #include "qlink/lib/loader.h"
 #include "qlink/lib/status.h"
-#include "types.h"
-#include "vectors.h"
+#include "v2/bind.h"
+#include "v2/filters.h"
+#include "v2/register.h"
+#include "v2/rows.h"
+#include "v2/scan.h"
+#include "v2/vectors.h"
 
 #define QD_GENERIC_SCALAR "qlink_scalar_function"
 #define QD_GENERIC_VOLATILE "qlink_volatile_scalar_function"
@@ -617,6 +627,6 @@ int qd_register_functions_v2(duckdb_v2_extension_handle extension, duckdb_v2_fac
   ok = ok && register_load_mark(extension, factory, db) == 0;
   ok = ok && qd_register_pragma_v2(extension, factory, db, "qlink_load", 1, "name", load_query) == 0;
   ok = ok && qd_register_v2(extension, factory, db, "qlink_load", 1, "name", load_call, qd_rows_init_v2, NULL,
-                            qd_rows_emit_v2, 0) == 0;
+                            qd_rows_emit_v2, NULL) == 0;
   return ok ? 0 : -1;
 }

@@ -1,0 +1,105 @@
+/* The V1 build's binds (bind.h): DuckDB's settings of a client context,
+ * VARCHAR arguments checked, and a bind's error. */
+#include "v1/bind.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/access.h"
+
+/* Boolean option `name` of the context: 1, 0, or -1 when DuckDB gives none. */
+static int qd_option_bool(duckdb_client_context ctx, const char *name) {
+  duckdb_config_option_scope scope;
+  duckdb_value v = duckdb_client_context_get_config_option(ctx, name, &scope);
+  if (!v) return -1;
+  int out = duckdb_is_null_value(v) ? -1 : duckdb_get_bool(v) ? 1 : 0;
+  duckdb_destroy_value(&v);
+  return out;
+}
+
+/* List option `name` (VARCHAR[]) of the context into a settings list. */
+static void qd_option_list(duckdb_client_context ctx, const char *name, char ***list, int64_t *n) {
+  duckdb_config_option_scope scope;
+  duckdb_value v = duckdb_client_context_get_config_option(ctx, name, &scope);
+  if (!v) return;
+  idx_t size = duckdb_is_null_value(v) ? 0 : duckdb_get_list_size(v);
+  for (idx_t i = 0; i < size; i++) {
+    duckdb_value c = duckdb_get_list_child(v, i);
+    char *text = c ? duckdb_get_varchar(c) : NULL;
+    if (text) qd_settings_add(list, n, text);
+    duckdb_free(text);
+    if (c) duckdb_destroy_value(&c);
+  }
+  duckdb_destroy_value(&v);
+}
+
+int qd_follow_settings(struct qd_db *db, duckdb_client_context ctx, struct ql_error *err) {
+  struct qd_settings s = {0};
+  s.locked = s.external = -1;
+  if (ctx) {
+    duckdb_config_option_scope scope;
+    duckdb_value v = duckdb_client_context_get_config_option(ctx, "threads", &scope);
+    if (v) {
+      s.threads = duckdb_get_int64(v);
+      duckdb_destroy_value(&v);
+    }
+    v = duckdb_client_context_get_config_option(ctx, "memory_limit", &scope);
+    char *text = v ? duckdb_get_varchar(v) : NULL;
+    s.memory_limit = text ? strdup(text) : NULL;
+    duckdb_free(text);
+    if (v) duckdb_destroy_value(&v);
+    s.locked = qd_option_bool(ctx, "lock_configuration");
+    s.external = qd_option_bool(ctx, "enable_external_access");
+    if (s.external == 0) {
+      qd_option_list(ctx, "allowed_directories", &s.dirs, &s.n_dirs);
+      qd_option_list(ctx, "allowed_paths", &s.paths, &s.n_paths);
+    }
+  }
+  int rc = qd_follow(db, &s, err);
+  qd_settings_free(&s);
+  return rc;
+}
+
+int qd_follow_bind(struct qd_db *db, duckdb_bind_info info, struct ql_error *err) {
+  duckdb_client_context ctx = NULL;
+  duckdb_table_function_get_client_context(info, &ctx);
+  int rc = qd_follow_settings(db, ctx, err);
+  if (ctx) duckdb_destroy_client_context(&ctx);
+  return rc;
+}
+
+int qd_value_text(duckdb_value v, const char *what, char **out, struct ql_error *err) {
+  *out = NULL;
+  if (!v || duckdb_is_null_value(v)) return qd_check_text(what, NULL, 0, err);
+  char *s = duckdb_get_varchar(v);
+  if (!s) return ql_error_set(err, QL_ENOMEM, "out of memory reading %s", what);
+  /* duckdb_get_varchar's copy ends at the first NUL byte inside the value,
+   * and V1 has no length getter: DuckDB's SQL literal of it ('...', quotes
+   * doubled) ends early exactly when a NUL byte follows. */
+  size_t n = strlen(s), quotes = 0;
+  for (size_t i = 0; i < n; i++) quotes += s[i] == '\'';
+  char *lit = duckdb_value_to_string(v);
+  int cut = lit && lit[0] == '\'' && strlen(lit) == 1 + n + quotes;
+  duckdb_free(lit);
+  int rc = qd_check_text(what, s, cut ? n + 1 : n, err);
+  if (rc != QL_OK) {
+    duckdb_free(s);
+    return rc;
+  }
+  *out = s;
+  return QL_OK;
+}
+
+int qd_param_text(duckdb_bind_info info, idx_t i, const char *what, char **out, struct ql_error *err) {
+  duckdb_value v = duckdb_bind_get_parameter(info, i);
+  int rc = qd_value_text(v, what, out, err);
+  if (v) duckdb_destroy_value(&v);
+  return rc;
+}
+
+void qd_bind_fail(duckdb_bind_info info, const char *label, struct ql_error *err) {
+  char *msg = qd_printf("%s: %s", label, ql_error_message(err));
+  ql_error_release(err);
+  duckdb_bind_set_error(info, qd_text_or_oom(msg));
+  free(msg);
+}
