@@ -60,3 +60,20 @@ def run_helper():
         assert out.returncode == 0, out.stderr
         return out.stdout.split()
     return run
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """A small consolidated Zarr store: t2m(time, lat) and sp(lat)."""
+    xr = pytest.importorskip("xarray")
+    np = pytest.importorskip("numpy")
+    path = tmp_path_factory.mktemp("zarr") / "era5.zarr"
+    ds = xr.Dataset({"t2m": (("time", "lat"), np.arange(6, dtype="float64").reshape(3, 2)),
+                     "sp": (("lat",), np.array([1.5, 2.5]))},
+                    coords={"time": np.array(["2020-01-01", "2020-01-02", "2020-01-03"], dtype="datetime64[ns]"),
+                            "lat": [10.0, 20.0]})
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds.to_zarr(path, mode="w", consolidated=True)
+    return path
