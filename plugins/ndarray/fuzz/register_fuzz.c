@@ -14,10 +14,10 @@
 #include <string.h>
 
 #include "nd_internal.h"
-#include "provider.h"
 #include "qlink/lib/host.h"
 #include "qlink/lib/status.h"
 #include "qlink/qlink.h"
+#include "qlink_zarr/provider.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);

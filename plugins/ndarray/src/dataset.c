@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ndcopy.h"
 #include "nd_internal.h"
 #include "qlink/lib/status.h"
+#include "qlink_zarr/ndcopy.h"
 
 /* Copy the box [lo, lo + count) of an in-memory variable into `out` (C
  * order): a strided gather, whole inner rows with memcpy when they are

@@ -6,9 +6,9 @@
 #include <jansson.h>
 #include <stdatomic.h>
 
-#include "dtype.h"
-#include "model.h"
 #include "qlink_ndarray.h"
+#include "qlink_zarr/dtype.h"
+#include "qlink_zarr/model.h"
 
 /* One registered variable: copies of the caller's description (the data
  * buffer itself is the owner's). */

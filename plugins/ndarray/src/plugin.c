@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "nd_internal.h"
-#include "provider.h"
 #include "qlink/lib/options.h"
 #include "qlink/lib/status.h"
 #include "qlink/qlink.h"
+#include "qlink_zarr/provider.h"
 
 #define ND_VERSION "0.1.0"
 

@@ -15,7 +15,7 @@
 #include "qlink/lib/status.h"
 #include "qlink/qlink.h"
 #include "qlink_ndarray.h"
-#include "zr_test_util.h"
+#include "qlink_zarr/test_util.h"
 
 /* A dataset's handle (qlink_ndarray.h), by value. */
 typedef struct {

@@ -1,7 +1,7 @@
 /* qlink_ndarray: registering N-dimensional arrays held by the caller (an
  * xarray Dataset's variables: numpy buffers, or lazy arrays loaded block by
  * block) so that the plugin's `dataset` providers serve them as SQL tables
- * in the XQL model (plugins/zarr/src/model.h; README.md).
+ * in the XQL model (qlink_zarr/model.h in plugins/zarr/core/include; README.md).
  *
  * The plugin exports qlink_plugin_init only (docs/abi.md R12), so the
  * caller reaches these functions through it: call qlink_plugin_init with

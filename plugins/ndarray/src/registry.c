@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "nd_internal.h"
-#include "ndcopy.h"
 #include "qlink/lib/status.h"
+#include "qlink_zarr/ndcopy.h"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nd_registration **registry; /* registered (not yet unregistered) datasets */

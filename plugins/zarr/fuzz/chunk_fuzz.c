@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codecs.h"
-#include "dtype.h"
 #include "qlink/lib/status.h"
+#include "qlink_zarr/codecs.h"
+#include "qlink_zarr/dtype.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

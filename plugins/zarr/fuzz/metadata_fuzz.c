@@ -7,10 +7,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "array.h"
-#include "cf.h"
 #include "json_text.h"
 #include "qlink/lib/status.h"
+#include "qlink_zarr/array.h"
+#include "qlink_zarr/cf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

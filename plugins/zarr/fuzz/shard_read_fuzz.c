@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
-#include "model.h"
 #include "qlink/lib/object_store.h"
 #include "qlink/lib/status.h"
+#include "qlink_zarr/array.h"
+#include "qlink_zarr/model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -3,11 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
 #include "qlink/lib/options.h"
 #include "qlink/lib/status.h"
 #include "qlink/qlink.h"
-#include "provider.h"
+#include "qlink_zarr/model.h"
+#include "qlink_zarr/provider.h"
 
 #define ZR_VERSION "0.1.0"
 

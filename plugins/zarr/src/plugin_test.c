@@ -13,8 +13,8 @@
 #include "qlink/lib/ir.h"
 #include "qlink/lib/status.h"
 #include "qlink/qlink.h"
+#include "qlink_zarr/test_util.h"
 #include "store_put.h"
-#include "zr_test_util.h"
 
 /* time(4): days since 2000-01-01; lat(3) = 10, 20, 30; v(time, lat) int16
  * fill -1 in 2x2 chunks, chunk (1,1) never written; w(lat) float64. */
