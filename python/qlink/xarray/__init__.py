@@ -515,7 +515,7 @@ class _Source:
 
     def table(self):
         """The provider as a qlink capsule table (the qlink wheel)."""
-        from ._core import Plugin
+        from .._core import Plugin
 
         return Plugin(self.plugin).table(self.provider, **self.options)
 
@@ -1209,7 +1209,7 @@ def read_xarray_table(ds, chunks: Chunks = None, *, coord_arrays=None, plugin: s
     object (``coord_arrays``, xarray-sql's cache of coordinates it would
     otherwise read again, changes nothing: coordinates are read once).
     ``nan_fill`` as :func:`register`'s."""
-    from ._core import Plugin
+    from .._core import Plugin
 
     nan = _nan_options(nan_fill, zarr=False)
     path = _ndarray.library(plugin).path
