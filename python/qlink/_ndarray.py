@@ -6,6 +6,13 @@ descriptor's last member (``private_data``) is the ``struct nd_api`` of
 the engines load it from, so dlopen returns the same image and one registry
 serves this process's Python and every engine in it.
 
+The ctypes mirrors of the header's structs (:class:`NdVariable`,
+:class:`NdApi`, :class:`NdLayoutEntry`) are checked when the library is
+loaded, before anything is registered: their sizes and every member's
+offset and size against the table the plugin compiled (``nd_api.layout``),
+as the Rust mirrors of the ABI are checked against the headers at compile
+time. A mismatch is an ImportError naming the struct and the member.
+
 Needs only the C build (no ``qlink._qlink``).
 """
 
@@ -48,6 +55,17 @@ class NdVariable(ctypes.Structure):
     ]
 
 
+class NdLayoutEntry(ctypes.Structure):
+    """``struct nd_layout_entry``."""
+
+    _fields_ = [
+        ("type", ctypes.c_char_p),
+        ("member", ctypes.c_char_p),
+        ("offset", ctypes.c_uint32),
+        ("size", ctypes.c_uint32),
+    ]
+
+
 class NdApi(ctypes.Structure):
     """``struct nd_api``."""
 
@@ -59,7 +77,48 @@ class NdApi(ctypes.Structure):
                                               ctypes.c_char_p, ctypes.c_size_t)),
         ("unregister_dataset", ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p)),
         ("live_count", ctypes.CFUNCTYPE(ctypes.c_int64)),
+        ("layout", ctypes.POINTER(NdLayoutEntry)),
     ]
+
+
+# The C struct each mirror stands for.
+MIRRORS = {"nd_variable": NdVariable, "nd_api": NdApi, "nd_layout_entry": NdLayoutEntry}
+
+
+def check_layout(layout, path: str, mirrors=MIRRORS) -> None:
+    """Compare ``mirrors`` (C struct name -> ctypes class) with the plugin's
+    layout table (``nd_api.layout``, a pointer to its first entry):
+    ImportError naming the first struct member whose offset or size
+    differs, that one side lacks, or the struct whose size differs."""
+    compiled: dict[tuple[str, str | None], tuple[int, int]] = {}
+    i = 0
+    while layout[i].type is not None:
+        e = layout[i]
+        compiled[(e.type.decode(), e.member.decode() if e.member is not None else None)] = (e.offset, e.size)
+        i += 1
+    for struct, mirror in mirrors.items():
+        if (struct, None) not in compiled:
+            raise ImportError(f"qlink._ndarray: {path} gives no layout of struct {struct}")
+        names = [name for name, _ in mirror._fields_]
+        for name in names:
+            field = getattr(mirror, name)
+            ours = (field.offset, field.size)
+            theirs = compiled.get((struct, name))
+            if theirs is None:
+                raise ImportError(f"qlink._ndarray: struct {struct} of {path} has no member {name!r}, which the "
+                                  f"ctypes mirror {mirror.__name__} has")
+            if ours != theirs:
+                raise ImportError(f"qlink._ndarray: {struct}.{name} is at offset {theirs[0]} ({theirs[1]} bytes) in "
+                                  f"{path} but at offset {ours[0]} ({ours[1]} bytes) in the ctypes mirror "
+                                  f"{mirror.__name__}")
+        extra = [m for (t, m) in compiled if t == struct and m is not None and m not in names]
+        if extra:
+            raise ImportError(f"qlink._ndarray: struct {struct} of {path} has members the ctypes mirror "
+                              f"{mirror.__name__} lacks: {', '.join(extra)}")
+        size = compiled[(struct, None)][1]
+        if size != ctypes.sizeof(mirror):
+            raise ImportError(f"qlink._ndarray: struct {struct} is {size} bytes in {path} but "
+                              f"{ctypes.sizeof(mirror)} in the ctypes mirror {mirror.__name__}")
 
 
 def plugin_path() -> str:
@@ -110,6 +169,7 @@ class Library:
         release(ctypes.addressof(descriptor))
         if self.api.magic != ND_API_MAGIC or self.api.struct_size < ctypes.sizeof(NdApi):
             raise RuntimeError(f"{path} is not a qlink_ndarray plugin with the registration API this module knows")
+        check_layout(self.api.layout, path)
 
 
 _lock = threading.Lock()

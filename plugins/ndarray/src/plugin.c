@@ -2,6 +2,7 @@
  * providers over registered datasets (qlink_ndarray.h). Exported:
  * qlink_plugin_init only; the registration API is its descriptor's
  * private_data. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,7 +100,42 @@ static int plugin_schema_provider_open(const struct ql_plugin *self, const char 
   return QL_OK;
 }
 
-static const struct nd_api api = {sizeof(struct nd_api), ND_API_MAGIC, nd_register, nd_unregister, nd_live_count};
+#define ND_STRUCT(T) {#T, NULL, 0, (uint32_t)sizeof(struct T)}
+#define ND_MEMBER(T, m) {#T, #m, (uint32_t)offsetof(struct T, m), (uint32_t)sizeof(((struct T *)0)->m)}
+
+/* Every member of the structs of qlink_ndarray.h, for mirrors to check
+ * their layout against (nd_api's `layout`). */
+static const struct nd_layout_entry layout[] = {
+    ND_STRUCT(nd_variable),
+    ND_MEMBER(nd_variable, name),
+    ND_MEMBER(nd_variable, ndim),
+    ND_MEMBER(nd_variable, is_coord),
+    ND_MEMBER(nd_variable, dims),
+    ND_MEMBER(nd_variable, shape),
+    ND_MEMBER(nd_variable, dtype),
+    ND_MEMBER(nd_variable, data),
+    ND_MEMBER(nd_variable, strides),
+    ND_MEMBER(nd_variable, chunks),
+    ND_MEMBER(nd_variable, attrs_json),
+    ND_MEMBER(nd_variable, load),
+    ND_MEMBER(nd_variable, load_ctx),
+    ND_MEMBER(nd_variable, null_cell),
+    ND_STRUCT(nd_api),
+    ND_MEMBER(nd_api, struct_size),
+    ND_MEMBER(nd_api, magic),
+    ND_MEMBER(nd_api, register_dataset),
+    ND_MEMBER(nd_api, unregister_dataset),
+    ND_MEMBER(nd_api, live_count),
+    ND_MEMBER(nd_api, layout),
+    ND_STRUCT(nd_layout_entry),
+    ND_MEMBER(nd_layout_entry, type),
+    ND_MEMBER(nd_layout_entry, member),
+    ND_MEMBER(nd_layout_entry, offset),
+    ND_MEMBER(nd_layout_entry, size),
+    {NULL, NULL, 0, 0}};
+
+static const struct nd_api api = {sizeof(struct nd_api), ND_API_MAGIC, nd_register, nd_unregister, nd_live_count,
+                                  layout};
 
 QL_PLUGIN_EXPORT int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
 

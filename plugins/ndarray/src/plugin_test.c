@@ -5,6 +5,7 @@
  * variable's loader (and its failure), release called exactly once. */
 #include <ctype.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -970,6 +971,31 @@ static void test_schema_provider(struct fixture *f) {
   ql_error_release(&err);
 }
 
+/* The layout table mirrors check themselves against: sizes and offsets
+ * as compiled, every member of nd_variable listed once. */
+static void test_layout(const struct nd_api *api) {
+  QL_CHECK(api->layout != NULL);
+  int members = 0, structs = 0;
+  for (const struct nd_layout_entry *e = api->layout; e->type; e++) {
+    if (!e->member) {
+      structs++;
+      if (strcmp(e->type, "nd_variable") == 0) QL_CHECK_INT(e->size, sizeof(struct nd_variable));
+      if (strcmp(e->type, "nd_api") == 0) QL_CHECK_INT(e->size, sizeof(struct nd_api));
+      continue;
+    }
+    if (strcmp(e->type, "nd_variable") == 0) members++;
+    if (strcmp(e->type, "nd_variable") == 0 && strcmp(e->member, "null_cell") == 0) {
+      QL_CHECK_INT(e->offset, offsetof(struct nd_variable, null_cell));
+      QL_CHECK_INT(e->size, sizeof(void *));
+    }
+    if (strcmp(e->type, "nd_api") == 0 && strcmp(e->member, "layout") == 0) {
+      QL_CHECK_INT(e->offset, offsetof(struct nd_api, layout));
+    }
+  }
+  QL_CHECK_INT(structs, 3);
+  QL_CHECK_INT(members, 13);
+}
+
 int main(void) {
   fill_data();
   struct ql_error err = {0};
@@ -982,6 +1008,7 @@ int main(void) {
   QL_CHECK(f.api == f.plugin.private_data);
   QL_CHECK_INT(f.api->magic, ND_API_MAGIC);
   QL_CHECK_INT(f.api->struct_size, sizeof(struct nd_api));
+  test_layout(f.api);
   test_schema_values_stats(&f);  /* dataset 1 */
   test_blocks_filters_limit(&f); /* dataset 2 */
   test_lazy(&f);                 /* dataset 3 */

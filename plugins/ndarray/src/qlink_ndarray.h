@@ -94,6 +94,18 @@ struct nd_variable {
  * lowercase hex digits and a NUL. */
 #define ND_HANDLE_HEX 32
 
+/* One entry of nd_api's `layout`: where a member of a struct this header
+ * declares lies as compiled, so that a mirror of the struct in another
+ * language (Python's ctypes, python/qlink/_ndarray.py) checks its size and
+ * every member's offset against it, as the Rust mirrors of the ABI are
+ * checked against the headers at compile time. */
+struct nd_layout_entry {
+  const char *type;   /* "nd_variable", "nd_api", "nd_layout_entry"; NULL ends the table */
+  const char *member; /* the member's name; NULL: the struct itself (offset 0, size its sizeof) */
+  uint32_t offset;    /* offsetof */
+  uint32_t size;      /* sizeof */
+};
+
 /* The registration API (see the top of this file for how to reach it). */
 struct nd_api {
   uint32_t struct_size; /* sizeof(struct nd_api) */
@@ -119,6 +131,11 @@ struct nd_api {
   /* Datasets registered and not yet released (unregistered ones still in
    * use count): for tests and leak checks. */
   int64_t (*live_count)(void);
+  /* The layout of struct nd_variable, struct nd_api and struct
+   * nd_layout_entry as the plugin was compiled: each struct's size and
+   * every member's offset and size, ending with an entry whose type is
+   * NULL. Static; for mirrors to check themselves before the first call. */
+  const struct nd_layout_entry *layout;
 };
 
 #ifdef __cplusplus
