@@ -35,7 +35,11 @@ from __future__ import annotations
 
 try:
     from ._core import *  # noqa: F401,F403  (the names listed in _core.__all__)
-    from ._core import __all__, __version__  # noqa: F401
+    from ._core import __all__ as _CORE_ALL
+    from ._core import __version__  # noqa: F401
+    from ._zarr import ZarrStore, zarr  # noqa: F401  (qlink.zarr is the function; the module is qlink._zarr)
+
+    __all__ = [*_CORE_ALL, "ZarrStore", "zarr"]
 except ModuleNotFoundError as _missing:
     # Only the native module may be missing: qlink.sqlite (the SQLite host)
     # needs the C build alone. Every native name then explains itself.

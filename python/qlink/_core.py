@@ -1,10 +1,16 @@
-"""qlink's DataFusion-based API (the native module, qlink._qlink); re-exported
-by qlink/__init__.py, which stays importable without it (qlink.sqlite)."""
+"""qlink's DataFusion-based API (the native module, qlink._qlink): the
+native objects, :class:`Session` (with its registration of a Zarr store's
+tables, :func:`register_zarr`), :func:`plugin_path` and the errors.
+Re-exported by qlink/__init__.py, which stays importable without it
+(qlink.sqlite). Imports nothing else of the package at load: qlink._zarr
+builds on it, and :meth:`Session.register_dataset` reaches qlink.xarray
+only when called."""
 
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from ._qlink import Session as _NativeSession
@@ -44,10 +50,8 @@ __all__ = [
     "TableExistsError",
     "VersionMismatchError",
     "__version__",
-    "ZarrStore",
     "plugin_path",
     "register_zarr",
-    "zarr",
 ]
 
 _PLUGIN_DIR = Path(__file__).resolve().parent / "plugins"
@@ -135,7 +139,53 @@ class Session(_NativeSession):
         return self
 
 
-# The Zarr helpers live in qlink.zarr and are re-exported here; imported
-# last, as they build on Session. After this, ``qlink.zarr`` is the function
-# (``qlink.zarr(path)``), the module being ``sys.modules["qlink.zarr"]``.
-from .zarr import ZarrStore, register_zarr, zarr  # noqa: E402
+def _store_name(path: str) -> str:
+    """A SQL-friendly schema name from a store path: its stem, [a-z0-9_]."""
+    stem = Path(str(path).rstrip("/")).name
+    if stem.endswith(".zarr"):
+        stem = stem[: -len(".zarr")]
+    name = re.sub(r"[^a-z0-9_]", "_", stem.lower()) or "zarr"
+    return name if not name[0].isdigit() else f"z_{name}"
+
+
+def register_zarr(session: Session, path: str, name: str | None = None) -> list[str]:
+    """Register every table of the Zarr store at ``path`` on ``session``.
+
+    Each table (a group of variables sharing dimensions: one row per
+    coordinate tuple, dimensions as key columns) becomes ``NAME.<table>``;
+    ``name`` defaults to the store's file name without ``.zarr``, lower-cased
+    with every character outside ``[a-z0-9_]`` replaced by ``_``
+    (``Mine.v3.zarr`` -> ``mine_v3``). ``path`` is a local path or a URL
+    served by an object store registered on the session. Returns the
+    qualified table names. Same as :meth:`Session.register_zarr`.
+
+    Registering another store under a ``name`` this function already used on
+    ``session`` raises :class:`TableExistsError` naming both stores (it
+    would otherwise replace the first store's tables); pass another
+    ``name``. Registering the same store again is allowed.
+    """
+    schema = name or _store_name(path)
+    if not isinstance(path, str) or "://" not in path:
+        path = str(Path(path).resolve())
+    registered = _zarr_schemas(session)
+    previous = registered.get(schema)
+    if previous is not None and previous != path:
+        raise TableExistsError(
+            f"schema {schema!r} already holds the tables of Zarr store {previous}: registering store {path} "
+            f"under it would replace them; pass another name (register_zarr(..., name=...))"
+        )
+    names = session.register_schema(schema, plugin_path("qlink_zarr"), "store", path=path)
+    registered[schema] = path
+    return names
+
+
+def _zarr_schemas(session) -> dict:
+    """The Zarr stores register_zarr put on `session`, by schema name."""
+    found = getattr(session, "_qlink_zarr_schemas", None)
+    if found is None:
+        found = {}
+        try:
+            session._qlink_zarr_schemas = found
+        except AttributeError:  # a native Session without attributes: no memory of earlier stores
+            pass
+    return found

@@ -1,71 +1,20 @@
-"""Zarr stores through the qlink_zarr plugin: :func:`register_zarr`
-(every table of a store on a :class:`~qlink.Session`), :func:`zarr` and
-:class:`ZarrStore` (a store's tables, for a Session or datafusion-python).
+"""Zarr stores through the qlink_zarr plugin: :func:`zarr` and
+:class:`ZarrStore` (a store's tables, for a Session or datafusion-python),
+over :func:`~qlink.register_zarr` (qlink._core: every table of a store on a
+:class:`~qlink.Session`).
 
-All three are re-exported by :mod:`qlink`: ``qlink.zarr(path)``,
-``qlink.ZarrStore``, ``qlink.register_zarr``.
+Both are re-exported by :mod:`qlink`: ``qlink.zarr(path)`` (the function;
+this module is ``qlink._zarr``, so no module hides behind that name) and
+``qlink.ZarrStore``.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from ._core import PlanError, Plugin, Session, Table, TableExistsError, plugin_path
+from ._core import PlanError, Plugin, Session, Table, TableExistsError, _store_name, plugin_path, register_zarr
 
-__all__ = ["ZarrStore", "register_zarr", "zarr"]
-
-
-def _store_name(path: str) -> str:
-    """A SQL-friendly schema name from a store path: its stem, [a-z0-9_]."""
-    stem = Path(str(path).rstrip("/")).name
-    if stem.endswith(".zarr"):
-        stem = stem[: -len(".zarr")]
-    name = re.sub(r"[^a-z0-9_]", "_", stem.lower()) or "zarr"
-    return name if not name[0].isdigit() else f"z_{name}"
-
-
-def register_zarr(session: Session, path: str, name: str | None = None) -> list[str]:
-    """Register every table of the Zarr store at ``path`` on ``session``.
-
-    Each table (a group of variables sharing dimensions: one row per
-    coordinate tuple, dimensions as key columns) becomes ``NAME.<table>``;
-    ``name`` defaults to the store's file name without ``.zarr``, lower-cased
-    with every character outside ``[a-z0-9_]`` replaced by ``_``
-    (``Mine.v3.zarr`` -> ``mine_v3``). ``path`` is a local path or a URL
-    served by an object store registered on the session. Returns the
-    qualified table names. Same as :meth:`Session.register_zarr`.
-
-    Registering another store under a ``name`` this function already used on
-    ``session`` raises :class:`TableExistsError` naming both stores (it
-    would otherwise replace the first store's tables); pass another
-    ``name``. Registering the same store again is allowed.
-    """
-    schema = name or _store_name(path)
-    if not isinstance(path, str) or "://" not in path:
-        path = str(Path(path).resolve())
-    registered = _zarr_schemas(session)
-    previous = registered.get(schema)
-    if previous is not None and previous != path:
-        raise TableExistsError(
-            f"schema {schema!r} already holds the tables of Zarr store {previous}: registering store {path} "
-            f"under it would replace them; pass another name (register_zarr(..., name=...))"
-        )
-    names = session.register_schema(schema, plugin_path("qlink_zarr"), "store", path=path)
-    registered[schema] = path
-    return names
-
-
-def _zarr_schemas(session) -> dict:
-    """The Zarr stores register_zarr put on `session`, by schema name."""
-    found = getattr(session, "_qlink_zarr_schemas", None)
-    if found is None:
-        found = {}
-        try:
-            session._qlink_zarr_schemas = found
-        except AttributeError:  # a native Session without attributes: no memory of earlier stores
-            pass
-    return found
+__all__ = ["ZarrStore", "zarr"]
 
 
 def _quote(ident: str) -> str:
