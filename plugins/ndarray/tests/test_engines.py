@@ -349,7 +349,9 @@ def test_attributes_with_nan_text_and_infinities(engine):
     assert engine.rows("SELECT count(*), count(v) FROM a") == [(2, 1)]
     import json
 
-    assert json.loads(xql._attrs_json("v", attrs, {})) == {
+    from qlink.xarray._buffers import _attrs_json
+
+    assert json.loads(_attrs_json("v", attrs, {})) == {
         "note": "a _FillValue of NaN; Infinity too", "valid_min": "-Infinity", "valid_max": "Infinity",
         "fill": "NaN", "range": ["-Infinity", 0.0, "NaN"]}
 
