@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cells.h"
+#include "qlink/table.h"
 
 int32_t qls_col_class(const char *f) {
   if (f[1] == '\0' && strchr("csil", f[0])) return QLS_C_INT;

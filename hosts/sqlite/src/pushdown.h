@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "qlink/lib/ir.h"
-#include "qlink_sqlite.h"
+#include "common.h"
 
 /* Column classes for pushdown. */
 enum qls_col_class {

@@ -10,13 +10,10 @@
 #ifndef QLS_QLINK_SQLITE_H
 #define QLS_QLINK_SQLITE_H
 
-#include <sqlite3ext.h>
-
+#include "common.h"
 #include "qlink/lib/host.h"
 #include "qlink/lib/loader.h"
 #include "qlink/lib/plugin_dirs.h"
-
-SQLITE_EXTENSION_INIT3
 
 /* A loaded plugin shared by every connection of the process. */
 struct qls_plugin {
@@ -54,13 +51,6 @@ struct qls_conn {
 /* ---- ext.c */
 void qls_conn_ref(struct qls_conn *c);
 void qls_conn_unref(void *c); /* a destructor for sqlite3_create_*_v2 */
-/* Argument `i` (0-based) of SQL function `fn` as text: *out and *len (bytes)
- * on success (0). NULL, or text with a NUL byte inside (blobs too), sets
- * the function's error naming `fn`, the argument's position and `what`
- * ("qlink_allow: argument 1 (the directory) is NULL"; the NUL's offset) and
- * returns -1. */
-int qls_text_arg(sqlite3_context *ctx, const char *fn, sqlite3_value **argv, int i, const char *what, const char **out,
-                 int *len);
 /* The key of a qlink table: "DB\x1fTABLE\x1fARG\x1fARG..." from xCreate's or
  * xConnect's argv (module name first); sqlite3_malloc'd, NULL when out of
  * memory. */
@@ -70,9 +60,6 @@ char *qls_table_key(int argc, const char *const *argv);
 int qls_created_add(struct qls_conn *c, const char *key);
 void qls_created_remove(struct qls_conn *c, const char *key);
 int qls_created_has(const struct qls_conn *c, const char *key);
-/* Non-zero once sqlite3_interrupt was called on `db` (SQLite 3.41+ only:
- * older libraries stop the statement between rows, after xNext returns). */
-int qls_interrupted(sqlite3 *db);
 
 /* ---- plugins.c: the process-wide cache, under the connection's path rule */
 /* Resolve `name` under c->path (sealing it), load or share the plugin.
@@ -103,8 +90,6 @@ typedef int (*qls_provider_open_fn)(struct qls_conn *c, int argc, const char *co
                                     struct qls_plugin **plugin, struct ql_table_provider *tp, struct ql_error *error);
 /* Registers both modules on c->db. */
 int qls_register_vtab(struct qls_conn *c);
-/* Error text for the statement: "qlink: PLUGIN (SPEC): MESSAGE" (sqlite3_malloc'd). */
-char *qls_errmsg(const char *plugin, const char *spec, const struct ql_error *error);
 
 /* ---- call.c: `USING qlink_call('PLUGIN', 'FUNCTION', literal, ...)` */
 int qls_call_open(struct qls_conn *c, int argc, const char *const *argv, char **label, struct qls_plugin **plugin,

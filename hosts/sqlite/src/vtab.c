@@ -20,6 +20,7 @@
 #include "pushdown.h"
 #include "qlink/lib/arrow.h"
 #include "qlink/lib/status.h"
+#include "qlink_sqlite.h"
 
 struct qls_vtab {
   sqlite3_vtab base;
@@ -56,10 +57,6 @@ struct qls_cursor {
 };
 
 static const struct ql_plugin *vt_plugin(const struct qls_vtab *vt) { return &vt->plugin->loaded->plugin; }
-
-char *qls_errmsg(const char *plugin, const char *spec, const struct ql_error *error) {
-  return sqlite3_mprintf("qlink: %s (%s): %s", plugin, spec, ql_error_message(error));
-}
 
 static int vt_error(struct qls_vtab *vt, struct ql_error *err) {
   sqlite3_free(vt->base.zErrMsg);
