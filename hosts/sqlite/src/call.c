@@ -18,11 +18,13 @@
  * A table reconnected later (a schema read again, a database file opened
  * again with the extension loaded) makes the call again.
  */
+#include "call.h"
+
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn.h"
 #include "qlink/lib/status.h"
-#include "qlink_sqlite.h"
 #include "sql_literal.h"
 
 #define USAGE "USING qlink_call('PLUGIN', 'FUNCTION', argument, ...)"
@@ -106,7 +108,7 @@ int qls_call_open(struct qls_conn *c, int argc, const char *const *argv, char **
   memset(&view, 0, sizeof view);
   if (rc == QL_OK) rc = ql_ir_builder_finish(b, -1, &view, error);
   ql_ir_builder_free(b);
-  if (rc == QL_OK) rc = qls_plugin_acquire(c, plugin_name, plugin, error);
+  if (rc == QL_OK) rc = qls_conn_plugin(c, plugin_name, plugin, error);
   const struct ql_plugin *p = rc == QL_OK ? &(*plugin)->loaded->plugin : NULL;
   if (rc == QL_OK && (!ql_plugin_find_item(p, QL_ITEM_TABLE_FUNCTION, function) || !p->table_function_open))
     rc = no_table_function(p, function, error);

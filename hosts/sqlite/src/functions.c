@@ -17,10 +17,15 @@
  * (call.c), which the result names. The result is a line naming what was
  * registered, the table functions, and what was skipped and why.
  */
+#include "functions.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cells.h"
+#include "common.h"
+#include "conn.h"
 #include "qlink/lib/args.h"
 #include "qlink/lib/arrow.h"
 #include "qlink/lib/status.h"
@@ -279,7 +284,7 @@ static void fn_load(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   if (argc > 1 && qls_text_arg(ctx, "qlink_load", argv, 1, "the function", &only, &len) != 0) return;
   struct ql_error err = {0};
   struct qls_plugin *plugin = NULL;
-  if (qls_plugin_acquire(c, name, &plugin, &err) != QL_OK) {
+  if (qls_conn_plugin(c, name, &plugin, &err) != QL_OK) {
     char *m = sqlite3_mprintf("qlink_load: %s", ql_error_message(&err));
     ql_error_release(&err);
     sqlite3_result_error(ctx, m ? m : "qlink_load: out of memory", -1);

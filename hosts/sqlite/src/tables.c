@@ -8,13 +8,16 @@
  *     -- ATTACH ':memory:' AS era5 (unless attached), then era5.<table> USING
  *     -- qlink(SPEC, TABLE) for each table not there yet; returns the number of tables
  */
+#include "tables.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 #include "cells.h"
+#include "common.h"
+#include "conn.h"
 #include "qlink/lib/arrow.h"
 #include "qlink/lib/status.h"
-#include "qlink_sqlite.h"
 
 enum { COL_TABLE, COL_COLUMN, COL_ARROW, COL_SQLITE, COL_SPEC };
 

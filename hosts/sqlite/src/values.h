@@ -11,7 +11,7 @@
 #define QLS_VALUES_H
 
 #include "cells.h"
-#include "qlink_sqlite.h"
+#include "common.h"
 
 /* The Arrow format a SQLite value takes when nothing is declared. */
 const char *qls_format_of_value(sqlite3_value *v);
@@ -22,5 +22,9 @@ const char *qls_format_of_value(sqlite3_value *v);
  * (qlink/lib/args.h), whose errors it returns. Outputs owned by the caller. */
 int qls_build_args(const char *const *formats, int32_t n_args, sqlite3_value **vals, int64_t n_rows,
                    struct ArrowSchema *schema, struct ArrowArray *array, struct ql_error *error);
+
+/* Set the SQLite result from a cell (TEXT/BLOB copied: SQLite keeps the
+ * value past the batch). */
+void qls_result_cell(sqlite3_context *ctx, const struct qls_cell *cell);
 
 #endif /* QLS_VALUES_H */

@@ -11,16 +11,20 @@
  * bracketed by its executor hooks; the task context's cancellation flag is
  * the connection's sqlite3_interrupt.
  */
+#include "vtab.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "call.h"
 #include "cells.h"
+#include "conn.h"
 #include "pushdown.h"
 #include "qlink/lib/arrow.h"
 #include "qlink/lib/status.h"
-#include "qlink_sqlite.h"
+#include "values.h"
 
 struct qls_vtab {
   sqlite3_vtab base;
