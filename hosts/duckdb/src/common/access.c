@@ -43,16 +43,6 @@ char *qd_printf(const char *fmt, ...) {
 
 const char *qd_text_or_oom(const char *s) { return s ? s : "qlink: out of memory formatting an error message"; }
 
-int qd_check_text(const char *what, const char *s, size_t len, struct ql_error *err) {
-  if (!s) return ql_error_set(err, QL_EINVAL, "%s is NULL", what);
-  const char *nul = memchr(s, '\0', len);
-  if (nul) {
-    return ql_error_set(err, QL_EINVAL, "%s holds a NUL byte at position %zu: qlink takes no NUL in text", what,
-                        (size_t)(nul - s) + 1);
-  }
-  return QL_OK;
-}
-
 /* ---- the latches */
 
 void qd_settings_free(struct qd_settings *s) {

@@ -39,9 +39,6 @@ int qd_check_options(struct qd_db *db, const struct ql_options *options, struct 
 /* Serve the session's file:// store through the latches (qd_db_new). */
 int qd_guard_files(struct qd_db *db, struct ql_error *err);
 
-/* Text read from DuckDB: QL_OK, or QL_EINVAL naming `what` when it is NULL
- * or holds a NUL byte among its `len` bytes (and where). */
-int qd_check_text(const char *what, const char *s, size_t len, struct ql_error *err);
 /* A malloc'd formatted string (NULL without memory), and the text to show
  * for one that could not be made. */
 char *qd_printf(const char *fmt, ...) QL_PRINTF_FORMAT(1, 2);

@@ -55,10 +55,10 @@ int qd_rows_plugins(struct qd_db *db, struct qd_rows *r) {
   return rc;
 }
 
-int qd_rows_tables(struct qd_db *db, const char *spec, struct qd_rows *r, struct ql_error *err) {
+int qd_rows_tables(struct qd_db *db, const char *spec, size_t len, struct qd_rows *r, struct ql_error *err) {
   struct ql_table_spec ts = {0};
   const struct ql_plugin *p = NULL;
-  int rc = ql_table_spec_parse(spec, &ts, err);
+  int rc = ql_table_spec_parse_n(spec, len, &ts, err);
   if (rc == QL_OK) rc = qd_check_options(db, &ts.options, err);
   if (rc == QL_OK) rc = qd_plugin_get(db, ts.plugin, &p, err);
   if (rc == QL_OK && !p->schema_provider_open) {

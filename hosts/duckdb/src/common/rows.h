@@ -3,6 +3,7 @@
 #ifndef QLINK_DUCKDB_ROWS_H
 #define QLINK_DUCKDB_ROWS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "qlink/lib/status.h"
@@ -20,8 +21,9 @@ void qd_rows_free(void *rows);
 int qd_rows_add(struct qd_rows *r, const char *const *cells);
 /* One row (name, version, abi_version, path, description) per loaded plugin. */
 int qd_rows_plugins(struct qd_db *db, struct qd_rows *r);
-/* The table names of the schema provider SPEC, one row each. */
-int qd_rows_tables(struct qd_db *db, const char *spec, struct qd_rows *r, struct ql_error *err);
+/* The table names of the schema provider SPEC (`len` bytes, parsed by
+ * ql_table_spec_parse_n: a NUL byte among them is an error), one row each. */
+int qd_rows_tables(struct qd_db *db, const char *spec, size_t len, struct qd_rows *r, struct ql_error *err);
 /* qlink_allow's work (dir non-NULL: `dir` added) and qlink_seal's (dir
  * NULL: the list sealed), then every allowed directory, one row each.
  * Refused naming the setting once lock_configuration was seen true or

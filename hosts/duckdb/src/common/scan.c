@@ -45,10 +45,10 @@ void qd_bind_free(void *data) {
   free(b);
 }
 
-int qd_bind_open(struct qd_bind *b, const char *spec, const char *table, struct ql_error *err) {
+int qd_bind_open(struct qd_bind *b, const char *spec, size_t len, const char *table, struct ql_error *err) {
   struct qd_db *db = b->db;
   struct ql_table_spec ts = {0};
-  int rc = ql_table_spec_parse(spec, &ts, err);
+  int rc = ql_table_spec_parse_n(spec, len, &ts, err);
   if (rc == QL_OK) rc = qd_check_options(db, &ts.options, err);
   if (rc == QL_OK) rc = qd_plugin_get(db, ts.plugin, &b->plugin, err);
   if (rc == QL_OK && table) {

@@ -31,10 +31,11 @@ struct qd_bind {
  * without memory. */
 struct qd_bind *qd_bind_new(struct qd_db *db, const char *spec);
 void qd_bind_free(void *bind);
-/* Open the provider of `spec` ("PLUGIN/PROVIDER?k=v&..."; with `table`
- * non-NULL, that table of the schema provider PROVIDER) into b->plugin and
- * b->provider. */
-int qd_bind_open(struct qd_bind *b, const char *spec, const char *table, struct ql_error *err);
+/* Open the provider of `spec` ("PLUGIN/PROVIDER?k=v&..." of `len` bytes,
+ * parsed by ql_table_spec_parse_n: a NUL byte among them is an error naming
+ * its offset; with `table` non-NULL, that table of the schema provider
+ * PROVIDER) into b->plugin and b->provider. */
+int qd_bind_open(struct qd_bind *b, const char *spec, size_t len, const char *table, struct ql_error *err);
 /* With b->plugin and b->provider set: the provider's schema into b->schema
  * and b->types (types.c's mapping; an unmappable column is an error naming
  * it), and its row count when the statistics give one (*rows -1 if not). */

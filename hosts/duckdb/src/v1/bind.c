@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/access.h"
+#include "qlink/lib/text.h"
 
 /* Boolean option `name` of the context: 1, 0, or -1 when DuckDB gives none. */
 static int qd_option_bool(duckdb_client_context ctx, const char *name) {
@@ -68,31 +69,50 @@ int qd_follow_bind(struct qd_db *db, duckdb_bind_info info, struct ql_error *err
   return rc;
 }
 
-int qd_value_text(duckdb_value v, const char *what, char **out, struct ql_error *err) {
+/* A VARCHAR value's text (*out, duckdb_free it) and the bytes of it to
+ * check (*len), NUL bytes not checked yet; a NULL value (or none) is
+ * refused. duckdb_get_varchar's copy ends at the first NUL byte inside the
+ * value, and V1 has no length getter: DuckDB's SQL literal of it ('...',
+ * quotes doubled) ends early exactly when a NUL byte follows, and then *len
+ * also counts the copy's terminating NUL, so the check finds it at its
+ * offset (what follows it is out of V1's sight: messages count the bytes up
+ * to it). */
+static int qd_value_bytes(duckdb_value v, const char *what, char **out, size_t *len, struct ql_error *err) {
   *out = NULL;
-  if (!v || duckdb_is_null_value(v)) return qd_check_text(what, NULL, 0, err);
+  *len = 0;
+  if (!v || duckdb_is_null_value(v)) return ql_error_set(err, QL_EINVAL, "%s is NULL", what);
   char *s = duckdb_get_varchar(v);
   if (!s) return ql_error_set(err, QL_ENOMEM, "out of memory reading %s", what);
-  /* duckdb_get_varchar's copy ends at the first NUL byte inside the value,
-   * and V1 has no length getter: DuckDB's SQL literal of it ('...', quotes
-   * doubled) ends early exactly when a NUL byte follows. */
   size_t n = strlen(s), quotes = 0;
   for (size_t i = 0; i < n; i++) quotes += s[i] == '\'';
   char *lit = duckdb_value_to_string(v);
   int cut = lit && lit[0] == '\'' && strlen(lit) == 1 + n + quotes;
   duckdb_free(lit);
-  int rc = qd_check_text(what, s, cut ? n + 1 : n, err);
-  if (rc != QL_OK) {
-    duckdb_free(s);
-    return rc;
-  }
   *out = s;
+  *len = cut ? n + 1 : n;
   return QL_OK;
+}
+
+int qd_value_text(duckdb_value v, const char *what, char **out, struct ql_error *err) {
+  size_t len = 0;
+  int rc = qd_value_bytes(v, what, out, &len, err);
+  if (rc == QL_OK && (rc = ql_text_check_nul(*out, len, what, err)) != QL_OK) {
+    duckdb_free(*out);
+    *out = NULL;
+  }
+  return rc;
 }
 
 int qd_param_text(duckdb_bind_info info, idx_t i, const char *what, char **out, struct ql_error *err) {
   duckdb_value v = duckdb_bind_get_parameter(info, i);
   int rc = qd_value_text(v, what, out, err);
+  if (v) duckdb_destroy_value(&v);
+  return rc;
+}
+
+int qd_param_spec(duckdb_bind_info info, idx_t i, const char *what, char **out, size_t *len, struct ql_error *err) {
+  duckdb_value v = duckdb_bind_get_parameter(info, i);
+  int rc = qd_value_bytes(v, what, out, len, err);
   if (v) duckdb_destroy_value(&v);
   return rc;
 }

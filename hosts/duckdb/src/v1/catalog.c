@@ -65,11 +65,12 @@ static void qd_tables_bind(duckdb_bind_info info) {
   static const char *const cols[] = {"table_name"};
   struct qd_rows *r = qd_rows_bind(info, 1, cols);
   char *spec = NULL, *label = NULL;
+  size_t spec_len = 0;
   struct ql_error err = {0};
   int rc = r ? qd_follow_bind(db, info, &err) : ql_error_set(&err, QL_ENOMEM, "out of memory");
-  if (rc == QL_OK) rc = qd_param_text(info, 0, "the spec", &spec, &err);
+  if (rc == QL_OK) rc = qd_param_spec(info, 0, "the spec", &spec, &spec_len, &err);
   if (rc == QL_OK) label = qd_printf("qlink_tables('%s')", spec);
-  if (rc == QL_OK) rc = qd_rows_tables(db, spec, r, &err);
+  if (rc == QL_OK) rc = qd_rows_tables(db, spec, spec_len, r, &err);
   if (rc != QL_OK) qd_fail(info, r, label ? label : "qlink_tables", &err);
   else duckdb_bind_set_bind_data(info, r, qd_rows_free);
   free(label);
@@ -84,9 +85,10 @@ static void qd_attach_bind(duckdb_bind_info info) {
   struct ql_error err = {0};
   int rc = r ? qd_follow_bind(db, info, &err) : ql_error_set(&err, QL_ENOMEM, "out of memory");
   if (rc == QL_OK) rc = qd_param_text(info, 0, "the schema name", &name, &err);
+  /* the spec is checked for NUL bytes here: it is also written into SQL below */
   if (rc == QL_OK) rc = qd_param_text(info, 1, "the spec", &spec, &err);
   if (rc == QL_OK) label = qd_printf("qlink_attach('%s', ...)", name);
-  if (rc == QL_OK) rc = qd_rows_tables(db, spec, r, &err);
+  if (rc == QL_OK) rc = qd_rows_tables(db, spec, strlen(spec), r, &err);
   /* A DuckDB schema NAME of views over qlink_scan(SPEC, table := T). */
   if (rc == QL_OK && !(sql = qd_attach_sql(name, spec, r, 0))) rc = ql_error_set(&err, QL_ENOMEM, "out of memory");
   if (rc == QL_OK) {

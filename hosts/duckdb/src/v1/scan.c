@@ -39,14 +39,15 @@ static void qd_scan_bind(duckdb_bind_info info) {
   struct qd_db *db = duckdb_bind_get_extra_info(info);
   struct ql_error err = {0};
   char *spec = NULL, *table = NULL;
+  size_t spec_len = 0;
   int rc = qd_follow_bind(db, info, &err);
-  if (rc == QL_OK) rc = qd_param_text(info, 0, "the spec", &spec, &err);
+  if (rc == QL_OK) rc = qd_param_spec(info, 0, "the spec", &spec, &spec_len, &err);
   duckdb_value tv = rc == QL_OK ? duckdb_bind_get_named_parameter(info, "table") : NULL;
   if (tv) rc = qd_value_text(tv, "argument \"table\"", &table, &err);
   if (tv) duckdb_destroy_value(&tv);
   struct qd_bind *b = rc == QL_OK ? qd_bind_new(db, spec) : NULL;
   if (rc == QL_OK && !b) rc = ql_error_set(&err, QL_ENOMEM, "out of memory");
-  if (rc == QL_OK) rc = qd_bind_open(b, spec, table, &err);
+  if (rc == QL_OK) rc = qd_bind_open(b, spec, spec_len, table, &err);
   duckdb_free(spec);
   duckdb_free(table);
   if (rc == QL_OK) rc = qd_bind_provider(info, b, &err);

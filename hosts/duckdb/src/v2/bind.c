@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/access.h"
+#include "qlink/lib/text.h"
 
 void qd_v2_fail_code(duckdb_v2_error_info_handle *err, DUCKDB_V2_ERROR code, const char *msg) {
   duckdb_v2_str text = qd_str(msg);
@@ -20,38 +21,53 @@ void qd_v2_fail(duckdb_v2_error_info_handle *err, const char *msg) {
 
 const duckdb_v2_str qd_absent = {"", 1};
 
-/* A VARCHAR value's text, malloc'd into *out and checked as `what`; a NULL
- * value is refused; absent (with `named`: the default above) gives QL_OK
- * and *out NULL. */
-static int qd_value_text_v2(duckdb_v2_value_handle v, const char *what, int named, char **out, struct ql_error *err) {
+/* A VARCHAR value's `len` bytes, malloc'd into *out (NUL-terminated) and,
+ * with `check`, checked by ql_text_check_nul as `what`; a NULL value is
+ * refused; absent (with `named`: the default above) gives QL_OK and *out
+ * NULL. */
+static int qd_value_text_v2(duckdb_v2_value_handle v, const char *what, int named, int check, char **out, size_t *len,
+                            struct ql_error *err) {
   *out = NULL;
+  *len = 0;
   bool is_null = true;
   duckdb_v2_value_is_null(v, &is_null, NULL);
   duckdb_v2_str s = {NULL, 0};
-  if (is_null) return qd_check_text(what, NULL, 0, err);
+  if (is_null) return ql_error_set(err, QL_EINVAL, "%s is NULL", what);
   if (duckdb_v2_value_get_varchar(v, &s, NULL) != DUCKDB_V2_ERROR_NONE) {
     return ql_error_set(err, QL_EINVAL, "%s is not text", what);
   }
   if (named && s.len == qd_absent.len && s.ptr[0] == '\0') return QL_OK;
-  int rc = qd_check_text(what, s.ptr, s.len, err);
+  int rc = check ? ql_text_check_nul(s.ptr, s.len, what, err) : QL_OK;
   if (rc == QL_OK && !(*out = malloc(s.len + 1))) rc = ql_error_set(err, QL_ENOMEM, "out of memory reading %s", what);
   if (rc == QL_OK) {
     if (s.len) memcpy(*out, s.ptr, s.len);
     (*out)[s.len] = '\0';
+    *len = s.len;
   }
   return rc;
 }
 
-int qd_arg_text(duckdb_v2_function_bind_info_handle info, idx_t index, const char *what, char **out,
-                struct ql_error *err) {
+static int qd_arg_value(duckdb_v2_function_bind_info_handle info, idx_t index, const char *what, int check, char **out,
+                        size_t *len, struct ql_error *err) {
   duckdb_v2_value_handle v = NULL;
   *out = NULL;
   if (duckdb_v2_function_bind_get_arg_value(info, index, &v, NULL) != DUCKDB_V2_ERROR_NONE) {
     return ql_error_set(err, QL_EINVAL, "%s is not a constant", what);
   }
-  int rc = qd_value_text_v2(v, what, 0, out, err);
+  int rc = qd_value_text_v2(v, what, 0, check, out, len, err);
   duckdb_v2_value_destroy(&v);
   return rc;
+}
+
+int qd_arg_text(duckdb_v2_function_bind_info_handle info, idx_t index, const char *what, char **out,
+                struct ql_error *err) {
+  size_t len = 0;
+  return qd_arg_value(info, index, what, 1, out, &len, err);
+}
+
+int qd_arg_spec(duckdb_v2_function_bind_info_handle info, idx_t index, const char *what, char **out, size_t *len,
+                struct ql_error *err) {
+  return qd_arg_value(info, index, what, 0, out, len, err);
 }
 
 int qd_named_text(duckdb_v2_function_bind_info_handle info, const char *name, const char *what, char **out,
@@ -63,7 +79,8 @@ int qd_named_text(duckdb_v2_function_bind_info_handle info, const char *name, co
   *out = NULL;
   duckdb_v2_function_bind_get_arg_index(info, &id, &index, &found, NULL);
   if (!found || duckdb_v2_function_bind_get_arg_value(info, index, &v, NULL) != DUCKDB_V2_ERROR_NONE) return QL_OK;
-  int rc = qd_value_text_v2(v, what, 1, out, err);
+  size_t len = 0;
+  int rc = qd_value_text_v2(v, what, 1, 1, out, &len, err);
   duckdb_v2_value_destroy(&v);
   return rc;
 }

@@ -17,7 +17,7 @@ struct qd_db;
 
 static inline duckdb_v2_str qd_str(const char *s) { return (duckdb_v2_str){s, s ? strlen(s) : 0}; }
 /* The default of every VARCHAR named parameter (register.c): one NUL byte,
- * which no argument can be (qd_check_text refuses NUL bytes), so a named
+ * which no argument can be (ql_text_check_nul refuses NUL bytes), so a named
  * argument left out is told apart from one passed as NULL (refused). */
 extern const duckdb_v2_str qd_absent;
 /* Fail a V2 callback: `msg` into DuckDB's error slot, as an invalid input
@@ -25,8 +25,14 @@ extern const duckdb_v2_str qd_absent;
 void qd_v2_fail(duckdb_v2_error_info_handle *err, const char *msg);
 void qd_v2_fail_code(duckdb_v2_error_info_handle *err, DUCKDB_V2_ERROR code, const char *msg);
 /* Argument `index` of a bind as a malloc'd string (*out), checked by
- * qd_check_text as `what` (NULL refused). */
+ * ql_text_check_nul as `what` (NULL refused; a NUL byte inside is an error
+ * naming its offset). */
 int qd_arg_text(duckdb_v2_function_bind_info_handle info, idx_t index, const char *what, char **out,
+                struct ql_error *err);
+/* A spec, argument `index`: its malloc'd text (*out) and byte length (*len)
+ * for ql_table_spec_parse_n, which refuses a NUL byte inside; NULL is
+ * refused here. */
+int qd_arg_spec(duckdb_v2_function_bind_info_handle info, idx_t index, const char *what, char **out, size_t *len,
                 struct ql_error *err);
 /* Named VARCHAR argument `name` likewise; left out: QL_OK and *out NULL. */
 int qd_named_text(duckdb_v2_function_bind_info_handle info, const char *name, const char *what, char **out,

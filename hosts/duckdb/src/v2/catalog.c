@@ -6,6 +6,7 @@
 #include "v2/catalog.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/access.h"
 #include "common/db.h"
@@ -69,11 +70,12 @@ static void qd_tables_bind_v2(duckdb_v2_function_bind_info_handle info, duckdb_v
   static const char *const cols[] = {"table_name"};
   struct qd_rows *r = NULL;
   char *spec = NULL, *label = NULL;
+  size_t spec_len = 0;
   struct ql_error qerr = {0};
   int rc = qd_rows_start(info, result, context, 1, cols, &r, &qerr);
-  if (rc == QL_OK) rc = qd_arg_text(info, 0, "the spec", &spec, &qerr);
+  if (rc == QL_OK) rc = qd_arg_spec(info, 0, "the spec", &spec, &spec_len, &qerr);
   if (rc == QL_OK) label = qd_printf("qlink_tables('%s')", spec);
-  if (rc == QL_OK) rc = qd_rows_tables(qd_user_data(info), spec, r, &qerr);
+  if (rc == QL_OK) rc = qd_rows_tables(qd_user_data(info), spec, spec_len, r, &qerr);
   qd_rows_done(info, r, err, label ? label : "qlink_tables", rc, &qerr);
   free(label);
   free(spec);
@@ -117,9 +119,10 @@ static void qd_attach_query_v2(duckdb_v2_function_bind_info_handle info, duckdb_
   struct ql_error qerr = {0};
   int rc = r ? qd_follow_settings_v2(db, context, &qerr) : ql_error_set(&qerr, QL_ENOMEM, "out of memory");
   if (rc == QL_OK) rc = qd_arg_text(info, 0, "the schema name", &name, &qerr);
+  /* the spec is checked for NUL bytes here: it is also written into SQL below */
   if (rc == QL_OK) rc = qd_arg_text(info, 1, "the spec", &spec, &qerr);
   if (rc == QL_OK) label = qd_printf("qlink_attach('%s', ...)", name);
-  if (rc == QL_OK) rc = qd_rows_tables(db, spec, r, &qerr);
+  if (rc == QL_OK) rc = qd_rows_tables(db, spec, strlen(spec), r, &qerr);
   if (rc == QL_OK && !(sql = qd_attach_sql(name, spec, r, 1))) rc = ql_error_set(&qerr, QL_ENOMEM, "out of memory");
   if (rc != QL_OK) qd_fail_error_v2(err, DUCKDB_V2_ERROR_INPUT_INVALID, label ? label : "qlink_attach", &qerr);
   else qd_set_query(result, sql, err);

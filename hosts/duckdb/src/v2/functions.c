@@ -44,6 +44,7 @@
 #include "qlink/lib/host.h"
 #include "qlink/lib/loader.h"
 #include "qlink/lib/status.h"
+#include "qlink/lib/text.h"
 #include "v2/bind.h"
 #include "v2/filters.h"
 #include "v2/register.h"
@@ -292,7 +293,7 @@ static int const_of(duckdb_v2_value_handle v, struct qd_const *c, char **text, c
       if (duckdb_v2_value_get_varchar(v, &s, NULL) != DUCKDB_V2_ERROR_NONE) {
         return ql_error_set(err, QL_EINVAL, "%s is not text", what);
       }
-      int rc = qd_check_text(what, s.ptr, s.len, err);
+      int rc = ql_text_check_nul(s.ptr, s.len, what, err);
       if (rc == QL_OK && !(*text = malloc(s.len + 1))) rc = ql_error_set(err, QL_ENOMEM, "out of memory");
       if (rc != QL_OK) return rc;
       if (s.len) memcpy(*text, s.ptr, s.len);

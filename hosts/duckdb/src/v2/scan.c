@@ -45,12 +45,13 @@ static void qd_scan_bind_v2(duckdb_v2_function_bind_info_handle info, duckdb_v2_
   struct qd_db *db = qd_user_data(info);
   struct ql_error qerr = {0};
   char *spec = NULL, *table = NULL;
+  size_t spec_len = 0;
   int rc = qd_follow_settings_v2(db, context, &qerr);
-  if (rc == QL_OK) rc = qd_arg_text(info, 0, "the spec", &spec, &qerr);
+  if (rc == QL_OK) rc = qd_arg_spec(info, 0, "the spec", &spec, &spec_len, &qerr);
   if (rc == QL_OK) rc = qd_named_text(info, "table", "argument \"table\"", &table, &qerr);
   struct qd_bind *b = rc == QL_OK ? qd_bind_new(db, spec) : NULL;
   if (rc == QL_OK && !b) rc = ql_error_set(&qerr, QL_ENOMEM, "out of memory");
-  if (rc == QL_OK) rc = qd_bind_open(b, spec, table, &qerr);
+  if (rc == QL_OK) rc = qd_bind_open(b, spec, spec_len, table, &qerr);
   free(spec);
   free(table);
   if (rc == QL_OK) rc = qd_bind_columns_v2(result, context, b, &qerr);
