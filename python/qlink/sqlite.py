@@ -16,7 +16,22 @@ the database, loads the extension (``extension_path()``), allows the
 directories ``plugin_dirs`` (default: ``QLINK_PLUGIN_PATH`` if set, which
 the extension reads itself, else the build's ``plugins/`` folder) and then
 seals the list with ``qlink_allow()``: SQL run on the connection can load
-plugins from those directories only and cannot add any.
+plugins from those directories only and cannot add any. When
+``QLINK_PLUGIN_PATH`` is set it is the operator's list, which nothing on
+the connection can widen: ``plugin_dirs`` naming a directory outside it
+raises ``apsw.SQLError`` (``qlink_allow: 'DIR' is not one of the plugin
+directories QLINK_PLUGIN_PATH set ...``).
+
+A database file's schema is not trusted: a ``USING qlink(...)`` table
+stored in the file is refused when a later connection reads it (``...
+run SELECT qlink_trust_schema(1) first if you trust this database``). To
+reopen a file you trust (one you wrote, say), trust it first::
+
+    db = qlink.sqlite.connect("data.db")
+    db.execute("SELECT qlink_trust_schema(1)")
+    db.execute("SELECT sum(value) FROM s").fetchall()
+
+(hosts/sqlite/README.md, docs/security/sqlite.md).
 """
 
 from __future__ import annotations
