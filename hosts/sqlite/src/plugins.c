@@ -11,6 +11,18 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct qls_plugin **g_plugins;
 static int g_n, g_cap;
 
+/* Room for one more plugin in g_plugins (locked): 0, or -1 without memory
+ * (the array as it was). */
+static int grow(void) {
+  if (g_n < g_cap) return 0;
+  int cap = g_cap ? g_cap * 2 : 8;
+  struct qls_plugin **grown = realloc(g_plugins, sizeof *grown * (size_t)cap);
+  if (!grown) return -1;
+  g_plugins = grown;
+  g_cap = cap;
+  return 0;
+}
+
 int qls_plugin_acquire(const char *real_path, struct qls_plugin **out, struct ql_error *error) {
   pthread_mutex_lock(&g_lock);
   for (int i = 0; i < g_n; i++) {
@@ -23,8 +35,7 @@ int qls_plugin_acquire(const char *real_path, struct qls_plugin **out, struct ql
   }
   struct qls_plugin *p = calloc(1, sizeof *p);
   char *real = strdup(real_path);
-  if (!p || !real ||
-      (g_n == g_cap && !(g_cap = g_cap ? g_cap * 2 : 8, g_plugins = realloc(g_plugins, sizeof *g_plugins * (size_t)g_cap)))) {
+  if (!p || !real || grow() != 0) {
     pthread_mutex_unlock(&g_lock);
     free(p);
     free(real);
