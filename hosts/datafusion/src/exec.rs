@@ -110,6 +110,26 @@ pub struct QlinkExec {
     metrics: ExecutionPlanMetricsSet,
     /// How a table scan was made, when a worker can make it again.
     recipe: Option<Arc<ScanRecipe>>,
+    /// The plugin's statistics per partition argument, asked once: a plan
+    /// never changes, and DataFusion's physical optimizer asks every node
+    /// again at each rule (about 124 times a scan in a deep plan).
+    stats: StatsCache,
+}
+
+/// Statistics already converted, by partition argument (None: the whole plan).
+#[derive(Default)]
+struct StatsCache(std::sync::Mutex<Vec<(Option<usize>, Arc<Statistics>)>>);
+
+impl StatsCache {
+    fn get_or(&self, partition: Option<usize>, compute: impl FnOnce() -> Arc<Statistics>) -> Arc<Statistics> {
+        let mut slots = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, s)) = slots.iter().find(|(p, _)| *p == partition) {
+            return Arc::clone(s);
+        }
+        let s = compute();
+        slots.push((partition, Arc::clone(&s)));
+        s
+    }
 }
 
 impl fmt::Debug for QlinkExec {
@@ -195,6 +215,7 @@ impl QlinkExec {
             children,
             metrics: ExecutionPlanMetricsSet::new(),
             recipe: None,
+            stats: StatsCache::default(),
         })
     }
 
@@ -435,8 +456,16 @@ impl ExecutionPlan for QlinkExec {
 
     #[allow(deprecated)]
     fn partition_statistics(&self, partition: Option<usize>) -> Result<Arc<Statistics>> {
+        Ok(self.stats.get_or(partition, || self.plugin_statistics(partition)))
+    }
+}
+
+impl QlinkExec {
+    /// The plugin's statistics of `partition` (None: every partition);
+    /// unknown when the plugin has none or cannot tell (they are advisory).
+    fn plugin_statistics(&self, partition: Option<usize>) -> Arc<Statistics> {
         let Some(get) = self.handle.plan().get_statistics else {
-            return Ok(Arc::new(Statistics::new_unknown(&self.schema)));
+            return Arc::new(Statistics::new_unknown(&self.schema));
         };
         let mut s: ql_statistics = zeroed();
         s.struct_size = std::mem::size_of::<ql_statistics>() as u32;
@@ -446,11 +475,10 @@ impl ExecutionPlan for QlinkExec {
             unsafe { get(self.handle.ptr(), partition.map(|p| p as i64).unwrap_or(-1), &mut s, err.ptr()) }
         };
         if st != QL_OK {
-            // Statistics are advisory: a plan that cannot tell is unknown.
-            return Ok(Arc::new(Statistics::new_unknown(&self.schema)));
+            return Arc::new(Statistics::new_unknown(&self.schema));
         }
         let owned = crate::stats::OwnedStats(s);
-        Ok(Arc::new(crate::stats::to_statistics(&owned.0, &self.schema)))
+        Arc::new(crate::stats::to_statistics(&owned.0, &self.schema))
     }
 }
 
