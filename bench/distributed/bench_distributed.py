@@ -63,7 +63,7 @@ class DistributedCli(QlinkCli):
 
     def command(self, name, store, table, sql):
         cmd = super().command(name, store, table, sql)
-        return cmd[:2] + ["--workers", self.workers] + cmd[2:]
+        return cmd[:2] + self.workers + cmd[2:]
 
 
 def worker_cpu(pids):
@@ -228,8 +228,8 @@ def main(argv=None):
     load0 = os.getloadavg()
     single = QlinkCli(args.qlink, args.plugin)
     results = {"cases": []}
-    with Workers(2) as workers:
-        dist = DistributedCli(args.qlink, args.plugin, workers.arg)
+    with Workers(2, plugin_dir=os.path.dirname(os.path.abspath(args.plugin))) as workers:
+        dist = DistributedCli(args.qlink, args.plugin, workers.args)
         for case in era5_cases():
             sql = case["sql"]
             print(f"{case['label']}: {args.reps} runs each way", file=sys.stderr)

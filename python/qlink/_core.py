@@ -88,13 +88,16 @@ class Session(_NativeSession):
     """An embedded DataFusion host for qlink plugins.
 
     ``Session(memory_limit=None, target_partitions=None, batch_size=None,
-    information_schema=True, config=None, workers=None)``; ``memory_limit``
-    is a number of bytes or a string such as ``"512M"``; ``config`` maps
-    DataFusion option keys (``"datafusion.execution.batch_size"``) to values;
-    ``workers`` lists ``qlink-worker`` addresses (``"http://host:port"``):
-    queries then run distributed on datafusion-distributed, plugin scans
-    split among the workers (each must be reachable at construction, else
-    ``ValueError`` naming it).
+    information_schema=True, config=None, workers=None, secret_file=None)``;
+    ``memory_limit`` is a number of bytes or a string such as ``"512M"``;
+    ``config`` maps DataFusion option keys
+    (``"datafusion.execution.batch_size"``) to values; ``workers`` lists
+    ``qlink-worker`` addresses (``"http://host:port"``): queries then run
+    distributed on datafusion-distributed, plugin scans split among the
+    workers (each must be reachable at construction, else ``ValueError``
+    naming it). Every call to a worker carries the workers' shared secret:
+    the first line of ``secret_file``, or the ``QLINK_SECRET`` environment
+    variable (``ValueError`` when workers are given and neither is set).
 
     Methods (all release the GIL while DataFusion or a plugin works):
 

@@ -57,6 +57,8 @@ class Session:
         batch_size: int | None = None,
         information_schema: bool = True,
         config: Mapping[str, Any] | None = None,
+        workers: list[str] | None = None,
+        secret_file: str | None = None,
     ) -> None: ...
     @property
     def memory_limit(self) -> int | None: ...

@@ -18,7 +18,7 @@ use futures::StreamExt;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use qlink_datafusion::distributed::{coordinator_state, PluginLoader};
+use qlink_datafusion::distributed::{coordinator_state, Secret};
 use qlink_datafusion::planner::{InstalledPlanner, QlinkQueryPlanner};
 use qlink_datafusion::QlinkSession;
 
@@ -135,9 +135,14 @@ pub fn parse_size(v: &Bound<'_, PyAny>) -> PyResult<usize> {
 
 /// Percent-encode a spec component for libqlink's table-spec parser.
 fn encode(s: &str) -> String {
+    encode_keeping(s, b"")
+}
+
+/// Percent-encode `s` but for unreserved bytes and those in `keep`.
+fn encode_keeping(s: &str, keep: &[u8]) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) || keep.contains(&b) {
             out.push(b as char);
         } else {
             out.push_str(&format!("%{b:02X}"));
@@ -146,12 +151,11 @@ fn encode(s: &str) -> String {
     out
 }
 
-/// "PLUGIN/PROVIDER?k=v&..." with PLUGIN the loaded plugin's path.
+/// The spec of `provider` in the plugin at `plugin_path` with `options`,
+/// every part percent-encoded (the path keeping its '/'), so a folder
+/// named `a?b`, `%41` or `a&b` names itself and nothing else.
 fn spec_of(plugin_path: &str, provider: &str, options: &[(String, String)]) -> PyResult<String> {
-    if plugin_path.contains('?') {
-        return Err(PyValueError::new_err(format!("plugin path {plugin_path:?} contains '?'")));
-    }
-    let mut spec = format!("{plugin_path}/{}", encode(provider));
+    let mut spec = format!("{}/{}", encode_keeping(plugin_path, b"/"), encode(provider));
     for (i, (k, v)) in options.iter().enumerate() {
         spec.push(if i == 0 { '?' } else { '&' });
         spec.push_str(&encode(k));
@@ -166,6 +170,8 @@ struct Inner {
     planners: Vec<Arc<InstalledPlanner>>,
     /// The workers queries are distributed over (empty: none).
     workers: Vec<url::Url>,
+    /// The secret every call to them carries (Some when there are workers).
+    secret: Option<Secret>,
 }
 
 /// A DataFusion session hosting qlink plugins.
@@ -252,9 +258,9 @@ impl RecordBatchReader for StreamReader {
 #[pymethods]
 impl PySession {
     /// Session(memory_limit=None, target_partitions=None, batch_size=None,
-    /// information_schema=True, config=None, workers=None)
+    /// information_schema=True, config=None, workers=None, secret_file=None)
     #[new]
-    #[pyo3(signature = (memory_limit=None, target_partitions=None, batch_size=None, information_schema=true, config=None, workers=None))]
+    #[pyo3(signature = (memory_limit=None, target_partitions=None, batch_size=None, information_schema=true, config=None, workers=None, secret_file=None))]
     fn new(
         py: Python<'_>,
         memory_limit: Option<Bound<'_, PyAny>>,
@@ -263,6 +269,7 @@ impl PySession {
         information_schema: bool,
         config: Option<Bound<'_, PyDict>>,
         workers: Option<Vec<String>>,
+        secret_file: Option<std::path::PathBuf>,
     ) -> PyResult<Self> {
         let workers = workers
             .unwrap_or_default()
@@ -270,6 +277,12 @@ impl PySession {
             .map(|w| qlink_cli::workers::parse_worker(w))
             .collect::<Result<Vec<_>, _>>()
             .map_err(PyValueError::new_err)?;
+        let secret = if workers.is_empty() {
+            None
+        } else {
+            let s = Secret::from_file_or_env(secret_file.as_deref()).map_err(PyValueError::new_err)?;
+            Some(s.ok_or_else(|| PyValueError::new_err(qlink_cli::session::NO_SECRET))?)
+        };
         py.detach(|| qlink_cli::workers::check_reachable(&workers)).map_err(PyValueError::new_err)?;
         let limit = memory_limit.as_ref().map(parse_size).transpose()?;
         let mut cfg = SessionConfig::new().with_information_schema(information_schema);
@@ -293,9 +306,9 @@ impl PySession {
                 cfg.options_mut().set(&key, &value).map_err(to_py)?;
             }
         }
-        let ctx = qlink_cli::session::session_context(cfg, limit, Vec::new(), workers.clone()).map_err(to_py)?;
+        let ctx = qlink_cli::session::session_context(cfg, limit, Vec::new(), workers.clone(), secret.clone()).map_err(to_py)?;
         Ok(PySession {
-            inner: Mutex::new(Inner { session: QlinkSession::new(ctx), planners: Vec::new(), workers }),
+            inner: Mutex::new(Inner { session: QlinkSession::new(ctx), planners: Vec::new(), workers, secret }),
             memory_limit: limit,
         })
     }
@@ -371,8 +384,8 @@ impl PySession {
             let state = inner.session.ctx.state();
             let mut builder = SessionStateBuilder::new_from_existing(state)
                 .with_query_planner(Arc::new(QlinkQueryPlanner::new(inner.planners.clone())));
-            if !inner.workers.is_empty() {
-                builder = coordinator_state(builder, inner.workers.clone(), Arc::new(PluginLoader::new(None)));
+            if let (false, Some(secret)) = (inner.workers.is_empty(), inner.secret.clone()) {
+                builder = coordinator_state(builder, inner.workers.clone(), secret);
             }
             let state = builder.build();
             inner.session.ctx = SessionContext::new_with_state(state);

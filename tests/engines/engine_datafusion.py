@@ -87,7 +87,7 @@ class DataFusionDistributed(DataFusionCli):
         self.workers = request.getfixturevalue("qlink_workers")
 
     def options(self):
-        return ["--workers", self.workers.arg]
+        return self.workers.args
 
 
 def split_spec(spec: str) -> tuple[str, str, dict[str, str]]:

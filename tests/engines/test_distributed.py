@@ -112,7 +112,7 @@ def kept_blocks(t_range: range, y_range: range) -> list[int]:
 
 def partition_blocks(blocks: list[int], parts: int) -> list[list[int]]:
     """qlink_zarr's dealing: contiguous runs in order, the first ``n % parts``
-    partitions one block longer (plugins/zarr/src/scan.c)."""
+    partitions one block longer (plugins/zarr/core/src/scan.c)."""
     base, extra = divmod(len(blocks), parts)
     first = [p * base + min(p, extra) for p in range(parts + 1)]
     return [blocks[first[p]:first[p + 1]] for p in range(parts)]
@@ -130,7 +130,7 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c[0])
 def test_workers_read_disjoint_chunks_whose_union_is_the_scan(store, qlink_workers, case):
     _, sql, t_range, y_range = case
-    workers = ["--workers", qlink_workers.arg]
+    workers = qlink_workers.args
     assert rows(store, sql, *workers) == rows(store, sql)
 
     kept = kept_blocks(t_range, y_range)
@@ -200,7 +200,7 @@ def test_the_fold_planner_gives_the_same_rows_with_workers(matrices, qlink_worke
     if not Path(plugin_path("qlink_fold")).is_file():
         pytest.skip(f"qlink_fold is not built: {plugin_path('qlink_fold')}")
     root, want = matrices
-    workers = ["--workers", qlink_workers.arg]
+    workers = qlink_workers.args
 
     def run(*args):
         return json.loads(qlink("sql", "--format", "json", *args, "--", FOLD_SQL))

@@ -4,15 +4,20 @@ distributed tests (``test_distributed.py``) and ``bench/distributed``.
 
 ``Workers(n)`` starts ``n`` workers, each on a free port of 127.0.0.1
 (bound, released, then given to ``qlink-worker --port``; a port taken in
-between is retried on another), and waits for each to print
+between is retried on another), each loading plugins from the C build's
+plugin folder (``--plugin-dir``) and requiring a fresh random secret
+(``--secret-file``), and waits for each to print
 ``qlink-worker: serving on http://127.0.0.1:PORT``. ``urls`` lists them,
-``arg`` is the ``--workers`` value; ``stop()`` ends exactly the processes
-it started. The binary is ``$QLINK_WORKER``, default ``qlink-worker``
+``arg`` is the ``--workers`` value, ``args`` the coordinator's options
+(``--workers`` and ``--secret-file``); ``stop()`` ends exactly the
+processes it started. The binary is ``$QLINK_WORKER``, default ``qlink-worker``
 beside the qlink CLI (``make build-cli`` builds both).
 """
 
 from __future__ import annotations
 
+import os
+import secrets
 import socket
 import subprocess
 import tempfile
@@ -20,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from engine import release_binary
+from engine import build_dir, release_binary
 
 
 def worker_path() -> Path:
@@ -70,15 +75,28 @@ class Worker:
         self.proc.wait()
 
 
+def write_secret(folder: str) -> str:
+    """A file holding a fresh 256-bit secret (hex), readable by its owner only."""
+    path = os.path.join(folder, "secret")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(32) + "\n")
+    return path
+
+
 class Workers:
-    def __init__(self, n: int = 2, extra: list[str] | None = None, timeout: float = 60.0, attempts: int = 3):
+    def __init__(self, n: int = 2, extra: list[str] | None = None, timeout: float = 60.0, attempts: int = 3,
+                 plugin_dir: str | None = None):
         binary = worker_path()
         if not binary.is_file():
             raise WorkerError(f"qlink-worker is not built: {binary} (make build-cli)")
         self.workers: list[Worker] = []
+        self._dir = tempfile.TemporaryDirectory(prefix="qlink-workers-")
+        self.secret_file = write_secret(self._dir.name)
+        base = ["--plugin-dir", plugin_dir or str(build_dir() / "plugins"), "--secret-file", self.secret_file]
         try:
             for _ in range(n):
-                self.workers.append(self._start(binary, extra or [], timeout, attempts))
+                self.workers.append(self._start(binary, base + (extra or []), timeout, attempts))
         except BaseException:
             self.stop()
             raise
@@ -102,12 +120,18 @@ class Workers:
     def arg(self) -> str:
         return ",".join(self.urls)
 
+    @property
+    def args(self) -> list[str]:
+        """A coordinator's options: the workers and their secret."""
+        return ["--workers", self.arg, "--secret-file", self.secret_file]
+
     def logs(self) -> str:
         return "\n".join(f"{w.url}: {w.log().strip()}" for w in self.workers if w.log().strip())
 
     def stop(self):
         for w in self.workers:
             w.stop()
+        self._dir.cleanup()
 
     def __enter__(self):
         return self

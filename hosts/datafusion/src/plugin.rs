@@ -5,11 +5,12 @@
 
 use std::ffi::CString;
 use std::os::raw::c_void;
+use std::path::Path;
 use std::sync::Arc;
 
 use datafusion::error::DataFusionError;
 
-use crate::error::{cstr, ErrorSlot, Result};
+use crate::error::{cstr, error_message, ErrorSlot, Result};
 use crate::ffi::*;
 
 pub struct Plugin {
@@ -27,6 +28,20 @@ impl std::fmt::Debug for Plugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Plugin({} from {})", self.name, self.path)
     }
+}
+
+/// Why [`Plugin::load_if_digest`] loaded nothing.
+#[derive(Debug)]
+pub enum LoadRefused {
+    /// The file's digest, which is not the one asked for.
+    Digest(u64),
+    /// The file could not be read or loaded.
+    Error(DataFusionError),
+}
+
+/// The 64-bit FNV-1a digest of `bytes`.
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
 /// Calls the plugin's executor_leave when dropped (same thread as enter).
@@ -67,6 +82,37 @@ impl Plugin {
         Ok(Arc::new(Plugin { raw, name, path: path.to_string(), digest: std::sync::OnceLock::new() }))
     }
 
+    /// Load the plugin file at `path` only when its contents have the
+    /// 64-bit FNV-1a digest `digest` (file_digest's): the file is opened
+    /// once, hashed from that descriptor, and the same descriptor is loaded
+    /// (`/proc/self/fd/N`), so nothing of a file with another digest runs,
+    /// and a file swapped after the check is not the one loaded.
+    pub fn load_if_digest(path: &Path, digest: u64) -> std::result::Result<Arc<Plugin>, LoadRefused> {
+        use std::io::Read;
+        use std::os::unix::io::AsRawFd;
+        let shown = path.display();
+        let mut file = std::fs::File::open(path)
+            .map_err(|e| LoadRefused::Error(DataFusionError::Plan(format!("opening plugin file {shown}: {e}"))))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|e| LoadRefused::Error(DataFusionError::Plan(format!("reading plugin file {shown}: {e}"))))?;
+        let mine = fnv1a64(&bytes);
+        if mine != digest {
+            return Err(LoadRefused::Digest(mine));
+        }
+        let by_fd = format!("/proc/self/fd/{}", file.as_raw_fd());
+        let loaded = Plugin::load(&by_fd).map_err(|e| {
+            LoadRefused::Error(DataFusionError::Plan(error_message(&e).replace(&by_fd, &shown.to_string())))
+        })?;
+        drop(file);
+        let mut plugin = Arc::try_unwrap(loaded).map_err(|_| {
+            LoadRefused::Error(DataFusionError::Internal("a plugin just loaded is shared".into()))
+        })?;
+        plugin.path = path.to_string_lossy().into_owned();
+        plugin.digest = std::sync::OnceLock::from(mine);
+        Ok(Arc::new(plugin))
+    }
+
     pub fn descriptor(&self) -> &ql_plugin {
         // SAFETY: raw lives until drop.
         unsafe { &(*self.raw).plugin }
@@ -95,8 +141,7 @@ impl Plugin {
         }
         let bytes = std::fs::read(&self.path)
             .map_err(|e| DataFusionError::Execution(format!("reading plugin file {}: {e}", self.path)))?;
-        let d = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3));
-        Ok(*self.digest.get_or_init(|| d))
+        Ok(*self.digest.get_or_init(|| fnv1a64(&bytes)))
     }
 
     /// Bracket a call into the plugin (gap G4).

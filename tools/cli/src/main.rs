@@ -27,6 +27,7 @@ use datafusion::prelude::SessionConfig;
 use qlink_cli::session::{parse_size, session_context};
 use qlink_cli::workers::{check_reachable, parse_workers};
 use qlink_datafusion::ffi::{ql_check_options, ql_check_plugin, QL_ITEM_SCHEMA_PROVIDER, QL_ITEM_TABLE_PROVIDER};
+use qlink_datafusion::distributed::Secret;
 use qlink_datafusion::planner::InstalledPlanner;
 use qlink_datafusion::{Plugin, QlinkSession};
 
@@ -60,6 +61,8 @@ OPTIONS (sql and explain):
                                      (http://HOST:PORT each): plugin scans are split
                                      among them, each worker reading only its own
                                      partitions; EXPLAIN shows the stages and tasks
+  --secret-file FILE                 the workers' shared secret (its first line; default:
+                                     the QLINK_SECRET environment variable)
   --timing                           print to stderr the query's own elapsed time, from SQL
                                      submission until its last batch is printed (start-up,
                                      plugin loading and table registration excluded):
@@ -82,6 +85,7 @@ struct Args {
     format: String,
     memory_limit: Option<usize>,
     workers: Vec<url::Url>,
+    secret_file: Option<std::path::PathBuf>,
     analyze: bool,
     verbose: bool,
     timing: bool,
@@ -100,7 +104,7 @@ fn fail(msg: impl std::fmt::Display) -> ! {
 fn option_commands(key: &str) -> Option<&'static [&'static str]> {
     Some(match key {
         "--plugin" | "--table" | "--schema" | "--planner" | "--format" | "--memory-limit" | "--timing" | "--quiet" | "-q"
-        | "--workers" => {
+        | "--workers" | "--secret-file" => {
             &["sql", "explain"]
         }
         "--analyze" => &["explain"],
@@ -215,6 +219,7 @@ fn parse_args() -> Result<Args, String> {
         format: "table".into(),
         memory_limit: None,
         workers: vec![],
+        secret_file: None,
         analyze: false,
         verbose: false,
         timing: false,
@@ -261,6 +266,7 @@ fn parse_args() -> Result<Args, String> {
                 a.memory_limit = Some(parse_size(&value("--memory-limit")?).map_err(|e| format!("--memory-limit: {e}"))?)
             }
             "--workers" => a.workers.extend(parse_workers(&value("--workers")?)?),
+            "--secret-file" => a.secret_file = Some(value("--secret-file")?.into()),
             "--analyze" => a.analyze = true,
             "--verbose" | "-v" => a.verbose = true,
             "--timing" => a.timing = true,
@@ -395,8 +401,14 @@ async fn build_session(a: &Args) -> Result<QlinkSession, DataFusionError> {
         let p = find(plugin, &mut plugins)?;
         planners.push(InstalledPlanner::open(&p, name, &parsed.options)?);
     }
+    let secret = if a.workers.is_empty() {
+        None
+    } else {
+        Secret::from_file_or_env(a.secret_file.as_deref()).map_err(DataFusionError::Plan)?
+    };
     check_reachable(&a.workers).map_err(DataFusionError::Plan)?;
-    let ctx = session_context(SessionConfig::new().with_information_schema(true), a.memory_limit, planners, a.workers.clone())?;
+    let ctx =
+        session_context(SessionConfig::new().with_information_schema(true), a.memory_limit, planners, a.workers.clone(), secret)?;
     let mut s = QlinkSession::new(ctx);
     for p in &plugins {
         s.insert_plugin(Arc::clone(p));

@@ -7,11 +7,11 @@
 
 use std::sync::Arc;
 
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use qlink_datafusion::distributed::{coordinator_state, PluginLoader};
+use qlink_datafusion::distributed::{coordinator_state, Secret};
 use qlink_datafusion::planner::{InstalledPlanner, QlinkQueryPlanner};
 use url::Url;
 
@@ -55,23 +55,30 @@ pub fn runtime_env(memory_limit: Option<usize>) -> Result<Arc<RuntimeEnv>> {
     rt.build_arc()
 }
 
+/// The error of a coordinator given workers but no secret.
+pub const NO_SECRET: &str = "distributed queries need the workers' shared secret: set QLINK_SECRET, or give its file \
+     (--secret-file FILE in the qlink tool, secret_file= in qlink.Session), as each qlink-worker was given it";
+
 /// A session context with `config`, the runtime environment of
 /// [`runtime_env`], `planners` installed (in order) when there are any,
 /// and, when `workers` is not empty, datafusion-distributed's coordinator
 /// over them (qlink scans split among the workers, which must be running
-/// `qlink-worker`; see `qlink_datafusion::distributed`).
+/// `qlink-worker`; see `qlink_datafusion::distributed`), every call
+/// carrying `secret`. Errors: workers without a secret.
 pub fn session_context(
     config: SessionConfig,
     memory_limit: Option<usize>,
     planners: Vec<Arc<InstalledPlanner>>,
     workers: Vec<Url>,
+    secret: Option<Secret>,
 ) -> Result<SessionContext> {
     let mut builder = SessionStateBuilder::new().with_config(config).with_runtime_env(runtime_env(memory_limit)?).with_default_features();
     if !planners.is_empty() {
         builder = builder.with_query_planner(Arc::new(QlinkQueryPlanner::new(planners)));
     }
     if !workers.is_empty() {
-        builder = coordinator_state(builder, workers, Arc::new(PluginLoader::new(None)));
+        let secret = secret.ok_or_else(|| DataFusionError::Plan(NO_SECRET.to_string()))?;
+        builder = coordinator_state(builder, workers, secret);
     }
     Ok(SessionContext::new_with_state(builder.build()))
 }

@@ -61,10 +61,12 @@ impl PluginIdentity {
     }
 }
 
-/// Where a worker finds the plugins the coordinator names: in `dir` by the
-/// file name the coordinator loaded (the same layout on every machine),
-/// or, with no directory, at the coordinator's own path. Each file is
-/// loaded once.
+/// Where a worker finds the plugins the coordinator names: in its own
+/// plugin directory, by the file name the coordinator loaded (the same
+/// layout on every machine), never at a path a request names. A worker
+/// without a directory loads no plugin. The file is checked to be the
+/// coordinator's build (its digest) before anything in it runs; each file
+/// is loaded once.
 #[derive(Debug, Default)]
 pub struct PluginLoader {
     dir: Option<PathBuf>,
@@ -73,6 +75,8 @@ pub struct PluginLoader {
 }
 
 impl PluginLoader {
+    /// A loader over `dir` (None: one that refuses every plugin, for a
+    /// coordinator, which never loads what a worker names).
     pub fn new(dir: Option<PathBuf>) -> PluginLoader {
         PluginLoader { dir, loaded: Mutex::new(HashMap::new()), functions: Mutex::new(HashMap::new()) }
     }
@@ -90,31 +94,61 @@ impl PluginLoader {
         Ok(f)
     }
 
-    /// The worker's copy of the plugin `want` names, checked to be the
-    /// same build. Errors name both sides: a missing file, or a different
-    /// name, version, ABI version or file digest.
-    pub fn plugin_for(&self, want: &PluginIdentity) -> Result<Arc<Plugin>> {
-        let theirs = Path::new(&want.path);
-        let path = match &self.dir {
-            Some(d) => d.join(theirs.file_name().unwrap_or(theirs.as_os_str())),
-            None => theirs.to_path_buf(),
+    /// The file in the plugin directory that `want` names by its file
+    /// name: a plain name (no directory part, no `..`), resolving (symlinks
+    /// followed) to a regular file inside the directory.
+    fn file_for(&self, want: &PluginIdentity, coordinator: &str) -> Result<PathBuf> {
+        let Some(dir) = &self.dir else {
+            return Err(DataFusionError::Plan(format!(
+                "this worker loads no plugins: start qlink-worker with --plugin-dir DIR holding {} ({coordinator})",
+                want.name
+            )));
         };
+        let name = Path::new(&want.path).file_name().and_then(|n| n.to_str()).filter(|n| !n.is_empty() && *n != "..");
+        let Some(name) = name else {
+            return Err(DataFusionError::Plan(format!("the coordinator named no plugin file ({coordinator})")));
+        };
+        let path = dir.join(name);
+        let missing = || DataFusionError::Plan(format!("this worker has no plugin file {} ({coordinator})", path.display()));
+        let real = std::fs::canonicalize(&path).map_err(|_| missing())?;
+        let real_dir = std::fs::canonicalize(dir)
+            .map_err(|e| DataFusionError::Plan(format!("this worker's plugin directory {}: {e}", dir.display())))?;
+        if !real.starts_with(&real_dir) {
+            return Err(DataFusionError::Plan(format!(
+                "plugin file {} resolves to {}, outside this worker's plugin directory {}",
+                path.display(),
+                real.display(),
+                real_dir.display()
+            )));
+        }
+        if !real.is_file() {
+            return Err(missing());
+        }
+        Ok(real)
+    }
+
+    /// The worker's copy of the plugin `want` names, checked to be the
+    /// same build: its file's digest before it is loaded, then its name,
+    /// version and ABI version. Errors name both sides: a missing file, or
+    /// a different name, version, ABI version or file digest.
+    pub fn plugin_for(&self, want: &PluginIdentity) -> Result<Arc<Plugin>> {
         let coordinator = format!(
             "the coordinator's is {} {} (ABI {:#x}, digest {:016x}) from {}",
             want.name, want.version, want.abi_version, want.digest, want.path
         );
-        if !path.is_file() {
-            return Err(DataFusionError::Plan(format!(
-                "this worker has no plugin file {} ({coordinator})",
-                path.display()
-            )));
-        }
+        let path = self.file_for(want, &coordinator)?;
         let plugin = {
             let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
             match loaded.get(&path) {
                 Some(p) => Arc::clone(p),
                 None => {
-                    let p = Plugin::load(&path.to_string_lossy())?;
+                    let p = Plugin::load_if_digest(&path, want.digest).map_err(|e| match e {
+                        crate::plugin::LoadRefused::Digest(mine) => DataFusionError::Plan(format!(
+                            "this worker's plugin file {} has digest {mine:016x}, {coordinator}: install the same build on every worker",
+                            path.display()
+                        )),
+                        crate::plugin::LoadRefused::Error(e) => e,
+                    })?;
                     loaded.insert(path.clone(), Arc::clone(&p));
                     p
                 }

@@ -16,7 +16,9 @@
 //! - `planner`: planner-plugin nodes and scans a worker cannot rebuild keep
 //!   the whole query on the coordinator.
 //! - `session`: the coordinator's and the worker's session set-up.
+//! - `auth`: the secret every call between them carries.
 
+mod auth;
 mod codec;
 mod functions;
 mod handlers;
@@ -25,6 +27,7 @@ mod recipe;
 mod session;
 mod task_scan;
 
+pub use auth::{RequireSecret, Secret, SecretChannelResolver, MIN_SECRET_LEN, SECRET_ENV};
 pub use codec::{PluginIdentity, PluginLoader, QlinkCodec};
 pub use functions::{register_shipped, ShippedPlugins};
 pub use handlers::{desired_task_count, route_tasks, scale_up_leaf, worker_of};
