@@ -24,6 +24,12 @@
 //! do not. Errors from the server (status, connection) reach the caller as
 //! object_store errors naming the URL.
 //!
+//! Redirects are followed within the store's origin only (scheme, host and
+//! port): a server answering 302 to another host would otherwise receive
+//! every metadata and chunk request meant for the first. A refused redirect
+//! is an error naming both origins; `QLINK_FOLLOW_REDIRECTS=1` in the
+//! environment follows any (at most 10 hops).
+//!
 //! An embedder of DataFusion keeps its own registry and registers its own
 //! stores; this type is only a convenience for the sessions qlink builds.
 
@@ -32,6 +38,7 @@ use std::time::Duration;
 
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::object_store::{DefaultObjectStoreRegistry, ObjectStoreRegistry};
+use object_store::client::{HttpClient, HttpConnector};
 use object_store::http::{HttpBuilder, HttpStore};
 use object_store::{ClientOptions, ObjectStore, RetryConfig};
 use url::Url;
@@ -83,12 +90,57 @@ pub fn http_store(url: &Url) -> Result<HttpStore> {
         return Err(DataFusionError::Plan(format!("{url} is not an http(s), gs, gcs or s3 URL")));
     };
     let retry = RetryConfig { max_retries: 2, retry_timeout: Duration::from_secs(10), ..RetryConfig::default() };
+    let follow_any = std::env::var_os(FOLLOW_REDIRECTS_ENV).is_some_and(|v| v == "1");
     HttpBuilder::new()
         .with_url(origin.clone())
         .with_client_options(ClientOptions::new().with_allow_http(true))
+        .with_http_connector(RedirectPolicy { follow_any })
         .with_retry(retry)
         .build()
         .map_err(|e| DataFusionError::External(format!("cannot make an HTTP object store for {origin}: {e}").into()))
+}
+
+/// The environment variable that lets redirects leave a store's origin.
+pub const FOLLOW_REDIRECTS_ENV: &str = "QLINK_FOLLOW_REDIRECTS";
+
+/// How many redirects one request may follow.
+const MAX_REDIRECTS: usize = 10;
+
+/// object_store's HTTP client (reqwest, with object_store's default
+/// timeouts) whose redirects stay within the first request's origin
+/// unless `follow_any`.
+#[derive(Debug)]
+struct RedirectPolicy {
+    follow_any: bool,
+}
+
+impl HttpConnector for RedirectPolicy {
+    fn connect(&self, _options: &ClientOptions) -> object_store::Result<HttpClient> {
+        let follow_any = self.follow_any;
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() > MAX_REDIRECTS {
+                return attempt.error(format!("more than {MAX_REDIRECTS} HTTP redirects"));
+            }
+            let first = attempt.previous().first().map(|u| u.origin().ascii_serialization()).unwrap_or_default();
+            let to = attempt.url().origin().ascii_serialization();
+            if follow_any || first == to {
+                attempt.follow()
+            } else {
+                attempt.error(format!(
+                    "HTTP redirect from {first} to {to} refused: redirects are followed within one origin only \
+                     (set {FOLLOW_REDIRECTS_ENV}=1 to follow them anywhere)"
+                ))
+            }
+        });
+        let client = reqwest::Client::builder()
+            .redirect(policy)
+            .user_agent(concat!("qlink/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| object_store::Error::Generic { store: "HTTP", source: Box::new(e) })?;
+        Ok(HttpClient::new(client))
+    }
 }
 
 impl ObjectStoreRegistry for RemoteStoreRegistry {

@@ -43,7 +43,23 @@ fn store_error(error: *mut ql_error, e: object_store::Error) -> c_int {
         object_store::Error::NotFound { .. } => QL_ENOTFOUND,
         _ => QL_EIO,
     };
-    set_error(error, status, &e.to_string())
+    set_error(error, status, &with_causes(&e))
+}
+
+/// An error's text followed by each cause its own text does not already
+/// say (an HTTP client's "error following redirect" then says why).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !more.is_empty() && !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    text
 }
 
 unsafe extern "C" fn store_head(
