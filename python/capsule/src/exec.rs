@@ -8,7 +8,7 @@
 
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::DataFusionError;
@@ -20,6 +20,7 @@ use datafusion_ffi::execution::FFI_TaskContext;
 use datafusion_ffi::execution_plan::{ExecutionPlanPrivateData, FFI_ExecutionPlan};
 use datafusion_ffi::record_batch_stream::FFI_RecordBatchStream;
 use datafusion_ffi::util::FFI_Result;
+use prost::Message;
 use stabby::vec::Vec as SVec;
 use tokio::runtime::Handle;
 
@@ -32,12 +33,29 @@ pub struct CapsuleScanExec {
     task: Arc<TaskContext>,
     /// The inner plan's properties less its output ordering (`exported_properties`).
     props: Arc<PlanProperties>,
+    /// The statistics as datafusion-ffi hands them over (prost-encoded
+    /// `datafusion_proto_common::Statistics`), encoded once per partition
+    /// argument: the consumer's optimizer asks a scan again at every rule.
+    encoded_stats: Mutex<Vec<(Option<usize>, Arc<[u8]>)>>,
 }
 
 impl CapsuleScanExec {
     pub fn new(inner: Arc<dyn ExecutionPlan>, task: Arc<TaskContext>) -> CapsuleScanExec {
         let props = exported_properties(inner.properties());
-        CapsuleScanExec { inner, task, props }
+        CapsuleScanExec { inner, task, props, encoded_stats: Mutex::new(Vec::new()) }
+    }
+
+    /// The statistics of `partition`, encoded for the consumer once.
+    fn encoded_statistics(&self, partition: Option<usize>) -> Result<Arc<[u8]>> {
+        let mut slots = self.encoded_stats.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, b)) = slots.iter().find(|(p, _)| *p == partition) {
+            return Ok(Arc::clone(b));
+        }
+        #[allow(deprecated)]
+        let stats = self.inner.partition_statistics(partition)?;
+        let bytes: Arc<[u8]> = datafusion_proto_common::Statistics::from(stats.as_ref()).encode_to_vec().into();
+        slots.push((partition, Arc::clone(&bytes)));
+        Ok(bytes)
     }
 
     /// Execute `partition` with the scan's own task context.
@@ -134,6 +152,7 @@ fn export(plan: Arc<dyn ExecutionPlan>, runtime: Option<Handle>) -> FFI_Executio
     ffi.clone = clone_fn;
     ffi.with_new_children = with_new_children_fn;
     ffi.repartitioned = repartitioned_fn;
+    ffi.partition_statistics = partition_statistics_fn;
     // Our execute must be called through the pointer, never bypassed by a
     // consumer that happens to share datafusion-ffi's marker.
     ffi.library_marker_id = capsule_marker_id;
@@ -180,6 +199,27 @@ unsafe extern "C" fn repartitioned_fn(
 ) -> FFI_Result<datafusion_ffi::util::FFI_Option<FFI_ExecutionPlan>> {
     drop(config);
     FFI_Result::Ok(datafusion_ffi::util::FFI_Option::None)
+}
+
+/// The scan's statistics from its cache of encoded bytes (datafusion-ffi's
+/// own wrapper converts and encodes them on every call).
+unsafe extern "C" fn partition_statistics_fn(
+    plan: &FFI_ExecutionPlan,
+    partition: datafusion_ffi::util::FFI_Option<usize>,
+) -> FFI_Result<SVec<u8>> {
+    let data = data_of(plan);
+    let run = || -> Result<SVec<u8>> {
+        let scan = data
+            .plan
+            .downcast_ref::<CapsuleScanExec>()
+            .ok_or_else(|| DataFusionError::Internal("capsule statistics: not a capsule scan".into()))?;
+        Ok(SVec::from(scan.encoded_statistics(partition.into())?.as_ref()))
+    };
+    match catch_unwind(AssertUnwindSafe(run)) {
+        Ok(Ok(s)) => FFI_Result::Ok(s),
+        Ok(Err(e)) => FFI_Result::Err(error_message(&e).as_str().into()),
+        Err(_) => FFI_Result::Err("qlink partition_statistics: panic".into()),
+    }
 }
 
 unsafe extern "C" fn clone_fn(plan: &FFI_ExecutionPlan) -> FFI_ExecutionPlan {
