@@ -13,7 +13,7 @@ PY := $(CURDIR)/.venv/bin/python
 CARGO_WS := --release --locked --workspace --exclude qlink-python
 
 .PHONY: all setup build build-release build-asan build-fuzz build-cli run test test-c test-valgrind \
-        test-fuzz test-rust test-python test-sqlite require-duckdb test-duckdb test-xarray test-engines test-security bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-distributed bench-fold bench-ffi compat-xarray-sql bench-xarray clean
+        test-fuzz test-rust test-python test-sqlite require-duckdb test-duckdb test-xarray test-engines test-security bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-distributed bench-fold bench-ffi compat-xarray-sql bench-xarray bench-plans clean
 
 all: build
 
@@ -169,6 +169,17 @@ bench-ffi:
 bench-xarray: build-release
 	bench/zarr/setup.sh
 	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release $(PY) bench/xarray/bench_xarray.py --out bench/results/xarray.json
+
+# Deep plans (issue 25, 31): join chains of depth 40/80/160, a one-layer GPT
+# forward pass as one SQL statement over 11 xarray tables (2,822 scans in
+# DataFusion; small model, and a large one with the qlink_fold planner), and
+# SELECT * over 1,040 rows; every qlink route (qlink.xarray.Context,
+# qlink.Session, DuckDB, SQLite) beside its engine's native tables, and
+# xarray-sql 0.6.0. Context and Session use the qlink wheel in .venv (missing
+# routes are reported). bench/results/plans.json.
+bench-plans: build-release
+	bench/zarr/setup.sh
+	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release $(PY) bench/plans/bench_plans.py --out bench/results/plans.json
 
 # xarray-sql 0.6.0's own test suite (its sdist) against qlink.xarray standing
 # in for xarray_sql: tests/compat_xarray_sql/REPORT.md (passed / failed / not
