@@ -28,6 +28,8 @@ Routes (each builds its own connection and registers the same tables):
   duckdb_native   DuckDB tables (CREATE TABLE AS from the same Arrow data)
   sqlite          qlink.xarray.register on qlink.sqlite.connect() (apsw)
   sqlite_native   SQLite tables of the same rows, same apsw build
+  sqlite_stdlib_native  extra (GPT only): Python's sqlite3 module, another
+                  SQLite version (it cannot load extensions here)
   xarray_sql      xarray-sql 0.6.0 from_dataset, in bench/zarr/.venv-xsql
                   (datafusion-python 54), beside
   xarray_sql_native  that venv's register_record_batches
@@ -56,7 +58,6 @@ never estimated; a wrong answer is reported and makes the run fail.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import os
@@ -76,16 +77,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+sys.path.insert(0, str(ROOT / "bench" / "xarray"))
+import bench_xarray  # noqa: E402  (its helpers: _load, use_qlink, and bench_ffi's as .ffi)
 
-
-ffi = _load("bench_ffi", ROOT / "bench" / "ffi" / "bench_ffi.py")
-gpt = _load("gpt", HERE / "gpt.py")
+ffi = bench_xarray.ffi
+gpt = bench_xarray._load("gpt", HERE / "gpt.py")
 
 DEPTHS = (40, 80, 160)
 CHAIN_CHUNKS = {"i": 8}
@@ -321,6 +317,20 @@ def build_route(kind: str, tables: dict, chunks: dict) -> Route:
             for name, ds in tables.items():
                 xql.register(db, name, ds, chunks=chunks.get(name))
         return sqlite_route(db)
+    if kind == "sqlite_stdlib_native":
+        # extra: Python's own sqlite3 module (another SQLite version, which
+        # cannot load extensions here), to show what that SQLite plans
+        import sqlite3
+
+        db = sqlite3.connect(":memory:")
+        for name, ds in tables.items():
+            cols = gpt.long_columns(ds)
+            db.execute(f'CREATE TABLE "{name}"({", ".join(cols)})')
+            db.executemany(f'INSERT INTO "{name}" VALUES ({", ".join("?" for _ in cols)})',
+                           list(zip(*(v.tolist() for v in cols.values()))))
+        return Route(db, lambda q: db.execute("EXPLAIN QUERY PLAN " + q).fetchall(),
+                     lambda q: db.execute(q).fetchall(),
+                     lambda q: dict(Counter(r[3].split(" ")[0] for r in db.execute("EXPLAIN QUERY PLAN " + q))))
     raise ValueError(f"unknown route {kind!r}")
 
 
@@ -440,7 +450,7 @@ def measure_all(run: Run, args, side: str) -> None:
         chain_kinds = ["native", "context", "session_native", "session", "duckdb_native", "duckdb",
                        "sqlite_native", "sqlite"]
         gpt_kinds = ["native", "context", "context_fold", "session_native", "session", "session_fold",
-                     "duckdb_native", "duckdb", "sqlite_native", "sqlite"]
+                     "duckdb_native", "duckdb", "sqlite_native", "sqlite", "sqlite_stdlib_native"]
         large_kinds = ["native", "context_fold", "session_fold"] + (["context", "session"] if args.large_all else [])
         star_kinds = chain_kinds
     measure_chains(run, chain_kinds, args)
@@ -487,7 +497,7 @@ def use_qlink() -> None:
     """The installed qlink package (the wheel) when there is one, else this
     tree's python/qlink (the DuckDB and SQLite routes need the C build only);
     as bench-xarray does."""
-    _load("bench_xarray", ROOT / "bench" / "xarray" / "bench_xarray.py").use_qlink()
+    bench_xarray.use_qlink()
 
 
 # ------------------------------------------------------------------ report
@@ -510,6 +520,7 @@ def ratios(r: dict) -> None:
     for d in DEPTHS:
         r[f"chain{d}_plan_ratio_native_xarray_sql"] = ratio(f"chain{d}_plan_ms_xarray_sql",
                                                             f"chain{d}_plan_ms_xarray_sql_native")
+        r[f"chain{d}_ratio_native_xarray_sql"] = ratio(f"chain{d}_ms_xarray_sql", f"chain{d}_ms_xarray_sql_native")
     r["gpt_ratio_native_xarray_sql"] = ratio("gpt_ms_xarray_sql", "gpt_ms_xarray_sql_native")
     r["select_star_ratio_native_xarray_sql"] = ratio("select_star_ms_xarray_sql", "select_star_ms_xarray_sql_native")
     r["gpt_speedup_vs_xarray_sql"] = ratio("gpt_ms_xarray_sql", "gpt_ms_context")
@@ -558,14 +569,15 @@ def print_tables(r: dict) -> None:
                        + [("GPT small", "gpt_ratio_native"), ("SELECT *", "select_star_ratio_native")]):
         vals = [r.get(key + s) for s in ("", "_session", "_duckdb", "_sqlite", "_xarray_sql")]
         print(f"{label:30}" + "".join(f"{fmt(v):>{10 if i < 4 else 11}}" for i, v in enumerate(vals)))
-    print("\nGPT forward pass, median ms")
-    print(f"{'':24}{'no planner':>12}{'qlink_fold':>12}")
-    for route in ("native", "context", "session"):
-        print(f"{'small ' + route:24}{fmt(r.get(f'gpt_ms_{route}'), '.1f'):>12}"
-              f"{fmt(r.get(f'gpt_ms_{route}_fold'), '.1f') if route != 'native' else '':>12}")
-    for route in ("native", "context", "session"):
-        print(f"{'large ' + route:24}{fmt(r.get(f'gpt_large_ms_{route}'), '.1f'):>12}"
-              f"{fmt(r.get(f'gpt_large_ms_{route}_fold'), '.1f') if route != 'native' else '':>12}")
+    print("\nGPT forward pass, median ms (small: seq 8, emb 16; large: seq 128, emb 64)")
+    print(f"{'route':28}{'no planner':>12}{'qlink_fold':>12}")
+    for size, prefix in (("small", "gpt_ms_"), ("large", "gpt_large_ms_")):
+        for route in ("native", "context", "session", "session_native", "xarray_sql", "xarray_sql_native",
+                      "duckdb_native", "duckdb", "sqlite_native", "sqlite", "sqlite_stdlib_native"):
+            a, b = r.get(prefix + route), r.get(prefix + route + "_fold")
+            if a is not None or b is not None or route in ("native", "context", "session"):
+                fold = fmt(b, ".1f") if route in ("context", "session") else ""
+                print(f"{size + ' ' + route:28}{fmt(a, '.1f'):>12}{fold:>12}")
     print(f"  gpt_scans (DataSourceExec leaves, DF native) = {r.get('gpt_scans')}")
     for k in ("gpt_speedup_vs_xarray_sql", "gpt_speedup_vs_xarray_sql_session", "gpt_speedup_vs_xarray_sql_native"):
         print(f"  {k} = {fmt(r.get(k))}")
@@ -573,7 +585,8 @@ def print_tables(r: dict) -> None:
     for key, op, bound in TARGETS:
         print(f"  {key:44} {fmt(r.get(key)):>8} {op} {bound:<5} {target_status(r, key, op, bound)}")
     print("\nwhat each engine's plan of the GPT statement is made of (node counts)")
-    for kind in ("native", "context", "session", "xarray_sql", "duckdb_native", "duckdb", "sqlite_native", "sqlite"):
+    for kind in ("native", "context", "session", "xarray_sql", "duckdb_native", "duckdb", "sqlite_native", "sqlite",
+                 "sqlite_stdlib_native"):
         v = r.get(f"gpt_plan_nodes_{kind}")
         if v is not None:
             print(f"  {kind:18} {v}")
@@ -626,6 +639,9 @@ def main() -> None:
         r["version_sqlite"] = apsw.sqlite_lib_version()
     except ImportError:
         pass
+    import sqlite3
+
+    r["version_sqlite_stdlib"] = sqlite3.sqlite_version
     try:
         import qlink._qlink
 

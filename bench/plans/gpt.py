@@ -37,8 +37,9 @@ Only numpy and xarray are needed (pyarrow for :func:`arrow_tables`): the
 module also runs in xarray-sql's own environment.
 """
 
-from __future__ import annotations
-
+# (no ``from __future__ import annotations``: the module is loaded from its
+# path, outside sys.modules, where dataclasses cannot resolve string
+# annotations)
 import math
 from dataclasses import dataclass
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,15 +22,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-gpt = _load("bench_plans_gpt", ROOT / "bench" / "plans" / "gpt.py")
+_spec = importlib.util.spec_from_file_location("bench_plans_gpt", ROOT / "bench" / "plans" / "gpt.py")
+gpt = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gpt)
 
 TINY = gpt.GPTConfig(seq=5, emb=8, heads=2, mlp=12, vocab=7)
 
