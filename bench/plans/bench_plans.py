@@ -200,15 +200,19 @@ def session_route(s) -> Route:
 
 
 def duckdb_nodes(con, q: str) -> dict:
-    def walk(node, c):
-        c[node.get("name")] += 1
-        for ch in node.get("children", []):
-            walk(ch, c)
+    """Node counts of DuckDB's physical plan, and the CTEs it materializes."""
+    c, ctes = Counter(), []
 
-    c = Counter()
+    def walk(node):
+        c[node.get("name")] += 1
+        if node.get("name") == "CTE":
+            ctes.append(node.get("extra_info", {}).get("CTE Name"))
+        for ch in node.get("children", []):
+            walk(ch)
+
     for n in json.loads(con.execute("EXPLAIN (FORMAT json) " + q).fetchall()[0][1]):
-        walk(n, c)
-    return dict(c)
+        walk(n)
+    return {**c, "materialized": ctes}
 
 
 def duckdb_route(con) -> Route:
