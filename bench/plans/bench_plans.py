@@ -506,35 +506,55 @@ def use_qlink() -> None:
 
 # ------------------------------------------------------------------ report
 
-# Routes compared: (qlink route, the native route of the same engine, suffix)
-PAIRS = [("context", "native", ""), ("session", "session_native", "_session"),
-         ("duckdb", "duckdb_native", "_duckdb"), ("sqlite", "sqlite_native", "_sqlite")]
+# Routes compared: (qlink route, the native route of the same engine, key suffix, label)
+PAIRS = [("context", "native", "", "qlink.xarray.Context / datafusion-python"),
+         ("session", "session_native", "_session", "qlink.Session / its register_arrow"),
+         ("duckdb", "duckdb_native", "_duckdb", "DuckDB register / DuckDB tables"),
+         ("sqlite", "sqlite_native", "_sqlite", "SQLite register / SQLite tables"),
+         ("xarray_sql", "xarray_sql_native", "_xarray_sql", "xarray-sql 0.6.0 / its datafusion 54")]
+
+_MS_KEY = re.compile(r"^(chain\d+|gpt_large|gpt|select_star)_(?:plan_)?ms_(.+)$")
+
+
+def why_missing(r: dict, ms_key: str) -> str | None:
+    """Why the figure ``ms_key`` (e.g. gpt_ms_context) is missing: its
+    route's recorded reason."""
+    m = _MS_KEY.match(ms_key)
+    if not m:
+        return None
+    workload, kind = m.groups()
+    why = r.get(f"{workload}_{kind}_missing")
+    if why is None and kind.startswith("xarray_sql"):
+        why = r.get("xarray_sql_missing")
+    return f"{kind}: {why}" if why else None
 
 
 def ratios(r: dict) -> None:
-    def ratio(a, b):
-        return r[a] / r[b] if r.get(a) is not None and r.get(b) else None
+    """Ratios of medians; a ratio that cannot be formed is None, with
+    ``<key>_missing`` saying which figure is missing and why."""
 
-    for qroute, nroute, sfx in PAIRS:
-        for d in DEPTHS:
-            r[f"chain{d}_plan_ratio_native{sfx}"] = ratio(f"chain{d}_plan_ms_{qroute}", f"chain{d}_plan_ms_{nroute}")
-            r[f"chain{d}_ratio_native{sfx}"] = ratio(f"chain{d}_ms_{qroute}", f"chain{d}_ms_{nroute}")
-        r[f"gpt_ratio_native{sfx}"] = ratio(f"gpt_ms_{qroute}", f"gpt_ms_{nroute}")
-        r[f"select_star_ratio_native{sfx}"] = ratio(f"select_star_ms_{qroute}", f"select_star_ms_{nroute}")
-    for d in DEPTHS:
-        r[f"chain{d}_plan_ratio_native_xarray_sql"] = ratio(f"chain{d}_plan_ms_xarray_sql",
-                                                            f"chain{d}_plan_ms_xarray_sql_native")
-        r[f"chain{d}_ratio_native_xarray_sql"] = ratio(f"chain{d}_ms_xarray_sql", f"chain{d}_ms_xarray_sql_native")
-    r["gpt_ratio_native_xarray_sql"] = ratio("gpt_ms_xarray_sql", "gpt_ms_xarray_sql_native")
-    r["select_star_ratio_native_xarray_sql"] = ratio("select_star_ms_xarray_sql", "select_star_ms_xarray_sql_native")
-    r["gpt_speedup_vs_xarray_sql"] = ratio("gpt_ms_xarray_sql", "gpt_ms_context")
-    r["gpt_speedup_vs_xarray_sql_session"] = ratio("gpt_ms_xarray_sql", "gpt_ms_session")
-    r["gpt_speedup_vs_xarray_sql_native"] = ratio("gpt_ms_xarray_sql", "gpt_ms_native")
+    def put(key, a, b):
+        r[key] = r[a] / r[b] if r.get(a) is not None and r.get(b) else None
+        if r[key] is None:
+            r[f"{key}_missing"] = "; ".join(w for w in (why_missing(r, a), why_missing(r, b)) if w) or "not measured"
+
+    for qroute, nroute, sfx, _ in PAIRS:
+        for d in r.get("depths", DEPTHS):
+            put(f"chain{d}_plan_ratio_native{sfx}", f"chain{d}_plan_ms_{qroute}", f"chain{d}_plan_ms_{nroute}")
+            put(f"chain{d}_ratio_native{sfx}", f"chain{d}_ms_{qroute}", f"chain{d}_ms_{nroute}")
+        put(f"gpt_ratio_native{sfx}", f"gpt_ms_{qroute}", f"gpt_ms_{nroute}")
+        put(f"select_star_ratio_native{sfx}", f"select_star_ms_{qroute}", f"select_star_ms_{nroute}")
+    put("gpt_speedup_vs_xarray_sql", "gpt_ms_xarray_sql", "gpt_ms_context")
+    put("gpt_speedup_vs_xarray_sql_session", "gpt_ms_xarray_sql", "gpt_ms_session")
+    put("gpt_speedup_vs_xarray_sql_native", "gpt_ms_xarray_sql", "gpt_ms_native")
     for route in ("session", "context"):
-        r[f"gpt_fold_ratio_noplanner_small_{route}"] = ratio(f"gpt_ms_{route}_fold", f"gpt_ms_{route}")
-        r[f"gpt_fold_speedup_vs_native_large_{route}"] = ratio("gpt_large_ms_native", f"gpt_large_ms_{route}_fold")
-    scans = r.get("gpt_plan_nodes_native")
-    r["gpt_scans"] = sum(v for k, v in scans.items() if k.startswith("leaf ")) if isinstance(scans, dict) else None
+        put(f"gpt_fold_ratio_noplanner_small_{route}", f"gpt_ms_{route}_fold", f"gpt_ms_{route}")
+        put(f"gpt_fold_speedup_vs_native_large_{route}", "gpt_large_ms_native", f"gpt_large_ms_{route}_fold")
+    for key in [k for k in r if k.startswith("gpt_plan_nodes_")]:
+        nodes = r[key]
+        if isinstance(nodes, dict) and any(k.startswith("leaf ") for k in nodes):
+            scans = sum(v for k, v in nodes.items() if k.startswith("leaf "))
+            r["gpt_scans" + ("" if key == "gpt_plan_nodes_native" else "_" + key[len("gpt_plan_nodes_"):])] = scans
 
 
 def fmt(v, spec=".3f") -> str:
@@ -548,31 +568,20 @@ def target_status(r: dict, key: str, op: str, bound: float) -> str:
     return "met" if (v <= bound if op == "<=" else v >= bound) else "missed"
 
 
-ROUTE_COLUMNS = [("native", "DF native"), ("context", "Context"), ("xarray_sql", "xarray-sql"),
-                 ("xarray_sql_native", "xsql native"), ("session_native", "Sess native"), ("session", "Session"),
-                 ("duckdb_native", "DuckDB nat"), ("duckdb", "DuckDB"), ("sqlite_native", "SQLite nat"),
-                 ("sqlite", "SQLite")]
-
-
 def print_tables(r: dict) -> None:
-    w = 11
-    head = f"{'workload (median ms)':24}" + "".join(f"{c:>{w}}" for _, c in ROUTE_COLUMNS)
-    print("\nbench-plans: median ms per route (— = missing, see below)")
-    print(head)
     rows = []
-    for d in DEPTHS:
-        rows += [(f"chain{d} plan", f"chain{d}_plan_ms_"), (f"chain{d} total", f"chain{d}_ms_")]
-    rows += [("GPT small", "gpt_ms_"), ("SELECT * 1,040 rows", "select_star_ms_")]
-    for label, prefix in rows:
-        print(f"{label:24}" + "".join(f"{fmt(r.get(prefix + k), '.2f' if 'select' not in prefix else '.3f'):>{w}}"
-                                      for k, _ in ROUTE_COLUMNS))
-    print("\nratios, qlink route / the same engine's native tables")
-    print(f"{'':30}{'Context':>10}{'Session':>10}{'DuckDB':>10}{'SQLite':>10}{'xarray-sql':>11}")
-    for label, key in ([(f"chain{d} plan", f"chain{d}_plan_ratio_native") for d in DEPTHS]
-                       + [(f"chain{d} total", f"chain{d}_ratio_native") for d in DEPTHS]
-                       + [("GPT small", "gpt_ratio_native"), ("SELECT *", "select_star_ratio_native")]):
-        vals = [r.get(key + s) for s in ("", "_session", "_duckdb", "_sqlite", "_xarray_sql")]
-        print(f"{label:30}" + "".join(f"{fmt(v):>{10 if i < 4 else 11}}" for i, v in enumerate(vals)))
+    for d in r.get("depths", DEPTHS):
+        rows += [(f"chain{d} plan", f"chain{d}_plan_ms_", f"chain{d}_plan_ratio_native"),
+                 (f"chain{d} total", f"chain{d}_ms_", f"chain{d}_ratio_native")]
+    rows += [("GPT small", "gpt_ms_", "gpt_ratio_native"),
+             ("SELECT * 1,040 rows", "select_star_ms_", "select_star_ratio_native")]
+    print("\nbench-plans: median ms, qlink route beside its engine's native tables (— = missing, reasons below)")
+    print(f"{'workload':20} {'engine: qlink route / native':42} {'native ms':>11} {'qlink ms':>11} {'ratio':>7}")
+    for label, ms, ratio in rows:
+        for qroute, nroute, sfx, engine in PAIRS:
+            spec = ".3f" if ms.startswith("select") else ".1f"
+            print(f"{label:20} {engine:42} {fmt(r.get(ms + nroute), spec):>11} {fmt(r.get(ms + qroute), spec):>11}"
+                  f" {fmt(r.get(ratio + sfx), '.2f'):>7}")
     print("\nGPT forward pass, median ms (small: seq 8, emb 16; large: seq 128, emb 64)")
     print(f"{'route':28}{'no planner':>12}{'qlink_fold':>12}")
     for size, prefix in (("small", "gpt_ms_"), ("large", "gpt_large_ms_")):
@@ -582,20 +591,23 @@ def print_tables(r: dict) -> None:
             if a is not None or b is not None or route in ("native", "context", "session"):
                 fold = fmt(b, ".1f") if route in ("context", "session") else ""
                 print(f"{size + ' ' + route:28}{fmt(a, '.1f'):>12}{fold:>12}")
-    print(f"  gpt_scans (DataSourceExec leaves, DF native) = {r.get('gpt_scans')}")
+    print(f"  gpt_scans (scan leaves of datafusion-python's physical plan) = {r.get('gpt_scans')}")
     for k in ("gpt_speedup_vs_xarray_sql", "gpt_speedup_vs_xarray_sql_session", "gpt_speedup_vs_xarray_sql_native"):
         print(f"  {k} = {fmt(r.get(k))}")
     print("\ntargets")
     for key, op, bound in TARGETS:
-        print(f"  {key:44} {fmt(r.get(key)):>8} {op} {bound:<5} {target_status(r, key, op, bound)}")
+        status = target_status(r, key, op, bound)
+        why = f" ({r.get(key + '_missing', '')[:110]})" if status == "missing" else ""
+        print(f"  {key:44} {fmt(r.get(key)):>8} {op} {bound:<5} {status}{why}")
     print("\nwhat each engine's plan of the GPT statement is made of (node counts)")
     for kind in ("native", "context", "session", "xarray_sql", "duckdb_native", "duckdb", "sqlite_native", "sqlite",
                  "sqlite_stdlib_native"):
         v = r.get(f"gpt_plan_nodes_{kind}")
         if v is not None:
-            print(f"  {kind:18} {v}")
+            print(f"  {kind:22} {v}")
+    # the routes that could not run (the ratios' *_missing keys repeat them)
     for k, v in sorted(r.items()):
-        if k.endswith("_missing"):
+        if k.endswith("_missing") and "ratio" not in k and "speedup" not in k:
             print(f"MISSING {k[:-8]}: {v}")
 
 
