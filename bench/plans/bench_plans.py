@@ -597,7 +597,7 @@ def print_tables(r: dict) -> None:
     print("\ntargets")
     for key, op, bound in TARGETS:
         status = target_status(r, key, op, bound)
-        why = f" ({r.get(key + '_missing', '')[:110]})" if status == "missing" else ""
+        why = f" ({r.get(key + '_missing', 'not measured')[:110]})" if status == "missing" else ""
         print(f"  {key:44} {fmt(r.get(key)):>8} {op} {bound:<5} {status}{why}")
     print("\nwhat each engine's plan of the GPT statement is made of (node counts)")
     for kind in ("native", "context", "session", "xarray_sql", "duckdb_native", "duckdb", "sqlite_native", "sqlite",
