@@ -484,12 +484,16 @@ def run_xsql(args, run: Run) -> None:
         return
     cmd = [str(py), __file__, "--xsql-worker"] + args.passthrough
     progress("xarray-sql 0.6.0 in " + str(py.parent.parent))
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    sys.stderr.write(proc.stderr)
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        err = []
+        for line in proc.stderr:  # its progress, as it comes
+            sys.stderr.write(line)
+            err.append(line)
+        out = proc.stdout.read()
     if proc.returncode != 0:
-        run.missing("xarray_sql", f"worker failed: {proc.stderr.strip()[-800:]}")
+        run.missing("xarray_sql", f"worker failed: {''.join(err).strip()[-800:]}")
         return
-    got = json.loads(proc.stdout)
+    got = json.loads(out)
     run.results.update(got["results"])
     run.wrong += got["wrong"]
 
