@@ -65,6 +65,7 @@ import platform
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -484,12 +485,16 @@ def run_xsql(args, run: Run) -> None:
         return
     cmd = [str(py), __file__, "--xsql-worker"] + args.passthrough
     progress("xarray-sql 0.6.0 in " + str(py.parent.parent))
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
-        err = []
-        for line in proc.stderr:  # its progress, as it comes
-            sys.stderr.write(line)
-            err.append(line)
-        out = proc.stdout.read()
+    # stdout to a file (no pipe to fill while its stderr is read), stderr
+    # shown as it comes and kept for the reason if it fails
+    with tempfile.TemporaryFile("w+") as out_file:
+        with subprocess.Popen(cmd, stdout=out_file, stderr=subprocess.PIPE, text=True) as proc:
+            err = []
+            for line in proc.stderr:
+                sys.stderr.write(line)
+                err.append(line)
+        out_file.seek(0)
+        out = out_file.read()
     if proc.returncode != 0:
         run.missing("xarray_sql", f"worker failed: {''.join(err).strip()[-800:]}")
         return
