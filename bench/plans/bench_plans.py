@@ -410,7 +410,7 @@ def measure_chains(run: Run, kinds, args) -> None:
             r[f"chain{depth}_{'plan_ms' if what == 'plan' else 'ms'}_{kind}"] = v["ms"]
 
 
-def measure_gpt(run: Run, kinds, cfg, label: str, rounds: int) -> None:
+def measure_gpt(run: Run, kinds, cfg, label: str, rounds: int, plan: bool = False) -> None:
     r = run.results
     tables = gpt.gpt_tables(cfg, seed=0)
     want = gpt.gpt_numpy(cfg, tables)
@@ -429,9 +429,12 @@ def measure_gpt(run: Run, kinds, cfg, label: str, rounds: int) -> None:
             r[f"{label}_plan_nodes_{kind}"] = route.shape(q)
         except Exception as exc:  # noqa: BLE001
             r[f"{label}_plan_nodes_{kind}"] = _why(exc)
-    cases = {kind: (lambda rt=route: rt.run(q)) for kind, route in routes.items()}
-    for kind, v in ffi.interleaved(cases, rounds, 0).items():
-        r[f"{label}_ms_{kind}"] = v["ms"]
+    cases = {f"{kind}|total": (lambda rt=route: rt.run(q)) for kind, route in routes.items()}
+    if plan:
+        cases.update({f"{kind}|plan": (lambda rt=route: rt.plan(q)) for kind, route in routes.items()})
+    for name, v in ffi.interleaved(cases, rounds, 0).items():
+        kind, what = name.split("|")
+        r[f"{label}_{'plan_ms' if what == 'plan' else 'ms'}_{kind}"] = v["ms"]
 
 
 def measure_star(run: Run, kinds, args) -> None:
@@ -459,7 +462,7 @@ def measure_all(run: Run, args, side: str) -> None:
         large_kinds = ["native", "context_fold", "session_fold"] + (["context", "session"] if args.large_all else [])
         star_kinds = chain_kinds
     measure_chains(run, chain_kinds, args)
-    measure_gpt(run, gpt_kinds, gpt.SMALL, "gpt", args.gpt_rounds)
+    measure_gpt(run, gpt_kinds, gpt.SMALL, "gpt", args.gpt_rounds, args.gpt_plan)
     if large_kinds and args.large_rounds:
         measure_gpt(run, large_kinds, gpt.LARGE, "gpt_large", args.large_rounds)
     measure_star(run, star_kinds, args)
@@ -552,6 +555,8 @@ def ratios(r: dict) -> None:
             put(f"chain{d}_plan_ratio_native{sfx}", f"chain{d}_plan_ms_{qroute}", f"chain{d}_plan_ms_{nroute}")
             put(f"chain{d}_ratio_native{sfx}", f"chain{d}_ms_{qroute}", f"chain{d}_ms_{nroute}")
         put(f"gpt_ratio_native{sfx}", f"gpt_ms_{qroute}", f"gpt_ms_{nroute}")
+        if r.get(f"gpt_plan_ms_{nroute}") is not None:
+            put(f"gpt_plan_ratio_native{sfx}", f"gpt_plan_ms_{qroute}", f"gpt_plan_ms_{nroute}")
         put(f"select_star_ratio_native{sfx}", f"select_star_ms_{qroute}", f"select_star_ms_{nroute}")
     put("gpt_speedup_vs_xarray_sql", "gpt_ms_xarray_sql", "gpt_ms_context")
     put("gpt_speedup_vs_xarray_sql_session", "gpt_ms_xarray_sql", "gpt_ms_session")
@@ -582,6 +587,8 @@ def print_tables(r: dict) -> None:
     for d in r.get("depths", DEPTHS):
         rows += [(f"chain{d} plan", f"chain{d}_plan_ms_", f"chain{d}_plan_ratio_native"),
                  (f"chain{d} total", f"chain{d}_ms_", f"chain{d}_ratio_native")]
+    if any(k.startswith("gpt_plan_ms_") for k in r):
+        rows.append(("GPT small plan", "gpt_plan_ms_", "gpt_plan_ratio_native"))
     rows += [("GPT small", "gpt_ms_", "gpt_ratio_native"),
              ("SELECT * 1,040 rows", "select_star_ms_", "select_star_ratio_native")]
     print("\nbench-plans: median ms, qlink route beside its engine's native tables (— = missing, reasons below)")
@@ -630,6 +637,7 @@ def main() -> None:
     ap.add_argument("--gpt-rounds", type=int, default=3)
     ap.add_argument("--large-rounds", type=int, default=3)
     ap.add_argument("--large-all", action="store_true", help="also time the large model without a planner")
+    ap.add_argument("--gpt-plan", action="store_true", help="also time the small GPT statement's planning alone")
     ap.add_argument("--star-rounds", type=int, default=200)
     ap.add_argument("--star-warmup", type=int, default=10)
     ap.add_argument("--depths", default=",".join(map(str, DEPTHS)))
@@ -642,6 +650,7 @@ def main() -> None:
         args.chain_rounds, args.gpt_rounds, args.large_rounds, args.star_rounds, args.star_warmup = 3, 1, 0, 20, 2
     args.depths = [int(d) for d in str(args.depths).split(",") if d]
     args.passthrough = ["--chain-rounds", str(args.chain_rounds), "--gpt-rounds", str(args.gpt_rounds),
+                        *(["--gpt-plan"] if args.gpt_plan else []),
                         "--large-rounds", "0", "--star-rounds", str(args.star_rounds),
                         "--star-warmup", str(args.star_warmup), "--depths", ",".join(map(str, args.depths))]
     if args.xsql_worker:
