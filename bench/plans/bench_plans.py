@@ -637,7 +637,8 @@ def main() -> None:
     ap.add_argument("--gpt-rounds", type=int, default=3)
     ap.add_argument("--large-rounds", type=int, default=3)
     ap.add_argument("--large-all", action="store_true", help="also time the large model without a planner")
-    ap.add_argument("--gpt-plan", action="store_true", help="also time the small GPT statement's planning alone")
+    ap.add_argument("--gpt-plan", action=argparse.BooleanOptionalAction, default=True,
+                    help="also time the small GPT statement's planning alone (default: yes)")
     ap.add_argument("--star-rounds", type=int, default=200)
     ap.add_argument("--star-warmup", type=int, default=10)
     ap.add_argument("--depths", default=",".join(map(str, DEPTHS)))
@@ -648,9 +649,10 @@ def main() -> None:
     args = ap.parse_args()
     if args.quick:
         args.chain_rounds, args.gpt_rounds, args.large_rounds, args.star_rounds, args.star_warmup = 3, 1, 0, 20, 2
+        args.gpt_plan = False
     args.depths = [int(d) for d in str(args.depths).split(",") if d]
     args.passthrough = ["--chain-rounds", str(args.chain_rounds), "--gpt-rounds", str(args.gpt_rounds),
-                        *(["--gpt-plan"] if args.gpt_plan else []),
+                        "--gpt-plan" if args.gpt_plan else "--no-gpt-plan",
                         "--large-rounds", "0", "--star-rounds", str(args.star_rounds),
                         "--star-warmup", str(args.star_warmup), "--depths", ",".join(map(str, args.depths))]
     if args.xsql_worker:
