@@ -83,7 +83,7 @@ test-rust:
 # .venv, then its pytest suite.
 test-python: build-cli
 	python/build.sh
-	QLINK_CLI=$(QLINK_CLI) $(PY) -m pytest -q python/tests tools/cli/tests
+	QLINK_CLI=$(QLINK_CLI) $(PY) -m pytest -q python/tests tools/cli/tests tests/plans
 
 # The SQLite host through apsw and the sqlite3 CLI (its C tests run in
 # test-c): needs the C release build only.
@@ -170,7 +170,7 @@ bench-xarray: build-release
 	bench/zarr/setup.sh
 	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release $(PY) bench/xarray/bench_xarray.py --out bench/results/xarray.json
 
-# Deep plans (issue 25, 31): join chains of depth 40/80/160, a one-layer GPT
+# Deep plans: join chains of depth 40/80/160, a one-layer GPT
 # forward pass as one SQL statement over 11 xarray tables (2,822 scans in
 # DataFusion; small model, and a large one with the qlink_fold planner), and
 # SELECT * over 1,040 rows; every qlink route (qlink.xarray.Context,

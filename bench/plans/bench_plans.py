@@ -88,7 +88,7 @@ DEPTHS = (40, 80, 160)
 CHAIN_CHUNKS = {"i": 8}
 STAR = "SELECT * FROM t"
 
-# The targets of issue 25 item 4 and issue 31 item 3: (key, comparison, bound).
+# The targets of the deep-plan work: (key, comparison, bound).
 TARGETS = [("gpt_ratio_native", "<=", 1.10), ("chain160_plan_ratio_native", "<=", 1.10),
            ("select_star_ratio_native", "<=", 1.20),
            ("gpt_fold_ratio_noplanner_small_session", "<=", 1.02),

@@ -1,12 +1,12 @@
 """Registered xarray Datasets (qlink_ndarray, qlink.xarray) across trust
-boundaries: issue #26 rows 6, 14 and 15 (docs/security/datasets.md).
+boundaries (docs/security/datasets.md).
 
-* Row 6: SQL on another connection or database of the process cannot name
+* SQL on another connection or database of the process cannot name
   a Dataset one connection registered (handles are 128 random bits, and
   only the registering connection's catalogue holds them).
-* Row 15: closing (or dropping) the connection, or registering the name
+* closing (or dropping) the connection, or registering the name
   again, releases the registration and the arrays.
-* Row 14: a plugin folder whose name holds ``?``, ``%41``, ``&``, ``#``,
+* a plugin folder whose name holds ``?``, ``%41``, ``&``, ``#``,
   a space or a quote is percent-encoded into the spec, so the host loads
   that very plugin (and no library the raw text would name instead).
 
@@ -35,7 +35,10 @@ PLUGINS = BUILD / "plugins"
 PLUGIN = PLUGINS / "qlink_ndarray.so"
 DUCKDB_EXT = BUILD / "hosts" / "duckdb" / "qlink.duckdb_extension"
 SQLITE_EXT = BUILD / "hosts" / "sqlite" / "qlink.so"
-sys.path.insert(0, str(ROOT / "python"))
+try:  # the installed package (the wheel) when there is one, for the DataFusion route
+    import qlink._qlink  # noqa: F401
+except ImportError:  # else the source tree's, C routes only
+    sys.path.insert(0, str(ROOT / "python"))
 os.environ.setdefault("QLINK_BUILD_DIR", str(BUILD))
 
 if not PLUGIN.is_file():
@@ -101,7 +104,7 @@ def ndarray_spec(handle: str, plugin: Path = PLUGIN) -> str:
     return xql._ndarray_source(str(plugin), handle).spec()
 
 
-# ------------------------------------------------------------------ row 6
+# ------------------------------------------------ another connection
 
 _OTHER_CONNECTION = r"""
 import json, os, sys, secrets
@@ -136,7 +139,7 @@ print(json.dumps(out))
 
 @ENGINES
 def test_another_connection_cannot_read_a_registered_dataset(kind):
-    """Row 6: in a fresh process a connection registers its first Dataset;
+    """in a fresh process a connection registers its first Dataset;
     a second database of the same engine tries the ids the old scheme gave
     (1, 2, ...), other spellings, and random or patterned 32-digit handles:
     every one is refused with the same error and no rows, while the owner
@@ -159,7 +162,7 @@ def test_another_connection_cannot_read_a_registered_dataset(kind):
 
 @ENGINES
 def test_the_owner_reads_by_handle_and_the_handle_is_the_only_key(kind):
-    """The positive twin of row 6 in this process: the spec qlink.xarray
+    """The positive twin of the cross-connection test in this process: the spec qlink.xarray
     writes is read by the owner; the same spec with any other id (its hex
     case changed aside), or after unregistering, is refused."""
     handle = xql.register_dataset(secret_dataset(), name="secret", plugin=str(PLUGIN))
@@ -222,7 +225,7 @@ def test_sqlite_file_holds_no_handle(tmp_path):
     assert not HANDLE.search(Path(path).read_bytes().decode("latin-1"))
 
 
-# ----------------------------------------------------------------- row 15
+# ------------------------------------------------- release on close
 
 
 def live() -> int:
@@ -243,7 +246,7 @@ def _registered_array(con, name: str = "a"):
 
 @ENGINES
 def test_closing_the_connection_releases_its_datasets(kind):
-    """Row 15: register, query, close: the registrations are released and
+    """register, query, close: the registrations are released and
     the numpy buffers freed, with the connection object still alive."""
     before = live()
     con = connect(kind)
@@ -259,7 +262,7 @@ def test_closing_the_connection_releases_its_datasets(kind):
 
 @ENGINES
 def test_dropping_the_connection_releases_its_datasets(kind):
-    """Row 15: a connection collected without close() releases them too."""
+    """a connection collected without close() releases them too."""
     before = live()
     con = connect(kind)
     ref = _registered_array(con)
@@ -272,7 +275,7 @@ def test_dropping_the_connection_releases_its_datasets(kind):
 
 @ENGINES
 def test_registering_a_name_again_releases_the_one_it_replaces(kind):
-    """Row 15: the replaced Dataset's registration and array go at once."""
+    """the replaced Dataset's registration and array go at once."""
     con = connect(kind)
     before = live()
     first = _registered_array(con)
@@ -330,7 +333,7 @@ def _qlink_wheel():
 
 
 def test_dropping_a_datafusion_context_releases_its_datasets():
-    """Row 15 on DataFusion: a ``Context`` (or a plain ``SessionContext``)
+    """On DataFusion: a ``Context`` (or a plain ``SessionContext``)
     has no close; collecting it releases what it registered."""
     _qlink_wheel()
     from datafusion import SessionContext
@@ -363,7 +366,7 @@ def test_dropping_a_qlink_session_releases_its_datasets():
     assert ref() is None
 
 
-# ----------------------------------------------------------------- row 14
+# ----------------------------------------- spec characters in paths
 
 FOLDER_NAMES = ["a?b", "%41", "a&b=c", "a b", "a#b", "it's", "we?ird %41&#'dir"]
 
@@ -371,7 +374,7 @@ FOLDER_NAMES = ["a?b", "%41", "a&b=c", "a b", "a#b", "it's", "we?ird %41&#'dir"]
 @ENGINES
 @pytest.mark.parametrize("folder", FOLDER_NAMES)
 def test_plugin_folder_with_spec_characters(kind, folder, tmp_path):
-    """Row 14: the plugin in a folder named with a spec's special
+    """the plugin in a folder named with a spec's special
     characters is the one loaded, and its rows come back exactly."""
     home = tmp_path / folder
     home.mkdir()
@@ -388,7 +391,7 @@ def test_plugin_folder_with_spec_characters(kind, folder, tmp_path):
 
 @ENGINES
 def test_an_encoded_folder_name_loads_no_other_library(kind, tmp_path, marker):
-    """Row 14 with a marker: under an allowed directory, folder ``%41``
+    """With a marker: under an allowed directory, folder ``%41``
     holds qlink_ndarray and folder ``A`` a marker library of the same
     name. The spec must name ``%41`` encoded (``%2541``); written raw, the
     host would decode it to ``A`` and run the marker. The positive twin,
@@ -406,3 +409,23 @@ def test_an_encoded_folder_name_loads_no_other_library(kind, tmp_path, marker):
     with pytest.raises(Exception):
         read_spec(kind, connect(kind, plugin_dirs=[allowed]), raw)
     assert marker.pids() == [os.getpid()]
+
+
+@pytest.mark.parametrize("folder", ["a?b", "%41", "a&b=c", "a b#c"])
+def test_a_session_names_a_plugin_folder_with_spec_characters(folder, tmp_path, marker):
+    """On qlink.Session: the spec it writes for a plugin path is
+    percent-encoded, so the folder is the one loaded. Beside ``%41`` sits a
+    folder ``A`` holding a marker of the same file name, which a raw spec
+    would name instead."""
+    _qlink_wheel()
+    import qlink
+
+    home = tmp_path / folder
+    home.mkdir()
+    plugin = home / "qlink_sample.so"
+    shutil.copy2(PLUGINS / "qlink_sample.so", plugin)
+    marker.copy_to(tmp_path / "A", "qlink_sample.so")
+    s = qlink.Session()
+    s.register_table("s", str(plugin), "series", stop=5)
+    assert s.sql("SELECT sum(value) AS n FROM s").column("n").to_pylist() == [10]
+    assert not marker.ran()

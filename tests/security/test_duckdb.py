@@ -86,7 +86,7 @@ def plugins_with(folder: Path, *names: str) -> Path:
     return folder
 
 
-# ---- row 2: lock_configuration
+# ---- lock_configuration
 
 
 @pytest.mark.parametrize("build", BUILDS)
@@ -108,7 +108,7 @@ def test_unlocked_allow_does_load_the_marker(open_ext, marker: Marker, build):
     assert marker.pids() == [os.getpid()]
 
 
-# ---- row 3: enable_external_access, allowed_directories, allowed_paths
+# ---- enable_external_access, allowed_directories, allowed_paths
 
 
 @pytest.mark.parametrize("build", BUILDS)
@@ -167,7 +167,7 @@ def test_external_access_off_reads_only_allowed_files(open_ext, build, tmp_path)
     refused(con, q.format(sneaky), f"reading file '{chunk}' {words}")
 
 
-# ---- row 4: qlink.duckdb.connect()
+# ---- qlink.duckdb.connect()
 
 
 def _evil_extension(marker: Marker, folder: Path) -> Path:
@@ -228,7 +228,7 @@ def test_connect_locked_changes_no_setting(marker: Marker, build, monkeypatch):
     assert not marker.ran()
 
 
-# ---- row 5: a failed load seals the list
+# ---- a failed load seals the list
 
 
 @pytest.mark.parametrize("build", BUILDS)
@@ -251,7 +251,7 @@ def test_a_missing_plugin_seals_the_list(open_ext, marker: Marker, build, tmp_pa
     assert not marker.ran()
 
 
-# ---- row 7: no silent truncation
+# ---- no silent truncation
 
 
 @pytest.mark.parametrize("build", BUILDS)
@@ -273,7 +273,7 @@ def test_attach_of_a_long_spec_and_long_table_name(open_ext, build, tmp_path):
     assert spec in sql
 
 
-# ---- row 8: a NUL byte inside text
+# ---- a NUL byte inside text
 
 
 @pytest.mark.parametrize("build", BUILDS)
@@ -305,7 +305,7 @@ def test_nul_inside_text_is_refused(open_ext, marker: Marker, build):
     assert not marker.ran()
 
 
-# ---- row 12: NULL arguments
+# ---- NULL arguments
 
 
 @pytest.mark.parametrize("build", BUILDS)
@@ -333,7 +333,7 @@ def test_null_arguments_are_clean_errors(open_ext, build):
     assert con.execute("SELECT count(*) FROM qlink_scan('qlink_sample/series?stop=4')").fetchall() == [(4,)]
 
 
-# ---- row 13: many options
+# ---- many options
 
 
 def first_line(message: str) -> str:

@@ -1,7 +1,7 @@
 """libqlink's table-spec parsing as SQL reaches it (through the SQLite
-host): any number of options (issue row 13: the repeat check was
+host): any number of options (the repeat check was
 quadratic, 60,000 options took seconds and 200,000 over a minute), repeats
-reported as before, NUL bytes refused by position (row 8), nothing cut
+reported as before, NUL bytes refused by position, nothing cut
 silently.
 
 The parser itself is also tested in C (src/loader/table_spec_test.c, the
@@ -92,7 +92,7 @@ def test_repeat_before_a_malformed_option(db):
     (PROVIDER + "?n=3&", "k=v"),
 ])
 def test_nul_anywhere_is_refused_by_offset(db, before, after):
-    """Row 8: spec || char(0) || more used to read as spec alone."""
+    """spec || char(0) || more used to read as spec alone."""
     total = len(before.encode()) + 1 + len(after.encode())
     assert error_of(db, "SELECT * FROM qlink_tables(? || char(0) || ?)", before, after) == (
         f"qlink_tables: {before}: table spec has a NUL byte at offset {len(before)} (of {total} bytes), after "

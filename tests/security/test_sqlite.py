@@ -6,8 +6,8 @@ same library *does* run when legitimately allowed (so the check can fail).
 Gates (docs/security/sqlite.md): the plugin path rule (symlinks, '..',
 absolute paths, encoded names, non-ELF files, directories, FIFOs), the
 sealed directory list, an operator's QLINK_PLUGIN_PATH that SQL cannot
-widen (issue row 5), a hostile database file's schema (row 9), NULL
-arguments and NUL bytes (row 8).
+widen, a hostile database file's schema, NULL
+arguments and NUL bytes.
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def test_allow_after_a_failed_load_is_refused(marker: Marker, allowed):
     assert not marker.ran()
 
 
-# ------------------------------- row 5: an operator's QLINK_PLUGIN_PATH holds
+# ------------------------------- an operator's QLINK_PLUGIN_PATH holds
 
 
 def test_operator_path_cannot_be_widened(marker: Marker, allowed, monkeypatch):
@@ -202,7 +202,7 @@ def test_empty_operator_path_is_unset(marker: Marker, monkeypatch):
     assert not marker.ran()
 
 
-# ------------------------------------------ row 9: a hostile database file
+# ------------------------------------------ a hostile database file
 
 
 def hostile_file(path: Path, *statements: str, schema: tuple[tuple[str, str], ...] = ()) -> Path:
@@ -400,7 +400,7 @@ NUL_TAIL = "text may not hold NUL bytes"
      "qlink_allow: argument 1 (a plugin directory) has a NUL byte at offset 4 (of 7 bytes), after '/tmp'"),
 ])
 def test_nul_bytes_are_refused_by_position(marker: Marker, sql, message):
-    """Row 8: a NUL inside a text argument used to end it silently there;
+    """a NUL inside a text argument used to end it silently there;
     nothing is loaded or allowed."""
     db = open_db()
     assert error_of(db, sql) == f"{message}: {NUL_TAIL}"

@@ -140,7 +140,7 @@ def test_a_call_without_the_secret_is_refused_before_anything_runs(tmp_path, wor
 
 
 def test_a_request_naming_a_path_loads_nothing_outside_the_plugin_dir(tmp_path, worker_with):
-    """Row 1: with the secret, a call naming /abs/evil.so (its true digest)
+    """with the secret, a call naming /abs/evil.so (its true digest)
     makes the worker look for evil.so in its own --plugin-dir only; the
     positive twin puts the same library there, and it does load."""
     secret = secret_file(tmp_path)
@@ -174,7 +174,7 @@ SERIES = f"t={SAMPLE}/series?stop=100000&partitions=8"  # large enough to be spl
 
 
 def test_a_file_with_another_digest_is_not_loaded(tmp_path):
-    """Row 11: the workers' plugin dir holds a qlink_sample.so that is not
+    """the workers' plugin dir holds a qlink_sample.so that is not
     the coordinator's build: it is refused on its digest, unloaded."""
     secret = secret_file(tmp_path)
     plugins = tmp_path / "plugins"

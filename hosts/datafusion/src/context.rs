@@ -61,19 +61,11 @@ impl QlinkSession {
 
     /// Split "PLUGIN/PROVIDER?k=v" where PLUGIN may itself be a path with
     /// slashes: the provider is the last path segment before '?'.
+    /// libqlink's parse of `spec`: the plugin (a path or a loaded plugin's
+    /// name), provider, keys and values each percent-decoded, as every
+    /// host reads a spec.
     fn split_spec(spec: &str) -> Result<TableSpec> {
-        let (head, query) = match spec.find('?') {
-            Some(i) => (&spec[..i], &spec[i..]),
-            None => (spec, ""),
-        };
-        let Some(slash) = head.rfind('/') else {
-            return Err(DataFusionError::Plan(format!("table spec '{spec}' must look like PLUGIN/PROVIDER?key=value&...")));
-        };
-        let plugin = &head[..slash];
-        // libqlink parses the provider and the percent-encoded options.
-        let mut parsed = TableSpec::parse(&format!("p/{}{}", &head[slash + 1..], query))?;
-        parsed.plugin = plugin.to_string();
-        Ok(parsed)
+        TableSpec::parse(spec)
     }
 
     /// Open a table provider and register it as `name`.
