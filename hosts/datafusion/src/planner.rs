@@ -1,4 +1,4 @@
-//! Planner plugins (design section 4; gaps G1, G2, G3, G7) as a DataFusion
+//! Planner plugins (docs/abi.md R11; gaps G1, G2, G3, G7) as a DataFusion
 //! `QueryPlanner` plus an `ExtensionPlanner`:
 //! - decline fast path: a planner is called only when the optimized logical
 //!   plan contains a node kind in its `interest` mask (0: every plan); a

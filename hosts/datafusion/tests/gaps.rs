@@ -1,4 +1,4 @@
-//! One or more tests per gap G1–G8 of design.md, with real DataFusion and
+//! One or more tests per gap G1–G8 (docs/abi.md section 4), with real DataFusion and
 //! real plugins (qlink_dftest and qlink_sample, built by build.rs), plus
 //! planners written against the C ABI in this file.
 use std::collections::HashSet;
