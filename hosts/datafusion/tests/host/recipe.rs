@@ -34,7 +34,9 @@ fn scan_of(plan: &Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
 async fn original_and_rebuilt(s: &QlinkSession, sql: &str) -> (String, String) {
     let plan = s.ctx.sql(sql).await.unwrap().create_physical_plan().await.unwrap();
     let scan = scan_of(&plan);
-    let codec = QlinkCodec::new(Arc::new(PluginLoader::new(None)));
+    // A worker loads from its own plugin directory, by the coordinator's file name.
+    let dir = std::path::Path::new(SAMPLE).parent().unwrap().to_path_buf();
+    let codec = QlinkCodec::new(Arc::new(PluginLoader::new(Some(dir))));
     let mut buf = Vec::new();
     codec.try_encode(Arc::clone(&scan), &mut buf, &DefaultPhysicalProtoConverter {}).unwrap();
     let worker = SessionContext::new();

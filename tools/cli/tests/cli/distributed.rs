@@ -3,7 +3,9 @@
 //! partition ran once, on one worker), EXPLAIN draws the stages with the
 //! scan's partitions divided between the tasks, plugin functions run on the
 //! workers, plans a worker cannot rebuild run on the coordinator, and each
-//! failure names what failed.
+//! failure names what failed. Every worker and coordinator here shares one
+//! secret (`QLINK_SECRET`); a worker's plugins are the sample build's
+//! directory unless a test gives another `--plugin-dir`.
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
@@ -11,6 +13,13 @@ const QLINK: &str = env!("CARGO_BIN_EXE_qlink");
 const WORKER: &str = env!("CARGO_BIN_EXE_qlink-worker");
 const SAMPLE: &str = qlink_sys::plugins::SAMPLE;
 const DFTEST: &str = qlink_sys::plugins::DFTEST;
+/// The workers' shared secret in these tests (32 printable bytes or more).
+const SECRET: &str = "distributed-test-secret-0123456789abcdef";
+
+/// The folder holding the sample and dftest plugins.
+fn plugin_dir() -> String {
+    std::path::Path::new(SAMPLE).parent().unwrap().to_string_lossy().into_owned()
+}
 
 /// A free TCP port on the loopback interface (bound, then released).
 fn free_port() -> u16 {
@@ -26,8 +35,13 @@ struct Worker {
 impl Worker {
     fn start(extra: &[&str]) -> Worker {
         let port = free_port().to_string();
+        let dir = plugin_dir();
+        let default_dir = ["--plugin-dir", dir.as_str()];
+        let dir_args: &[&str] = if extra.contains(&"--plugin-dir") { &[] } else { &default_dir };
         let mut child = Command::new(WORKER)
+            .env("QLINK_SECRET", SECRET)
             .args(["--port", &port])
+            .args(dir_args)
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -48,7 +62,7 @@ impl Drop for Worker {
 }
 
 fn qlink(args: &[&str]) -> (bool, String, String) {
-    let o = Command::new(QLINK).args(args).output().expect("run qlink");
+    let o = Command::new(QLINK).env("QLINK_SECRET", SECRET).args(args).output().expect("run qlink");
     (o.status.success(), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
 }
 
@@ -176,7 +190,9 @@ fn a_worker_without_the_plugin_or_with_another_build_says_so() {
     let (a, b) = (Worker::start(&dir), Worker::start(&dir));
     let (ok, _, err) = qlink(&["sql", "--workers", &format!("{},{}", a.url, b.url), "--table", &table, sql]);
     assert!(!ok);
-    assert!(err.contains("this worker's plugin is qlink_dftest "), "{err}");
+    // Refused on the file's digest, before anything in it ran.
+    assert!(err.contains(&format!("this worker's plugin file {}/qlink_sample.so has digest ", other.display())), "{err}");
+    assert!(err.contains("the coordinator's is qlink_sample "), "{err}");
     assert!(err.contains("install the same build on every worker"), "{err}");
 }
 
@@ -185,6 +201,7 @@ fn a_worker_dying_mid_query_fails_it_naming_the_worker() {
     let (a, mut b) = (Worker::start(&[]), Worker::start(&[]));
     let table = format!("s={SAMPLE}/series?stop=3000000000&partitions=8");
     let query = Command::new(QLINK)
+        .env("QLINK_SECRET", SECRET)
         .args(["sql", "--workers", &format!("{},{}", a.url, b.url), "--table", &table, "SELECT sum(value % 7) AS t FROM s"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -201,13 +218,17 @@ fn a_worker_dying_mid_query_fails_it_naming_the_worker() {
 }
 
 #[test]
-fn a_worker_on_another_interface_needs_a_plugin_dir() {
-    let o = Command::new(WORKER).args(["--port", "1", "--host", "0.0.0.0"]).output().unwrap();
+fn a_worker_needs_a_secret_and_a_coordinator_sends_it() {
+    let o = Command::new(WORKER).env_remove("QLINK_SECRET").args(["--port", "1", "--host", "0.0.0.0"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&o.stderr),
-        "qlink-worker: error: listening on 0.0.0.0 needs --plugin-dir: a worker reachable from other machines loads plugins from its own directory only\n"
+        "qlink-worker: error: a worker needs the secret its coordinators send: --secret-file FILE or QLINK_SECRET (e.g. `openssl rand -hex 32 > FILE`)\n"
     );
+    let w = Worker::start(&[]);
+    let o = Command::new(QLINK).env_remove("QLINK_SECRET").args(["sql", "--workers", &w.url, "SELECT 1"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("distributed queries need the workers' shared secret"));
 }
 
 /// A fresh, empty directory under the system's temporary folder.
