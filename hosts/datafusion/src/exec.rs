@@ -113,22 +113,31 @@ pub struct QlinkExec {
     /// The plugin's statistics per partition argument, asked once: a plan
     /// never changes, and DataFusion's physical optimizer asks every node
     /// again at each rule (about 124 times a scan in a deep plan).
-    stats: StatsCache,
+    stats: PartitionCache<Statistics>,
 }
 
-/// Statistics already converted, by partition argument (None: the whole plan).
-#[derive(Default)]
-struct StatsCache(std::sync::Mutex<Vec<(Option<usize>, Arc<Statistics>)>>);
+/// A value computed once per partition argument (None: the whole plan) of
+/// an immutable plan, such as its statistics. Thread-safe; a computation
+/// runs under the lock, so each argument is computed at most once, and an
+/// error is not kept (the next request tries again).
+pub struct PartitionCache<T: ?Sized>(std::sync::Mutex<Vec<(Option<usize>, Arc<T>)>>);
 
-impl StatsCache {
-    fn get_or(&self, partition: Option<usize>, compute: impl FnOnce() -> Arc<Statistics>) -> Arc<Statistics> {
+impl<T: ?Sized> Default for PartitionCache<T> {
+    fn default() -> Self {
+        PartitionCache(std::sync::Mutex::new(Vec::new()))
+    }
+}
+
+impl<T: ?Sized> PartitionCache<T> {
+    /// The value of `partition`, computed by `compute` on the first request.
+    pub fn get_or_try(&self, partition: Option<usize>, compute: impl FnOnce() -> Result<Arc<T>>) -> Result<Arc<T>> {
         let mut slots = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, s)) = slots.iter().find(|(p, _)| *p == partition) {
-            return Arc::clone(s);
+        if let Some((_, v)) = slots.iter().find(|(p, _)| *p == partition) {
+            return Ok(Arc::clone(v));
         }
-        let s = compute();
-        slots.push((partition, Arc::clone(&s)));
-        s
+        let v = compute()?;
+        slots.push((partition, Arc::clone(&v)));
+        Ok(v)
     }
 }
 
@@ -215,7 +224,7 @@ impl QlinkExec {
             children,
             metrics: ExecutionPlanMetricsSet::new(),
             recipe: None,
-            stats: StatsCache::default(),
+            stats: PartitionCache::default(),
         })
     }
 
@@ -456,7 +465,7 @@ impl ExecutionPlan for QlinkExec {
 
     #[allow(deprecated)]
     fn partition_statistics(&self, partition: Option<usize>) -> Result<Arc<Statistics>> {
-        Ok(self.stats.get_or(partition, || self.plugin_statistics(partition)))
+        self.stats.get_or_try(partition, || Ok(self.plugin_statistics(partition)))
     }
 }
 

@@ -8,7 +8,7 @@
 
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::DataFusionError;
@@ -26,6 +26,7 @@ use tokio::runtime::Handle;
 
 use crate::table::capsule_marker_id;
 use qlink_datafusion::error::{error_message, Result};
+use qlink_datafusion::exec::PartitionCache;
 
 /// A scan's plan together with the task context it runs with.
 pub struct CapsuleScanExec {
@@ -36,26 +37,22 @@ pub struct CapsuleScanExec {
     /// The statistics as datafusion-ffi hands them over (prost-encoded
     /// `datafusion_proto_common::Statistics`), encoded once per partition
     /// argument: the consumer's optimizer asks a scan again at every rule.
-    encoded_stats: Mutex<Vec<(Option<usize>, Arc<[u8]>)>>,
+    encoded_stats: PartitionCache<[u8]>,
 }
 
 impl CapsuleScanExec {
     pub fn new(inner: Arc<dyn ExecutionPlan>, task: Arc<TaskContext>) -> CapsuleScanExec {
         let props = exported_properties(inner.properties());
-        CapsuleScanExec { inner, task, props, encoded_stats: Mutex::new(Vec::new()) }
+        CapsuleScanExec { inner, task, props, encoded_stats: PartitionCache::default() }
     }
 
     /// The statistics of `partition`, encoded for the consumer once.
     fn encoded_statistics(&self, partition: Option<usize>) -> Result<Arc<[u8]>> {
-        let mut slots = self.encoded_stats.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, b)) = slots.iter().find(|(p, _)| *p == partition) {
-            return Ok(Arc::clone(b));
-        }
-        #[allow(deprecated)]
-        let stats = self.inner.partition_statistics(partition)?;
-        let bytes: Arc<[u8]> = datafusion_proto_common::Statistics::from(stats.as_ref()).encode_to_vec().into();
-        slots.push((partition, Arc::clone(&bytes)));
-        Ok(bytes)
+        self.encoded_stats.get_or_try(partition, || {
+            #[allow(deprecated)]
+            let stats = self.inner.partition_statistics(partition)?;
+            Ok(datafusion_proto_common::Statistics::from(stats.as_ref()).encode_to_vec().into())
+        })
     }
 
     /// Execute `partition` with the scan's own task context.

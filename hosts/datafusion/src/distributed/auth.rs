@@ -79,7 +79,7 @@ impl Secret {
             return false;
         };
         let mine: &[u8] = &self.0;
-        let mut diff = (mine.len() ^ presented.len()) as u8 | u8::from(mine.len() != presented.len());
+        let mut diff = u8::from(mine.len() != presented.len());
         for (i, &b) in mine.iter().enumerate() {
             diff |= b ^ presented.get(i).copied().unwrap_or(0);
         }
