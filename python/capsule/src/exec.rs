@@ -5,6 +5,10 @@
 //! `execute` converts the incoming context, wrapping every function of the
 //! consumer's session, on every call.) `clone` and `with_new_children` are
 //! replaced too, so copies the consumer makes keep this `execute`.
+//!
+//! The same leaf carries a whole plan a qlink planner made (`planned`): the
+//! consumer receives one node however deep the plan is, and the plan runs
+//! here with the task context it was planned with.
 
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -68,14 +72,24 @@ impl fmt::Debug for CapsuleScanExec {
 }
 
 impl DisplayAs for CapsuleScanExec {
+    /// A scan shows as itself; a planned plan as its whole tree, indented
+    /// under one line (the consumer sees a leaf).
     fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        self.inner.fmt_as(t, f)
+        if self.inner.children().is_empty() {
+            return self.inner.fmt_as(t, f);
+        }
+        let tree = datafusion::physical_plan::displayable(self.inner.as_ref()).indent(false).to_string();
+        write!(f, "QlinkPlannedExec: planned by qlink, run in place\n{}", tree.trim_end())
     }
 }
 
 impl ExecutionPlan for CapsuleScanExec {
     fn name(&self) -> &str {
-        self.inner.name()
+        if self.inner.children().is_empty() {
+            self.inner.name()
+        } else {
+            "QlinkPlannedExec"
+        }
     }
 
     fn properties(&self) -> &Arc<PlanProperties> {
@@ -141,6 +155,20 @@ fn exported_properties(props: &Arc<PlanProperties>) -> Arc<PlanProperties> {
 /// Export a scan's plan; `execute` will use `task`.
 pub fn export_scan_plan(plan: Arc<dyn ExecutionPlan>, task: Arc<TaskContext>, runtime: Option<Handle>) -> FFI_ExecutionPlan {
     export(Arc::new(CapsuleScanExec::new(plan, task)), runtime)
+}
+
+/// A whole plan made by a qlink planner, as one leaf that runs it with
+/// `task` (the planning session's context).
+pub fn planned(plan: Arc<dyn ExecutionPlan>, task: Arc<TaskContext>) -> Arc<dyn ExecutionPlan> {
+    Arc::new(CapsuleScanExec::new(plan, task))
+}
+
+/// Export a leaf made by [`planned`] (or a scan) with qlink's `execute`.
+pub fn export_planned(plan: Arc<dyn ExecutionPlan>, runtime: Option<Handle>) -> Result<FFI_ExecutionPlan> {
+    if plan.downcast_ref::<CapsuleScanExec>().is_none() {
+        return Err(DataFusionError::Internal(format!("{} is not a qlink planned plan", plan.name())));
+    }
+    Ok(export(plan, runtime))
 }
 
 fn export(plan: Arc<dyn ExecutionPlan>, runtime: Option<Handle>) -> FFI_ExecutionPlan {

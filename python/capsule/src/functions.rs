@@ -2,9 +2,11 @@
 //! with datafusion-ffi's standard constructors around the host's own qlink
 //! wrappers: function calls cross as Arrow arrays, with no session rebuilt
 //! (the standard function structs carry none). The planner route is
-//! datafusion-ffi's: the logical plan arrives as protobuf and the physical
-//! plan leaves as protobuf, a per-query cost inherent to that protocol (gaps
-//! G1/G3); `qlink.Session`'s planners are the by-reference alternative.
+//! datafusion-ffi's: the logical plan arrives as protobuf (qlink tables in it
+//! by reference, through `codec`), and the physical plan leaves as one leaf
+//! encoded by reference (`exec::planned`), so a deep plan costs no more to
+//! return than a shallow one. The consumer's session must carry qlink's
+//! codecs (datafusion-python: `ctx.with_extensions(qlink.codecs())`).
 //!
 //! The exported planner optimizes the physical plan with this library's own
 //! physical optimizer rules: the consumer's rules, reached through
@@ -24,6 +26,7 @@ use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::{TaskContext, TaskContextProvider};
 use datafusion::prelude::SessionConfig;
 use datafusion::logical_expr::execution_props::ExecutionProps;
+use datafusion::common::display::{PlanType, ToStringifiedPlan};
 use datafusion::logical_expr::{AggregateUDF, Expr, HigherOrderUDF, LogicalPlan, ScalarUDF, WindowUDF};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_optimizer::optimizer::PhysicalOptimizer;
@@ -36,10 +39,11 @@ use datafusion_ffi::query_planner::FFI_QueryPlanner;
 use datafusion_ffi::udaf::FFI_AggregateUDF;
 use datafusion_ffi::udf::FFI_ScalarUDF;
 use datafusion_ffi::udwf::FFI_WindowUDF;
-use datafusion_proto::logical_plan::DefaultLogicalExtensionCodec;
-use datafusion_proto::physical_plan::DefaultPhysicalExtensionCodec;
 use tokio::runtime::Handle;
 
+use crate::builtins::rebind_builtins;
+use crate::codec::{export_logical_codec, export_physical_codec};
+use crate::exec::planned;
 use qlink_datafusion::error::Result;
 use qlink_datafusion::functions::{QlinkAggregateUdf, QlinkScalarUdf, QlinkWindowUdf};
 use qlink_datafusion::planner::{InstalledPlanner, QlinkQueryPlanner};
@@ -64,60 +68,86 @@ pub fn export_window_udf(plugin: &Arc<Plugin>, name: &str) -> Result<FFI_WindowU
 /// physical planner of this library) for a consumer session whose codecs are
 /// `logical` and `physical` (from that session, so its tables and functions
 /// decode against it).
+/// `runtime_env` is what plugins see while planning and executing (memory
+/// pool, object stores; the consumer's own do not cross datafusion-ffi 55);
+/// the consumer's session config and functions are kept.
 pub fn export_planner(
     planners: Vec<Arc<InstalledPlanner>>,
     logical: FFI_LogicalExtensionCodec,
     physical: FFI_PhysicalExtensionCodec,
+    runtime_env: Option<Arc<RuntimeEnv>>,
 ) -> FFI_QueryPlanner {
-    FFI_QueryPlanner::new_with_ffi_codecs(Arc::new(CapsulePlanner::new(planners)), logical, physical)
+    FFI_QueryPlanner::new_with_ffi_codecs(Arc::new(CapsulePlanner::new(planners, runtime_env)), logical, physical)
 }
 
-/// Same as [`export_planner`] with DataFusion's default codecs bound to
-/// `tasks` (a session in this library; for tests and Rust hosts).
+/// Same as [`export_planner`] with qlink's own codecs bound to `tasks` (a
+/// session in this library; for tests and Rust hosts).
 pub fn export_planner_for(
     planners: Vec<Arc<InstalledPlanner>>,
     tasks: &Arc<dyn TaskContextProvider>,
     runtime: Option<Handle>,
 ) -> FFI_QueryPlanner {
-    FFI_QueryPlanner::new(
-        Arc::new(CapsulePlanner::new(planners)),
-        runtime,
-        FFI_TaskContextProvider::from(tasks),
-        Arc::new(DefaultLogicalExtensionCodec {}),
-        Arc::new(DefaultPhysicalExtensionCodec {}),
-    )
+    let logical = export_logical_codec(FFI_TaskContextProvider::from(tasks), runtime.clone());
+    let physical = export_physical_codec(FFI_TaskContextProvider::from(tasks), runtime);
+    FFI_QueryPlanner::new_with_ffi_codecs(Arc::new(CapsulePlanner::new(planners, None)), logical, physical)
 }
 
 type Rule = Arc<dyn PhysicalOptimizerRule + Send + Sync>;
 
 /// `QlinkQueryPlanner` run against the consumer's session with this
-/// library's physical optimizer rules.
+/// library's physical optimizer rules; its plan returns as one leaf.
 #[derive(Debug)]
 struct CapsulePlanner {
     inner: QlinkQueryPlanner,
     rules: Vec<Rule>,
+    runtime_env: Option<Arc<RuntimeEnv>>,
 }
 
 impl CapsulePlanner {
-    fn new(planners: Vec<Arc<InstalledPlanner>>) -> CapsulePlanner {
-        CapsulePlanner { inner: QlinkQueryPlanner::new(planners), rules: PhysicalOptimizer::new().rules }
+    fn new(planners: Vec<Arc<InstalledPlanner>>, runtime_env: Option<Arc<RuntimeEnv>>) -> CapsulePlanner {
+        CapsulePlanner { inner: QlinkQueryPlanner::new(planners), rules: PhysicalOptimizer::new().rules, runtime_env }
     }
 }
 
 #[async_trait]
 impl QueryPlanner for CapsulePlanner {
     async fn create_physical_plan(&self, plan: &LogicalPlan, session: &dyn Session) -> Result<Arc<dyn ExecutionPlan>> {
-        let local = LocalRules { inner: session, rules: &self.rules, table_options: session.table_options().clone() };
-        self.inner.create_physical_plan(plan, &local).await
+        let runtime_env = self.runtime_env.clone().unwrap_or_else(|| Arc::clone(session.runtime_env()));
+        let local = LocalRules {
+            inner: session,
+            rules: &self.rules,
+            table_options: session.table_options().clone(),
+            runtime_env,
+        };
+        let plan = rebind_builtins(explain_after_decode(plan).unwrap_or_else(|| plan.clone()))?;
+        let physical = self.inner.create_physical_plan(&plan, &local).await?;
+        Ok(planned(physical, local.task_ctx()))
     }
 }
 
-/// A session that is `inner` except for its physical optimizer rules.
+/// datafusion-proto decodes an EXPLAIN as a new Explain over its input,
+/// marked not yet optimized, so DataFusion's physical planner would show no
+/// physical plan. The input arrives optimized by the consumer: mark it so,
+/// as the final logical plan, and the EXPLAIN shows the plan made here.
+fn explain_after_decode(plan: &LogicalPlan) -> Option<LogicalPlan> {
+    let LogicalPlan::Explain(e) = plan else { return None };
+    if e.logical_optimization_succeeded {
+        return None;
+    }
+    let mut e = e.clone();
+    e.stringified_plans = vec![e.plan.to_stringified(PlanType::FinalLogicalPlan)];
+    e.logical_optimization_succeeded = true;
+    Some(LogicalPlan::Explain(e))
+}
+
+/// A session that is `inner` except for its physical optimizer rules and
+/// runtime environment.
 struct LocalRules<'a> {
     inner: &'a dyn Session,
     rules: &'a [Rule],
     /// `Session` hands out `&mut TableOptions`; the planner never writes it.
     table_options: TableOptions,
+    runtime_env: Arc<RuntimeEnv>,
 }
 
 #[async_trait]
@@ -159,7 +189,7 @@ impl Session for LocalRules<'_> {
         self.inner.extension_type_registry()
     }
     fn runtime_env(&self) -> &Arc<RuntimeEnv> {
-        self.inner.runtime_env()
+        &self.runtime_env
     }
     fn execution_props(&self) -> &ExecutionProps {
         self.inner.execution_props()
@@ -174,7 +204,18 @@ impl Session for LocalRules<'_> {
     fn table_options_mut(&mut self) -> &mut TableOptions {
         &mut self.table_options
     }
+    /// The consumer's config and functions with this planner's runtime
+    /// environment.
     fn task_ctx(&self) -> Arc<TaskContext> {
-        self.inner.task_ctx()
+        Arc::new(TaskContext::new(
+            None,
+            self.session_id().to_string(),
+            self.config().clone(),
+            self.scalar_functions().clone(),
+            self.higher_order_functions().clone(),
+            self.aggregate_functions().clone(),
+            self.window_functions().clone(),
+            Arc::clone(&self.runtime_env),
+        ))
     }
 }

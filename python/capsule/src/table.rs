@@ -52,6 +52,18 @@ pub extern "C" fn capsule_marker_id() -> usize {
     &CAPSULE_MARKER as *const u8 as usize
 }
 
+/// The qlink table behind `provider` when this library exported it (its
+/// marker is ours), else None. The table is shared, not copied.
+pub fn table_of(provider: &FFI_TableProvider) -> Option<Arc<QlinkTableProvider>> {
+    if (provider.library_marker_id)() != capsule_marker_id() {
+        return None;
+    }
+    // SAFETY: our marker means `mirror` built it: a TableProviderMirror (same
+    // layout, asserted in `mirror`) whose private data is a ProviderState.
+    let mirror = unsafe { &*(provider as *const FFI_TableProvider as *const TableProviderMirror) };
+    Some(Arc::clone(&unsafe { state_of(mirror) }.table))
+}
+
 /// Everything a scan needs, built once per exported provider and shared by
 /// its clones.
 struct ProviderState {
