@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ._qlink import Session as _NativeSession
 from ._qlink import (
+    CODEC_ID,
     DATAFUSION_PYTHON_VERSION,
     DATAFUSION_VERSION,
     FFI_VERSION,
@@ -31,8 +32,10 @@ from ._qlink import (
     VersionMismatchError,
     __version__,
 )
+from ._codecs import codecs
 
 __all__ = [
+    "CODEC_ID",
     "DATAFUSION_PYTHON_VERSION",
     "DATAFUSION_VERSION",
     "FFI_VERSION",
@@ -50,6 +53,7 @@ __all__ = [
     "TableExistsError",
     "VersionMismatchError",
     "__version__",
+    "codecs",
     "plugin_path",
     "register_zarr",
 ]

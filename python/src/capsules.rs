@@ -22,6 +22,7 @@ use pyo3::types::PyCapsule;
 use qlink_capsule as capsule;
 use qlink_capsule::ExportOptions;
 use qlink_datafusion::planner::InstalledPlanner;
+use qlink_datafusion::functions::QlinkTableFunction;
 use qlink_datafusion::{Plugin, QlinkTableProvider};
 
 use crate::errors::{plugin_err, VersionMismatchError};
@@ -119,6 +120,12 @@ fn open_session() -> &'static SessionContext {
     })
 }
 
+/// How capsule tables scan: this module's runtime, `open_session`'s
+/// runtime environment.
+fn export_options() -> ExportOptions {
+    ExportOptions { runtime: Some(runtime().handle().clone()), runtime_env: Some(open_session().runtime_env()) }
+}
+
 /// A plugin table for datafusion-python: `SessionContext.register_table(name,
 /// plugin.table(provider, **options))`.
 #[pyclass(module = "qlink._qlink", name = "Table", frozen)]
@@ -142,8 +149,7 @@ impl PyTable {
     fn __datafusion_table_provider__<'py>(&self, py: Python<'py>, session: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyCapsule>> {
         check_datafusion_python(py)?;
         let codec = logical_codec(&session)?;
-        let options = ExportOptions { runtime: Some(runtime().handle().clone()), runtime_env: Some(open_session().runtime_env()) };
-        let ffi = capsule::export_table(Arc::clone(&self.table), &codec, options);
+        let ffi = capsule::export_table(Arc::clone(&self.table), &codec, export_options());
         PyCapsule::new_with_value(py, ffi, c"datafusion_table_provider")
     }
 
@@ -165,10 +171,30 @@ pub enum FunctionKind {
     Scalar,
     Aggregate,
     Window,
+    Table,
+}
+
+/// Refuse a session without qlink's codecs: its plan serialization could
+/// not carry qlink tables or the planner's plan.
+fn require_codecs(session: &Bound<'_, PyAny>) -> PyResult<()> {
+    let ids = "logical_extension_codec_ids";
+    if !session.hasattr(ids)? {
+        return Ok(()); // not datafusion-python: the consumer's codecs are its own business
+    }
+    let installed: Vec<String> = session.call_method0(ids)?.extract()?;
+    if installed.iter().any(|i| i == capsule::CODEC_ID) {
+        return Ok(());
+    }
+    Err(pyo3::exceptions::PyValueError::new_err(format!(
+        "this session does not carry qlink's codecs ({}), so it cannot pass a plan to a qlink planner: install \
+         them first with ctx = ctx.with_extensions(qlink.codecs()), or install the planner with \
+         ctx = ctx.with_extensions(planner), which adds them (qlink.xarray.Context carries them already)",
+        capsule::CODEC_ID
+    )))
 }
 
 /// A plugin function for datafusion-python: `datafusion.udf(f)`,
-/// `udaf(f)`, `udwf(f)` (or `ScalarUDF.from_pycapsule(f)`...).
+/// `udaf(f)`, `udwf(f)`, `udtf(f, name)` (or `ScalarUDF.from_pycapsule(f)`...).
 #[pyclass(module = "qlink._qlink", name = "Function", frozen)]
 pub struct PyFunction {
     plugin: Arc<Plugin>,
@@ -184,6 +210,7 @@ impl PyFunction {
             FunctionKind::Scalar => capsule::export_scalar_udf(plugin, name).map(drop),
             FunctionKind::Aggregate => capsule::export_aggregate_udf(plugin, name).map(drop),
             FunctionKind::Window => capsule::export_window_udf(plugin, name).map(drop),
+            FunctionKind::Table => QlinkTableFunction::open(plugin, name).map(drop),
         }
         .map_err(plugin_err)?;
         Ok(f)
@@ -194,6 +221,7 @@ impl PyFunction {
             FunctionKind::Scalar => "scalar (plugin.udf)",
             FunctionKind::Aggregate => "aggregate (plugin.udaf)",
             FunctionKind::Window => "window (plugin.udwf)",
+            FunctionKind::Table => "table (plugin.udtf)",
         };
         pyo3::exceptions::PyTypeError::new_err(format!("{} is a {is} function, not {asked}", self.name))
     }
@@ -227,6 +255,16 @@ impl PyFunction {
         PyCapsule::new_with_value(py, f, c"datafusion_window_udf")
     }
 
+    /// `datafusion.udtf(plugin.udtf(name), name)` / `ctx.register_udtf(...)`:
+    /// `session` is the registering session (or its logical codec capsule).
+    fn __datafusion_table_function__<'py>(&self, py: Python<'py>, session: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyCapsule>> {
+        check_datafusion_python(py)?;
+        let FunctionKind::Table = self.kind else { return Err(self.wrong_kind("a table function")) };
+        let func = QlinkTableFunction::open(&self.plugin, &self.name).map_err(plugin_err)?;
+        let f = capsule::export_table_function(func, logical_codec(&session)?, export_options());
+        PyCapsule::new_with_value(py, f, c"datafusion_table_function")
+    }
+
     fn __repr__(&self) -> String {
         format!("qlink.Function({}/{})", self.plugin.name(), self.name)
     }
@@ -235,9 +273,12 @@ impl PyFunction {
 /// Planner plugins for datafusion-python 55: `ctx.set_query_planner(p)` or
 /// `ctx.with_extensions(p)`. Each plan is offered to the planners in order,
 /// then planned by DataFusion's default physical planner of this library
-/// (the session's previous planner is replaced, not wrapped). The plan
-/// crosses as protobuf both ways (datafusion-ffi's protocol), so every table
-/// in it must be one datafusion-python can serialize.
+/// (the session's previous planner is replaced, not wrapped). The logical
+/// plan crosses as protobuf (datafusion-ffi's protocol) with qlink tables in
+/// it by reference, and the physical plan returns by reference as one leaf:
+/// the session must carry qlink's codecs (`qlink.codecs()`; installing the
+/// planner with `ctx.with_extensions(planner)` adds them), and every other
+/// table in the plan must be one datafusion-python can serialize.
 #[pyclass(module = "qlink._qlink", name = "Planner", frozen)]
 pub struct PyPlanner {
     planners: Vec<Arc<InstalledPlanner>>,
@@ -252,7 +293,13 @@ impl PyPlanner {
 
     fn capsule<'py>(&self, py: Python<'py>, session: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyCapsule>> {
         check_datafusion_python(py)?;
-        let ffi = capsule::export_planner(self.planners.clone(), logical_codec(session)?, physical_codec(session)?);
+        require_codecs(session)?;
+        let ffi = capsule::export_planner(
+            self.planners.clone(),
+            logical_codec(session)?,
+            physical_codec(session)?,
+            Some(open_session().runtime_env()),
+        );
         PyCapsule::new_with_value(py, ffi, c"datafusion_query_planner")
     }
 }
@@ -268,6 +315,12 @@ impl PyPlanner {
             ));
         };
         self.capsule(py, &session)
+    }
+
+    /// `SessionContext.with_extensions(planner)`, first phase: qlink's
+    /// codecs, unless the context already carries them.
+    fn __datafusion_session_components__<'py>(&self, py: Python<'py>, ctx: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        py.import("qlink._codecs")?.call_method1("components", (ctx,))
     }
 
     /// `SessionContext.with_extensions(planner)`: replaces `fallback`.

@@ -5,6 +5,8 @@
 //! - `Plugin` (plugin.rs): a loaded qlink plugin;
 //! - `Table`, `Function`, `Planner` (capsules.rs): plugin objects for
 //!   datafusion-python 55 through its capsule protocol;
+//! - `LogicalCodec`, `PhysicalCodec` (codecs.rs): qlink's extension codecs
+//!   for datafusion-python 55;
 //! - the exception hierarchy (errors.rs);
 //! - Arrow PyCapsule import/export (arrow_io.rs).
 
@@ -12,6 +14,7 @@ use pyo3::prelude::*;
 
 mod arrow_io;
 mod capsules;
+mod codecs;
 mod errors;
 mod plugin;
 mod session;
@@ -28,7 +31,11 @@ fn _qlink(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<capsules::PyTable>()?;
     m.add_class::<capsules::PyFunction>()?;
     m.add_class::<capsules::PyPlanner>()?;
+    m.add_class::<codecs::PyLogicalCodec>()?;
+    m.add_class::<codecs::PyPhysicalCodec>()?;
     m.add_function(wrap_pyfunction!(capsules::_consumer_function_lookups, m)?)?;
+    m.add_function(wrap_pyfunction!(codecs::_planned_plans_held, m)?)?;
+    m.add("CODEC_ID", qlink_capsule::CODEC_ID)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DATAFUSION_VERSION", DATAFUSION_VERSION)?;
     m.add("DATAFUSION_PYTHON_VERSION", capsules::DATAFUSION_PYTHON_VERSION)?;

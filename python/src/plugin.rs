@@ -132,6 +132,12 @@ impl PyPlugin {
         PyFunction::open(&self.inner, name, FunctionKind::Window)
     }
 
+    /// Table function `name`: `ctx.register_udtf(datafusion.udtf(plugin.udtf(name), name))`.
+    /// Each call's table scans as `plugin.table(...)`'s do.
+    fn udtf(&self, name: &str) -> PyResult<PyFunction> {
+        PyFunction::open(&self.inner, name, FunctionKind::Table)
+    }
+
     /// Planner `name` for datafusion-python: `ctx.set_query_planner(plugin.planner(name))`.
     #[pyo3(signature = (name, **options))]
     fn planner(&self, py: Python<'_>, name: &str, options: Option<Bound<'_, PyDict>>) -> PyResult<PyPlanner> {

@@ -143,7 +143,7 @@ def test_planner_with_set_query_planner(sample, capfd, monkeypatch):
     sql = "SELECT column1 * 2 AS d, column2 FROM (VALUES (1, 'a'), (2, 'b'), (3, 'c')) WHERE column1 > 1 ORDER BY d"
     want = datafusion.SessionContext().sql(sql).to_pydict()
     assert want == {"d": [4, 6], "column2": ["b", "c"]}
-    ctx = datafusion.SessionContext()
+    ctx = datafusion.SessionContext().with_extensions(qlink.codecs())
     ctx.set_query_planner(sample.planner("decline_all"))
     assert ctx.sql(sql).to_pydict() == want
     ext = datafusion.SessionContext().with_extensions(sample.planner("drop_true_filters"))
@@ -152,7 +152,7 @@ def test_planner_with_set_query_planner(sample, capfd, monkeypatch):
     # (interested in aggregates) traces each plan it is offered.
     agg = "SELECT column2 AS k, sum(column1) AS s FROM (VALUES (1, 'a'), (2, 'b'), (3, 'a')) GROUP BY column2 ORDER BY k"
     fold = qlink.Plugin(qlink.plugin_path("qlink_fold")).planner("fold")
-    ctx = datafusion.SessionContext()
+    ctx = datafusion.SessionContext().with_extensions(qlink.codecs())
     ctx.set_query_planner(fold)
     monkeypatch.setenv("QLINK_FOLD_TRACE", "1")
     capfd.readouterr()

@@ -122,6 +122,11 @@ def _context_class():
 
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
+            # qlink's codecs, so a query planner installed on this context
+            # (set_query_planner, with_extensions) receives its tables.
+            from .._codecs import codecs
+
+            self.ctx = self.with_extensions(codecs()).ctx
             self._registered_datasets = {}
 
         def from_dataset(self, name: str, input_table, *, table_names: TableNames = None, chunks: Chunks = None,
@@ -145,6 +150,15 @@ def _context_class():
 
             self.register_udf(udf(cftime_fn, [pa.string()], pa.string(), "immutable", name="cftime"))
             self._cftime_udf = True
+
+        def with_extensions(self, *extensions):
+            """``SessionContext.with_extensions``, returning a Context (on
+            the same session, sharing its registered Datasets)."""
+            derived = super().with_extensions(*extensions)
+            new = type(self).__new__(type(self))
+            new.__dict__.update(self.__dict__)
+            new.ctx = derived.ctx
+            return new
 
         def sql(self, query: str, *args, **kwargs):
             return XarrayDataFrame(super().sql(query, *args, **kwargs), self._registered_datasets)
