@@ -84,9 +84,11 @@ static size_t rewrite(const char *text, size_t n, char *out) {
   return found;
 }
 
-json_t *zr_json_parse(const char *text, size_t n, json_error_t *jerr) {
+json_t *zr_json_parse(const char *text, size_t n, json_error_t *jerr) { return zr_json_parse_flags(text, n, 0, jerr); }
+
+json_t *zr_json_parse_flags(const char *text, size_t n, size_t flags, json_error_t *jerr) {
   size_t found = rewrite(text, n, NULL);
-  if (found == 0) return json_loadb(text, n, JSON_DECODE_ANY, jerr);
+  if (found == 0) return json_loadb(text, n, JSON_DECODE_ANY | flags, jerr);
   char *copy = malloc(n + 2 * found + 1);
   if (!copy) {
     memset(jerr, 0, sizeof(*jerr));
@@ -95,7 +97,7 @@ json_t *zr_json_parse(const char *text, size_t n, json_error_t *jerr) {
   }
   size_t len = n + 2 * found;
   rewrite(text, n, copy);
-  json_t *doc = json_loadb(copy, len, JSON_DECODE_ANY, jerr);
+  json_t *doc = json_loadb(copy, len, JSON_DECODE_ANY | flags, jerr);
   free(copy);
   return doc;
 }

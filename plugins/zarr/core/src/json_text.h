@@ -30,4 +30,7 @@
  * state). */
 json_t *zr_json_parse(const char *text, size_t n, json_error_t *jerr);
 
+/* zr_json_parse with more jansson decoding flags (e.g. JSON_ALLOW_NUL). */
+json_t *zr_json_parse_flags(const char *text, size_t n, size_t flags, json_error_t *jerr);
+
 #endif /* QLINK_ZARR_JSON_TEXT_H */

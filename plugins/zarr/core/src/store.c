@@ -6,6 +6,7 @@
 
 #include "qlink/lib/object_store.h"
 #include "qlink/lib/status.h"
+#include "refs.h"
 
 int zr_store_open(const struct ql_object_store_registry *registry, const char *url, struct zr_store *out,
                   struct ql_error *error) {
@@ -13,6 +14,8 @@ int zr_store_open(const struct ql_object_store_registry *registry, const char *u
   if (!registry || !registry->get_store) {
     return ql_error_set(error, QL_ENOTSUP, "zarr store %s: the host offers no object-store registry", url);
   }
+  /* a kerchunk reference file: a virtual store over its targets (refs.h) */
+  if (zr_refs_detect(url)) return zr_refs_store_open(registry, url, out, error);
   char *store_url = NULL, *path = NULL;
   int rc = ql_url_split(url, &store_url, &path, error);
   if (rc != QL_OK) return ql_error_prefix(error, "zarr store %s", url);
