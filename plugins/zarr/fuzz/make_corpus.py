@@ -9,6 +9,9 @@ metadata_fuzz: consolidated roots (v2 .zmetadata, v3 zarr.json), single
 chunk_fuzz: 4 selector bytes (pipeline, dtype, shape) + a real chunk
 written with the matching codecs (chunk_fuzz.c lists them in this order).
 shard_read_fuzz: layout byte + 2 box bytes + a shard zarr-python wrote.
+refs_fuzz: kerchunk reference files (kerchunk 0.2.10 over netCDF-4 and
+netCDF-3 files xarray wrote; their urls point at the target's f.bin, 64
+bytes), version 0, templates, base64 and whole-file references.
 """
 import hashlib
 import json
@@ -193,12 +196,39 @@ def shard_read_seeds(out, tmp):
             save(out, f"l{sel}", bytes([sel]) + box + shard)
 
 
+def refs_seeds(out, tmp):
+    import kerchunk.hdf
+    import kerchunk.netCDF3
+
+    ds = xr.Dataset({"t": (("time", "x"), np.arange(6, dtype="f4").reshape(3, 2)), "n": (("x",), np.array([1, 2], "i2"))},
+                    coords={"time": np.array(["2000-01-01", "2000-01-02", "2000-01-03"], dtype="M8[ns]"), "x": [0.5, 1.5]})
+    nc4, nc3 = os.path.join(tmp, "r4.nc"), os.path.join(tmp, "r3.nc")
+    ds.to_netcdf(nc4, encoding={"t": {"chunksizes": (1, 2), "zlib": True}})
+    ds.to_netcdf(nc3, format="NETCDF3_64BIT")
+
+    def point_at_f_bin(refs):
+        for k, v in refs["refs"].items():
+            if isinstance(v, list):
+                refs["refs"][k] = ["f.bin", v[1] % 56, min(v[2], 8)] if len(v) == 3 else ["f.bin"]
+        return refs
+
+    for name, refs in (("nc4", kerchunk.hdf.SingleHdf5ToZarr(nc4, inline_threshold=0).translate()),
+                       ("nc4inline", kerchunk.hdf.SingleHdf5ToZarr(nc4, inline_threshold=1000).translate()),
+                       ("nc3", kerchunk.netCDF3.NetCDF3ToZarr(nc3, inline_threshold=0).translate())):
+        save(out, f"kerchunk-{name}", json.dumps(point_at_f_bin(refs)).encode())
+    save(out, "v0", b'{".zgroup": "{\\"zarr_format\\": 2}", "a/0": ["f.bin", 0, 8], "a/1": ["f.bin"]}')
+    save(out, "templates", json.dumps({"version": 1, "templates": {"u": "f", "v": "memory:///d"},
+                                       "refs": {".zgroup": "{}", "a/0": ["{{u}}.bin", 4, 4],
+                                                "a/1": ["{{ v }}/f.bin", 60, 8], "a/2": "base64:AAECAw=="}}).encode())
+
+
 def main(argv):
     out = argv[1] if len(argv) > 1 else os.path.join(HERE, "corpus")
     with tempfile.TemporaryDirectory() as tmp:
         metadata_seeds(os.path.join(out, "metadata_fuzz"), tmp)
         shard_read_seeds(os.path.join(out, "shard_read_fuzz"), tmp)
         chunk_seeds(os.path.join(out, "chunk_fuzz"), tmp)
+        refs_seeds(os.path.join(out, "refs_fuzz"), tmp)
     return 0
 
 
