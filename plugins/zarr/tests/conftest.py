@@ -123,8 +123,12 @@ def _cell_expected(value, raw, fmt, nan_is_fill=False):
 def expected_rows(path, scan, columns=None):
     """Rows of xarray's Dataset.to_dataframe() for the scanned columns, as
     the driver prints them, in C order of the dimensions."""
-    ds = open_xr(path)
-    raw = open_xr(path, mask_and_scale=False, decode_times=False)
+    return expected_rows_of(open_xr(path), open_xr(path, mask_and_scale=False, decode_times=False), scan, columns)
+
+
+def expected_rows_of(ds, raw, scan, columns=None):
+    """expected_rows for Dataset `ds` (decoded) and `raw` (the same opened
+    with mask_and_scale=False, decode_times=False), wherever they came from."""
     cols = columns or scan.columns
     dims = [c for c in cols if c in ds.dims]
     variables = [c for c in cols if c not in ds.dims]
