@@ -73,6 +73,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import datasets  # noqa: E402
+import kerchunk_refs  # noqa: E402
 from engine import Engine, Query, ROOT, gap, known_bug, refusal, rows_key, seen_by  # noqa: E402
 
 ENGINES: list[Engine] = []
@@ -281,6 +282,50 @@ for _key, _route in (("air", "ndarray"), ("air_zarr", "zarr")):
     for _id, _sql, _types, _oracle, _unsupported in XARRAY_QUERIES:
         QUERIES.append(Query(f"xarray_{_route}_{_id}", _sql, _types, datasets={"ds": (_key, _route)},
                              unsupported=_unsupported, oracle=_oracle))
+
+
+# qlink_zarr over a kerchunk reference file (virtual Zarr, kerchunk_refs.py):
+# chunks read as byte ranges of a netCDF-4 file, or inline; oracles from
+# xarray's own reading of that file. Where kerchunk is not installed every
+# engine reports the queries as skipped, naming why.
+
+
+def kc_slice():
+    df = kerchunk_refs.frame("flag", "temp")
+    df = df[df.time >= _day("2024-03-02")].sort_values(["lat", "lon"])
+    return [(r[0], r[1], int(r[2]), r[3]) for r in _rows(df, ["lat", "lon", "flag", "temp"])]
+
+
+def kc_aggregate():
+    df = kerchunk_refs.frame("flag", "temp")
+    df = df[df.time < _day("2024-03-02")]
+    return [(float(lat), len(g), int(g.temp.notna().sum()), int(g.flag.sum()), float(g.temp.min()),
+             float(g.temp.max())) for lat, g in sorted(df.groupby("lat"), key=lambda kv: kv[0])]
+
+
+def kc_packed():
+    df = kerchunk_refs.frame("depth").sort_values(["lat", "lon"], ascending=[False, True])
+    return _rows(df, ["lat", "lon", "depth"])
+
+
+_KC_SKIP = kerchunk_refs.unavailable()
+_KC = str(kerchunk_refs.paths()[1]) if not _KC_SKIP else "/kerchunk-unavailable.json"
+_KC_UNSUPPORTED = {e.name: _KC_SKIP for e in ENGINES} if _KC_SKIP else {}
+QUERIES += [
+    Query("kerchunk_slice", "SELECT lat, lon, CAST(flag AS BIGINT) AS flag, CAST(temp AS DOUBLE) AS temp FROM {k} "
+                            "WHERE time >= '2024-03-02' ORDER BY lat, lon",
+          ("float64", "float64", "int64", "float64"), tables={"k": f"qlink_zarr/table?path={_KC}&table=time_lat_lon"},
+          unsupported=_KC_UNSUPPORTED, oracle=kc_slice),
+    Query("kerchunk_aggregate", "SELECT lat, count(*) AS n, count(temp) AS valid, CAST(sum(flag) AS BIGINT) AS flags, "
+                                "CAST(min(temp) AS DOUBLE) AS lo, CAST(max(temp) AS DOUBLE) AS hi FROM {k} "
+                                "WHERE time < '2024-03-02' GROUP BY lat ORDER BY lat",
+          ("float64", "int64", "int64", "int64", "float64", "float64"),
+          tables={"k": f"qlink_zarr/table?path={_KC}&table=time_lat_lon"}, unsupported=_KC_UNSUPPORTED,
+          oracle=kc_aggregate),
+    Query("kerchunk_packed", "SELECT lat, lon, depth FROM {k}.lat_lon ORDER BY lat DESC, lon",
+          ("float64", "float64", "float64"), schemas={"k": f"qlink_zarr/store?path={_KC}"},
+          unsupported=_KC_UNSUPPORTED, oracle=kc_packed),
+]
 
 
 def available(engine: Engine):
