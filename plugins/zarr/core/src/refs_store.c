@@ -255,10 +255,11 @@ static int read_file(const struct ql_object_store_registry *registry, const char
   memset(out, 0, sizeof(*out));
   char *store_url = NULL, *path = NULL;
   QL_RETURN_NOT_OK(ql_url_split(url, &store_url, &path, error));
-  free(store_url);
   struct ql_object_store os;
   memset(&os, 0, sizeof(os));
-  int rc = registry->get_store(registry, url, &os, error);
+  /* the store URL, as zr_store_open asks: hosts take URLs, not local paths */
+  int rc = registry->get_store(registry, store_url, &os, error);
+  free(store_url);
   struct ql_object_meta meta;
   memset(&meta, 0, sizeof(meta));
   if (rc == QL_OK) rc = os.head(&os, path, &meta, error);
@@ -292,10 +293,7 @@ static int open_stores(const struct ql_object_store_registry *registry, struct r
   rs->store_errors = calloc((size_t)n + 1, sizeof(*rs->store_errors));
   if (!rs->stores || !rs->store_errors) return ql_error_set(error, QL_ENOMEM, "out of memory");
   for (int32_t i = 0; i < n; i++) {
-    size_t len = strlen(rs->refs.stores[i]) + 2;
-    char *root = malloc(len);
-    if (!root) return ql_error_set(error, QL_ENOMEM, "out of memory");
-    snprintf(root, len, "%s/", rs->refs.stores[i]);
+    const char *root = rs->refs.stores[i];
     struct ql_error *why = &rs->store_errors[i];
     why->struct_size = sizeof(*why);
     int rc = registry->get_store(registry, root, &rs->stores[i], why);
@@ -304,7 +302,6 @@ static int open_stores(const struct ql_object_store_registry *registry, struct r
       if (!why->message) ql_error_set(why, rc, "no object store serves %s", root);
       why->status = rc;
     }
-    free(root);
   }
   return QL_OK;
 }
