@@ -60,7 +60,7 @@ static int strmap_put(struct strmap *m, const char *s, int32_t idx) {
 struct parser {
   const char *url;   /* the reference file, for messages */
   char *base_store;  /* its store URL ("file://", "http://h:8000") */
-  char *base_dir;    /* its folder inside that store ("" at the root) */
+  size_t base_len;   /* relative urls start after url[0, base_len): its text up to its last '/' */
   int base_local;    /* read from file:// or memory:// */
   const json_t *templates;
   struct zr_refs *out;
@@ -82,30 +82,6 @@ static char *join3(const char *a, const char *sep, const char *b) {
   char *s = malloc(n);
   if (s) snprintf(s, n, "%s%s%s", a, sep, b);
   return s;
-}
-
-/* Resolve "." and ".." segments of `path` in place; -1 when ".." climbs
- * above the start. Empty segments are dropped. */
-static int normalize_in_place(char *path) {
-  size_t o = 0;
-  const char *p = path;
-  while (*p) {
-    const char *end = strchr(p, '/');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    if (len == 2 && p[0] == '.' && p[1] == '.') {
-      if (o == 0) return -1;
-      while (o > 0 && path[o - 1] != '/') o--;
-      if (o > 0) o--;
-    } else if (len > 0 && !(len == 1 && p[0] == '.')) {
-      if (o > 0) path[o++] = '/';
-      memmove(path + o, p, len);
-      o += len;
-    }
-    p += len;
-    if (*p == '/') p++;
-  }
-  path[o] = '\0';
-  return 0;
 }
 
 /* `raw` with each "{{ name }}" replaced by templates[name] (malloc'd). */
@@ -160,23 +136,24 @@ static int expand_templates(const struct parser *p, const char *key, const char 
   return QL_OK;
 }
 
-/* The store and path of target url `u` (already expanded). */
+/* The store and path of target url `u` (already expanded): a relative
+ * url is joined to the reference file's own text up to its last '/', and
+ * that split as the file's url was, so ".." and percent escapes follow the
+ * same rules (ql_url_split: no climbing above the store's root). */
 static int split_target(const struct parser *p, const char *key, const char *u, char **store, char **path,
                         struct ql_error *error) {
   *store = *path = NULL;
   if (!u[0]) return ql_error_set(error, QL_EDATA, "kerchunk references %s: key '%s': empty url", p->url, key);
-  if (has_scheme(u) || u[0] == '/') {
-    int rc = ql_url_split(u, store, path, error);
-    if (rc != QL_OK) return ql_error_prefix(error, "kerchunk references %s: key '%s' -> '%s'", p->url, key, u);
-  } else {
-    *store = strdup(p->base_store);
-    *path = join3(p->base_dir, p->base_dir[0] ? "/" : "", u);
-    if (!*store || !*path) return ql_error_set(error, QL_ENOMEM, "out of memory");
-    if (normalize_in_place(*path) != 0) {
-      return ql_error_set(error, QL_EDATA, "kerchunk references %s: key '%s': relative url '%s' climbs above the "
-                          "root of %s", p->url, key, u, p->base_store);
-    }
+  int relative = !has_scheme(u) && u[0] != '/';
+  char *joined = relative ? malloc(p->base_len + strlen(u) + 1) : NULL;
+  if (relative && !joined) return ql_error_set(error, QL_ENOMEM, "out of memory");
+  if (relative) {
+    memcpy(joined, p->url, p->base_len);
+    strcpy(joined + p->base_len, u);
   }
+  int rc = ql_url_split(relative ? joined : u, store, path, error);
+  free(joined);
+  if (rc != QL_OK) return ql_error_prefix(error, "kerchunk references %s: key '%s' -> '%s'", p->url, key, u);
   if (!p->base_local && is_local_store(*store)) {
     return ql_error_set(error, QL_EINVAL, "kerchunk references %s: key '%s' -> '%s' is refused: a reference file "
                         "read from %s may not point at local files (file://, memory://)", p->url, key, u,
@@ -399,11 +376,10 @@ static int parse_doc(struct parser *p, const json_t *doc, struct ql_error *error
 static int parser_base(struct parser *p, const char *url, struct ql_error *error) {
   char *store = NULL, *path = NULL;
   QL_RETURN_NOT_OK(ql_url_split(url, &store, &path, error));
-  char *slash = strrchr(path, '/');
-  if (slash) *slash = '\0';
-  else path[0] = '\0';
+  free(path);
+  const char *slash = strrchr(url, '/');
+  p->base_len = slash ? (size_t)(slash - url) + 1 : 0;
   p->base_store = store;
-  p->base_dir = path;
   p->base_local = is_local_store(store);
   return QL_OK;
 }
@@ -429,7 +405,6 @@ int zr_refs_parse(const char *text, size_t n, const char *url, struct zr_refs *o
   if (rc == QL_OK) rc = parse_doc(&p, doc, error);
   if (doc) json_decref(doc);
   free(p.base_store);
-  free(p.base_dir);
   free(p.target_map.slots);
   free(p.store_map.slots);
   if (rc != QL_OK) zr_refs_free(out);

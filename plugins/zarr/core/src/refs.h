@@ -17,16 +17,20 @@
  * kept as text: no recursion). `gen` (generated references) is refused.
  *
  * URLs: "scheme://..." and absolute local paths are taken as they are
- * (ql_url_split); any other url is relative to the reference file's folder
- * (".." may climb to the root of that store, not above). A reference file
+ * (ql_url_split); any other url is relative to the reference file's folder:
+ * joined to the file's url text up to its last '/', then split alike (".."
+ * may climb to the root of that store, not above; in a URL, percent
+ * escapes are decoded). A reference file
  * read from a store other than file:// and memory:// (an HTTP server, a
  * bucket) may not point at file:// or memory:// targets. Targets are read
  * as bytes, never as reference files, so references cannot loop.
  *
  * Errors (QL_EDATA unless said): malformed JSON (with line and column), an
  * unknown version, a value of another shape, bad base64, a negative or
- * absurd offset or length, an unknown template, a url that climbs above
- * its store: each names the reference file and the key. */
+ * absurd offset or length, an unknown template; a url ql_url_split
+ * refuses (climbing above its store's root, a file URL naming a host:
+ * QL_EINVAL); a local target of a remote file (QL_EINVAL); `gen`
+ * (QL_ENOTSUP): each names the reference file and the key. */
 #ifndef QLINK_ZARR_REFS_H
 #define QLINK_ZARR_REFS_H
 
