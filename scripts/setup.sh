@@ -20,6 +20,7 @@ APT_PACKAGES=(
   "libbz2-dev=1.0.8-5+b1"
   "liblzma-dev=5.4.1-1+deb12u2"
   "libjansson-dev=2.14-2"
+  "libnetcdf-dev=1:4.9.0-3+b1"
   "ferret-datasets=7.6.0-5"
   "libsqlite3-dev=3.40.1-2+deb12u2"
   "sqlite3=3.40.1-2+deb12u2"
