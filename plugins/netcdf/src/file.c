@@ -11,7 +11,7 @@
 #include "qlink/lib/status.h"
 
 void ncf_file_close(struct ncf_file *file) {
-  if (file->ncid >= 0) nc_close(file->ncid);
+  if (file->ncid >= 0 && !ncf_exiting()) nc_close(file->ncid);
   file->ncid = -1;
   free(file->mem);
   free(file->label);
@@ -42,6 +42,7 @@ int ncf_file_open(struct ncf_input *input, const char *group, struct ncf_file *f
   file->label = input->label;
   input->label = NULL;
   int st;
+  if (ncf_exiting()) return ql_error_set(error, QL_ECANCELLED, "netcdf file %s: the process is exiting", file->label);
   if (input->fd >= 0) {
     /* the descriptor the gate allowed, by its /proc name: libnetcdf and
      * HDF5 open that very file */
@@ -56,6 +57,7 @@ int ncf_file_open(struct ncf_input *input, const char *group, struct ncf_file *f
     /* a plain name: libnetcdf would parse a URL ("memory:///x.nc") as a remote (DAP) one */
     st = nc_open_mem("qlink-netcdf-memory", NC_NOWRITE, input->mem_len, file->mem, &file->ncid);
   }
+  if (st == NC_NOERR) ncf_opened();
   if (st != NC_NOERR) {
     file->ncid = -1;
     return ql_error_set(error, st == NC_ENOTNC ? QL_EDATA : QL_EIO, "netcdf file %s: cannot open: %s", file->label,

@@ -21,6 +21,13 @@
 /* The process-wide mutex around libnetcdf (lock.c). Not recursive. */
 void ncf_lock(void);
 void ncf_unlock(void);
+/* Called (lock held) after each successful nc_open: the first call
+ * registers the exit handler, after libnetcdf registered HDF5's. */
+void ncf_opened(void);
+/* 1 once the process exits (read with the lock held): libnetcdf and HDF5
+ * may be torn down, so no nc_* call is made any more (files are left to
+ * the kernel, reads fail). */
+int ncf_exiting(void);
 
 /* Files larger than this are refused from stores other than file:// (they
  * are read whole into memory for nc_open_mem): 1 GiB. */
@@ -67,6 +74,9 @@ struct ncf_var {
   int *varids;       /* per file (owned) */
   int64_t *rebase;   /* NULL, or per file {multiplier, offset}: numbers of a "<unit> since <date>" variable
                         rebased onto the first file's units (rebase.c) */
+  int32_t n_keep;      /* fill values the rebase leaves alone (_FillValue, missing_value) */
+  int64_t keep_i[2];
+  double keep_f[2];
 };
 
 /* A dataset's chunk source state (model.h's ctx). */

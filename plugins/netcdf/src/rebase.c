@@ -57,7 +57,25 @@ int ncf_rebase_plan(const struct zr_array *first, const struct zr_array *other, 
   }
   v->rebase[2 * file] = p1.ns_per_unit / p0.ns_per_unit;
   v->rebase[2 * file + 1] = (r1 - r0) / p0.ns_per_unit;
+  /* cells equal to a fill value stay as they are */
+  v->n_keep = 0;
+  const char *keys[2] = {"_FillValue", "missing_value"};
+  for (int k = 0; k < 2 && v->n_keep < 2; k++) {
+    const json_t *m = json_object_get(other->attrs, keys[k]);
+    if (!json_is_number(m)) continue;
+    double f = json_number_value(m);
+    v->keep_f[v->n_keep] = f;
+    v->keep_i[v->n_keep++] = json_is_integer(m) ? json_integer_value(m) : INT64_MIN + 1;
+  }
   return QL_OK;
+}
+
+/* 1 when the cell is a fill value the rebase leaves alone. */
+static int kept(const struct ncf_var *v, int64_t i, double f, int is_float) {
+  for (int32_t k = 0; k < v->n_keep; k++) {
+    if (is_float ? f == v->keep_f[k] : i == v->keep_i[k]) return 1;
+  }
+  return is_float && isnan(f);
 }
 
 void ncf_rebase_apply(const struct ncf_var *v, int32_t file, const struct zr_dtype *d, uint8_t *cells, int64_t n) {
@@ -69,21 +87,25 @@ void ncf_rebase_apply(const struct ncf_var *v, int32_t file, const struct zr_dty
     if (d->type == ZR_INT && d->size == 8) {
       int64_t x;
       memcpy(&x, c, 8);
+      if (x == INT64_MIN || kept(v, x, 0, 0)) continue; /* NaT as xarray writes it, with or without _FillValue */
       x = (int64_t)((uint64_t)x * (uint64_t)mul + (uint64_t)add);
       memcpy(c, &x, 8);
     } else if (d->type == ZR_INT) {
       int32_t x;
       memcpy(&x, c, 4);
+      if (kept(v, x, 0, 0)) continue;
       x = (int32_t)((uint32_t)x * (uint32_t)mul + (uint32_t)add);
       memcpy(c, &x, 4);
     } else if (d->size == 8) {
       double x;
       memcpy(&x, c, 8);
+      if (kept(v, 0, x, 1)) continue;
       x = x * (double)mul + (double)add;
       memcpy(c, &x, 8);
     } else {
       float x;
       memcpy(&x, c, 4);
+      if (kept(v, 0, x, 1)) continue;
       x = (float)((double)x * (double)mul + (double)add);
       memcpy(c, &x, 4);
     }

@@ -50,7 +50,9 @@ static int read_piece(const struct zr_dataset *ds, int32_t file, const struct nc
   int64_t n = zr_product(count, a->ndim);
   int st, rc = QL_OK;
   ncf_lock();
-  if (v->nc_type == NC_STRING) {
+  if (ncf_exiting()) {
+    st = NC_EINTERNAL;
+  } else if (v->nc_type == NC_STRING) {
     char **s = calloc((size_t)(n ? n : 1), sizeof(*s));
     st = !s ? NC_ENOMEM : v->nc_ndim ? nc_get_vara_string(f->gid, varid, start, cnt, s) : nc_get_var_string(f->gid, varid, s);
     if (st == NC_NOERR) {
