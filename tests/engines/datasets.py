@@ -17,6 +17,12 @@ other route). Keys:
 - ``air_zarr``: that Dataset written by xarray to a Zarr store (chunks
   cutting time, lat and level) and opened with ``xr.open_zarr``: the
   zarr route serves it from the store through qlink_zarr.
+
+``netcdf_paths()``: that Dataset written by xarray as netCDF files, for
+qlink_netcdf's ``store?path=`` spec (no Python in the route): one
+netCDF-4 file (zlib, chunks cutting time, lat and level), the same split
+in three netCDF-4 files along an unlimited time (a glob), and one
+netCDF-3 64-bit offset file (int64 coerced to int32 by xarray).
 """
 
 from __future__ import annotations
@@ -94,6 +100,41 @@ def _air_zarr():
 
 
 _FACTORIES = {"air": _air, "air_zarr": _air_zarr}
+_netcdf: dict = {}
+
+
+def netcdf_paths() -> dict:
+    """{"nc4": file, "glob": pattern, "nc3": file}: the ``air`` Dataset
+    as netCDF (written once per process), or {} without xarray."""
+    if _netcdf or unavailable_netcdf():
+        return _netcdf
+    folder = Path(tempfile.mkdtemp(prefix="qlink-engines-nc-"))
+    atexit.register(shutil.rmtree, folder, True)
+    ds = _air()
+    enc = {v: {"zlib": True, "chunksizes": tuple({"time": 2, "lat": 3, "lon": 5, "level": 2}[d] for d in ds[v].dims)}
+           for v in ds.data_vars if ds[v].dtype.kind == "f" and ds[v].ndim}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds.to_netcdf(folder / "air.nc", format="NETCDF4", encoding=enc)
+        (folder / "parts").mkdir()
+        for i, (a, b) in enumerate(((0, 2), (2, 3), (3, 6))):
+            ds.isel(time=slice(a, b)).to_netcdf(folder / "parts" / f"air_{i}.nc", format="NETCDF4",
+                                                unlimited_dims=["time"])
+        ds.to_netcdf(folder / "air3.nc", format="NETCDF3_64BIT")
+    _netcdf.update(nc4=str(folder / "air.nc"), glob=str(folder / "parts" / "air_*.nc"), nc3=str(folder / "air3.nc"))
+    return _netcdf
+
+
+def unavailable_netcdf() -> str | None:
+    """Why the netCDF files cannot be written or served here, or None."""
+    try:
+        import netCDF4  # noqa: F401
+        import xarray  # noqa: F401
+    except ImportError as exc:
+        return f"xarray and netCDF4 are not installed ({exc.name}; scripts/setup.sh)"
+    if not Path(plugin_path("qlink_netcdf")).is_file():
+        return f"qlink_netcdf is not built: {plugin_path('qlink_netcdf')}"
+    return None
 
 
 def dataset(key: str):

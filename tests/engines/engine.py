@@ -279,10 +279,14 @@ def comparable(v):
 
 def seen_by(engine: str, rows):
     """Rows as ``engine`` can hold them: SQLite stores NaN as NULL
-    (hosts/sqlite/README.md), so compared with SQLite a NaN is a NULL."""
+    (hosts/sqlite/README.md), so compared with SQLite a NaN is a NULL; the
+    sqlite3 shell's text has no -0.0."""
     if engine.split("-")[0] != "sqlite":
         return rows
-    return [tuple(None if isinstance(v, float) and v != v else v for v in row) for row in rows]
+    rows = [tuple(None if isinstance(v, float) and v != v else v for v in row) for row in rows]
+    if engine == "sqlite-cli":  # the sqlite3 shell prints -0.0 as 0.0 (`SELECT -0.0` shows 0.0)
+        rows = [tuple(0.0 if isinstance(v, float) and v == 0.0 else v for v in row) for row in rows]
+    return rows
 
 
 def rows_key(rows, ordered: bool):

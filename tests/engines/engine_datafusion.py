@@ -13,6 +13,7 @@ qlink.xarray's ``Context``, a datafusion-python 55 ``SessionContext``
 
 from __future__ import annotations
 
+import datetime
 import json
 import subprocess
 from pathlib import Path
@@ -67,6 +68,9 @@ class DataFusionCli(Engine):
             typed = ", ".join(f'arrow_typeof("{c}") AS "{c}"' for c in columns)
             t = self._sql(query, f"SELECT {typed} FROM ({sql}) AS q LIMIT 1")[0]
             types = [normalise_type(self.name, t[c]) for c in columns]
+            # JSON prints timestamps as ISO text: the datetimes the Python routes return
+            rows = [tuple(datetime.datetime.fromisoformat(v) if k == "timestamp" and isinstance(v, str) else v
+                          for v, k in zip(row, types)) for row in rows]
         return Result(columns, types, rows)
 
 

@@ -327,6 +327,17 @@ QUERIES += [
           unsupported=_KC_UNSUPPORTED, oracle=kc_packed),
 ]
 
+# qlink_netcdf: the same Dataset written as netCDF files (datasets.py),
+# served through the plugin's `store` schema; the same queries and oracles.
+# xarray's netCDF-3 has no int64: its station column is int32 there.
+for _kind, _path in datasets.netcdf_paths().items():
+    for _id, _sql, _types, _oracle, _unsupported in XARRAY_QUERIES:
+        if _kind == "nc3":
+            _sql = _sql.replace("station,", "CAST(station AS BIGINT) AS station,")
+        QUERIES.append(Query(f"netcdf_{_kind}_{_id}", _sql.replace("{ds}", "{nc}"), _types,
+                             schemas={"nc": f"qlink_netcdf/store?path={_path}"}, unsupported=_unsupported,
+                             oracle=_oracle))
+
 
 def available(engine: Engine):
     reason = engine.unavailable()
