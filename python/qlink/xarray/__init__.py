@@ -59,9 +59,11 @@ from __future__ import annotations
 # _naming (table names) and _cftime (cftime dates as text); _buffers (the
 # variables described to qlink_ndarray, the registry calls); _scope (a
 # connection's registrations); _engines (the provider specs and each
-# engine's tables over them); _zarr_route (when qlink_zarr serves the
-# store instead); _register (register, unregister); _roundtrip
-# (to_dataset); _datafusion (read_xarray_table, Context).
+# engine's tables over them); _polars (Polars' frames and SQLContext
+# tables); _zarr_route (when qlink_zarr serves the store instead);
+# _register (register, unregister); _frames (to_polars,
+# to_polars_tables); _roundtrip (to_dataset); _datafusion
+# (read_xarray_table, Context).
 #
 # The package's names are those the single module qlink.xarray had (besides
 # __all__: the registry calls, the option values, the option types; and
@@ -70,6 +72,7 @@ from ._buffers import live_datasets, register_dataset, unregister_dataset  # noq
 from ._cftime import cftime_text
 from ._datafusion import _context_class, read_xarray_table
 from ._engines import NAN_FILLS, _ndarray_source  # noqa: F401
+from ._frames import to_polars, to_polars_tables
 from ._naming import Chunks, TableNames, group_vars_by_dims, table_names_of  # noqa: F401
 from ._register import register, unregister
 from ._roundtrip import to_dataset
@@ -77,7 +80,8 @@ from ._scope import SCOPE_NAME, route_of  # noqa: F401
 from ._zarr_route import ROUTES, NotRoutable, zarr_route  # noqa: F401
 
 __all__ = ["Context", "register", "unregister", "to_dataset", "read_xarray_table", "table_names_of",
-           "group_vars_by_dims", "cftime_text", "zarr_route", "NotRoutable", "route_of"]
+           "group_vars_by_dims", "cftime_text", "zarr_route", "NotRoutable", "route_of", "to_polars",
+           "to_polars_tables"]
 
 
 def __getattr__(name: str):

@@ -3,7 +3,7 @@ served by (:class:`_Source`: qlink_ndarray's ``dataset``, qlink_zarr's
 ``table``), the kind of connection, and what each engine's catalogue makes
 of the sources (DuckDB temporary views over ``qlink_scan``, SQLite virtual
 tables ``USING qlink``, datafusion-python capsule tables, a
-``qlink.Session``'s tables and schemas)."""
+``qlink.Session``'s tables and schemas; Polars' frames are ``_polars``'s)."""
 
 from __future__ import annotations
 
@@ -74,6 +74,8 @@ def _kind(con) -> str:
         return "duckdb"
     if root == "apsw" or (root == "sqlite3" and type(con).__name__ == "Connection"):
         return "sqlite"
+    if root == "polars" and type(con).__name__ == "SQLContext":
+        return "polars"
     if root == "qlink" and hasattr(con, "register_schema") and hasattr(con, "register_arrow"):
         return "session"
     if hasattr(con, "register_table") and hasattr(con, "sql") and hasattr(con, "catalog"):
@@ -81,7 +83,7 @@ def _kind(con) -> str:
     raise TypeError(
         f"No xarray-sql engine adapter for connection of type {type(con).__module__}.{type(con).__qualname__}: "
         "qlink.xarray takes a DuckDB connection (qlink.duckdb.connect()), a SQLite connection "
-        "(qlink.sqlite.connect()) or a datafusion SessionContext"
+        "(qlink.sqlite.connect()), a datafusion SessionContext, a qlink.Session or a polars.SQLContext"
     )
 
 

@@ -8,11 +8,26 @@ import importlib
 from ._buffers import _check_dataset, register_dataset
 from ._engines import (_drop_stale, _kind, _nan_options, _ndarray_source, _register_datafusion, _register_duckdb,
                        _register_session, _register_sqlite, _zarr_sources)
+from ._polars import _Owner, _register_polars, _unregister_polars
 from ._naming import Chunks, TableNames, group_vars_by_dims, table_names_of
 from ._scope import _Ids, _objects_of, _scope_of
 from ._zarr_route import NotRoutable, _choose_route, zarr_route
 
 _ndarray = importlib.import_module("qlink._ndarray")  # importlib: see _buffers.py
+
+
+def _store_for(ds, route: str, chunks: Chunks, table_names: TableNames):
+    """What :func:`zarr_route` answers when ``route`` lets qlink_zarr serve
+    ``ds`` and it qualifies, else None (the ndarray route); ``route="zarr"``
+    raises :class:`NotRoutable` saying why not."""
+    if not _choose_route(ds, route, chunks):
+        return None
+    try:
+        return zarr_route(ds, table_names)
+    except NotRoutable:
+        if route == "zarr":
+            raise
+        return None
 
 
 def _split(ds, table_names: TableNames, case_insensitive: bool):
@@ -36,8 +51,11 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
     in-memory database read those temporary views, so they too answer on
     that connection only), a SQLite connection (``qlink.sqlite.connect()``:
     virtual tables ``USING qlink``; a second group spelling needs an
-    ATTACHed database, created as ``name``) or a datafusion-python
-    ``SessionContext`` (qlink capsule tables; needs the qlink wheel).
+    ATTACHed database, created as ``name``), a datafusion-python
+    ``SessionContext`` (qlink capsule tables; needs the qlink wheel) or a
+    ``polars.SQLContext`` (LazyFrames of :mod:`qlink.polars`, on one
+    qlink.Session; needs the qlink wheel: ``name``, or ``name.<group>``
+    and ``name_<group>`` per group; ``batch_size`` sets their batches).
     Tables are named as xarray-sql 0.6 names them (module documentation);
     on DuckDB the groups are also ``name_<group>``, as in xarray-sql.
     ``chunks`` (``{"time": 24}``) sets the block extents along the named
@@ -48,7 +66,8 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
     ``_ndarray.plugin_path()``), which must lie in a directory the
     connection's qlink extension allows. xarray-sql's DuckDB tuning
     options (``batch_size``, ``prefetch``) are accepted and have nothing
-    to tune here (the scan is C); any other keyword is a TypeError.
+    to tune here (the scan is C; a ``polars.SQLContext``'s frames take
+    ``batch_size``); any other keyword is a TypeError.
 
     Ownership: the Dataset's arrays are read in place, under a handle
     (plugins/ndarray/README.md, "Handles") that only ``connection``'s
@@ -90,15 +109,8 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
     _check_dataset(ds)
     kind = _kind(connection)
     plugin_file = _ndarray.library(plugin).path
-    store = None
-    if _choose_route(ds, route, chunks):
-        try:
-            store = zarr_route(ds, table_names)
-        except NotRoutable:
-            if route == "zarr":
-                raise
-    zarr = store is not None
-    route = "zarr" if zarr else "ndarray"
+    store = _store_for(ds, route, chunks, table_names)
+    route = "zarr" if store is not None else "ndarray"
     scope = _scope_of(connection, kind)
     if kind == "session":
         handles = _register_session(connection, name, ds, plugin_file, table_names, chunks, store, nan_fill)
@@ -107,15 +119,13 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
     parts = _split(ds, table_names, case_insensitive=kind == "duckdb")
     handles: list[str] = []
     try:
-        if zarr:
-            sources = _zarr_sources(ds, parts, store, plugin_file, nan_fill)
+        sources = _sources(ds, name, parts, store, chunks, plugin_file, nan_fill, handles)
+        if kind == "polars":
+            made = _register_polars(connection, name, parts, sources, _Owner(handles, plugin_file),
+                                    kwargs.get("batch_size"))
         else:
-            for group, part in parts:
-                handles.append(register_dataset(part, name=name if group is None else f"{name}.{group}",
-                                                chunks=chunks, plugin=plugin_file))
-            sources = [_ndarray_source(plugin_file, handle, nan_fill) for handle in handles]
-        made = {"duckdb": _register_duckdb, "sqlite": _register_sqlite, "datafusion": _register_datafusion}[kind](
-            connection, name, parts, sources) or []
+            made = {"duckdb": _register_duckdb, "sqlite": _register_sqlite, "datafusion": _register_datafusion}[kind](
+                connection, name, parts, sources) or []
         if kind in ("duckdb", "sqlite"):
             _drop_stale(connection, kind, _objects_of(connection, name), made)
     except BaseException:
@@ -132,17 +142,36 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
     return connection
 
 
+def _sources(ds, name: str, parts, store, chunks: Chunks, plugin_file: str, nan_fill: str, handles: list[str]):
+    """The provider of each part of :func:`_split` (in order): qlink_zarr's
+    tables when ``store`` (what :func:`zarr_route` answered) is set, else a
+    qlink_ndarray registration per part, whose handle is appended to
+    ``handles`` as soon as it exists (the caller releases them on
+    failure)."""
+    if store is not None:
+        return _zarr_sources(ds, parts, store, plugin_file, nan_fill)
+    for group, part in parts:
+        handles.append(register_dataset(part, name=name if group is None else f"{name}.{group}",
+                                        chunks=chunks, plugin=plugin_file))
+    return [_ndarray_source(plugin_file, handle, nan_fill) for handle in handles]
+
+
 def unregister(connection, name: str) -> int:
     """Drop the registrations ``register(connection, name, ...)`` made;
     returns how many. Tables opened afterwards fail ("no registered Dataset
     with this handle"): DuckDB's views open a scan per query, so they fail
     at once; a SQLite virtual table already connected holds its provider
     and keeps serving the data until it is dropped or its connection
-    closes. Closing the connection unregisters every name it holds."""
+    closes; so does a Polars frame taken from a ``polars.SQLContext``
+    before (its table was opened when registered), while the context's
+    tables of ``name`` are dropped. Closing the connection unregisters
+    every name it holds."""
     scope = _scope_of(connection)
     ids = scope.pop(name) if scope else None
     if ids is None:
         return 0
+    if _kind(connection) == "polars":
+        _unregister_polars(connection, ids.objects)
     ids.release()
     return len(ids)
 

@@ -18,6 +18,8 @@ def _as_arrow(result):
         return result
     if isinstance(result, pa.RecordBatch):
         return pa.Table.from_batches([result])
+    if type(result).__module__.split(".")[0] == "polars" and hasattr(result, "collect"):  # a LazyFrame
+        result = result.collect()
     if hasattr(result, "to_arrow_table"):
         return result.to_arrow_table()
     if hasattr(result, "arrow") and callable(result.arrow):  # a DuckDB relation
