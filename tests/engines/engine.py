@@ -173,6 +173,14 @@ GAPS: dict[str, dict[str, str]] = {
     "sqlite-cli": {"datasets": _IN_PROCESS.format("sqlite3 CLI")},
     "datafusion": {"datasets": _IN_PROCESS.format("qlink CLI")},
     "datafusion-distributed": {"datasets": _IN_PROCESS.format("qlink CLI")},
+    # pl.SQLContext runs Polars expressions only: no user function can be
+    # registered with it, so a plugin's scalar, aggregate and table
+    # functions have no name in its SQL
+    "polars": {
+        "functions": "Polars' SQL (pl.SQLContext) cannot register functions: a plugin's scalar, aggregate and "
+                     "table functions have no name there",
+        "table_functions": "Polars' SQL (pl.SQLContext) cannot register table functions",
+    },
     # a datafusion-python SessionContext takes qlink tables (capsules); the
     # plugins' functions and schemas are qlink.Session's (datafusion-session)
     "datafusion-context": {
@@ -237,6 +245,14 @@ TYPE_NAMES = {
         "VARCHAR": "utf8", "BOOLEAN": "bool", "DATE": "date", "INTERVAL": "interval",
         "TIMESTAMP": "timestamp", "TIMESTAMP_S": "timestamp", "TIMESTAMP_MS": "timestamp",
         "TIMESTAMP_NS": "timestamp", "TIMESTAMP WITH TIME ZONE": "timestamptz",
+    },
+    # Polars' dtypes (engine_polars._dtype_name): String is utf8 whatever
+    # the Arrow string type it was read from; every time unit is one
+    # "timestamp".
+    "polars": {
+        "Int64": "int64", "Int32": "int32", "Float64": "float64", "Float32": "float32", "String": "utf8",
+        "Boolean": "bool", "Date": "date", "Datetime": "timestamp", "Datetime[tz]": "timestamptz",
+        "Duration": "interval", "Decimal": "decimal",
     },
     # SQLite types values (typeof): one 64-bit INTEGER and one double REAL,
     # so int32/float32 columns read as int64/float64; timestamps and dates

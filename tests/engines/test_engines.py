@@ -43,11 +43,17 @@ and a route's known bugs (``engine.KNOWN_BUGS``): such a pair must fail with
 the bug's error and reports as an expected failure naming it, and fails
 the suite once it passes, until the entry is removed.
 
+Polars (``engine_polars.py``) runs each query in Polars' own SQL
+(``pl.SQLContext``) over ``qlink.polars.scan`` LazyFrames, so its
+projection, predicate and limit pushdown reach the plugins through
+Polars' optimizer.
+
 xarray Datasets (``Query.datasets``, ``datasets.py``) are registered
 through qlink.xarray on each Python route: DuckDB's and SQLite's modules
 (``qlink.xarray.register``), ``qlink.Session.register_dataset``
-(datafusion-session) and ``qlink.xarray.Context.from_dataset``
-(datafusion-context), both of the last through the qlink wheel. Each query
+(datafusion-session), ``qlink.xarray.Context.from_dataset``
+(datafusion-context) and ``qlink.xarray.register`` on a
+``pl.SQLContext`` (polars), the last three through the qlink wheel. Each query
 runs over the Dataset in memory (qlink_ndarray) and over it opened from
 the Zarr store it was written to (the zarr route, qlink_zarr), against
 oracles computed by pandas from the Dataset.
