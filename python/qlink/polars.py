@@ -166,7 +166,9 @@ def _expr_of(node):
 
 
 def _constant(node):
-    """A column-free node evaluated by Polars: a Series (its values)."""
+    """A column-free node evaluated by Polars: a Series (its values). A
+    node JSON cannot carry (a NaN literal, written as null) fails to
+    deserialize, so it stays in Polars."""
     import polars as pl
 
     if _has_column(node):
@@ -291,10 +293,18 @@ class _Translator:
         return f"{_quote(col)} IN ({', '.join(_literal_sql(values.slice(i, 1)) for i in range(values.len()))})"
 
 
-def _conjuncts(node):
-    if isinstance(node, dict) and "BinaryExpr" in node and node["BinaryExpr"]["op"] in ("And", "LogicalAnd"):
-        return _conjuncts(node["BinaryExpr"]["left"]) + _conjuncts(node["BinaryExpr"]["right"])
-    return [node]
+def _conjuncts(expr) -> list:
+    """``[(conjunct, its JSON tree)]`` of a Polars expression: the
+    operands of its top-level ANDs as the caller's own ``Expr`` objects
+    (``meta.pop``, which lists a node's inputs last first), so what stays
+    in Polars is never rebuilt from JSON, which is lossy (Polars writes a
+    NaN or infinite literal as null)."""
+    tree = json.loads(expr.meta.serialize(format="json"))
+    if isinstance(tree, dict) and "BinaryExpr" in tree and tree["BinaryExpr"]["op"] in ("And", "LogicalAnd"):
+        parts = expr.meta.pop()
+        if len(parts) == 2:
+            return [c for part in reversed(parts) for c in _conjuncts(part)]
+    return [(expr, tree)]
 
 
 def pushdown(predicate, schema) -> tuple[str | None, Any]:
@@ -320,19 +330,13 @@ def pushdown(predicate, schema) -> tuple[str | None, Any]:
     """
     if predicate is None:
         return None, None
-    schema = dict(schema)
-    tree = json.loads(predicate.meta.serialize(format="json"))
-    translator = _Translator(schema)
-    sql, rest = [], []
-    for node in _conjuncts(tree):
+    translator = _Translator(dict(schema))
+    sql, residual = [], None
+    for expr, tree in _conjuncts(predicate):
         try:
-            sql.append(translator.sql(node))
+            sql.append(translator.sql(tree))
         except _Untranslatable:
-            rest.append(node)
-    residual = None
-    for node in rest:
-        expr = _expr_of(node)
-        residual = expr if residual is None else residual & expr
+            residual = expr if residual is None else residual & expr
     return (" AND ".join(sql) if sql else None), residual
 
 
