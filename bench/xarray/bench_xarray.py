@@ -16,6 +16,12 @@ Workloads:
     opened from netCDF: a full scan (avg t2m) and a regional query
     (latitude 30..60, longitude 0..40): rows of the table per second,
     qlink.xarray's Context (and its DuckDB and SQLite routes) vs xarray-sql.
+ 4. Polars (polars 2.1.0 in both venvs): workloads 1 and 3 run by Polars
+    (``LazyFrame.collect``; the ERA5 queries in ``pl.SQLContext``) over
+    qlink.xarray's frames (``to_polars``, ``register`` on a SQLContext:
+    qlink.polars IO sources) and over xarray-sql 0.6.0's Polars route
+    (``pl.scan_pyarrow_dataset(xarray_sql.arrow_dataset(ds))``), beside
+    Polars' own in-memory frame of the same rows.
 
 Measurement: bench/ffi/bench_ffi.py's ``interleaved`` (one call per path per
 round, a fresh random order every round, GC held off; medians). Every path's
@@ -121,6 +127,14 @@ def xsql_worker(args) -> None:
         at = f"@{n_udf}" if n_udf else ""
         paths[f"xarray_sql_native{at}"] = lambda c=native: c.sql(SCAN).collect()
         paths[f"xarray_sql{at}"] = lambda c=xs: c.sql(SCAN).collect()
+    try:
+        import polars as pl
+    except ImportError as exc:
+        ffi.missing(out, "xarray_sql_polars", f"polars is not installed in this venv ({exc})")
+    else:
+        lf = pl.scan_pyarrow_dataset(xarray_sql.arrow_dataset(ds))
+        ffi.check_same("xarray_sql_polars", lf.collect().to_arrow(), want)
+        paths["xarray_sql_polars"] = lambda f=lf: f.collect()
     for k, v in ffi.interleaved(paths, args.reps, args.warmup).items():
         put(out, k, v)
     big, nc = era5_data(args.days, Path(args.work))
@@ -133,10 +147,18 @@ def xsql_worker(args) -> None:
         cases = {}
         for q, sql in (("full", FULL), ("region", REGION)):
             check_agg(f"xarray_sql {kind} {q}", ctx.sql(sql).to_arrow_table(), answers[q])
-            cases[q] = lambda c=ctx, s=sql: c.sql(s).collect()
-        for q, v in ffi.interleaved(cases, args.era5_reps, 1).items():
-            out[f"era5_{kind}_{q}_xarray_sql_ms"] = v["ms"]
-            out[f"era5_{kind}_{q}_xarray_sql_rows_per_s"] = rows_per_s(rows, v["ms"])
+            cases[f"xarray_sql|{q}"] = lambda c=ctx, s=sql: c.sql(s).collect()
+        if "xarray_sql_polars" in paths:
+            import polars as pl
+
+            pctx = pl.SQLContext(era5=pl.scan_pyarrow_dataset(xarray_sql.arrow_dataset(data, chunks={"time": 24})))
+            for q, sql in (("full", FULL), ("region", REGION)):
+                check_agg(f"xarray_sql_polars {kind} {q}", pctx.execute(sql).collect().to_arrow(), answers[q])
+                cases[f"xarray_sql_polars|{q}"] = lambda c=pctx, s=sql: c.execute(s).collect()
+        for name, v in ffi.interleaved(cases, args.era5_reps, 1).items():
+            route, q = name.split("|")
+            out[f"era5_{kind}_{q}_{route}_ms"] = v["ms"]
+            out[f"era5_{kind}_{q}_{route}_rows_per_s"] = rows_per_s(rows, v["ms"])
     json.dump(out, sys.stdout)
 
 
@@ -159,14 +181,14 @@ def run_xsql(args, results: dict) -> None:
 
 def use_qlink() -> None:
     """The installed qlink package (the wheel: DataFusion route) when there
-    is one, with this tree's qlink.xarray where a wheel older than it lacks
-    the module; else this tree's python/qlink (the C-build routes only)."""
+    is one, with this tree's qlink.xarray and qlink.polars where a wheel
+    older than it lacks them; else this tree's python/qlink (the C-build routes only)."""
     try:
         import qlink
     except ImportError:
         sys.path.insert(0, str(ROOT / "python"))
         import qlink
-    if importlib.util.find_spec("qlink.xarray") is None:
+    if importlib.util.find_spec("qlink.xarray") is None or importlib.util.find_spec("qlink.polars") is None:
         qlink.__path__.append(str(ROOT / "python" / "qlink"))
 
 
@@ -178,6 +200,19 @@ def qlink_context():
         return xql.Context, None
     except Exception as exc:  # noqa: BLE001 - the wheel missing, reported as such
         return None, f"{type(exc).__name__}: {exc}"
+
+
+def qlink_polars():
+    """(polars, None) when qlink.polars can run (polars and the qlink
+    wheel), else (None, why not)."""
+    try:
+        import polars
+
+        import qlink.polars  # noqa: F401
+        from qlink import _qlink  # noqa: F401
+    except Exception as exc:  # noqa: BLE001 - reported as missing
+        return None, f"{type(exc).__name__}: {exc}"
+    return polars, None
 
 
 def engine_connections():
@@ -217,6 +252,15 @@ def measure_scan(args, results: dict) -> None:
             paths[f"qlink_xarray{suffix}"] = lambda c=q: c.sql(SCAN).collect()
     if Context is None:
         ffi.missing(results, "qlink_xarray", why)
+    polars, why_polars = qlink_polars()
+    if polars is None:
+        ffi.missing(results, "qlink_xarray_polars", why_polars)
+    else:
+        lf = xql.to_polars(ds)
+        ffi.check_same("qlink_xarray_polars", lf.collect().to_arrow(), want)
+        native_pl = polars.from_arrow(want).lazy()
+        paths["polars_native"] = lambda f=native_pl: f.collect()
+        paths["qlink_xarray_polars"] = lambda f=lf: f.collect()
     conns = engine_connections()
     if isinstance(conns["duckdb"], Exception):
         ffi.missing(results, "qlink_xarray_duckdb", str(conns["duckdb"]))
@@ -273,6 +317,14 @@ def measure_era5(args, results: dict) -> None:
             ctx = Context()
             ctx.from_dataset("era5", data, chunks={"time": 24})
             routes["qlink_xarray"] = lambda s, c=ctx: c.sql(s).to_arrow_table()
+        polars, _ = qlink_polars()
+        if polars is not None:
+            pctx = polars.SQLContext()
+            xql.register(pctx, "era5", data, chunks={"time": 24})
+            routes["qlink_xarray_polars"] = lambda s, c=pctx: c.execute(s).collect().to_arrow()
+            if kind == "memory":
+                frame = polars.from_arrow(table).lazy()
+                routes["polars_native"] = lambda s, c=polars.SQLContext(era5=frame): c.execute(s).collect().to_arrow()
         if not isinstance(conns["duckdb"], Exception):
             con = conns["duckdb"]()
             xql.register(con, "era5", data, chunks={"time": 24})
@@ -322,6 +374,13 @@ def ratios(r: dict) -> None:
                                                                     f"era5_memory_{q}_xarray_sql_rows_per_s")
         r[f"era5_memory_{q}_qlink_xarray_ratio_native"] = ratio(f"era5_memory_{q}_qlink_xarray_ms",
                                                                 f"era5_memory_{q}_native_ms")
+    r["qlink_xarray_polars_ratio_native"] = ratio("qlink_xarray_polars_ms", "polars_native_ms")
+    r["xarray_sql_polars_ratio_native"] = ratio("xarray_sql_polars_ms", "polars_native_ms")
+    r["qlink_xarray_polars_speedup_vs_xarray_sql_polars"] = ratio("xarray_sql_polars_ms", "qlink_xarray_polars_ms")
+    for kind in ("memory", "netcdf"):
+        for q in ("full", "region"):
+            r[f"era5_{kind}_{q}_qlink_xarray_polars_speedup_vs_xarray_sql_polars"] = ratio(
+                f"era5_{kind}_{q}_qlink_xarray_polars_rows_per_s", f"era5_{kind}_{q}_xarray_sql_polars_rows_per_s")
     for kind in ("memory", "netcdf"):
         for q in ("full", "region"):
             for route in ("qlink_xarray", "qlink_xarray_duckdb", "qlink_xarray_sqlite"):
@@ -355,6 +414,19 @@ def print_tables(r: dict) -> None:
         for k in (f"era5_memory_{q}_qlink_xarray_speedup_vs_xarray_sql", f"era5_memory_{q}_native_speedup_vs_xarray_sql",
                   f"era5_memory_{q}_qlink_xarray_ratio_native"):
             print(f"  {k} = {fmt(r.get(k))}")
+    print("\n4. Polars: SELECT * (1,040 rows, median ms) and ERA5-like (M rows/s)")
+    print(f"{'path':28} {'ms':>10}")
+    for p in ("polars_native", "qlink_xarray_polars", "xarray_sql_polars"):
+        print(f"{p:28} {fmt(r.get(p + '_ms')):>10}")
+    print(f"{'dataset / query':18} {'qlink':>10} {'xarray-sql':>11} {'Polars native':>14}")
+    for kind in ("memory", "netcdf"):
+        for q in ("full", "region"):
+            vals = [r.get(f"era5_{kind}_{q}_{route}_rows_per_s") for route in
+                    ("qlink_xarray_polars", "xarray_sql_polars", "polars_native")]
+            print(f"{kind + ' ' + q:18} " + " ".join(f"{fmt(v / 1e6 if v else None, '.1f'):>{w}}"
+                                                    for v, w in zip(vals, (10, 11, 14))))
+    for k in sorted(k for k in r if "polars" in k and ("ratio" in k or "speedup" in k)):
+        print(f"  {k} = {fmt(r.get(k))}")
     for k, v in sorted(r.items()):
         if k.endswith("_missing"):
             print(f"MISSING {k[:-8]}: {v}")
