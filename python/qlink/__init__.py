@@ -17,6 +17,10 @@ Two ways in:
   rebuild of the session (see python/DESIGN.md). A datafusion-python of
   another major version raises :class:`VersionMismatchError`.
 
+:mod:`qlink.polars` reads a plugin table as a ``polars.LazyFrame`` over a
+:class:`Session` (``qlink.polars.scan("PLUGIN/PROVIDER?key=value")``), with
+Polars' projection, predicate and row limit pushed into the plugin's scan.
+
 Errors are subclasses of :class:`QlinkError` carrying the plugin's own
 message: :class:`PlanError` (bad SQL, unknown table or option),
 :class:`ExecutionError` (a failure while running, including a plugin's),

@@ -12,6 +12,10 @@ a drop-in for xarray-sql 0.6 over the qlink_ndarray plugin.
     xql.register(con, "air", ds)
     con.execute("SELECT count(*) FROM air").fetchall()
 
+    ctx = polars.SQLContext()                 # Polars: qlink.polars LazyFrames
+    xql.register(ctx, "air", ds)              # or xql.to_polars(ds), xql.to_polars_tables(ds, "air")
+    ctx.execute("SELECT lat, avg(air) FROM air GROUP BY lat").collect()
+
 The variables are registered by reference (plugins/ndarray/README.md): a
 variable in memory (numpy) is read in place by C code, with no Python in
 the scan path, so the GIL stays free while a query scans it; a lazy one
@@ -49,8 +53,9 @@ the default of :func:`register` and :meth:`Context.from_dataset`;
 columns and rows; :func:`zarr_route` says why a Dataset does not qualify.
 
 The DuckDB and SQLite routes need the C build alone (not ``qlink._qlink``);
-:class:`Context` and a datafusion-python ``SessionContext`` need the qlink
-wheel.
+:class:`Context`, a datafusion-python ``SessionContext`` and Polars
+(:func:`to_polars`, :func:`to_polars_tables`, a ``polars.SQLContext``)
+need the qlink wheel.
 """
 
 from __future__ import annotations
