@@ -429,3 +429,75 @@ def test_a_session_names_a_plugin_folder_with_spec_characters(folder, tmp_path, 
     s.register_table("s", str(plugin), "series", stop=5)
     assert s.sql("SELECT sum(value) AS n FROM s").column("n").to_pylist() == [10]
     assert not marker.ran()
+
+
+# ------------------------------------------------------------- Polars
+
+
+def _polars():
+    _qlink_wheel()
+    return pytest.importorskip("polars")
+
+
+def test_dropping_polars_frames_releases_their_datasets():
+    """On Polars: the frames of ``register`` on a ``pl.SQLContext`` (and
+    of ``to_polars``) hold the registration, in a qlink.Session of their
+    own; once the context and every frame taken from it are collected,
+    the Dataset is released and its array freed."""
+    pl = _polars()
+    before = live()
+    ctx = pl.SQLContext()
+    ref = _registered_array(ctx)
+    assert ctx.execute("SELECT sum(v) AS s FROM a").collect()["s"].to_list() == [10.0]
+    assert xql.live_datasets() == before + 1
+    del ctx
+    gc.collect()
+    assert xql.live_datasets() == before
+    assert ref() is None
+    values = np.arange(4.0)
+    ref = weakref.ref(values)
+    frame = xql.to_polars(xr.Dataset({"v": ("i", values)}))
+    del values
+    assert frame.select(pl.col("v").sum()).collect().item() == 6.0
+    del frame
+    gc.collect()
+    assert xql.live_datasets() == before
+    assert ref() is None
+
+
+def test_a_polars_frame_names_no_handle_in_its_plan_or_log(caplog):
+    """The handle is only in the frames' private session: neither Polars'
+    plan of a frame nor the statement qlink.polars logs shows it."""
+    import logging
+
+    pl = _polars()
+    caplog.set_level(logging.DEBUG, logger="qlink.polars")
+    frame = xql.to_polars(secret_dataset())
+    assert frame.filter(pl.col("secret") > 10).collect()["secret"].to_list() == [11.0, 13.0]
+    shown = frame.explain() + "\n".join(r.getMessage() for r in caplog.records)
+    assert not HANDLE.search(shown), shown
+
+
+@pytest.mark.parametrize("folder", ["a?b", "%41", "a&b=c", "a b#c"])
+def test_qlink_polars_names_a_plugin_folder_with_spec_characters(folder, tmp_path, marker):
+    """On qlink.polars.scan: a spec is decoded as every host decodes it, so
+    the spec qlink.xarray writes (every part encoded) loads the plugin in
+    the folder named ``%41``, never the marker of the same file name in
+    ``A``. The positive twin, the raw path as spec text, decodes ``%41`` to
+    ``A`` and runs the marker, as DuckDB's and SQLite's hosts would."""
+    _polars()
+    import qlink.polars
+
+    home = tmp_path / folder
+    home.mkdir()
+    plugin = home / "qlink_sample.so"
+    shutil.copy2(PLUGINS / "qlink_sample.so", plugin)
+    marker.copy_to(tmp_path / "A", "qlink_sample.so")
+    spec = xql._engines._Source(str(plugin), "series", {"stop": "5"}).spec()
+    frame = qlink.polars.scan(spec)
+    assert sorted(frame.collect()["value"].to_list()) == [0, 1, 2, 3, 4]
+    assert not marker.ran()
+    if folder == "%41":
+        with pytest.raises(Exception):
+            qlink.polars.scan(f"{plugin}/series?stop=5")
+        assert marker.pids() == [os.getpid()]
