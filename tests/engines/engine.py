@@ -40,6 +40,12 @@ def plugin_path(name: str) -> str:
     return str(build_dir() / "plugins" / f"{name}.so")
 
 
+def resolve_spec(spec: str) -> str:
+    """PLUGIN/PROVIDER?... with PLUGIN a plugin name -> the plugin's path."""
+    plugin, rest = spec.split("/", 1)
+    return f"{plugin_path(plugin)}/{rest}"
+
+
 def qlink_package():
     """The ``qlink`` package: the installed wheel when there is one (its
     native module serves the DataFusion Python routes), else this tree's

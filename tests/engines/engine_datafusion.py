@@ -22,17 +22,12 @@ from urllib.parse import parse_qsl
 
 import datasets
 from engine import (Engine, Query, Result, has_native_qlink, normalise_type, normalise_value, plugin_path,
-                    release_binary)
+                    release_binary, resolve_spec)
 
 
 def cli_path() -> Path:
     return release_binary("qlink", "QLINK_CLI")
 
-
-def resolve_spec(spec: str) -> str:
-    """PLUGIN/PROVIDER?... with PLUGIN a plugin name -> the plugin's path."""
-    plugin, rest = spec.split("/", 1)
-    return f"{plugin_path(plugin)}/{rest}"
 
 
 class DataFusionCli(Engine):

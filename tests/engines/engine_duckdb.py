@@ -15,16 +15,12 @@ import sys
 from pathlib import Path
 
 import datasets
-from engine import Engine, Query, Result, build_dir, normalise_type, normalise_value, plugin_path
+from engine import Engine, Query, Result, build_dir, normalise_type, normalise_value, plugin_path, resolve_spec
 
 
 def extension_path() -> Path:
     return build_dir() / "hosts" / "duckdb" / "qlink.duckdb_extension"
 
-
-def resolve_spec(spec: str) -> str:
-    plugin, rest = spec.split("/", 1)
-    return f"{plugin_path(plugin)}/{rest}"
 
 
 def quote(s: str) -> str:

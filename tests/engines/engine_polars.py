@@ -9,12 +9,8 @@ Polars' SQL cannot call plugin functions (engine.GAPS)."""
 from __future__ import annotations
 
 import datasets
-from engine import Engine, Query, Result, has_native_qlink, normalise_type, normalise_value, plugin_path
+from engine import Engine, Query, Result, has_native_qlink, normalise_type, normalise_value, resolve_spec
 
-
-def resolve_spec(spec: str) -> str:
-    plugin, rest = spec.split("/", 1)
-    return f"{plugin_path(plugin)}/{rest}"
 
 
 class PolarsSql(Engine):
