@@ -411,6 +411,17 @@ def test_an_encoded_folder_name_loads_no_other_library(kind, tmp_path, marker):
     assert marker.pids() == [os.getpid()]
 
 
+def _sample_beside_marker(tmp_path, folder: str, marker) -> Path:
+    """qlink_sample copied into ``tmp_path/folder``, and the marker under
+    the same file name in ``tmp_path/A`` (what ``%41`` decodes to)."""
+    home = tmp_path / folder
+    home.mkdir()
+    plugin = home / "qlink_sample.so"
+    shutil.copy2(PLUGINS / "qlink_sample.so", plugin)
+    marker.copy_to(tmp_path / "A", "qlink_sample.so")
+    return plugin
+
+
 @pytest.mark.parametrize("folder", ["a?b", "%41", "a&b=c", "a b#c"])
 def test_a_session_names_a_plugin_folder_with_spec_characters(folder, tmp_path, marker):
     """On qlink.Session: the spec it writes for a plugin path is
@@ -420,11 +431,7 @@ def test_a_session_names_a_plugin_folder_with_spec_characters(folder, tmp_path, 
     _qlink_wheel()
     import qlink
 
-    home = tmp_path / folder
-    home.mkdir()
-    plugin = home / "qlink_sample.so"
-    shutil.copy2(PLUGINS / "qlink_sample.so", plugin)
-    marker.copy_to(tmp_path / "A", "qlink_sample.so")
+    plugin = _sample_beside_marker(tmp_path, folder, marker)
     s = qlink.Session()
     s.register_table("s", str(plugin), "series", stop=5)
     assert s.sql("SELECT sum(value) AS n FROM s").column("n").to_pylist() == [10]
@@ -488,11 +495,7 @@ def test_qlink_polars_names_a_plugin_folder_with_spec_characters(folder, tmp_pat
     _polars()
     import qlink.polars
 
-    home = tmp_path / folder
-    home.mkdir()
-    plugin = home / "qlink_sample.so"
-    shutil.copy2(PLUGINS / "qlink_sample.so", plugin)
-    marker.copy_to(tmp_path / "A", "qlink_sample.so")
+    plugin = _sample_beside_marker(tmp_path, folder, marker)
     spec = xql._engines._Source(str(plugin), "series", {"stop": "5"}).spec()
     frame = qlink.polars.scan(spec)
     assert sorted(frame.collect()["value"].to_list()) == [0, 1, 2, 3, 4]
