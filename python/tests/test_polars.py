@@ -130,6 +130,21 @@ def test_batch_size_and_polars_sql():
     assert got == [("even", 5, 70), ("odd", 5, 75)]
 
 
+def test_batches_are_the_plugins_own_buffers():
+    """qlink_sample's grid builds its columns once, at open: two collects
+    (one projected) hand Polars the same memory, so nothing on the way
+    (the session's stream, pl.from_arrow) copied the values."""
+    lf = qpl.scan("qlink_sample/grid?partitions=1")
+
+    def address(df, column):
+        return df[column].to_arrow().buffers()[1].address
+
+    whole, projected = lf.collect(), lf.select("v", "y").collect()
+    assert whole.n_chunks() == projected.n_chunks() == 1
+    assert address(whole, "v") == address(projected, "v")
+    assert address(whole, "y") == address(projected, "y")
+
+
 def test_same_rows_as_the_session(series):
     want = series_table(-5, 40)
     got = series.collect().sort("value").to_arrow()
