@@ -196,6 +196,22 @@ def test_bad_specs(spec, error, text):
     assert text in str(e.value)
 
 
+def test_a_plugin_error_while_collecting_names_the_fault(tmp_path):
+    """A chunk the plugin cannot decode fails the collect with the
+    plugin's message (through pyarrow's stream), naming store, array and
+    chunk."""
+    import pyarrow as pa
+
+    path = tmp_path / "broken.zarr"
+    xr.Dataset({"v": (("i",), np.arange(4.0))}, coords={"i": np.arange(4)}).to_zarr(path, zarr_format=3,
+                                                                                 consolidated=True)
+    lf = qpl.scan(f"qlink_zarr/table?path={path}")
+    (path / "v" / "c" / "0").write_bytes(b"garbage")
+    with pytest.raises(pa.ArrowInvalid) as e:
+        lf.collect()
+    assert f"zarr store {path}: array 'v' chunk 'v/c/0'" in str(e.value)
+
+
 def test_bad_batch_size():
     with pytest.raises(ValueError, match="batch_size must be a positive int, not 0"):
         qpl.scan(SERIES, batch_size=0)
