@@ -2,14 +2,19 @@
 # Build the qlink Python package and install it into the repository's venv.
 #
 #   python/build.sh            release build (the one to use the package with)
-#   QLINK_PY_PROFILE=dev python/build.sh   unoptimised, faster to build (what `make test-python` uses)
+#   QLINK_PY_PROFILE=dev python/build.sh   unoptimised, faster to build
+#   QLINK_VENV=DIR             the venv whose maturin builds and which gets the wheel (default .venv)
+#   QLINK_PY_INSTALL=0         build the wheel only (scripts/wheel.sh repairs it into dist/)
 #
 # Steps, each idempotent:
-#  1. the plugins the package ships (qlink_sample, qlink_zarr, qlink_fold, qlink_ndarray) with CMake in
-#     build/python, copied into python/qlink/plugins/ (git-ignored);
+#  1. the C parts the package ships, with CMake in build/python, copied into
+#     python/qlink/ (git-ignored) in the C build's layout: the plugins
+#     (qlink_sample, qlink_zarr, qlink_fold, qlink_ndarray) into plugins/,
+#     both DuckDB extension builds into hosts/duckdb/, the SQLite extension
+#     into hosts/sqlite/ (python/qlink/_resources.py finds them there);
 #  2. the abi3 wheel with maturin into build/python/wheels, Rust builds in the
 #     shared $CARGO_TARGET_DIR so DataFusion is built once for every crate;
-#  3. pip install of that wheel into .venv (replacing an older one).
+#  3. pip install of that wheel into the venv (replacing an older one).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -29,17 +34,29 @@ if [ ! -x "$venv/bin/maturin" ]; then
   exit 1
 fi
 
-# 1. plugins
-if [ ! -f "$bdir/CMakeCache.txt" ]; then
+# 1. plugins and host extensions (the DuckDB targets exist only when CMake
+# found DuckDB's headers, which scripts/setup.sh fetches)
+has_duckdb() { grep -qs qlink_duckdb_v2 "$bdir/hosts/duckdb/Makefile"; }
+if [ ! -f "$bdir/CMakeCache.txt" ] || ! has_duckdb; then
   cmake -S "$repo" -B "$bdir" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
-cmake --build "$bdir" -j "$jobs" --target qlink_sample_plugin qlink_zarr_plugin qlink_fold_plugin qlink_ndarray_plugin >/dev/null
-mkdir -p "$here/qlink/plugins"
+if ! has_duckdb; then
+  echo "python/build.sh: DuckDB's C API headers are missing from build/deps/duckdb/include (run scripts/setup.sh)" >&2
+  exit 1
+fi
+cmake --build "$bdir" -j "$jobs" --target qlink_sample_plugin qlink_zarr_plugin qlink_fold_plugin qlink_ndarray_plugin \
+  qlink_duckdb qlink_duckdb_v2 qlink_sqlite >/dev/null
+ship() { # ship SRC DST: copy when changed (maturin packs what is there)
+  mkdir -p "$(dirname "$2")"
+  if ! cmp -s "$1" "$2" 2>/dev/null; then cp "$1" "$2.tmp" && mv "$2.tmp" "$2"; fi
+}
 for p in qlink_sample qlink_zarr qlink_fold qlink_ndarray; do
-  src="$bdir/plugins/$p.so"
-  dst="$here/qlink/plugins/$p.so"
-  if ! cmp -s "$src" "$dst" 2>/dev/null; then cp "$src" "$dst.tmp" && mv "$dst.tmp" "$dst"; fi
+  ship "$bdir/plugins/$p.so" "$here/qlink/plugins/$p.so"
 done
+for e in qlink.duckdb_extension qlink_v2.duckdb_extension; do
+  ship "$bdir/hosts/duckdb/$e" "$here/qlink/hosts/duckdb/$e"
+done
+ship "$bdir/hosts/sqlite/qlink.so" "$here/qlink/hosts/sqlite/qlink.so"
 
 # 2. wheel
 rm -rf "$bdir/wheels"
@@ -50,5 +67,10 @@ prof_args=(--release)
 
 # 3. install
 wheel="$(ls "$bdir"/wheels/qlink-*.whl)"
+if [ "${QLINK_PY_INSTALL:-1}" = 0 ]; then
+  echo "python/build.sh: built $wheel ($profile)"
+  exit 0
+fi
 "$venv/bin/python" -m pip install --quiet --no-deps --force-reinstall "$wheel"
+rm -f "$venv/.qlink-wheel.key"  # the venv no longer holds dist's wheel (scripts/install-python.sh)
 echo "python/build.sh: installed $(basename "$wheel") ($profile)"

@@ -31,11 +31,16 @@ plugin), :class:`VersionMismatchError` and :class:`TableExistsError` (a
 already in use). Nothing a plugin does aborts the
 interpreter: the host turns panics and plugin failures into these errors.
 
-The plugins built with this package (``qlink_sample``, ``qlink_zarr``) ship
-inside it; :func:`plugin_path` finds them.
+Everything native ships inside the package: the plugins (``qlink_sample``,
+``qlink_zarr``, ``qlink_fold``, ``qlink_ndarray``) in :func:`plugin_dir`
+(:func:`plugin_path` names one), the DuckDB and SQLite extensions that
+qlink.duckdb and qlink.sqlite load. ``QLINK_BUILD_DIR``, when set, names a
+C build to use instead (qlink/_resources.py).
 """
 
 from __future__ import annotations
+
+from ._resources import plugin_dir  # noqa: F401  (pure Python: there without the native module too)
 
 try:
     from ._core import *  # noqa: F401,F403  (the names listed in _core.__all__)

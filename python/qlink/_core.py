@@ -1,15 +1,15 @@
 """qlink's DataFusion-based API (the native module, qlink._qlink): the
 native objects, :class:`Session` (with its registration of a Zarr store's
-tables, :func:`register_zarr`), :func:`plugin_path` and the errors.
+tables, :func:`register_zarr`), :func:`plugin_path` (in :func:`plugin_dir`,
+qlink._resources) and the errors.
 Re-exported by qlink/__init__.py, which stays importable without it
-(qlink.sqlite). Imports nothing else of the package at load: qlink._zarr
-builds on it, and :meth:`Session.register_dataset` reaches qlink.xarray
+(qlink.sqlite). Imports nothing else of the package at load but
+qlink._resources (pure Python): qlink._zarr builds on it, and :meth:`Session.register_dataset` reaches qlink.xarray
 only when called."""
 
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -33,6 +33,7 @@ from ._qlink import (
     __version__,
 )
 from ._codecs import codecs
+from ._resources import plugin_dir
 
 __all__ = [
     "CODEC_ID",
@@ -54,31 +55,25 @@ __all__ = [
     "VersionMismatchError",
     "__version__",
     "codecs",
+    "plugin_dir",
     "plugin_path",
     "register_zarr",
 ]
 
-_PLUGIN_DIR = Path(__file__).resolve().parent / "plugins"
-
 
 def plugin_path(name: str) -> str:
-    """The path of a plugin shipped with this package, e.g. ``"qlink_zarr"``.
-
-    ``QLINK_PLUGIN_DIR`` (a directory of ``<name>.so`` files) takes
-    precedence over the copies inside the package. Raises
-    :class:`PluginError` if the plugin is in neither place.
+    """The path of a plugin shipped with this package, e.g. ``"qlink_zarr"``:
+    ``<name>.so`` in :func:`qlink.plugin_dir` (``QLINK_PLUGIN_DIR``, else
+    ``QLINK_BUILD_DIR``'s ``plugins/`` when that is set, else the copies
+    inside the package). Raises :class:`PluginError` if it is not there.
     """
-    candidates = []
-    env = os.environ.get("QLINK_PLUGIN_DIR")
-    if env:
-        candidates.append(Path(env) / f"{name}.so")
-    candidates.append(_PLUGIN_DIR / f"{name}.so")
-    for c in candidates:
-        if c.is_file():
-            return str(c)
-    raise PluginError(
-        f"plugin {name!r} not found (looked in {', '.join(str(c.parent) for c in candidates)})"
-    )
+    try:
+        path = Path(plugin_dir()) / f"{name}.so"
+    except FileNotFoundError as exc:
+        raise PluginError(f"plugin {name!r} not found: {exc}") from None
+    if not path.is_file():
+        raise PluginError(f"plugin {name!r} not found (looked in {path.parent})")
+    return str(path)
 
 
 class TableExistsError(PlanError):

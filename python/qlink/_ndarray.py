@@ -23,7 +23,7 @@ import os
 import threading
 from pathlib import Path
 
-_ROOT = Path(__file__).resolve().parents[2]
+from . import _resources
 
 QL_ABI_VERSION_0_1 = (0 << 16) | 1
 ND_API_MAGIC = 0x3241444E  # the API with handles (qlink_ndarray.h)
@@ -122,17 +122,14 @@ def check_layout(layout, path: str, mirrors=MIRRORS) -> None:
 
 
 def plugin_path() -> str:
-    """``QLINK_NDARRAY_PLUGIN``, else the copy the qlink wheel ships
-    (``qlink/plugins/``), else ``plugins/qlink_ndarray.so`` of the C build
-    (``QLINK_BUILD_DIR``, default ``build/release`` of this tree)."""
+    """``QLINK_NDARRAY_PLUGIN``, else ``qlink_ndarray.so`` in
+    :func:`qlink.plugin_dir` (the copy the wheel ships, or the C build's
+    when ``QLINK_BUILD_DIR`` is set; qlink/_resources.py)."""
     env = os.environ.get("QLINK_NDARRAY_PLUGIN")
-    shipped = Path(__file__).resolve().parent / "plugins" / "qlink_ndarray.so"
-    if env:
-        path = Path(env)
-    elif shipped.is_file() and "QLINK_BUILD_DIR" not in os.environ:
-        path = shipped
-    else:
-        path = Path(os.environ.get("QLINK_BUILD_DIR", _ROOT / "build" / "release")) / "plugins" / "qlink_ndarray.so"
+    try:
+        path = Path(env) if env else Path(_resources.plugin_dir()) / "qlink_ndarray.so"
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(f"the qlink_ndarray plugin is not built: {exc}") from None
     if not path.is_file():
         raise FileNotFoundError(f"the qlink_ndarray plugin is not built: {path} (run the C release build)")
     return str(path.resolve())

@@ -1,11 +1,12 @@
 """qlink plugins inside DuckDB, through the qlink DuckDB extension.
 
-Needs only the C build (``make build-release`` or the CMake release build)
-and the ``duckdb`` Python package (pinned in scripts/requirements.txt): no
+Needs the extension (the wheel ships both builds; in a source tree, the C
+build: ``make build-release`` or the CMake release build) and the
+``duckdb`` Python package (pinned in scripts/requirements.txt): no
 DataFusion, no Rust, and it does not import qlink's native module::
 
     import qlink.duckdb
-    con = qlink.duckdb.connect()                    # plugins from build/release/plugins
+    con = qlink.duckdb.connect()                    # plugins from qlink.plugin_dir()
     con.execute("SELECT sum(value) FROM qlink_scan('qlink_sample/series?stop=10')").fetchall()
     qlink.duckdb.attach(con, "era5", "qlink_zarr/store?path=/data/era5.zarr")  # either build
     qlink.duckdb.load(con, "qlink_sample")          # either build: add_one(), sum_sq(), sample_range()
@@ -28,8 +29,8 @@ right statement for the build loaded on ``con`` (``loaded_api(con)``).
 ``connect(database=":memory:", plugin_dirs=None, extension=None, config=None, api="auto", locked=False)``
 opens the database with unsigned extensions allowed, loads the extension
 (``extension_path(api)``), allows the directories ``plugin_dirs`` (default:
-``QLINK_PLUGIN_PATH`` if set, which the extension reads itself, else the
-build's ``plugins/`` folder) with ``qlink_allow``, then closes every way
+``QLINK_PLUGIN_PATH`` if set, which the extension reads itself, else
+``qlink.plugin_dir()``) with ``qlink_allow``, then closes every way
 for SQL on the connection to load other native code (see ``connect``).
 """
 
@@ -38,26 +39,54 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from . import _resources
+
 _ROOT = Path(__file__).resolve().parents[2]
+_V1 = "hosts/duckdb/qlink.duckdb_extension"
+_V2 = "hosts/duckdb/qlink_v2.duckdb_extension"
 
 
-def _build_dir() -> Path:
-    return Path(os.environ.get("QLINK_BUILD_DIR", _ROOT / "build" / "release"))
+def _shipped(relative: str) -> Path | None:
+    try:
+        return _resources.find(relative)
+    except FileNotFoundError:
+        return None
+
+
+def extension_duckdb_version(path: str | Path) -> str | None:
+    """The DuckDB version a C API V2 build at ``path`` loads into (``2.0.1``),
+    read from the metadata footer its build appended (the last 512 bytes,
+    hosts/duckdb/scripts/footer.c: the version in field 2, the ABI type
+    ``C_STRUCT_UNSTABLE`` in field 4), or None for a V1 build."""
+    with open(path, "rb") as f:
+        f.seek(-512, os.SEEK_END)
+        footer = f.read(512)
+
+    def field(i: int) -> str:
+        return footer[(7 - i) * 32:(8 - i) * 32].split(b"\0", 1)[0].decode("ascii", "replace")
+
+    if field(4) != "C_STRUCT_UNSTABLE":
+        return None
+    return field(2).removeprefix("v")
 
 
 def pinned_duckdb_version() -> str | None:
-    """The DuckDB version the V2 build is made for (``duckdb==`` in
+    """The DuckDB version the V2 build is made for: ``duckdb==`` in
     scripts/requirements.txt of this source tree, or of the tree the build
-    directory is in when this module is an installed wheel's), or None
-    when neither has that file."""
-    trees = (_ROOT, _build_dir().resolve().parent.parent)
+    directory (``QLINK_BUILD_DIR``) is in, else the version the V2 build
+    found (the wheel's own, when installed) names in its footer; None when
+    none of them is there."""
+    trees = [_ROOT]
+    if os.environ.get("QLINK_BUILD_DIR"):
+        trees.append(Path(os.environ["QLINK_BUILD_DIR"]).resolve().parent.parent)
     req = next((t / "scripts" / "requirements.txt" for t in trees if (t / "scripts" / "requirements.txt").is_file()), None)
-    if req is None:
+    if req is not None:
+        for line in req.read_text().splitlines():
+            if line.startswith("duckdb=="):
+                return line.split("==", 1)[1].strip()
         return None
-    for line in req.read_text().splitlines():
-        if line.startswith("duckdb=="):
-            return line.split("==", 1)[1].strip()
-    return None
+    v2 = _shipped(_V2)
+    return extension_duckdb_version(v2) if v2 is not None else None
 
 
 def choose_api(api: str = "auto") -> str:
@@ -69,30 +98,34 @@ def choose_api(api: str = "auto") -> str:
         raise ValueError(f"api must be 'auto', 'v1' or 'v2', not {api!r}")
     import duckdb
 
-    v2 = _build_dir() / "hosts" / "duckdb" / "qlink_v2.duckdb_extension"
-    return "v2" if duckdb.__version__ == pinned_duckdb_version() and v2.is_file() else "v1"
+    return "v2" if _shipped(_V2) is not None and duckdb.__version__ == pinned_duckdb_version() else "v1"
 
 
 def extension_path(api: str = "v1") -> str:
     """The qlink DuckDB extension: ``QLINK_DUCKDB_EXTENSION``, else
     ``hosts/duckdb/qlink.duckdb_extension`` (api "v1") or
     ``hosts/duckdb/qlink_v2.duckdb_extension`` (api "v2") in the build
-    directory (``QLINK_BUILD_DIR``, default ``build/release`` of this source
-    tree)."""
+    directory ``QLINK_BUILD_DIR`` when set, else in the package (the wheel
+    ships both), else in this source tree's ``build/release``
+    (qlink/_resources.py). FileNotFoundError names the places looked in."""
     env = os.environ.get("QLINK_DUCKDB_EXTENSION")
-    name = "qlink_v2.duckdb_extension" if choose_api(api) == "v2" else "qlink.duckdb_extension"
-    path = Path(env) if env else _build_dir() / "hosts" / "duckdb" / name
-    if not path.is_file():
-        raise FileNotFoundError(f"the qlink DuckDB extension is not built: {path} (run the C release build)")
-    return str(path)
+    if env:
+        if not Path(env).is_file():
+            raise FileNotFoundError(f"the qlink DuckDB extension QLINK_DUCKDB_EXTENSION names is not there: {env}")
+        return env
+    try:
+        return str(_resources.find(_V2 if choose_api(api) == "v2" else _V1))
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(f"the qlink DuckDB extension is not built or shipped: {exc}") from None
 
 
 def default_plugin_dirs() -> list[str]:
-    """``QLINK_PLUGIN_PATH``'s directories if set, else the build's ``plugins/``."""
+    """``QLINK_PLUGIN_PATH``'s directories if set, else :func:`qlink.plugin_dir`
+    (the package's plugins, or ``QLINK_BUILD_DIR``'s)."""
     env = os.environ.get("QLINK_PLUGIN_PATH")
     if env:
         return [d for d in env.split(":") if d]
-    return [str(_build_dir() / "plugins")]
+    return [_resources.plugin_dir()]
 
 
 def connect(database: str = ":memory:", plugin_dirs: list[str] | None = None, extension: str | None = None,

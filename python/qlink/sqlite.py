@@ -1,20 +1,20 @@
 """qlink plugins inside SQLite, through the qlink SQLite extension.
 
-Needs only the C build (``make build-release`` or the CMake release
-build): no DataFusion, no Rust, and it does not import qlink's native
-module. Connections come from ``apsw`` (pinned in scripts/requirements.txt;
+Needs the extension (the wheel ships it; in a source tree, the C build:
+``make build-release`` or the CMake release build): no DataFusion, no Rust,
+and it does not import qlink's native module. Connections come from ``apsw`` (pinned in scripts/requirements.txt;
 it bundles its own SQLite, 3.54, and can load extensions, which this
 machine's pyenv ``sqlite3`` module cannot)::
 
     import qlink.sqlite
-    db = qlink.sqlite.connect()                     # plugins from build/release/plugins
+    db = qlink.sqlite.connect()                     # plugins from qlink.plugin_dir()
     db.execute("CREATE VIRTUAL TABLE s USING qlink('qlink_sample/series?stop=10')")
     db.execute("SELECT sum(value) FROM s").fetchall()
 
 ``connect(database=":memory:", plugin_dirs=None, extension=None)`` opens
 the database, loads the extension (``extension_path()``), allows the
 directories ``plugin_dirs`` (default: ``QLINK_PLUGIN_PATH`` if set, which
-the extension reads itself, else the build's ``plugins/`` folder) and then
+the extension reads itself, else ``qlink.plugin_dir()``) and then
 seals the list with ``qlink_allow()``: SQL run on the connection can load
 plugins from those directories only and cannot add any. When
 ``QLINK_PLUGIN_PATH`` is set it is the operator's list, which nothing on
@@ -39,30 +39,33 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-_ROOT = Path(__file__).resolve().parents[2]
-
-
-def _build_dir() -> Path:
-    return Path(os.environ.get("QLINK_BUILD_DIR", _ROOT / "build" / "release"))
+from . import _resources
 
 
 def extension_path() -> str:
     """The qlink SQLite extension: ``QLINK_SQLITE_EXTENSION``, else
-    ``hosts/sqlite/qlink.so`` in the build directory (``QLINK_BUILD_DIR``,
-    default ``build/release`` of this source tree)."""
+    ``hosts/sqlite/qlink.so`` in the build directory ``QLINK_BUILD_DIR``
+    when set, else in the package (the wheel ships it), else in this source
+    tree's ``build/release`` (qlink/_resources.py). FileNotFoundError names
+    the places looked in."""
     env = os.environ.get("QLINK_SQLITE_EXTENSION")
-    path = Path(env) if env else _build_dir() / "hosts" / "sqlite" / "qlink.so"
-    if not path.is_file():
-        raise FileNotFoundError(f"the qlink SQLite extension is not built: {path} (run the C release build)")
-    return str(path)
+    if env:
+        if not Path(env).is_file():
+            raise FileNotFoundError(f"the qlink SQLite extension QLINK_SQLITE_EXTENSION names is not there: {env}")
+        return env
+    try:
+        return str(_resources.find("hosts/sqlite/qlink.so"))
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(f"the qlink SQLite extension is not built or shipped: {exc}") from None
 
 
 def default_plugin_dirs() -> list[str]:
-    """``QLINK_PLUGIN_PATH``'s directories if set, else the build's ``plugins/``."""
+    """``QLINK_PLUGIN_PATH``'s directories if set, else :func:`qlink.plugin_dir`
+    (the package's plugins, or ``QLINK_BUILD_DIR``'s)."""
     env = os.environ.get("QLINK_PLUGIN_PATH")
     if env:
         return [d for d in env.split(":") if d]
-    return [str(_build_dir() / "plugins")]
+    return [_resources.plugin_dir()]
 
 
 def connect(database: str = ":memory:", plugin_dirs: list[str] | None = None, extension: str | None = None):
