@@ -12,7 +12,7 @@ PY := $(CURDIR)/.venv/bin/python
 # once, in one profile (Cargo.toml).
 CARGO_WS := --release --locked --workspace --exclude qlink-python
 
-.PHONY: all setup build build-release build-asan build-fuzz build-cli run test test-c test-valgrind \
+.PHONY: all setup build build-release build-asan build-fuzz build-cli run wheel test test-c test-valgrind \
         test-fuzz test-rust test-python test-sqlite require-duckdb test-duckdb test-xarray test-engines test-security bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-distributed bench-fold bench-ffi compat-xarray-sql bench-xarray bench-plans clean
 
 all: build
@@ -54,6 +54,13 @@ run: build
 	  hosts/$$d/scripts/ferret.sh $(BUILD)/release data/ferret-zarr $(BUILD)/release/ferret-$$d || exit 1; done
 	$(MAKE) build-cli
 	@QLINK=$(QLINK_CLI) ENGINE_ANSWERS="$(foreach e,$(RUN_ENGINES),$(firstword $(subst =, ,$(e)))=$(BUILD)/release/ferret-$(lastword $(subst =, ,$(e))))" scripts/run.sh
+
+# ---- the Python package: one self-contained wheel (scripts/wheel.sh), dist/qlink-*.whl:
+# the plugins, both DuckDB extension builds, the SQLite extension and the
+# PyO3 module, repaired by auditwheel (the plugins' libraries in qlink.libs).
+# Reused while its sources are unchanged; the Rust build shares CARGO_TARGET_DIR.
+wheel: setup
+	scripts/wheel.sh
 
 # ---- tests
 test: setup
