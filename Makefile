@@ -13,7 +13,7 @@ PY := $(CURDIR)/.venv/bin/python
 CARGO_WS := --release --locked --workspace --exclude qlink-python
 
 .PHONY: all setup build build-release build-asan build-fuzz build-cli run wheel test test-c test-valgrind \
-        test-fuzz test-rust test-python test-sqlite require-duckdb test-duckdb test-xarray test-engines test-security bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-distributed bench-fold bench-ffi compat-xarray-sql bench-xarray bench-plans clean
+        test-fuzz test-rust test-python test-wheel test-sqlite require-duckdb test-duckdb test-xarray test-engines test-security bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-distributed bench-fold bench-ffi compat-xarray-sql bench-xarray bench-plans clean
 
 all: build
 
@@ -64,7 +64,7 @@ wheel: setup
 
 # ---- tests
 test: setup
-	$(MAKE) test-c test-valgrind test-fuzz test-sqlite test-rust test-python test-duckdb test-xarray test-engines test-security
+	$(MAKE) test-c test-valgrind test-fuzz test-sqlite test-rust test-python test-wheel test-duckdb test-xarray test-engines test-security
 	@echo "make test: all suites passed"
 
 # Every C test under ASan + UBSan.
@@ -91,6 +91,14 @@ test-rust:
 test-python: build-cli
 	python/build.sh
 	QLINK_CLI=$(QLINK_CLI) $(PY) -m pytest -q python/tests tools/cli/tests tests/plans
+
+# The wheel as a user gets it (tests/wheel/run.sh): installed with the
+# engines' packages into a fresh venv, no compiler on PATH, run outside the
+# source tree without QLINK_BUILD_DIR: DuckDB (both builds), SQLite,
+# datafusion-python, qlink.Session and qlink.xarray answer exactly, and the
+# plugins' libraries are the wheel's own.
+test-wheel: wheel
+	tests/wheel/run.sh
 
 # The SQLite host through apsw and the sqlite3 CLI (its C tests run in
 # test-c): needs the C release build only.
