@@ -41,7 +41,7 @@ inputs=(CMakeLists.txt Cargo.toml Cargo.lock include src plugins hosts bindings 
         python/Cargo.toml python/pyproject.toml python/build.sh python/src python/capsule python/qlink
         scripts/wheel.sh scripts/check_wheel.py scripts/requirements.txt)
 key=$({
-  git ls-files -c -o --exclude-standard -z -- "${inputs[@]}" | { xargs -0r sha256sum 2>/dev/null || true; }
+  git ls-files -c -o --exclude-standard -z -- "${inputs[@]}" | sort -z | { xargs -0r sha256sum 2>/dev/null || true; }
   rustc -V
   cat build/deps/duckdb/include/.version 2>/dev/null || true
 } | sha256sum | cut -c1-32)
@@ -55,7 +55,7 @@ if [[ ${QLINK_WHEEL_FORCE:-0} != 1 && -f $stamp ]]; then
 fi
 
 start=$(date +%s)
-QLINK_VENV=$venv QLINK_PY_INSTALL=0 python/build.sh
+QLINK_VENV=$venv QLINK_PY_INSTALL=0 QLINK_PY_PROFILE=release python/build.sh
 built=$(ls build/python/wheels/qlink-*.whl)
 
 # auditwheel finds patchelf on PATH.
