@@ -12,7 +12,7 @@ PY := $(CURDIR)/.venv/bin/python
 # once, in one profile (Cargo.toml).
 CARGO_WS := --release --locked --workspace --exclude qlink-python
 
-.PHONY: all setup build build-release build-asan build-fuzz build-cli run wheel test test-c test-valgrind \
+.PHONY: all setup build build-release build-asan build-fuzz build-cli run wheel install-python test test-c test-valgrind \
         test-fuzz test-rust test-python test-wheel test-sqlite require-duckdb test-duckdb test-xarray test-engines test-security bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-distributed bench-fold bench-ffi compat-xarray-sql bench-xarray bench-plans clean
 
 all: build
@@ -54,6 +54,7 @@ run: build
 	  hosts/$$d/scripts/ferret.sh $(BUILD)/release data/ferret-zarr $(BUILD)/release/ferret-$$d || exit 1; done
 	$(MAKE) build-cli
 	@QLINK=$(QLINK_CLI) ENGINE_ANSWERS="$(foreach e,$(RUN_ENGINES),$(firstword $(subst =, ,$(e)))=$(BUILD)/release/ferret-$(lastword $(subst =, ,$(e))))" scripts/run.sh
+	@scripts/install-python.sh
 
 # ---- the Python package: one self-contained wheel (scripts/wheel.sh), dist/qlink-*.whl:
 # the plugins, both DuckDB extension builds, the SQLite extension and the
@@ -61,6 +62,12 @@ run: build
 # Reused while its sources are unchanged; the Rust build shares CARGO_TARGET_DIR.
 wheel: setup
 	scripts/wheel.sh
+
+# That wheel (built or reused by the script) installed into QLINK_VENV
+# (default .venv); `make run` runs the script last, after every answer, so
+# `import qlink` works there.
+install-python: setup
+	scripts/install-python.sh
 
 # ---- tests
 test: setup
@@ -88,8 +95,7 @@ test-rust:
 # The Python package: the release wheel (the workspace's one profile, so it
 # reuses the DataFusion build of `make run` and test-rust), installed into
 # .venv, then its pytest suite.
-test-python: build-cli
-	python/build.sh
+test-python: build-cli install-python
 	QLINK_CLI=$(QLINK_CLI) $(PY) -m pytest -q python/tests tools/cli/tests tests/plans
 
 # The wheel as a user gets it (tests/wheel/run.sh): installed with the

@@ -1,7 +1,8 @@
 """Fixtures for the qlink Python tests.
 
-The package under test is the installed one (python/build.sh builds the
-wheel and installs it into .venv); its plugins ship inside it.
+The package under test is the installed one (`make test-python` installs
+dist's wheel into .venv; python/build.sh installs an unrepaired one); its
+plugins ship inside it.
 """
 
 import numpy as np
