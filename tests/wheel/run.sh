@@ -20,8 +20,10 @@ trap 'rm -rf "$tmp"' EXIT
 start=$(date +%s)
 "$python" -m venv "$tmp/venv"
 clean_env=(env -i HOME="$HOME" LANG=C.UTF-8 PATH="$tmp/venv/bin" TMPDIR=/tmp QLINK_SOURCE_TREE="$repo")
-for var in PIP_INDEX_URL PIP_FIND_LINKS PIP_CERT SSL_CERT_FILE REQUESTS_CA_BUNDLE; do
-  [[ -n ${!var:-} ]] && clean_env+=("$var=${!var}")
+# what reaching the registry may need here: its address, proxies, certificates
+for var in PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_FIND_LINKS PIP_TRUSTED_HOST PIP_CERT PIP_DEFAULT_TIMEOUT \
+           SSL_CERT_FILE SSL_CERT_DIR REQUESTS_CA_BUNDLE http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
+  if [[ -n ${!var:-} ]]; then clean_env+=("$var=${!var}"); fi
 done
 (cd "$tmp" && "${clean_env[@]}" "$tmp/venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary :all: \
    -c "$repo/scripts/requirements.txt" "$wheel" duckdb datafusion pyarrow numpy pandas xarray zarr apsw pytest)
