@@ -41,7 +41,7 @@ from pathlib import Path
 
 from . import _resources
 
-_ROOT = Path(__file__).resolve().parents[2]
+_ROOT = _resources.source_root()  # None for an installed package
 _V1 = "hosts/duckdb/qlink.duckdb_extension"
 _V2 = "hosts/duckdb/qlink_v2.duckdb_extension"
 
@@ -76,7 +76,7 @@ def pinned_duckdb_version() -> str | None:
     directory (``QLINK_BUILD_DIR``) is in, else the version the V2 build
     found (the wheel's own, when installed) names in its footer; None when
     none of them is there."""
-    trees = [_ROOT]
+    trees = [_ROOT] if _ROOT is not None else []
     if os.environ.get("QLINK_BUILD_DIR"):
         trees.append(Path(os.environ["QLINK_BUILD_DIR"]).resolve().parent.parent)
     req = next((t / "scripts" / "requirements.txt" for t in trees if (t / "scripts" / "requirements.txt").is_file()), None)
