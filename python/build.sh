@@ -36,7 +36,7 @@ fi
 
 # 1. plugins and host extensions (the DuckDB targets exist only when CMake
 # found DuckDB's headers, which scripts/setup.sh fetches)
-has_duckdb() { grep -qs qlink_duckdb_v2 "$bdir/hosts/duckdb/Makefile"; }
+has_duckdb() { cmake --build "$bdir" --target help 2>/dev/null | grep qlink_duckdb_v2 >/dev/null; }  # reads it all: no SIGPIPE under pipefail
 if [ ! -f "$bdir/CMakeCache.txt" ] || ! has_duckdb; then
   cmake -S "$repo" -B "$bdir" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
