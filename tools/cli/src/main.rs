@@ -4,6 +4,7 @@
 //!   qlink sql [OPTIONS] "SQL"       run a query and print its result
 //!   qlink explain [OPTIONS] [--analyze] "SQL"   print the plan (--analyze: run it and show metrics)
 //!   qlink check [--spec P?k=v]... [--verbose] PLUGIN.so   the conformance kit
+//!   qlink serve --port N [--host ADDR] [OPTIONS]   an Arrow Flight SQL server (serve.rs)
 //!
 //! OPTIONS: --plugin PATH (repeatable; registers the plugin's functions),
 //! --table NAME=PLUGIN/PROVIDER?key=value&... (PLUGIN: a path or the name of
@@ -33,6 +34,7 @@ use qlink_datafusion::{Plugin, QlinkSession};
 
 mod output;
 mod query;
+mod serve;
 mod shell;
 mod statements;
 
@@ -46,7 +48,14 @@ const USAGE: &str = "usage:
   qlink check [--spec PROVIDER?key=value]... [--threads N] [--verbose] PLUGIN.so
                                      (exit 0 conforming, 1 violations or plugin errors,
                                      3 not loadable)
-OPTIONS (sql and explain):
+  qlink serve --port N [--host ADDR] [--secret-file FILE] [OPTIONS]
+                                     an Arrow Flight SQL server over the same session (read-only
+                                     SQL: queries, prepared statements, catalog listings); --port 0
+                                     picks a free port; prints \"qlink serve: Flight SQL on
+                                     grpc://ADDR:PORT\" once listening. --host: default 127.0.0.1;
+                                     another address needs a secret (--secret-file or QLINK_SECRET),
+                                     which every call must then carry (authorization: Bearer SECRET)
+OPTIONS (sql and explain; serve takes --plugin, --table, --schema, --planner, --memory-limit):
   --plugin PATH                      load a plugin (its functions are registered)
   --table NAME=PLUGIN/PROVIDER?k=v   register a plugin table (PLUGIN: path or loaded plugin name)
   --schema NAME=PLUGIN/PROVIDER?k=v  register every table of a schema provider as NAME.<table>
@@ -86,6 +95,10 @@ struct Args {
     memory_limit: Option<usize>,
     workers: Vec<url::Url>,
     secret_file: Option<std::path::PathBuf>,
+    port: Option<u16>,
+    host: std::net::IpAddr,
+    /// serve: the secret clients must send (read while parsing, so a refused bind loads nothing)
+    serve_secret: Option<Secret>,
     analyze: bool,
     verbose: bool,
     timing: bool,
@@ -103,10 +116,9 @@ fn fail(msg: impl std::fmt::Display) -> ! {
 /// do nothing, so it is a usage error naming the option.
 fn option_commands(key: &str) -> Option<&'static [&'static str]> {
     Some(match key {
-        "--plugin" | "--table" | "--schema" | "--planner" | "--format" | "--memory-limit" | "--timing" | "--quiet" | "-q"
-        | "--workers" | "--secret-file" => {
-            &["sql", "explain"]
-        }
+        "--plugin" | "--table" | "--schema" | "--planner" | "--memory-limit" | "--secret-file" => &["sql", "explain", "serve"],
+        "--format" | "--timing" | "--quiet" | "-q" | "--workers" => &["sql", "explain"],
+        "--port" | "--host" => &["serve"],
         "--analyze" => &["explain"],
         "--spec" | "--threads" | "--verbose" | "-v" => &["check"],
         _ => return None,
@@ -205,7 +217,7 @@ fn parse_args() -> Result<Args, String> {
         println!("qlink {} (DataFusion 55.2.0)", env!("CARGO_PKG_VERSION"));
         std::process::exit(0);
     }
-    if !["sql", "explain", "check"].contains(&command.as_str()) {
+    if !["sql", "explain", "check", "serve"].contains(&command.as_str()) {
         return Err(format!("unknown command '{command}'\n{USAGE}"));
     }
     let mut a = Args {
@@ -220,6 +232,9 @@ fn parse_args() -> Result<Args, String> {
         memory_limit: None,
         workers: vec![],
         secret_file: None,
+        port: None,
+        host: std::net::IpAddr::from([127, 0, 0, 1]),
+        serve_secret: None,
         analyze: false,
         verbose: false,
         timing: false,
@@ -267,6 +282,14 @@ fn parse_args() -> Result<Args, String> {
             }
             "--workers" => a.workers.extend(parse_workers(&value("--workers")?)?),
             "--secret-file" => a.secret_file = Some(value("--secret-file")?.into()),
+            "--port" => {
+                let v = value("--port")?;
+                a.port = Some(v.parse::<u16>().map_err(|_| format!("--port wants a port from 0 to 65535 (0: any free one), got '{v}'"))?);
+            }
+            "--host" => {
+                let v = value("--host")?;
+                a.host = v.parse().map_err(|_| format!("--host wants an IP address (e.g. 127.0.0.1, 0.0.0.0), got '{v}'"))?;
+            }
             "--analyze" => a.analyze = true,
             "--verbose" | "-v" => a.verbose = true,
             "--timing" => a.timing = true,
@@ -278,7 +301,16 @@ fn parse_args() -> Result<Args, String> {
             k => return Err(format!("unknown option '{k}'\n{USAGE}")),
         }
     }
-    if a.positional.len() != 1 && !(a.command == "sql" && a.positional.is_empty()) {
+    if a.command == "serve" {
+        if let Some(extra) = a.positional.first() {
+            return Err(format!("serve takes no SQL (clients send it), got '{extra}'"));
+        }
+        if a.port.is_none() {
+            return Err("serve needs --port N (0: any free port, printed once listening)".to_string());
+        }
+        a.serve_secret = Secret::from_file_or_env(a.secret_file.as_deref())?;
+        serve::check_bind(&a.host, &a.serve_secret)?;
+    } else if a.positional.len() != 1 && !(a.command == "sql" && a.positional.is_empty()) {
         return Err(match a.command.as_str() {
             "check" => "check wants exactly one plugin path".to_string(),
             "sql" => "sql wants one SQL statement (quote it), or none for the shell".to_string(),
@@ -427,6 +459,11 @@ async fn build_session(a: &Args) -> Result<QlinkSession, DataFusionError> {
 }
 
 async fn run(a: &Args) -> Result<(), DataFusionError> {
+    if a.command == "serve" {
+        let s = build_session(a).await?;
+        let opts = serve::ServeOptions { host: a.host, port: a.port.unwrap_or(0), secret: a.serve_secret.clone() };
+        return serve::serve(s, opts).await;
+    }
     let s = build_session(a).await?;
     let opts = RunOptions { format: a.format.clone(), timing: a.timing, progress: !a.quiet, workers: a.workers.clone() };
     match (a.command.as_str(), a.positional.first()) {
