@@ -13,7 +13,7 @@ PY := $(CURDIR)/.venv/bin/python
 CARGO_WS := --release --locked --workspace --exclude qlink-python
 
 .PHONY: all setup build build-release build-asan build-fuzz build-cli run wheel install-python test test-c test-valgrind \
-        test-fuzz test-rust test-python test-wheel test-sqlite require-duckdb test-duckdb test-xarray test-engines test-security bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-distributed bench-fold bench-ffi compat-xarray-sql bench-xarray bench-plans clean
+        test-fuzz test-rust test-python test-wheel test-sqlite require-duckdb test-duckdb test-xarray test-engines test-flight test-security bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-distributed bench-fold bench-ffi compat-xarray-sql bench-xarray bench-plans clean
 
 all: build
 
@@ -71,7 +71,7 @@ install-python: setup
 
 # ---- tests
 test: setup
-	$(MAKE) test-c test-valgrind test-fuzz test-sqlite test-rust test-python test-wheel test-duckdb test-xarray test-engines test-security
+	$(MAKE) test-c test-valgrind test-fuzz test-sqlite test-rust test-python test-wheel test-duckdb test-xarray test-engines test-flight test-security
 	@echo "make test: all suites passed"
 
 # Every C test under ASan + UBSan.
@@ -139,6 +139,12 @@ test-xarray: build-release
 # (test_distributed.py: each worker's chunks, the fold planner).
 test-engines: require-duckdb build-cli
 	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release QLINK_CLI=$(QLINK_CLI) QLINK_WORKER=$(QLINK_WORKER) $(PY) -m pytest -q tests/engines
+
+# The Flight SQL server (`qlink serve`) through ADBC's Flight SQL driver:
+# queries over qlink_sample and qlink_zarr, prepared statements, listings,
+# error statuses, the secret, a client going away mid-stream.
+test-flight: build-release build-cli
+	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release QLINK_CLI=$(QLINK_CLI) $(PY) -m pytest -q tests/flight
 
 # ---- benchmarks (print a table, write bench/results/*.json)
 bench-core: build-release
