@@ -4,8 +4,11 @@
 # the Zarr v3 stores convert_ferret.py writes (cached). Queries SQLite's
 # dialect runs as written come from plugins/zarr/scripts/ferret/; the two
 # it cannot (to_char, parenthesised UNION members) have SQLite spellings in
-# hosts/sqlite/scripts/ferret/. Each answer is printed and written as CSV
-# to OUT (for the comparison with the other engines).
+# hosts/sqlite/scripts/ferret/. Each analysis runs twice: over the Zarr
+# stores, and over the ferret netCDF files themselves through qlink_netcdf
+# (FERRET_NC, default /usr/share/ferret-vis/data). Each answer is printed and
+# written as CSV to OUT (Zarr) and OUT/netcdf (netCDF), for the comparison
+# with the other engines and between the two routes.
 #
 #   ferret.sh [BUILD_DIR] [STORES] [OUT]   (defaults build/release, data/ferret-zarr, BUILD_DIR/ferret-sqlite)
 set -euo pipefail
@@ -15,28 +18,37 @@ stores=${2:-data/ferret-zarr}
 out=${3:-$build/ferret-sqlite}
 ext=$build/hosts/sqlite/qlink
 plugin=$PWD/$build/plugins/qlink_zarr.so
+netcdf=$PWD/$build/plugins/qlink_netcdf.so
+nc=${FERRET_NC:-/usr/share/ferret-vis/data}
 [[ -f $ext.so ]] || { echo "ferret.sh: $ext.so not built" >&2; exit 1; }
-[[ -f $plugin ]] || { echo "ferret.sh: $plugin not built" >&2; exit 1; }
+for f in "$plugin" "$netcdf"; do [[ -f $f ]] || { echo "ferret.sh: $f not built" >&2; exit 1; }; done
 .venv/bin/python plugins/zarr/scripts/convert_ferret.py "$stores" >/dev/null
-mkdir -p "$out"
+mkdir -p "$out/netcdf"
 
-setup() {
-  cat <<SQL
-.load $ext
-CREATE VIRTUAL TABLE coads USING qlink('$plugin/table?path=$PWD/$stores/coads_climatology.v3.zarr');
-CREATE VIRTUAL TABLE levitus USING qlink('$plugin/table?path=$PWD/$stores/levitus_climatology.v3.zarr');
-CREATE VIRTUAL TABLE winds USING qlink('$plugin/table?path=$PWD/$stores/monthly_navy_winds.v3.zarr');
-CREATE VIRTUAL TABLE etopo USING qlink('$plugin/table?path=$PWD/$stores/etopo5.v3.zarr');
-SQL
+setup() { # setup zarr|netcdf: the four tables over the Zarr v3 stores or the netCDF files
+  local spec
+  for t in coads=coads_climatology levitus=levitus_climatology winds=monthly_navy_winds etopo=etopo5; do
+    if [[ $1 == zarr ]]; then spec=$plugin/table?path=$PWD/$stores/${t#*=}.v3.zarr
+    else spec=$netcdf/table?path=$nc/${t#*=}.cdf; fi
+    printf "CREATE VIRTUAL TABLE %s USING qlink('%s');\n" "${t%%=*}" "$spec"
+  done
 }
 
 analysis() { # analysis NAME TITLE
-  local file=hosts/sqlite/scripts/ferret/$1.sql
+  local file=hosts/sqlite/scripts/ferret/$1.sql route dir label
   [[ -f $file ]] || file=plugins/zarr/scripts/ferret/$1.sql
-  printf '\n== SQLite: %s\n' "$2"
-  { setup; printf '.mode box\n'; cat "$file"; printf ';\n'; } | QLINK_PLUGIN_PATH=$PWD/$build/plugins sqlite3 -bail :memory:
-  { setup; printf '.headers on\n.mode csv\n'; cat "$file"; printf ';\n'; } |
-    QLINK_PLUGIN_PATH=$PWD/$build/plugins sqlite3 -bail :memory: >"$out/$1.csv"
+  for route in zarr netcdf; do
+    if [[ $route == zarr ]]; then dir=$out label="Zarr"; else dir=$out/netcdf label="netCDF files"; fi
+    printf '\n== SQLite (%s): %s\n' "$label" "$2"
+    { printf '.load %s\n' "$ext"; setup $route; printf '.mode box\n'; cat "$file"; printf ';\n'; } |
+      QLINK_PLUGIN_PATH=$PWD/$build/plugins sqlite3 -bail :memory:
+    { printf '.load %s\n' "$ext"; setup $route; printf '.headers on\n.mode csv\n'; cat "$file"; printf ';\n'; } |
+      QLINK_PLUGIN_PATH=$PWD/$build/plugins sqlite3 -bail :memory: >"$dir/$1.csv"
+  done
+  if ! cmp -s "$out/$1.csv" "$out/netcdf/$1.csv"; then
+    echo "ferret.sh: $1 differs between the Zarr stores and the netCDF files in SQLite" >&2
+    exit 1
+  fi
 }
 
 analysis coads_zonal_sst_by_month "COADS: zonal-mean sea-surface temperature (deg C) by climatological month and latitude band"
