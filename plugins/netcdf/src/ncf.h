@@ -33,6 +33,12 @@ int ncf_exiting(void);
  * are read whole into memory for nc_open_mem): 1 GiB. */
 #define NCF_MAX_MEMORY_BYTES ((int64_t)1 << 30)
 
+/* HDF5's chunk cache of every netCDF-4 variable (nc_set_chunk_cache before
+ * each open): netCDF-C 4.10's defaults, 64 MiB and 1000 slots per open
+ * variable, filled only by chunks that are read. */
+#define NCF_CHUNK_CACHE_BYTES ((size_t)64 << 20)
+#define NCF_CHUNK_CACHE_SLOTS ((size_t)1000)
+
 /* One input file, checked by the host's object-store gate (paths.c). */
 struct ncf_input {
   char *label;  /* the file as messages name it: its local path or URL (owned) */
