@@ -13,7 +13,7 @@ PY := $(CURDIR)/.venv/bin/python
 CARGO_WS := --release --locked --workspace --exclude qlink-python
 
 .PHONY: all setup build build-release build-asan build-fuzz build-cli run wheel install-python test test-c test-valgrind \
-        test-fuzz test-rust test-python test-wheel test-sqlite require-duckdb test-duckdb test-xarray test-engines test-flight test-security bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-distributed bench-fold bench-ffi compat-xarray-sql bench-xarray bench-plans clean
+        test-fuzz test-rust test-python test-wheel test-sqlite require-duckdb test-duckdb test-xarray test-engines test-flight test-security bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-netcdf bench-distributed bench-fold bench-ffi compat-xarray-sql bench-xarray bench-plans clean
 
 all: build
 
@@ -165,6 +165,14 @@ bench-datafusion: setup
 # qlink_zarr in the DataFusion host vs xarray-sql 0.6.0 vs xarray + pandas.
 bench-zarr: build build-cli
 	QLINK=$(QLINK_CLI) PLUGIN=$(BUILD)/release/plugins/qlink_zarr.so bench/zarr/run.sh
+
+# qlink_netcdf (DuckDB and qlink.Session) vs xarray-sql 0.6.0 (in
+# bench/zarr/.venv-xsql) vs xarray + pandas vs qlink_zarr, on an ERA5-like
+# dataset as a chunked zlib netCDF-4 file, a netCDF-3 file and a Zarr store.
+# bench/results/netcdf.json.
+bench-netcdf: build-release
+	bench/zarr/setup.sh
+	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release $(PY) bench/netcdf/bench_netcdf.py --out bench/results/netcdf.json
 
 # The distributed path (qlink sql --workers over two loopback qlink-workers)
 # vs the single process on bench-zarr's ERA5-like store: overhead, bytes and
