@@ -53,6 +53,9 @@ the default of :func:`register` and :meth:`Context.from_dataset`;
 columns and rows; :func:`zarr_route` says why a Dataset does not qualify.
 
 The DuckDB and SQLite routes need the C build alone (not ``qlink._qlink``);
+:class:`FlightSQLServer` and :func:`serve` (xarray-sql 0.6's Flight SQL
+server) run the ``qlink`` command-line tool (``qlink serve``) over the
+Datasets' Zarr stores: they need that binary and the C build's qlink_zarr.
 :class:`Context`, a datafusion-python ``SessionContext`` and Polars
 (:func:`to_polars`, :func:`to_polars_tables`, a ``polars.SQLContext``)
 need the qlink wheel.
@@ -66,7 +69,8 @@ from __future__ import annotations
 # connection's registrations); _engines (the provider specs and each
 # engine's tables over them); _polars (Polars' frames and SQLContext
 # tables); _zarr_route (when qlink_zarr serves the store instead);
-# _register (register, unregister); _frames (to_polars,
+# _register (register, unregister); _flight (FlightSQLServer, serve:
+# a qlink serve process over Zarr stores); _frames (to_polars,
 # to_polars_tables); _roundtrip (to_dataset); _datafusion
 # (read_xarray_table, Context).
 #
@@ -77,6 +81,7 @@ from ._buffers import live_datasets, register_dataset, unregister_dataset  # noq
 from ._cftime import cftime_text
 from ._datafusion import _context_class, read_xarray_table
 from ._engines import NAN_FILLS, _ndarray_source  # noqa: F401
+from ._flight import FlightSQLServer, cli_path, serve  # noqa: F401
 from ._frames import to_polars, to_polars_tables
 from ._naming import Chunks, TableNames, group_vars_by_dims, table_names_of  # noqa: F401
 from ._register import register, unregister
@@ -86,7 +91,7 @@ from ._zarr_route import ROUTES, NotRoutable, zarr_route  # noqa: F401
 
 __all__ = ["Context", "register", "unregister", "to_dataset", "read_xarray_table", "table_names_of",
            "group_vars_by_dims", "cftime_text", "zarr_route", "NotRoutable", "route_of", "to_polars",
-           "to_polars_tables"]
+           "to_polars_tables", "FlightSQLServer", "serve"]
 
 
 def __getattr__(name: str):
