@@ -22,10 +22,11 @@ xr = pytest.importorskip("xarray")
 pytest.importorskip("zarr")
 flight_sql = pytest.importorskip("adbc_driver_flightsql.dbapi")
 
-from flight_server import BUILD, CLI  # noqa: E402
+from flight_server import BUILD, CLI, ROOT  # noqa: E402
 
 os.environ.setdefault("QLINK_BUILD_DIR", str(BUILD))
 os.environ.setdefault("QLINK_CLI", str(CLI))
+sys.path.insert(0, str(ROOT / "python"))  # this tree's package, not an installed wheel
 
 import qlink.xarray as xql  # noqa: E402
 
