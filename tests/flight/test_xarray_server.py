@@ -86,7 +86,10 @@ def test_table_names_and_exact_mixed_case_names():
     ds = dataset()
     with xql.FlightSQLServer() as server:
         server.register("Grid", ds, table_names={("lat",): "Stations", ("time", "lat"): "surface"})
-        server.register("Single", ds[["elev"]]).serve()
+        assert xql.register(server, "Single", ds[["elev"]]) is server  # xarray-sql's dispatch
+        with pytest.raises(TypeError, match="takes chunks= and table_names= only"):
+            xql.register(server, "x", ds, route="ndarray")
+        server.serve()
         got = query(server, 'SELECT lat, elev FROM "Grid"."Stations" ORDER BY lat')
         pd.testing.assert_frame_equal(got, expected(ds, ["elev"]))
         assert query(server, 'SELECT sum(count) AS c FROM "Grid".surface').values.tolist() == [[21]]

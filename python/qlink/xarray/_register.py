@@ -8,6 +8,7 @@ import importlib
 from ._buffers import _check_dataset, register_dataset
 from ._engines import (_drop_stale, _kind, _nan_options, _ndarray_source, _register_datafusion, _register_duckdb,
                        _register_session, _register_sqlite, _zarr_sources)
+from ._flight import FlightSQLServer
 from ._polars import _Owner, _register_polars, _unregister_polars
 from ._naming import Chunks, TableNames, group_vars_by_dims, table_names_of
 from ._scope import _Ids, _objects_of, _scope_of
@@ -55,7 +56,9 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
     ``SessionContext`` (qlink capsule tables; needs the qlink wheel) or a
     ``polars.SQLContext`` (LazyFrames of :mod:`qlink.polars`, on one
     qlink.Session; needs the qlink wheel: ``name``, or ``name.<group>``
-    and ``name_<group>`` per group; ``batch_size`` sets their batches).
+    and ``name_<group>`` per group; ``batch_size`` sets their batches), or
+    a :class:`~qlink.xarray.FlightSQLServer` (its ``register``, with
+    ``chunks`` and ``table_names`` only, as xarray-sql dispatches).
     Tables are named as xarray-sql 0.6 names them (module documentation);
     on DuckDB the groups are also ``name_<group>``, as in xarray-sql.
     ``chunks`` (``{"time": 24}``) sets the block extents along the named
@@ -105,6 +108,11 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
     unknown = set(kwargs) - {"batch_size", "prefetch"}
     if unknown:
         raise TypeError(f"register() got unexpected keyword arguments {sorted(unknown)}")
+    if isinstance(connection, FlightSQLServer):
+        if plugin is not None or route != "auto" or nan_fill != "null" or kwargs:
+            raise TypeError("a FlightSQLServer takes chunks= and table_names= only (it serves Zarr stores; "
+                            "FlightSQLServer.register)")
+        return connection.register(name, ds, chunks=chunks, table_names=table_names)
     _nan_options(nan_fill, zarr=False)  # a bad value fails before anything is registered
     _check_dataset(ds)
     kind = _kind(connection)
