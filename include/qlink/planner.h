@@ -13,9 +13,11 @@
  *    as execution-plan handles. Nothing is serialized and no table data is
  *    copied.
  *
- * The host calls the planner once per query (and again on subtrees it plans
- * through plan_physical, so chains fold one step at a time), and only when
- * the plan contains a node whose kind is in the planner's `interest` mask.
+ * The host calls the planner once per query, again on subtrees it plans
+ * through plan_physical (so chains fold one step at a time) and again after
+ * each PHYSICAL answer (the replaced subtree opaque), until every planner
+ * declines; and only when the plan contains a node whose kind is in the
+ * planner's `interest` mask.
  *
  * First ABI version: 0.1.
  */
@@ -47,7 +49,9 @@ struct ql_planner_context {
   const struct ql_plan_view *plan;
   /* Plan the subtree of `plan` rooted at `node` with the host's own physical
    * planner (including installed planners) and return it as an execution
-   * plan owned by the caller. Thread-safe; only valid during the call. */
+   * plan owned by the caller. The host may return it before physical
+   * optimization: the enclosing plan is optimized as a whole, children
+   * included. Thread-safe; only valid during the call. */
   int (*plan_physical)(const struct ql_planner_context *self, ql_node_id node, struct ql_execution_plan *out,
                        struct ql_error *error);
   void *private_data;

@@ -10,6 +10,7 @@
 //! - `stats`: statistics both ways
 //! - `convert`: types, scalars and C strings both ways, each in one place
 //! - `services`: session view, task context, runtime environment, executor (one file per struct of services.h)
+//! - `session_override`: a session with other physical optimizer rules or runtime environment
 //! - `identity`: function identities (gap G2)
 //! - `plugin`, `context`, `schema`: loading plugins and registering their objects on a `SessionContext`
 //! - `distributed`: qlink scans shipped as recipes to datafusion-distributed workers
@@ -32,6 +33,7 @@ pub mod planner;
 pub mod plugin;
 pub mod schema;
 pub mod services;
+pub mod session_override;
 pub mod stats;
 pub mod table;
 

@@ -42,6 +42,7 @@ use crate::ffi::*;
 pub use crate::plan_view::{kind_mask, plan_view, plan_view_lazy, subtree, table_handle, PlanViewBuild};
 use crate::plugin::Plugin;
 use crate::services::{SessionSource, SessionView};
+use crate::session_override::SessionOverride;
 
 /// The table behind a handle made by `table_handle` (plan_view.rs).
 ///
@@ -378,6 +379,9 @@ impl InstalledPlanner {
 }
 
 
+/// How many answers one plan may get before planning stops with an error.
+pub const MAX_OFFERS: usize = 10_000;
+
 /// DataFusion's default physical planner with the planners' hook in front.
 pub struct QlinkQueryPlanner {
     planners: Vec<Arc<InstalledPlanner>>,
@@ -413,20 +417,42 @@ impl QlinkQueryPlanner {
             // hook), so EXPLAIN shows the plugin nodes the query really runs.
             let rewritten = match plan {
                 LogicalPlan::Explain(e) => self
-                    .rewrite(&e.plan, session, skip)?
+                    .rewrite_all(&e.plan, session, skip)?
                     .map(|inner| LogicalPlan::Explain(Explain { plan: Arc::new(inner), ..e.clone() })),
                 LogicalPlan::Analyze(a) => self
-                    .rewrite(&a.input, session, skip)?
+                    .rewrite_all(&a.input, session, skip)?
                     .map(|inner| LogicalPlan::Analyze(Analyze { input: Arc::new(inner), ..a.clone() })),
-                _ => self.rewrite(plan, session, skip)?,
+                _ => self.rewrite_all(plan, session, skip)?,
             };
             self.default.create_physical_plan(rewritten.as_ref().unwrap_or(plan), session).await
         })
     }
 
+    /// Offer `plan` to the planners (`rewrite`); after an answer that
+    /// replaced a subtree by a physical plan, offer the new plan again, so a
+    /// planner reaches every subtree it wants, not only the first. A rewrite
+    /// answer ends the offers (its plan is planned as it is). Each physical
+    /// answer turns a subtree into an opaque node, so the offers end; a
+    /// planner that keeps answering past [`MAX_OFFERS`] is an error.
+    fn rewrite_all(&self, plan: &LogicalPlan, session: &dyn Session, skip: Option<&InstalledPlanner>) -> Result<Option<LogicalPlan>> {
+        let mut current: Option<LogicalPlan> = None;
+        for _ in 0..MAX_OFFERS {
+            let offered = current.as_ref().unwrap_or(plan);
+            match self.rewrite(offered, session, skip)? {
+                None => return Ok(current),
+                Some((next, QL_PLANNER_PHYSICAL)) => current = Some(next),
+                Some((next, _)) => return Ok(Some(next)),
+            }
+        }
+        Err(DataFusionError::Plan(format!(
+            "planners answered {MAX_OFFERS} times for one plan without declining: stopping (a planner that replaces \
+             its own nodes never finishes)"
+        )))
+    }
+
     /// Offer `plan` to each interested planner in turn; the first answer
-    /// other than decline gives the new logical plan.
-    fn rewrite(&self, plan: &LogicalPlan, session: &dyn Session, skip: Option<&InstalledPlanner>) -> Result<Option<LogicalPlan>> {
+    /// other than decline gives the new logical plan and the action.
+    fn rewrite(&self, plan: &LogicalPlan, session: &dyn Session, skip: Option<&InstalledPlanner>) -> Result<Option<(LogicalPlan, i32)>> {
         let mut mask: Option<u32> = None;
         for p in &self.planners {
             if skip.is_some_and(|s| std::ptr::eq(s, p.as_ref())) {
@@ -449,8 +475,8 @@ impl QlinkQueryPlanner {
         Ok(None)
     }
 
-    /// Call one planner; Some(plan) when it replaced a subtree.
-    fn ask(&self, p: &InstalledPlanner, plan: &LogicalPlan, session: &dyn Session) -> Result<Option<LogicalPlan>> {
+    /// Call one planner; Some((plan, action)) when it replaced a subtree.
+    fn ask(&self, p: &InstalledPlanner, plan: &LogicalPlan, session: &dyn Session) -> Result<Option<(LogicalPlan, i32)>> {
         let Some(plan_fn) = p.raw.plan else { return Ok(None) };
         let t0 = std::time::Instant::now();
         let built = if p.lazy_view() { plan_view_lazy(plan)? } else { plan_view(plan)? };
@@ -484,7 +510,8 @@ impl QlinkQueryPlanner {
                     .ok_or_else(|| DataFusionError::Plan(format!("planner {}: answered for unknown node {}", p.name, out.node)))?;
                 let sub = subtree(plan, &path).ok_or_else(|| DataFusionError::Internal("bad subtree path".into()))?;
                 let node = QlinkPhysicalNode { plan: exec, schema: Arc::clone(sub.schema()) };
-                Ok(Some(replace_at(plan, &path, LogicalPlan::Extension(Extension { node: Arc::new(node) }))?))
+                let replaced = replace_at(plan, &path, LogicalPlan::Extension(Extension { node: Arc::new(node) }))?;
+                Ok(Some((replaced, QL_PLANNER_PHYSICAL)))
             }
             QL_PLANNER_REWRITE => {
                 let rewrite = OwnedView(std::mem::replace(&mut out.rewrite, zeroed()));
@@ -492,7 +519,7 @@ impl QlinkQueryPlanner {
                     .path(out.node)
                     .ok_or_else(|| DataFusionError::Plan(format!("planner {}: answered for unknown node {}", p.name, out.node)))?;
                 let new_sub = plan_of(&rewrite.0, rewrite.0.root, session)?;
-                Ok(Some(replace_at(plan, &path, new_sub)?))
+                Ok(Some((replace_at(plan, &path, new_sub)?, QL_PLANNER_REWRITE)))
             }
             a => Err(DataFusionError::Plan(format!("planner {}: unknown action {a}", p.name))),
         }
@@ -530,7 +557,11 @@ unsafe extern "C" fn plan_physical(
             return set_error(error, QL_EINVAL, &format!("plan_physical: no node {node} in the plan view"));
         };
         let skip = if node == (*call.built.view()).root { Some(call.asking) } else { None };
-        match block_in_callback(call.qp.plan(sub, call.session, skip)) {
+        // Planned without the physical optimizer: the plan it becomes part
+        // of is optimized as a whole, children included (optimizing here
+        // too would repeat that work once per level of nested planners).
+        let session = SessionOverride::unoptimized(call.session);
+        match block_in_callback(call.qp.plan(sub, &session, skip)) {
             Ok(plan) => {
                 std::ptr::write(out, export_host_plan(plan, None));
                 QL_OK

@@ -104,7 +104,13 @@ impl Plugin {
         let loaded = Plugin::load(&by_fd).map_err(|e| {
             LoadRefused::Error(DataFusionError::Plan(error_message(&e).replace(&by_fd, &shown.to_string())))
         })?;
-        drop(file);
+        // The descriptor stays open for the life of the process: the dynamic
+        // loader knows the library by the name `/proc/self/fd/N` and answers
+        // a later dlopen of that same name with it, even when N has since
+        // become another file (a library may stay loaded after dlclose, e.g.
+        // one linked with -z nodelete). One descriptor per plugin file a
+        // process loads this way (a worker caches its loads by file).
+        std::mem::forget(file);
         let mut plugin = Arc::try_unwrap(loaded).map_err(|_| {
             LoadRefused::Error(DataFusionError::Internal("a plugin just loaded is shared".into()))
         })?;

@@ -65,3 +65,19 @@ async fn every_kind_of_provider_rebuilds_from_its_recipe() {
     assert_eq!(a, b);
     assert_eq!(a, "+-------+\n| value |\n+-------+\n| 3     |\n| 12    |\n| 21    |\n| 30    |\n| 39    |\n+-------+");
 }
+
+/// Plugins loaded by digest one after another are each the file asked for:
+/// the loader reaches each through `/proc/self/fd/N`, and a descriptor
+/// number reused by a later load must not answer with the earlier library
+/// (the dynamic loader matches a library by that name).
+#[test]
+fn loads_by_digest_are_each_their_own_file() {
+    use qlink_datafusion::Plugin;
+    let paths = [SAMPLE, qlink_sys::plugins::FOLD, SAMPLE, qlink_sys::plugins::FOLD];
+    for path in paths {
+        let digest = Plugin::load(path).unwrap().file_digest().unwrap();
+        let loaded = Plugin::load_if_digest(std::path::Path::new(path), digest).unwrap_or_else(|_| panic!("{path}"));
+        let want = if path == SAMPLE { "qlink_sample" } else { "qlink_fold" };
+        assert_eq!(loaded.name(), want, "loading {path} by digest");
+    }
+}
