@@ -193,3 +193,33 @@ def test_plan_bytes_carry_tables_by_reference(sample):
     gc.collect()
     with pytest.raises(Exception, match=r"qlink table `t` is no longer registered in this process"):
         datafusion.LogicalPlan.from_bytes(ctx, data)
+
+
+TWO_PRODUCTS = (
+    "WITH p AS (SELECT a.i, b.j, SUM(a.v * b.w) AS s FROM a JOIN b ON a.k = b.k GROUP BY a.i, b.j), "
+    "q AS (SELECT b.j AS i, a.i AS j, SUM(a.v * b.w) AS s FROM a JOIN b ON a.k = b.k GROUP BY b.j, a.i) "
+    "SELECT p.i, p.j, p.s + q.s AS s FROM p JOIN q ON p.i = q.j AND p.j = q.i ORDER BY p.i, p.j"
+)
+
+
+def folds(plan_text: str) -> int:
+    """How many FoldExec nodes a plan's text shows (one per line)."""
+    return sum("FoldExec: " in line for line in plan_text.splitlines())
+
+
+def test_every_contraction_is_offered(matrices):
+    """After a planner replaces one subtree, the host offers the plan again:
+    both independent contractions fold, not only the first in pre-order."""
+    da, db, prod = matrices
+    want = matmul_rows(2 * prod)
+    s = qlink.Session()
+    s.register_dataset("a", da)
+    s.register_dataset("b", db)
+    s.install_planner(FOLD, "fold")
+    assert folds(s.explain(TWO_PRODUCTS)) == 2
+    assert s.sql(TWO_PRODUCTS).to_pydict() == want
+    ctx = qlink.xarray.Context().from_dataset("a", da).from_dataset("b", db)
+    ctx.set_query_planner(fold())
+    explain = ctx.sql("EXPLAIN " + TWO_PRODUCTS).to_pydict()
+    assert folds(dict(zip(explain["plan_type"], explain["plan"]))["physical_plan"]) == 2
+    assert ctx.sql(TWO_PRODUCTS).to_pydict() == want

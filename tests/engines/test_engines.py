@@ -446,12 +446,6 @@ _FERRET_ORDER_LOST = {
     "datafusion-distributed": "ORDER BY after a GROUP BY over a NetworkShuffleExec comes back unsorted at "
                               "times (the plan claims the scan's order survives the shuffle)",
 }
-# The qlink-worker at times answers a plugin with another plugin loaded
-# earlier in its life (any plugin): it dlopens each file as
-# /proc/self/fd/N, and the dynamic loader returns the library already
-# loaded under the same name when a descriptor number comes back.
-_FERRET_WORKER_BUG = ("this worker's plugin is", "qlink-worker loads plugins by /proc/self/fd/N and the dynamic "
-                      "loader matches an earlier plugin loaded under the same descriptor name")
 _FERRET_ORDER = {
     "coads_zonal_sst_by_month": lambda r: r[0],
     "navy_windiest_months_by_region": lambda r: (r[0], r[1]),
@@ -483,12 +477,7 @@ def test_ferret_netcdf_equals_zarr(engine: Engine, analysis: str, request):
         name: f"qlink_netcdf/table?path={FERRET_NC / (f + '.cdf')}" for name, f in FERRET_FILES.items()})
     zarr = Query(f"ferret_{analysis}_zarr", sql, (), tables={
         name: f"qlink_zarr/table?path={FERRET / (f + '.v3.zarr')}" for name, f in FERRET_FILES.items()})
-    try:
-        got, want = engine.run(netcdf, sql), engine.run(zarr, sql)
-    except RuntimeError as e:
-        if engine.name == "datafusion-distributed" and _FERRET_WORKER_BUG[0] in str(e):
-            pytest.xfail(f"{engine.name}: {_FERRET_WORKER_BUG[1]}")
-        raise
+    got, want = engine.run(netcdf, sql), engine.run(zarr, sql)
     assert (got.columns, got.types) == (want.columns, want.types), f"{engine.name}: columns of {analysis}"
     assert rows_key(got.rows, False) == rows_key(want.rows, False), \
         f"{engine.name}: {analysis} from the netCDF files differs from the Zarr stores"

@@ -13,24 +13,16 @@
 //! datafusion-ffi's `ForeignSession`, would wrap every node they add as a
 //! foreign plan, which the physical codec cannot serialize back.
 
-use std::any::Any;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::catalog::Session;
-use datafusion::common::config::{ConfigOptions, TableOptions};
-use datafusion::common::DFSchema;
 use datafusion::execution::context::QueryPlanner;
 use datafusion::execution::runtime_env::RuntimeEnv;
-use datafusion::execution::{TaskContext, TaskContextProvider};
-use datafusion::prelude::SessionConfig;
-use datafusion::logical_expr::execution_props::ExecutionProps;
+use datafusion::execution::TaskContextProvider;
 use datafusion::common::display::{PlanType, ToStringifiedPlan};
-use datafusion::logical_expr::{AggregateUDF, Expr, HigherOrderUDF, LogicalPlan, ScalarUDF, WindowUDF};
-use datafusion::physical_expr::PhysicalExpr;
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_optimizer::optimizer::PhysicalOptimizer;
-use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion_ffi::execution::FFI_TaskContextProvider;
 use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
@@ -47,6 +39,7 @@ use crate::exec::planned;
 use qlink_datafusion::error::Result;
 use qlink_datafusion::functions::{QlinkAggregateUdf, QlinkScalarUdf, QlinkWindowUdf};
 use qlink_datafusion::planner::{InstalledPlanner, QlinkQueryPlanner};
+use qlink_datafusion::session_override::{Rule, SessionOverride};
 use qlink_datafusion::plugin::Plugin;
 
 /// Scalar function `name` of `plugin`.
@@ -92,7 +85,6 @@ pub fn export_planner_for(
     FFI_QueryPlanner::new_with_ffi_codecs(Arc::new(CapsulePlanner::new(planners, None)), logical, physical)
 }
 
-type Rule = Arc<dyn PhysicalOptimizerRule + Send + Sync>;
 
 /// `QlinkQueryPlanner` run against the consumer's session with this
 /// library's physical optimizer rules; its plan returns as one leaf.
@@ -112,13 +104,7 @@ impl CapsulePlanner {
 #[async_trait]
 impl QueryPlanner for CapsulePlanner {
     async fn create_physical_plan(&self, plan: &LogicalPlan, session: &dyn Session) -> Result<Arc<dyn ExecutionPlan>> {
-        let runtime_env = self.runtime_env.clone().unwrap_or_else(|| Arc::clone(session.runtime_env()));
-        let local = LocalRules {
-            inner: session,
-            rules: &self.rules,
-            table_options: session.table_options().clone(),
-            runtime_env,
-        };
+        let local = SessionOverride::new(session, Some(&self.rules), self.runtime_env.clone());
         let plan = rebind_builtins(explain_after_decode(plan).unwrap_or_else(|| plan.clone()))?;
         let physical = self.inner.create_physical_plan(&plan, &local).await?;
         Ok(planned(physical, local.task_ctx()))
@@ -138,84 +124,4 @@ fn explain_after_decode(plan: &LogicalPlan) -> Option<LogicalPlan> {
     e.stringified_plans = vec![e.plan.to_stringified(PlanType::FinalLogicalPlan)];
     e.logical_optimization_succeeded = true;
     Some(LogicalPlan::Explain(e))
-}
-
-/// A session that is `inner` except for its physical optimizer rules and
-/// runtime environment.
-struct LocalRules<'a> {
-    inner: &'a dyn Session,
-    rules: &'a [Rule],
-    /// `Session` hands out `&mut TableOptions`; the planner never writes it.
-    table_options: TableOptions,
-    runtime_env: Arc<RuntimeEnv>,
-}
-
-#[async_trait]
-impl Session for LocalRules<'_> {
-    fn session_id(&self) -> &str {
-        self.inner.session_id()
-    }
-    fn config(&self) -> &SessionConfig {
-        self.inner.config()
-    }
-    fn catalog_list(&self) -> Arc<dyn datafusion::catalog::CatalogProviderList> {
-        self.inner.catalog_list()
-    }
-    fn config_options(&self) -> &ConfigOptions {
-        self.inner.config_options()
-    }
-    fn physical_optimizers(&self) -> &[Rule] {
-        self.rules
-    }
-    async fn create_physical_plan(&self, logical_plan: &LogicalPlan) -> Result<Arc<dyn ExecutionPlan>> {
-        self.inner.create_physical_plan(logical_plan).await
-    }
-    fn create_physical_expr(&self, expr: Expr, df_schema: &DFSchema) -> Result<Arc<dyn PhysicalExpr>> {
-        self.inner.create_physical_expr(expr, df_schema)
-    }
-    fn scalar_functions(&self) -> &HashMap<String, Arc<ScalarUDF>> {
-        self.inner.scalar_functions()
-    }
-    fn higher_order_functions(&self) -> &HashMap<String, Arc<HigherOrderUDF>> {
-        self.inner.higher_order_functions()
-    }
-    fn aggregate_functions(&self) -> &HashMap<String, Arc<AggregateUDF>> {
-        self.inner.aggregate_functions()
-    }
-    fn window_functions(&self) -> &HashMap<String, Arc<WindowUDF>> {
-        self.inner.window_functions()
-    }
-    fn extension_type_registry(&self) -> &datafusion::logical_expr::registry::ExtensionTypeRegistryRef {
-        self.inner.extension_type_registry()
-    }
-    fn runtime_env(&self) -> &Arc<RuntimeEnv> {
-        &self.runtime_env
-    }
-    fn execution_props(&self) -> &ExecutionProps {
-        self.inner.execution_props()
-    }
-    /// The wrapped session's (this wrapper borrows, so it is not `'static`).
-    fn as_any(&self) -> &dyn Any {
-        self.inner.as_any()
-    }
-    fn table_options(&self) -> &TableOptions {
-        self.inner.table_options()
-    }
-    fn table_options_mut(&mut self) -> &mut TableOptions {
-        &mut self.table_options
-    }
-    /// The consumer's config and functions with this planner's runtime
-    /// environment.
-    fn task_ctx(&self) -> Arc<TaskContext> {
-        Arc::new(TaskContext::new(
-            None,
-            self.session_id().to_string(),
-            self.config().clone(),
-            self.scalar_functions().clone(),
-            self.higher_order_functions().clone(),
-            self.aggregate_functions().clone(),
-            self.window_functions().clone(),
-            Arc::clone(&self.runtime_env),
-        ))
-    }
 }
