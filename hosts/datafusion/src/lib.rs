@@ -28,8 +28,9 @@ pub mod expr;
 pub mod functions;
 pub mod identity;
 pub mod metrics;
-pub mod plan_view;
 pub mod planner;
+/// The plan views, kept at their first path.
+pub use planner::plan_view;
 pub mod plugin;
 pub mod schema;
 pub mod services;

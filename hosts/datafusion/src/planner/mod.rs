@@ -39,7 +39,9 @@ use crate::error::{cstr, guard_status, set_df_error, set_error, ErrorSlot, Resul
 use crate::exec::{export_host_plan, import_owned, PlanHandle};
 use crate::expr::OwnedView;
 use crate::ffi::*;
-pub use crate::plan_view::{kind_mask, plan_view, plan_view_lazy, subtree, table_handle, PlanViewBuild};
+pub mod plan_view;
+
+pub use plan_view::{kind_mask, plan_view, plan_view_lazy, subtree, table_handle, PlanViewBuild};
 use crate::plugin::Plugin;
 use crate::services::{SessionSource, SessionView};
 use crate::session_override::SessionOverride;
