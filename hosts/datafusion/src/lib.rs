@@ -3,6 +3,7 @@
 //! Translation only: between DataFusion's traits and the qlink C ABI, whose
 //! Rust types and libqlink come from `qlink-sys` (re-exported as [`ffi`]).
 //! - `table`: qlink table provider -> `TableProvider`
+//! - `recipe`: how a scan was made (the provider's origin and the scan's arguments)
 //! - `exec`: qlink execution plan <-> `ExecutionPlan`
 //! - `functions`: qlink functions -> `ScalarUDF` / `AggregateUDF` / `WindowUDF` / table functions
 //! - `planner`, `plan_view`: planner plugins -> `QueryPlanner` + optimizer hook, and the plan views they read
@@ -32,6 +33,7 @@ pub mod planner;
 /// The plan views, kept at their first path.
 pub use planner::plan_view;
 pub mod plugin;
+pub mod recipe;
 pub mod schema;
 pub mod services;
 pub mod session_override;

@@ -11,7 +11,8 @@ use crate::error::{cstr, ErrorSlot, Result};
 use crate::ffi::*;
 use crate::plugin::{Options, Plugin};
 use crate::services::{SessionSource, SessionView};
-use crate::table::{QlinkTableProvider, TableOrigin};
+use crate::recipe::TableOrigin;
+use crate::table::QlinkTableProvider;
 
 /// An open `ql_schema_provider`, released on drop (inside the plugin's hooks).
 pub struct OpenSchema {

@@ -20,33 +20,8 @@ use crate::exec::{import_schema, PlanHandle, QlinkExec};
 use crate::expr::FilterList;
 use crate::ffi::*;
 use crate::plugin::{Options, Plugin};
+pub use crate::recipe::{ScanRecipe, TableOrigin};
 use crate::services::{SessionSource, SessionView};
-
-/// How a table provider was opened, so that another process holding the
-/// same plugin can open the same provider (distributed execution).
-#[derive(Clone, Debug, PartialEq)]
-pub enum TableOrigin {
-    /// `PLUGIN/PROVIDER?options`: a table provider.
-    Table { provider: String, options: Vec<(String, String)> },
-    /// Table `table` of the schema provider `provider` opened with `options`.
-    SchemaTable { provider: String, options: Vec<(String, String)>, table: String },
-    /// What the plugin's table function `function` returned when called
-    /// with `args` (constant expressions, as the SQL wrote them).
-    Function { function: String, args: Vec<Expr> },
-}
-
-/// Everything a scan was made from: the plugin, the provider's origin and
-/// the scan's arguments (projection as column indices of the provider's
-/// schema, filters as DataFusion expressions over it, limit). Rebuilding
-/// the scan from it in a process with the same plugin gives the same plan.
-#[derive(Clone, Debug)]
-pub struct ScanRecipe {
-    pub plugin: Arc<Plugin>,
-    pub origin: TableOrigin,
-    pub projection: Option<Vec<usize>>,
-    pub filters: Vec<Expr>,
-    pub limit: Option<usize>,
-}
 
 pub struct QlinkTableProvider {
     /// Boxed so plan views can point at it (ql_table_ref.provider).
