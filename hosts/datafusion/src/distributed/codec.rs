@@ -21,6 +21,7 @@ use datafusion_proto::logical_plan::DefaultLogicalExtensionCodec;
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 use prost::Message;
 
+use crate::distributed::plugin_identity::PluginIdentity;
 use crate::distributed::recipe::ScanProto;
 use crate::distributed::task_scan::TaskScanExec;
 use crate::exec::QlinkExec;
@@ -28,38 +29,8 @@ use crate::functions::{open_functions, PluginFunction, QlinkTableFunction};
 use crate::plugin::Plugin;
 use crate::schema::OpenSchema;
 use crate::services::SessionSource;
-use crate::table::{QlinkTableProvider, ScanRecipe, TableOrigin};
-
-/// Which build of a plugin a coordinator loaded: what a worker's copy must
-/// match.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PluginIdentity {
-    /// The descriptor's name, e.g. "qlink_zarr".
-    pub name: String,
-    /// The plugin's own version, e.g. "0.1.0".
-    pub version: String,
-    /// The ABI version its descriptor was filled for.
-    pub abi_version: u32,
-    /// The path the coordinator loaded it from (canonical where it can be).
-    pub path: String,
-    /// FNV-1a 64 of the coordinator's plugin file.
-    pub digest: u64,
-}
-
-impl PluginIdentity {
-    /// The identity of a loaded plugin.
-    pub fn of(plugin: &Plugin) -> Result<PluginIdentity> {
-        Ok(PluginIdentity {
-            name: plugin.name().to_string(),
-            version: plugin.version(),
-            abi_version: plugin.descriptor().abi_version,
-            path: std::fs::canonicalize(plugin.path())
-                .map(|p| p.to_string_lossy().into_owned())
-                .unwrap_or_else(|_| plugin.path().to_string()),
-            digest: plugin.file_digest()?,
-        })
-    }
-}
+use crate::recipe::{ScanRecipe, TableOrigin};
+use crate::table::QlinkTableProvider;
 
 /// Where a worker finds the plugins the coordinator names: in its own
 /// plugin directory, by the file name the coordinator loaded (the same

@@ -30,7 +30,8 @@ use datafusion::logical_expr::{
 use datafusion::prelude::SessionContext;
 use url::form_urlencoded;
 
-use crate::distributed::codec::{PluginIdentity, PluginLoader};
+use crate::distributed::codec::PluginLoader;
+use crate::distributed::plugin_identity::PluginIdentity;
 use crate::functions::PluginFunction;
 use crate::plugin::Plugin;
 

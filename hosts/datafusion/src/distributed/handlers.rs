@@ -12,10 +12,9 @@ use datafusion_distributed::{
     DesiredTaskCountEvent, DesiredTaskCountEventResponse, DistributedGetterExt, RouteTasksEvent, RouteTasksEventResponse,
     ScaleUpLeafNodeEvent, ScaleUpLeafNodeEventResponse,
 };
-use url::Url;
 
 use crate::exec::QlinkExec;
-use crate::distributed::task_scan::TaskScanExec;
+use crate::distributed::task_scan::{worker_of, TaskScanExec};
 
 /// A qlink table scan with a recipe (a spec table's, a schema table's or a
 /// table function's) wants one task per partition (the planner caps it by
@@ -41,11 +40,6 @@ pub fn scale_up_leaf(ev: ScaleUpLeafNodeEvent) -> Option<Result<ScaleUpLeafNodeE
         TaskScanExec::try_new(Arc::clone(ev.plan), ev.task_count)
             .map(|t| ScaleUpLeafNodeEventResponse::new(Arc::new(t.with_workers(workers)) as Arc<dyn ExecutionPlan>)),
     )
-}
-
-/// The worker of task `task`: the `task mod N`-th of `workers`.
-pub fn worker_of(workers: &[Url], task: usize) -> Option<&Url> {
-    (!workers.is_empty()).then(|| &workers[task % workers.len()])
 }
 
 /// A stage of several tasks runs task t on [`worker_of`] t (the placement

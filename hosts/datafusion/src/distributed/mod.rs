@@ -1,9 +1,10 @@
 //! Distributed execution on datafusion-distributed 4.0 (issue #19): a qlink
 //! table scan crosses to a worker as a recipe, never as data.
 //!
-//! - `recipe`: the wire form of a [`ScanRecipe`](crate::table::ScanRecipe)
+//! - `recipe`: the wire form of a [`ScanRecipe`](crate::recipe::ScanRecipe)
 //!   (plugin identity, provider origin, projection, filters as DataFusion's
 //!   own protobuf expressions, limit, partitions and tasks).
+//! - `plugin_identity`: which build of a plugin the coordinator loaded.
 //! - `codec`: the physical extension codec both sides install; a worker
 //!   rebuilds the scan with its own copy of the plugin, which must be the
 //!   same build (name, version, ABI version and file digest).
@@ -23,14 +24,16 @@ mod codec;
 mod functions;
 mod handlers;
 mod planner;
+mod plugin_identity;
 mod recipe;
 mod session;
 mod task_scan;
 
 pub use auth::{RequireSecret, Secret, SecretChannelResolver, MIN_SECRET_LEN, SECRET_ENV};
-pub use codec::{PluginIdentity, PluginLoader, QlinkCodec};
+pub use codec::{PluginLoader, QlinkCodec};
+pub use plugin_identity::PluginIdentity;
 pub use functions::{register_shipped, ShippedPlugins};
-pub use handlers::{desired_task_count, route_tasks, scale_up_leaf, worker_of};
+pub use handlers::{desired_task_count, route_tasks, scale_up_leaf};
 pub use planner::{is_shippable, QlinkDistributedPlanner};
 pub use session::{coordinator_state, worker_state, StaticWorkers};
-pub use task_scan::{task_partitions, TaskScanExec};
+pub use task_scan::{task_partitions, worker_of, TaskScanExec};

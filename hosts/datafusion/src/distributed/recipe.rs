@@ -10,7 +10,7 @@ use datafusion_proto::logical_plan::to_proto::serialize_exprs;
 use datafusion_proto::logical_plan::DefaultLogicalExtensionCodec;
 use datafusion_proto::protobuf::LogicalExprNode;
 
-use crate::distributed::codec::PluginIdentity;
+use crate::distributed::plugin_identity::PluginIdentity;
 use crate::table::TableOrigin;
 
 /// One `key=value` option of a provider.

@@ -17,7 +17,6 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
 use datafusion_distributed::DistributedTaskContext;
 
-use crate::distributed::handlers::worker_of;
 use crate::exec::QlinkExec;
 
 /// The partitions task `task` of `tasks` runs, of `partitions` in all.
@@ -153,4 +152,9 @@ impl ExecutionPlan for TaskScanExec {
             Some(_) => Ok(Arc::new(Statistics::new_unknown(&self.inner.schema()))),
         }
     }
+}
+
+/// The worker of task `task`: the `task mod N`-th of `workers`.
+pub fn worker_of(workers: &[url::Url], task: usize) -> Option<&url::Url> {
+    (!workers.is_empty()).then(|| &workers[task % workers.len()])
 }
