@@ -2,11 +2,14 @@
 //! implementation is the very object DataFusion's own registry holds (the
 //! built-ins are process-wide singletons), never by name. A session UDF named
 //! `sum` has another implementation object, so it is user-defined. qlink
-//! functions wrapped by this adapter carry their plugin's identity.
+//! functions wrapped by this adapter carry their plugin's identity: the
+//! wrappers in `functions` [`remember`] it by the address of their
+//! implementation object when they are made and [`forget`] it when that
+//! object is dropped, so no lookup needs to know their types.
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use datafusion::logical_expr::{AggregateUDF, ScalarUDF, WindowUDF};
 
@@ -82,6 +85,35 @@ fn builtins() -> &'static Builtins {
     })
 }
 
+/// The identity of function `name` of the plugin named `library`.
+pub fn plugin_function(kind: i32, name: &str, library: &str, uid: u64) -> Identity {
+    Identity { origin: QL_ORIGIN_USER, kind, name: intern(name), library: Some(intern(library)), uid }
+}
+
+/// Plugin functions' identities by the address of their implementation.
+fn wrapped() -> &'static RwLock<HashMap<usize, Identity>> {
+    static W: OnceLock<RwLock<HashMap<usize, Identity>>> = OnceLock::new();
+    W.get_or_init(Default::default)
+}
+
+/// Attach `id` to the implementation object `implementation` points at
+/// (a plugin function's, just wrapped into a DataFusion function). The
+/// object must call [`forget`] when it is dropped.
+pub fn remember<T: ?Sized>(implementation: &Arc<T>, id: Identity) {
+    wrapped().write().unwrap_or_else(|e| e.into_inner()).insert(impl_ptr(implementation), id);
+}
+
+/// Detach the identity of `implementation` (from its `Drop`, before its
+/// address can be reused).
+pub fn forget<T>(implementation: &T) {
+    let ptr = implementation as *const T as *const () as usize;
+    wrapped().write().unwrap_or_else(|e| e.into_inner()).remove(&ptr);
+}
+
+fn remembered(ptr: usize) -> Option<Identity> {
+    wrapped().read().unwrap_or_else(|e| e.into_inner()).get(&ptr).copied()
+}
+
 fn user(kind: i32, name: &str, ptr: usize) -> Identity {
     Identity { origin: QL_ORIGIN_USER, kind, name: intern(name), library: Some(intern("host")), uid: ptr as u64 }
 }
@@ -91,8 +123,8 @@ pub fn scalar_identity(f: &ScalarUDF) -> Identity {
     if let Some(&name) = builtins().scalar.get(&ptr) {
         return Identity { origin: QL_ORIGIN_BUILTIN, kind: QL_FUNCTION_SCALAR, name, library: None, uid: 0 };
     }
-    if let Some(q) = f.inner().downcast_ref::<crate::functions::QlinkScalarUdf>() {
-        return q.identity(f.name());
+    if let Some(id) = remembered(ptr) {
+        return id;
     }
     user(QL_FUNCTION_SCALAR, f.name(), ptr)
 }
@@ -102,8 +134,8 @@ pub fn aggregate_identity(f: &AggregateUDF) -> Identity {
     if let Some(&name) = builtins().aggregate.get(&ptr) {
         return Identity { origin: QL_ORIGIN_BUILTIN, kind: QL_FUNCTION_AGGREGATE, name, library: None, uid: 0 };
     }
-    if let Some(q) = f.inner().downcast_ref::<crate::functions::QlinkAggregateUdf>() {
-        return q.identity(f.name());
+    if let Some(id) = remembered(ptr) {
+        return id;
     }
     user(QL_FUNCTION_AGGREGATE, f.name(), ptr)
 }
@@ -113,8 +145,8 @@ pub fn window_identity(f: &WindowUDF) -> Identity {
     if let Some(&name) = builtins().window.get(&ptr) {
         return Identity { origin: QL_ORIGIN_BUILTIN, kind: QL_FUNCTION_WINDOW, name, library: None, uid: 0 };
     }
-    if let Some(q) = f.inner().downcast_ref::<crate::functions::QlinkWindowUdf>() {
-        return q.identity(f.name());
+    if let Some(id) = remembered(ptr) {
+        return id;
     }
     user(QL_FUNCTION_WINDOW, f.name(), ptr)
 }

@@ -12,7 +12,7 @@
 //! - `convert`: types, scalars and C strings both ways, each in one place
 //! - `services`: session view, task context, runtime environment, executor (one file per struct of services.h)
 //! - `session_override`: a session with other physical optimizer rules or runtime environment
-//! - `identity`: function identities (gap G2)
+//! - `identity`: function identities (gap G2): built-ins by implementation object, plugin functions as their wrappers remember them
 //! - `plugin`, `context`, `schema`: loading plugins and registering their objects on a `SessionContext`
 //! - `distributed`: qlink scans shipped as recipes to datafusion-distributed workers
 //! - `error`, `blocking`, `metrics`: errors across the ABI, waiting on futures, process-wide counters

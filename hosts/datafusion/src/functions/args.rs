@@ -1,0 +1,63 @@
+//! Arguments and results across function.h: argument types as one struct
+//! schema, argument columns as one struct array (zero-copy), results
+//! imported with the plugin kept loaded.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, StructArray};
+use arrow::datatypes::{DataType, Field, FieldRef, Fields};
+use arrow::ffi::{from_ffi, to_ffi};
+use datafusion::error::DataFusionError;
+
+use crate::error::{ErrorSlot, Result};
+use crate::ffi::*;
+use crate::plugin::Plugin;
+
+fn arrow_err(e: arrow::error::ArrowError) -> DataFusionError {
+    DataFusionError::ArrowError(Box::new(e), None)
+}
+
+/// A struct schema with one child per argument field.
+pub(super) fn args_schema(fields: &[FieldRef]) -> Result<ArrowSchema> {
+    ArrowSchema::try_from(DataType::Struct(Fields::from(fields.to_vec()))).map_err(arrow_err)
+}
+
+/// Arguments as one struct array (zero-copy export).
+pub(super) fn args_array(fields: &[FieldRef], arrays: Vec<ArrayRef>, num_rows: usize) -> Result<ArrowArray> {
+    let sa = if arrays.is_empty() {
+        StructArray::new_empty_fields(num_rows, None)
+    } else {
+        StructArray::try_new(Fields::from(fields.to_vec()), arrays, None).map_err(arrow_err)?
+    };
+    let (a, _) = to_ffi(&sa.to_data()).map_err(arrow_err)?;
+    Ok(a)
+}
+
+/// Import an array `plugin` filled (it keeps the plugin loaded while alive).
+pub(super) fn import_array(mut out: ArrowArray, dt: &DataType, plugin: &Arc<Plugin>) -> Result<ArrayRef> {
+    let schema = ArrowSchema::try_from(dt).map_err(arrow_err)?;
+    crate::plugin::keep_loaded(&mut out, plugin);
+    let out = std::mem::replace(&mut out, ArrowArray::empty());
+    // SAFETY: the callee filled `out` with an array of type `dt`.
+    let data = unsafe { from_ffi(out, &schema) }.map_err(arrow_err)?;
+    Ok(arrow::array::make_array(data))
+}
+
+pub(super) fn return_type_via(
+    plugin: &Plugin,
+    name: &str,
+    f: impl FnOnce(*const ArrowSchema, *mut ArrowSchema, *mut ql_error) -> i32,
+    arg_types: &[DataType],
+) -> Result<DataType> {
+    let fields: Vec<FieldRef> =
+        arg_types.iter().enumerate().map(|(i, t)| Arc::new(Field::new(format!("arg{i}"), t.clone(), true))).collect();
+    let args = args_schema(&fields)?;
+    let mut out = ArrowSchema::empty();
+    let mut err = ErrorSlot::new();
+    let st = {
+        let _g = plugin.enter();
+        f(&args, &mut out, err.ptr())
+    };
+    err.check_with(st, || format!("{name}: return_type"))?;
+    DataType::try_from(&out).map_err(arrow_err)
+}
