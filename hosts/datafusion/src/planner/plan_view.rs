@@ -33,6 +33,14 @@ pub fn table_handle(p: &Arc<dyn TableProvider>) -> *const std::os::raw::c_void {
     p as *const Arc<dyn TableProvider> as *const std::os::raw::c_void
 }
 
+/// The table behind a handle made by [`table_handle`].
+///
+/// # Safety
+/// `h` must come from `table_handle` on an Arc that is still alive.
+pub unsafe fn table_from_handle(h: *const std::os::raw::c_void) -> Arc<dyn TableProvider> {
+    Arc::clone(&*(h as *const Arc<dyn TableProvider>))
+}
+
 fn node_kind(p: &LogicalPlan) -> i32 {
     match p {
         LogicalPlan::TableScan(_) => QL_NODE_TABLE_SCAN,
