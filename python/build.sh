@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Build the qlink Python package and install it into the repository's venv.
 #
 #   python/build.sh            release build (the one to use the package with)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every libFuzzer target of a QL_FUZZ build over its checked-in corpus,
 # then for QL_FUZZ_SECONDS more (default 10) of new inputs. A crash, leak or
 # sanitizer report fails the run.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job: Debian's ferret-datasets (COADS, Levitus, Navy winds, ETOPO5)
 # converted once to Zarr v2 and v3 with xarray (cached under data/ferret-zarr),
 # then analysed with SQL through the qlink_zarr plugin in the DataFusion host,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs, pinned and idempotently, everything `make run` and `make test`
 # need on a fresh machine: Debian packages, the Python virtual environment
 # (.venv, from scripts/requirements.txt) and the Rust toolchain's crates

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every ctest test of a (non-sanitizer) build under valgrind's memcheck,
 # with the environment ctest would give it; any definite or indirect leak, or
 # memory error, fails the run.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The conformance kit in process: the sample plugin conforms (0
  * violations), and each broken plugin is caught by the rule it breaks. */
 #include <stdlib.h>

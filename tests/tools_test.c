@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The command-line tools as a user runs them: qlink-host-c's list, scan and
  * plan output compared exactly, and qlink-check's exit status and report
  * on the sample plugin and on every broken plugin. */

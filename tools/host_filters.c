@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink-host-c: --where filters (host_filters.h). */
 #include "host_filters.h"
 

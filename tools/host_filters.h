@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink-host-c: --where filters "column op literal", built as IR
  * expressions for the pushdown handshake and evaluated by the host on the
  * rows when the scan does not apply them exactly. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink-check PLUGIN.so [--spec 'provider?k=v&...']... [--threads N] [--verbose] [--no-isolate]
  *
  * Runs the conformance kit (qlink/lib/check.h) on a plugin. Prints one line

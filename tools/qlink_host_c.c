@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink-host-c: a C test host over libqlink's reference host.
  *
  *   qlink-host-c list PLUGIN.so

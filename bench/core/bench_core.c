@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ql_bench_core RESULTS.json: micro-benchmarks of libqlink's core costs
  * (design section 5), printed as a markdown table and written as JSON.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The distributed path (``qlink sql --workers``) on one machine: its
 overhead against the single process, what each worker read, and a model of
 scan time for N workers over an N-times larger store.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """make bench-duckdb: the qlink DuckDB extension against native DuckDB and
 against qlink_zarr in DataFusion. One run; prints a table and writes
 bench/results/duckdb.json.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make bench-duckdb: write (or reuse) the ERA5-like store of make bench-zarr
 # under data/bench/ (ERA5_DAYS days, default 31), then run bench_duckdb.py.
 #   QLINK=path/to/qlink bench/duckdb/run.sh [bench_duckdb.py args...]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench-ffi: the per-scan and per-query cost of a table provider (and a query
 planner) reached through datafusion-ffi, side by side with qlink's, in one run.
 

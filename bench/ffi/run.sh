@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `make bench-ffi`: install what the benchmark needs (pinned), then run
 # bench_ffi.py, which prints the markdown tables and writes
 # bench/results/ffi.json and bench/results/ffi.png.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Plot bench/results/fold.json (written by bench_fold) into a PNG.
 
 Usage: python bench/fold/plot.py [fold.json] [fold.png]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench-plans: deep plans over small xarray tables, every qlink route beside
 its own engine's native tables and xarray-sql 0.6.0, one run.
 

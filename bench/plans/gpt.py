@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A one-layer GPT forward pass as one SQL statement over 11 small tables,
 its tables as xarray Datasets, and the same forward pass in numpy.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The SQLite host against SQLite itself (apsw, one process, warm runs).
 
     bench_sqlite.py OUT.json [--rows 1000000] [--store DIR] [--repeat 5]

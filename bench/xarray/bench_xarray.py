@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench-xarray: qlink.xarray (xarray Datasets through qlink_ndarray) against
 datafusion-python's native in-memory table and xarray-sql 0.6.0, one run.
 

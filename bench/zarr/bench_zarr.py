@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """qlink_zarr in the DataFusion host vs xarray-sql 0.6.0 vs xarray + pandas,
 on the same Zarr stores: a full scan and a filtered regional query each.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Write an ERA5-like Zarr store with xarray, the way ERA5 mirrors lay it out.
 
     make_era5.py OUT.zarr [--days 31] [--start 2023-01-01] [--format 3]

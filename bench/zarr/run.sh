@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `make bench-zarr`: set up the benchmark's venv, write (or reuse) the
 # ERA5-like store and the ETOPO5 store under data/bench/, then run
 # bench_zarr.py, which prints the markdown table and writes

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Creates bench/zarr/.venv-xsql from bench/zarr/requirements.txt, pinned
 # and idempotently: nothing is done when the venv exists and the
 # requirements file is unchanged. A fresh venv each time the pins change,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Builds the C side through the repository's CMakeLists.txt (the one
 //! description of how C is compiled: flags, `-Werror`, which files make
 //! libqlink and each plugin), then reads the ABI headers with bindgen for the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What build.rs hands bindgen: every ABI header and the libqlink headers
  * the mirrors cover, plus enum constants for values the headers give as
  * function-like macros (bindgen evaluates only plain ones). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Arrow C Data Interface and C Stream Interface structs.
  *
  * Source: the Arrow specification, "The Arrow C data interface" and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink ABI: status codes and the error struct.
  *
  * Every call across the qlink boundary returns an `int` status: QL_OK (0) or

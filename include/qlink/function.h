@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink ABI: scalar, aggregate, window and table functions (UDF, UDAF, UDWF, UDTF).
  *
  * Argument passing: a function's arguments arrive as one Arrow struct array

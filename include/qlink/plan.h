@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink ABI: the read-only plan and expression views (docs/abi.md R7, R13,
  * section 3.5; gaps G1, G2).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink ABI: the planner hook (docs/abi.md R11, section 3.8; gaps G1, G3, G7).
  *
  * A planner plugin receives a read-only view of the host's optimized logical

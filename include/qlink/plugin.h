@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink ABI: the plugin descriptor and its one entry point (docs/abi.md R4,
  * R9, R12, section 3.9).
  *

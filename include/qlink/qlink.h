@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink: a stable C ABI through which separately built libraries plug into
  * columnar query engines in the same process: table providers, execution
  * plans, scalar / aggregate / window / table functions, object stores and

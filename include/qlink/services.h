@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink ABI: host services handed to plugins (docs/abi.md R8, R9, section 3.4;
  * gaps G4-G6, G8).
  *

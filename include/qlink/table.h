@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink ABI: table providers, execution plans and schema providers
  * (docs/abi.md section 3.6; R10 for filter pushdown).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink ABI: versions, options, scalars, function identity and statistics.
  *
  * First ABI version: 0.1.

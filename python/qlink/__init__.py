@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink for Python: query qlink plugins with DataFusion.
 
 Two ways in:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink's extension codecs for datafusion-python 55 (:func:`codecs`).
 
 datafusion-python serializes every plan it hands to a foreign query planner

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink's DataFusion-based API (the native module, qlink._qlink): the
 native objects, :class:`Session` (with its registration of a Zarr store's
 tables, :func:`register_zarr`), :func:`plugin_path` (in :func:`plugin_dir`,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The qlink_ndarray plugin's registration API, through ctypes.
 
 The plugin exports only ``qlink_plugin_init`` (docs/abi.md R12); its

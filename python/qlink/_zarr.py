@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Zarr stores through the qlink_zarr plugin: :func:`zarr` and
 :class:`ZarrStore` (a store's tables, for a Session or datafusion-python),
 over :func:`~qlink.register_zarr` (qlink._core: every table of a store on a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink plugins inside DuckDB, through the qlink DuckDB extension.
 
 Needs the extension (the wheel ships both builds; in a source tree, the C

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink plugin tables as Polars LazyFrames (``polars.io.plugins``).
 
 ::

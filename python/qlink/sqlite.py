@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink plugins inside SQLite, through the qlink SQLite extension.
 
 Needs the extension (the wheel ships it; in a source tree, the C build:

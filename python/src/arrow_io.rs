@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Arrow data across the Python boundary through the Arrow PyCapsule
 //! interface (`__arrow_c_stream__`, capsule name "arrow_array_stream"):
 //! results leave as a stream pyarrow imports without copying, and Python

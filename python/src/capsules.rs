@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! qlink objects for datafusion-python 55 through its capsule protocol:
 //! `__datafusion_table_provider__(session)`, `__datafusion_scalar_udf__()`,
 //! `__datafusion_aggregate_udf__()`, `__datafusion_window_udf__()`,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! qlink's extension codecs for datafusion-python 55:
 //! `LogicalCodec` and `PhysicalCodec` (`__datafusion_logical_extension_codec__`,
 //! `__datafusion_physical_extension_codec__`, `__datafusion_codec_id__`),

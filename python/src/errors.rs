@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Python exceptions for qlink and DataFusion errors.
 //!
 //! Every error that reaches Python is one of these classes, carrying the

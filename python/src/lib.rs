@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `qlink._qlink`: the native part of the `qlink` Python package.
 //!
 //! - `Session` (session.rs): an embedded DataFusion host over the Rust host

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `qlink.Plugin`: a loaded qlink plugin (libqlink's loader: dlopen,
 //! version negotiation, descriptor checks). The library stays loaded while
 //! this object or anything opened from it lives.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `qlink.Session`: the embedded DataFusion host for Python.
 //!
 //! One DataFusion `SessionContext` (through the host crate's `QlinkSession`)

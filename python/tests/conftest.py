@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fixtures for the qlink Python tests.
 
 The package under test is the installed one (`make test-python` installs

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink plugin objects in datafusion-python 55.0.0 through its capsule
 protocol (plugin.table / udf / udaf / udwf / planner), checked against the
 same queries over native tables (register_record_batches) and against

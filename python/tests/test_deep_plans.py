@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Deep plans: DataFusion's physical optimizer asks every scan for its
 statistics again at each rule, so a left-deep join chain of depth N asks
 O(N^2) times in all. A plan's statistics never change: qlink computes each

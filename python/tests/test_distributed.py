@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink.Session(workers=[...]): a session distributing plugin scans over
 qlink-worker processes on this machine (the binary beside the qlink tool:
 QLINK_CLI's folder, default $CARGO_TARGET_DIR/release)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink_sample's in-memory `grid` table (the benchmark's counterpart of
 register_record_batches): exact values, schema, partitions and batch sizes
 against a native table built independently with numpy, through

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Zarr stores read over HTTP: a Session makes an HTTP object store for an
 http(s):// URL on first use (tools/cli/src/remote.rs), so
 ``qlink.zarr("https://host/store.zarr")`` needs no set-up step.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every route a qlink query planner takes in datafusion-python 55, over
 every kind of qlink table, with exact rows.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink.polars (plugin tables as Polars LazyFrames) and qlink.xarray's
 Polars functions: values exact, against rows built independently here;
 what reaches the plugin read from the statement each collect logs."""

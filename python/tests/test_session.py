@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink.Session: plugin tables, functions, planners, errors and limits,
 checked against the same rows in native in-memory tables (datafusion-python's
 MemTable and the session's own)."""

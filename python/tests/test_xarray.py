@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink.xarray's DataFusion route (the installed wheel): Context.from_dataset
 named as xarray-sql 0.6 names tables, sql() with to_pandas /
 to_arrow_table / to_dataset, register() on a plain datafusion-python

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink_zarr through Session.register_zarr / qlink.register_zarr, on stores
 written by xarray, compared with xarray's own to_dataframe."""
 

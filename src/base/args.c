@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink: a host's values as a plugin function's arguments (qlink/lib/args.h). */
 #include "qlink/lib/args.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for src/base/args.c: cells to a function's argument struct array. */
 #include "qlink/lib/args.h"
 

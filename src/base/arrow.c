@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Builders and readers for Arrow C Data Interface structs.
  *
  * Everything built here keeps its memory in the struct's own pointers

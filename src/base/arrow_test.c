@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for src/base/arrow.c. Run under ASan and valgrind, they also check
  * that every release frees exactly what was built. */
 #include "qlink/lib/arrow.h"

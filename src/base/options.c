@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading and validating struct ql_options. Option sets are small (a
  * handful of keys), so lookups are linear scans. */
 #include "qlink/lib/options.h"

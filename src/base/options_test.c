@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for src/base/options.c. */
 #include "qlink/lib/options.h"
 

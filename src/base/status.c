@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Status names, SQLSTATEs, errno mapping and struct ql_error helpers.
  *
  * Messages are always heap-allocated to their full length (no fixed buffer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for src/base/status.c. */
 #include "qlink/lib/status.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink internal: small string helpers shared by src/ folders.
  * Not part of the public API (no header under include/). */
 #ifndef QLINK_SRC_BASE_TEXT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The conformance kit's driving helpers: collect a plugin's streams into
  * batches, read cells back, and print them (qlink/lib/check.h). */
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink-check as a library: ql_check_plugin (qlink/lib/check.h).
  *
  * Each broken rule is printed as one line "VIOLATION <rule>: <what>" on the

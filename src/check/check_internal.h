@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The conformance kit's internals: the checker state shared by its files. */
 #ifndef QLINK_CHECK_INTERNAL_H
 #define QLINK_CHECK_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Version negotiation and the plugin descriptor, checked through dlopen
  * before the loader sees the plugin: the loader rejects a bad descriptor,
  * and the kit wants to say exactly which rule it breaks. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Symbol hygiene: a plugin exports qlink_plugin_init and nothing else.
  *
  * Reads the file's dynamic symbol table (ELF64, the System V gABI and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the ELF dynamic-symbol reader of qlink-check
  * (exports.c) over arbitrary bytes, which must never read out of bounds. */
 #include <stdint.h>

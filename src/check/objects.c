@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Conformance checks of functions, planners and schema providers. */
 #include <inttypes.h>
 #include <stdlib.h>

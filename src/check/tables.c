@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Conformance checks of table providers, their execution plans and streams.
  *
  * Order per provider: open (with the spec's options), unknown option, unknown

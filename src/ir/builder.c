@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink IR: the arena builder (qlink/lib/ir.h).
  *
  * Expressions and nodes live in two growable arrays that move to the view at

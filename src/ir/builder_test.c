@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the IR builder: every field round-trips as a copy, ids and
  * errors behave as qlink/lib/ir.h says, and releasing frees everything
  * (run under ASan and valgrind). */

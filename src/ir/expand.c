@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink IR: completing the nodes of a lazy plan view (qlink/lib/ir.h,
  * qlink/plan.h ql_plan_view.expand). */
 #include <stdlib.h>

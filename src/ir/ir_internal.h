@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink IR: helpers shared by builder.c, validate.c and print.c.
  * Not installed; every symbol is ql_ir_-prefixed and hidden. */
 #ifndef QL_IR_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Plans shared by the IR tests (builder_test.c, validate_test.c,
  * print_test.c). Header-only so the library glob does not pick it up. */
 #ifndef QL_IR_TEST_PLANS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink IR: printing expressions and plans (qlink/lib/ir.h).
  *
  * The plan layout follows DataFusion's EXPLAIN (LogicalPlan::display_indent)

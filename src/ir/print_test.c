@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the IR printer: exact text of plans (DataFusion EXPLAIN layout)
  * and of every expression kind and literal format. */
 #include <float.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink IR: the validator (qlink/lib/ir.h).
  *
  * Views come from plugins and hosts alike, so nothing here trusts a count or

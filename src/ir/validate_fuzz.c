@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for ql_ir_validate / ql_ir_validate_exprs (and the
  * printers on what they accept).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of ql_ir_validate / ql_ir_validate_exprs: a correct plan passes and
  * each broken variant is rejected with its exact message. Broken variants
  * are made by copying the matmul view's arrays and changing one member. */

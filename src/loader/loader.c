@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The plugin loader: dlopen, find the one entry point, negotiate the ABI
  * version newest first, and check the descriptor before any other call
  * into the plugin. Errors the plugin fills are released (through the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for src/loader/loader.c.
  *
  * Error paths use files that are not plugins (a missing path, a text file,

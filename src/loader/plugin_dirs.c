@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The allowed plugin directories and the path rule (qlink/lib/plugin_dirs.h):
  * every directory is held resolved (realpath), and a candidate is accepted
  * when its realpath starts with one of them followed by '/'. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for src/loader/plugin_dirs.c: the path rule every SQL-facing host uses. */
 #include "qlink/lib/plugin_dirs.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Parsing "PLUGIN/PROVIDER?key=value&key2=value2" table specs. PLUGIN may
  * itself be a path with '/', so the provider is what follows the last '/'
  * before the '?'. Keys and values are percent-decoded ('+' stays '+').

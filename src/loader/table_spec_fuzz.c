@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: table specs, URL splits and path joins are parsed from
  * user text (SQL, command lines); none may crash, leak or read out of
  * bounds, and every success must satisfy the documented shape. The

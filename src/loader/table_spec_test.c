@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for src/loader/table_spec.c. */
 #include <stdio.h>
 #include <stdlib.h>

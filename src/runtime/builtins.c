@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The canonical built-in functions (DataFusion 55.2.0's names, see
  * docs/functions.md) and their registration with origin QL_ORIGIN_BUILTIN.
  * Aliases are registered under their own spelling with the canonical

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink internal: the table of canonical built-in functions behind
  * ql_function_registry_add_builtins (docs/functions.md lists the same). */
 #ifndef QLINK_SRC_RUNTIME_BUILTINS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for src/runtime/builtins.c: registration, aliases, and that
  * docs/functions.md lists every canonical name of the C table. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The reference executor: a pthread worker pool with one FIFO job queue.
  *
  * A job is shared by its spawner's handle and the pool (two references);

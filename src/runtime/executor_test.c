@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for src/runtime/executor.c. */
 #include <stdatomic.h>
 #include <unistd.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The file:// object store: the local file system rooted at "/", read with
  * stat/pread and listed with opendir/readdir. Stateless, so thread-safe. */
 #include <dirent.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for src/runtime/file_store.c over files written to a temp dir. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The reference function registry: a chained hash table keyed by
  * (lower-cased name, kind) under a rwlock. A lookup hashes the query name
  * case-insensitively without copying it and walks one bucket, so its cost

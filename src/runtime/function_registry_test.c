@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for src/runtime/function_registry.c. */
 #include <pthread.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The reference memory pool: one mutex guards the pool's totals; each
  * reservation keeps its own size (single owner, as services.h says), and
  * updates it under the pool's mutex so pool totals always equal the sum of

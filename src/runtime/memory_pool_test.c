@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for src/runtime/memory_pool.c. */
 #include "qlink/lib/memory_pool.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The memory:// object store: a chained hash map from path to an immutable,
  * reference-counted blob, under a rwlock. get_range hands out a view into
  * the blob (zero-copy) that keeps it alive, so a later put or the store's

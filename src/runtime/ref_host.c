@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The reference host: a memory pool, object stores (file://, memory://),
  * temp files, a pthread executor, the built-in function registry and config
  * options, behind the ABI's session, runtime-environment and task-context

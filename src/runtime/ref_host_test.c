@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for src/runtime/ref_host.c: the session, runtime-environment and
  * task-context views of the reference host. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink internal: the reference host's executor and temp-file service
  * (src/runtime), used by ref_host.c and their tests. Not public API. */
 #ifndef QLINK_SRC_RUNTIME_RUNTIME_INTERNAL_H

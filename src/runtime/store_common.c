@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the object stores: path rules and owned listings. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink internal: helpers shared by the object stores and the store
  * registry (src/runtime). Not part of the public API. */
 #ifndef QLINK_SRC_RUNTIME_STORE_INTERNAL_H

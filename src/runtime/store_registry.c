@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The reference object-store registry: store URL -> registered store.
  * Each registered store lives in a reference-counted record; get_store hands
  * out a handle holding one reference, so a store outlives both its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for src/runtime/store_registry.c. */
 #include <pthread.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The reference temp-file service: mkstemp in a directory ($TMPDIR or
  * /tmp by default); a file is unlinked when its handle is released. */
 #include <errno.h>

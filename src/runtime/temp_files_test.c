@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for src/runtime/temp_files.c. */
 #include <stdio.h>
 #include <stdlib.h>

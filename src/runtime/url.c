@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* URL splitting (scheme://authority + path, as object_store chooses stores)
  * and safe path joining. */
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for src/runtime/url.c: a table of URL splits and path joins. */
 #include <stdlib.h>
 #include <string.h>

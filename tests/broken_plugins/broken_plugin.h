@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A minimal, otherwise conforming plugin that each broken_*.c here
  * includes after defining one BROKEN_* macro, which breaks exactly one rule
  * qlink-check must catch:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """pytest plugin of the xarray-sql compatibility run (run.py).
 
 What it changes around xarray-sql's own tests, and why:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """make compat-xarray-sql: xarray-sql 0.6.0's own test suite (from its PyPI
 sdist, downloaded into build/compat-xarray-sql, never committed) run
 against qlink.xarray standing in for xarray_sql (shim/xarray_sql), then a

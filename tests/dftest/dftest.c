@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_dftest: the plugin the DataFusion adapter's tests and benchmark load.
  *
  * Objects:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fixtures of the conformance suite."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The xarray Datasets of the conformance suite, and their registration.
 
 A query names a Dataset as ``Query.datasets = {"d": ("air", "ndarray")}``:

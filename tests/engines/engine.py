@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The adapter interface of the cross-engine conformance suite, and the one
 place where documented engine differences are normalised.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """DataFusion through the qlink CLI (``qlink sql``): ``$QLINK_CLI``, default
 ``${CARGO_TARGET_DIR:-~/.cache/qlink-target}/release/qlink`` (``make test``
 builds it), in one process (datafusion) and distributed over two

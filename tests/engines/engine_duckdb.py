@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """DuckDB through its Python module (duckdb==2.0.1) and through its CLI
 (duckdb-cli==1.5.6, ``duckdb -unsigned``), both loading the qlink extension
 ``build/release/hosts/duckdb/qlink.duckdb_extension`` with the build's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Polars (polars==2.1.0) through qlink.polars: each plugin table a
 LazyFrame (``qlink.polars.scan``: an IO source over a ``qlink.Session``,
 the qlink wheel), each xarray Dataset the frames of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """SQLite through Python (apsw==3.54.1.0, ``qlink.sqlite.connect``) and
 through Debian's ``sqlite3`` CLI (3.40.1, ``-json``), both loading the qlink
 extension ``build/release/hosts/sqlite/qlink.so`` with the build's plugins/

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The kerchunk reference file of the conformance suite (virtual Zarr,
 plugins/zarr/README.md): a netCDF-4 file written by xarray and kerchunk
 0.2.10's references to it (SingleHdf5ToZarr; chunks of 36 bytes or more as byte

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Metrics read back from ``EXPLAIN ANALYZE [VERBOSE]`` text, as DataFusion
 and datafusion-distributed display them (used by test_distributed.py and
 bench/distributed):

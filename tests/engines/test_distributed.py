@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Distributed execution over qlink_zarr (``qlink sql --workers`` over the
 session's two ``qlink-worker``s, conftest.py's ``qlink_workers``):
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Cross-engine conformance: the same queries over the same plugin binaries
 in every qlink host, rows and types compared exactly.
 

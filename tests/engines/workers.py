@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``qlink-worker`` processes on this machine's loopback interface, for the
 distributed route of the conformance suite (``engine_datafusion``), the
 distributed tests (``test_distributed.py``) and ``bench/distributed``.

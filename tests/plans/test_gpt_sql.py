@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """bench/plans/gpt.py: the GPT forward pass as SQL answers what numpy does.
 
 The statement runs on DuckDB's and datafusion-python's own tables (no qlink

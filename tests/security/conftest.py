@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fixtures of the security suite (tests/security).
 
 Every test here plays an attacker against one gate and proves, with a

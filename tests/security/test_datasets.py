@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Registered xarray Datasets (qlink_ndarray, qlink.xarray) across trust
 boundaries (docs/security/datasets.md).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The DuckDB host's gates (docs/security/duckdb.md), each played as an
 attacker against both builds of the extension (V1 `qlink.duckdb_extension`,
 V2 `qlink_v2.duckdb_extension`), with the marker library proving that no

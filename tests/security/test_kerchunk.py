@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A kerchunk reference file (qlink_zarr's virtual Zarr, plugins/zarr/README.md)
 names files and URLs in its contents: each target must meet the same gates
 as a `path` option naming it directly. Played as an attacker: a reference

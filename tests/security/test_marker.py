@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The marker library itself: loading it leaves its pid, so a gate test that
 finds no marker file proves something."""
 

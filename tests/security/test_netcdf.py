@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink_netcdf's paths behind DuckDB's sandbox (docs/security/duckdb.md):
 libnetcdf opens files by name, so the plugin asks the session's file://
 store (the host's gate) before it opens any. Proof that a refused file is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libqlink's table-spec parsing as SQL reaches it (through the SQLite
 host): any number of options (the repeat check was
 quadratic, 60,000 options took seconds and 200,000 over a minute), repeats

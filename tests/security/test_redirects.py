@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An HTTP store's redirects stay within its origin: a server answering 302 to another host must not make qlink
 send that host the metadata and chunk requests meant for the first, unless
 the user opts in (QLINK_FOLLOW_REDIRECTS=1). Through the qlink tool, whose

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The SQLite host's gates, attacked through SQL (apsw, and the sqlite3 CLI
 for Debian's SQLite 3.40), each proving with the marker library that no
 outside code ran, and where it makes sense a positive twin showing the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink-worker's gates: no call runs without the shared secret, and no
 plugin loads but a file of the worker's own --plugin-dir whose digest the
 coordinator named, checked on the opened file before anything in it runs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Minimal test macros for qlink's C tests. Each check counts as one
  * assertion; QL_TEST_END prints "N passed, N failed" and sets the exit code.
  * Checks compare exact values. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! bench_datafusion: qlink's per-scan and per-query costs in DataFusion,
 //! side by side with native DataFusion in one run (design section 5).
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The `#[repr(C)]` mirrors of `include/qlink/*.h` and the libqlink
 //! functions hosts call. Every struct, union and constant here is declared
 //! through `abi_struct!`, `abi_union!` or `abi_const!` (src/check.rs), which

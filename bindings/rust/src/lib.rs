@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! qlink-sys: the qlink C ABI (`include/qlink/*.h`) as Rust types, and
 //! libqlink (`src/`) linked as a static library.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Waiting on futures from synchronous ABI calls: `block_on` polls on the
 //! calling thread (it may nest, as chained planner answers need), and
 //! `block_on_io` runs object-store futures on a small runtime of its own.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Registering a plugin's objects on a DataFusion `SessionContext`: tables
 //! from "PLUGIN/PROVIDER?key=value" specs, every table of a schema provider,
 //! the plugin's functions, and its planners.

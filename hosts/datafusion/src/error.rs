@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Status codes and `struct ql_error` on the Rust side: turning a plugin's
 //! error into a DataFusion error (one line, the plugin's message), filling a
 //! `ql_error` from Rust, and catching panics at every `extern "C"` edge.

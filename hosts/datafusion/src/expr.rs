@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! DataFusion expressions → qlink expression arena (qlink/plan.h), built with
 //! libqlink's IR builder: no protobuf, no serialization (design 3.5). What
 //! the IR has no kind for becomes QL_EXPR_OTHER with DataFusion's display,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Function identity (gap G2): a DataFusion function is a built-in when its
 //! implementation is the very object DataFusion's own registry holds (the
 //! built-ins are process-wide singletons), never by name. A session UDF named

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! qlink host adapter for Apache DataFusion 55.2 (docs/abi.md, gaps G1-G8).
 //!
 //! Translation only: between DataFusion's traits and the qlink C ABI, whose

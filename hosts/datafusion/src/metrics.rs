@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Process-wide counters of what the host spends on behalf of plugins, for
 //! benchmarks and tests: time in planner hooks (of it, building plan views)
 //! and the number of registry enumerations (gap G6 says scans and executes

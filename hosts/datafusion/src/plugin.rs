@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A loaded plugin: libqlink's loader does the loading and version
 //! negotiation (`ql_plugin_load`); this module keeps the library alive for as
 //! long as any object opened from it, and brackets every call into the plugin

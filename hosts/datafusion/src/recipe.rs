@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! How a scan was made: the provider's origin and the scan's arguments,
 //! which the table provider records and the execution plan carries, so
 //! another process with the same plugin can make the same scan.

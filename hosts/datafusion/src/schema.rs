@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A plugin's schema provider, held open while its tables are taken. Each
 //! table it gives remembers its origin (the schema provider, its options
 //! and the table's name), so a worker can open the same table.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Statistics both ways:
 //! - qlink → DataFusion `Statistics` (`to_statistics`), so a plugin's exact
 //!   row counts and min/max reach DataFusion's pruning and answer `COUNT(*)`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A plugin's table provider as a DataFusion `TableProvider`: scan with
 //! projection, filters (as qlink expression views, no protobuf) and limit;
 //! filter pushdown from the plugin's per-filter answers; statistics. A

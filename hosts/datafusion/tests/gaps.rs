@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! One or more tests per gap G1–G8 (docs/abi.md section 4), with real DataFusion and
 //! real plugins (qlink_dftest and qlink_sample, built by build.rs), plus
 //! planners written against the C ABI in this file.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Batches a plugin produced outlive every plan, table, session and plugin
 //! handle that made them, yet their release callbacks are plugin code: the
 //! library stays loaded until the last such array is released, then it is

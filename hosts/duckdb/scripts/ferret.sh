@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job's ferret analyses in DuckDB, through the same qlink_zarr.so
 # the DataFusion host uses: the duckdb CLI (-unsigned) with the qlink
 # extension, over the Zarr v3 stores convert_ferret.py writes (cached). The

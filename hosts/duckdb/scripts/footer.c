@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink-duckdb-footer FILE [DUCKDB_VERSION]: append the 512-byte metadata
  * footer DuckDB requires of a loadable extension: eight 32-byte fields,
  * written in reverse order ("4", platform, version, extension version, ABI

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared by the DuckDB host's tests."""
 
 from __future__ import annotations

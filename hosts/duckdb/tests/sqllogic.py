@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A small runner of DuckDB's SQL logic test format (sqllogictest), for the
 files under hosts/duckdb/test/sql: each file runs against one build of the
 extension, on a fresh connection that has it loaded (test_sqllogic.py).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The qlink DuckDB extension through DuckDB's Python module: qlink_scan,
 its errors (the connection keeps working after each), the plugin path rule,
 concurrency. Needs the C release build (QLINK_BUILD_DIR, default

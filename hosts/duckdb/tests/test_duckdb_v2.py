@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The V2 build of the qlink DuckDB extension (qlink_v2.duckdb_extension,
 DuckDB's unstable C API V2 of the pinned engine version): the same scans as
 the V1 build, plus filter pushdown. Every filtered query is checked against

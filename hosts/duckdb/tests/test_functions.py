@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink_load in DuckDB: a plugin's scalar, aggregate and table functions
 as DuckDB functions with their own names and types, what DuckDB cannot
 express refused by name, and plugin errors that leave the connection

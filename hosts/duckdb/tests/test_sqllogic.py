@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The SQL logic tests of hosts/duckdb/test/sql/*.test, run against both
 builds (sqllogic.py reads DuckDB's .test format). Each file gets a fresh
 in-memory database with the build loaded and QLINK_PLUGIN_PATH set to the

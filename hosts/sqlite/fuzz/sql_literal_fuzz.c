@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the SQL literal parser of qlink_call's module arguments
  * (sql_literal.h), which reads SQL text. Whatever it accepts must print
  * back as a literal that parses to the same value (integers exactly, reals

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the SQLite host's parsers of outside input: date/time
  * text from SQL (qls_parse_timestamp, every unit) and its formatter on what
  * it parsed (the round trip must give a time that parses again). */

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Do two engines' CSV answers agree? same_answers.py LABEL A.csv B.csv
 
 Rows are compared in order, cell by cell: cells that both read as numbers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: plugin table functions, through a virtual table whose
  * creation makes the call.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: `USING qlink_call('PLUGIN', 'FUNCTION', literal, ...)`
  * (call.c). */
 #ifndef QLS_CALL_H

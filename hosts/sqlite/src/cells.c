@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: the Arrow -> SQLite type mapping (cells.h). */
 #include "cells.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: Arrow cells as SQLite values (the type mapping).
  *
  * Pure C, no SQLite dependency, so the mapping is tested on its own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Arrow -> SQLite type mapping (cells.h), cell by cell. */
 #include "cells.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: the SQLite API pointer and the helpers of common.h. */
 #include "common.h"
 

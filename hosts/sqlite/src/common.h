@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: what every file of the extension shares about SQLite.
  *
  * SQLite's routines reach a loadable extension through the pointer it hands

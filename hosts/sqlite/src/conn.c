@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: the state of one connection (conn.h). */
 #include "conn.h"
 

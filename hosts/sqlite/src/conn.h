@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: the state of one connection.
  *
  * One `struct qls_conn` per SQLite connection that loaded the extension:

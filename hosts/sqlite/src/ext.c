@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: the loadable extension's entry point.
  *
  *   .load build/release/hosts/sqlite/qlink       (entry sqlite3_qlink_init)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: a plugin's functions as SQLite functions.
  *
  *   SELECT qlink_load('PLUGIN');          -- every function SQLite can express

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: qlink_load('PLUGIN' [, 'NAME']) (functions.c). */
 #ifndef QLS_FUNCTIONS_H
 #define QLS_FUNCTIONS_H

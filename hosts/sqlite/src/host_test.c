@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The SQLite host driven through libsqlite3: the extension (built in this
  * tree, with the sanitizers when the tree has them) loaded into real
  * connections. Checks the xBestIndex translation through EXPLAIN QUERY

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: the process-wide plugin cache (plugins.h). */
 #include "plugins.h"
 

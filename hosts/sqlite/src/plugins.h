@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: plugins loaded once per process and shared by every
  * connection, each holding references (the cache is locked: connections
  * may live in different threads). Which file a name may load is the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: constraints as filters (pushdown.h). */
 #include "pushdown.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: xBestIndex constraints as qlink filters.
  *
  * A usable constraint on column c becomes one filter root over the table's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: the connection's settings from SQL.
  *
  *   SELECT qlink_allow('DIR', ...);     -- allow plugin directories (all or none)

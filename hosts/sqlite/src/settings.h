@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: qlink_allow and qlink_trust_schema (settings.c). */
 #ifndef QLS_SETTINGS_H
 #define QLS_SETTINGS_H

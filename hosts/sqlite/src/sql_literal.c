@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: SQL literals from module-argument text (sql_literal.h). */
 #include "sql_literal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: SQL literals from the raw token text of virtual-table
  * module arguments.
  *

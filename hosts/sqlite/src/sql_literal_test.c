@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The SQL literal parser of qlink_call's module arguments (sql_literal.h):
  * every kind, its edges, every rejection with its reason, the literal
  * expressions it builds, and the message naming the argument. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: what a provider offers, and schema providers as
  * attached databases.
  *

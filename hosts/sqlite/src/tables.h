@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: qlink_tables('SPEC') and qlink_attach('NAME','SPEC')
  * (tables.c). */
 #ifndef QLS_TABLES_H

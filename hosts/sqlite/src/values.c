@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: SQLite values to and from Arrow (values.h). */
 #include "values.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: the `qlink` virtual-table module.
  *
  *   CREATE VIRTUAL TABLE t USING qlink('PLUGIN/PROVIDER?key=value&...');

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink SQLite host: the `qlink` and `qlink_call` virtual-table modules
  * (vtab.c). */
 #ifndef QLS_VTAB_H

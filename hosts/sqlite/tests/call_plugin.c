@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qls_call_test: a plugin for the SQLite host's tests of qlink_call (table
  * functions called through a virtual table). Not shipped.
  *

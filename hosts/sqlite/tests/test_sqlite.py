@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The SQLite host from Python (apsw, qlink.sqlite.connect) and from the
 sqlite3 command-line tool: every SQL entry point, its errors, interrupt,
 two connections in two threads. Needs the C release build only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink: a host's values as a plugin function's arguments.
  *
  * A plugin function takes its arguments as one Arrow struct array

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink: small helpers to build and read Arrow C Data Interface structs.
  *
  * Everything built here owns its memory through private_data and frees it

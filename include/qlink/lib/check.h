@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink: the conformance kit (qlink-check) as a library.
  *
  * ql_check_plugin loads a plugin and checks the ABI rules of docs/abi.md

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink: a reference function registry with O(1) lookup and a
  * generation counter that bumps on every change (gap G6).
  *

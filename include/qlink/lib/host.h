@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink: a reference host, for hosts (and tests) without an engine.
  *
  * Bundles a memory pool, an object-store registry (file:// and memory://),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink: build, validate and print plan/expression arenas (qlink/plan.h).
  *
  * A builder accumulates nodes and expressions, copying every string, array

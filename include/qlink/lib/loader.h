@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink: the plugin loader.
  *
  * Loads a plugin with dlopen(RTLD_NOW | RTLD_LOCAL), finds

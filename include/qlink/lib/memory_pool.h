@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink: a reference memory pool for hosts that lack one.
  *
  * A thread-safe pool with an optional byte limit and per-consumer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink: a local-file object store, a reference object-store registry,
  * and URL helpers.
  */

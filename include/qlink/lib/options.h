@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink: reading struct ql_options. */
 #ifndef QLINK_LIB_OPTIONS_H
 #define QLINK_LIB_OPTIONS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink: the directories an engine host may load plugins from.
  *
  * Loading a plugin runs its code, so a host that takes a plugin name or path

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink: helpers for statuses and struct ql_error.
  *
  * Thread-safety: every function is thread-safe for distinct error structs.

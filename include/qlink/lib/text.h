@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libqlink: checks on text that arrives with a length.
  *
  * Hosts receive text from their engine with a byte length (SQLite's

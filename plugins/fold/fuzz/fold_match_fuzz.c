@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for the matcher (fd_find) and the planner call.
  *
  * The first bytes choose a contraction (keys, groups, projections, aliases,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: the children's batches, held and decoded block by block (see fold_internal.h).
  *
  * Why read everything first: the fold must consume both inputs before it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: the dense kernel (see fold_dense.h). */
 #include "fold_dense.h"
 

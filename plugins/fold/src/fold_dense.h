@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: the dense kernel.
  *
  * When the rows read have a single integer join key k and at most one

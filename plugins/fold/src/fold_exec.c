@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: FoldExec (see fold_exec.h). */
 #include "fold_exec.h"
 

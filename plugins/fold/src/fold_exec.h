@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: FoldExec, the execution plan that folds SUM(x * y) into the join.
  *
  * Children: the two host-planned join inputs (child 0 = the join's left

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: FoldExec against a brute-force reference over seeded random
  * contractions (shapes, duplicate keys, NULL keys and values, empty inputs,
  * int64 and float64), bit-exact float results across runs with different

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: the dense path: choosing it from the data, matrices, product,
  * groups (see fold_internal.h, fold_dense.h, fold_exec.h). */
 #include <sched.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: the hash path: build table, group tables, probe (see fold_internal.h, fold_exec.h). */
 #include <errno.h>
 #include <stdatomic.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: reading the children: partitions, batches, workers (see fold_internal.h, fold_exec.h). */
 #include <errno.h>
 #include <stdatomic.h>

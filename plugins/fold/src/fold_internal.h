@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: FoldExec's internals shared by its source files.
  *
  *   fold_input.c  reading the children: partitions, batches, workers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: a hash set of key tuples (see fold_keys.h). */
 #include "fold_keys.h"
 

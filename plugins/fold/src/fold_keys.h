@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: a hash set of key tuples, each numbered in insertion order.
  *
  * A tuple is `width` int64 values plus a null mask (bit i set: value i is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: recognising a contraction in a plan view (see fold_spec.h). */
 #include "fold_spec.h"
 

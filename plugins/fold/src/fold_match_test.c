@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: what the planner folds and what it declines (with the
  * reason), through the planner object and through the built plugin. */
 #include <dlfcn.h>

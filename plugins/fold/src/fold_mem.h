@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: memory accounted against the host's memory pool.
  *
  * Every buffer the fold operator allocates while executing is reserved from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: the planner object and the plugin descriptor (see fold_planner.h). */
 #include "fold_planner.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: the planner object and the plugin descriptor.
  *
  * The planner's interest is QL_NODE_BIT(QL_NODE_AGGREGATE): hosts skip it for

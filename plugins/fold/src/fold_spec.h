@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: recognising `SELECT g..., SUM(x * y) FROM a JOIN b ON keys
  * GROUP BY g...` in a plan view, and the description of the fold it yields.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: an exact, order-independent sum of float64 values (see fold_xsum.h).
  *
  * Fixed point: global bit 0 is 2^-1074 (the smallest subnormal), so a finite

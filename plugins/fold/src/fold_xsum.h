@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: an exact, order-independent sum of float64 values.
  *
  * Why: SUM over float64 products must give bit-for-bit the same result from

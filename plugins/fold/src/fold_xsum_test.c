@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: the exact float64 sum: exact values, order independence,
  * rounding, subnormals, overflow, NaN and infinities, merging, memory. */
 #include <float.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_fold: the plugin's one exported symbol. */
 #include "fold_planner.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: registration and a full scan. The input describes a
  * dataset: byte 0 the variable count (1-4); per variable a byte of flags
  * (rank 0-3, coordinate, chunked, lazy, strided), a byte naming its

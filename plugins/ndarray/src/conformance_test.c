@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_ndarray under the conformance kit (ql_check_plugin, in this
  * process: the registry is per process): the built plugin is dlopened, a
  * dataset registered through its descriptor's API (as Python does), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_ndarray: a registered dataset as a zr_dataset (model.h) whose
  * chunk source reads the caller's buffers in place or calls its loaders. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_ndarray: the registry of datasets (registry.c) and the datasets
  * built over them for the XQL table model (dataset.c). */
 #ifndef QLINK_NDARRAY_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_ndarray: the plugin descriptor and its `dataset` table and schema
  * providers over registered datasets (qlink_ndarray.h). Exported:
  * qlink_plugin_init only; the registration API is its descriptor's

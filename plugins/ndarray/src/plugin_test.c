@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_ndarray end to end through the ABI, over arrays in this process:
  * the registration API reached through the descriptor, every dtype,
  * strided and non-contiguous buffers, NaN and NaT, chunk blocks, dimension

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_ndarray: registering N-dimensional arrays held by the caller (an
  * xarray Dataset's variables: numpy buffers, or lazy arrays loaded block by
  * block) so that the plugin's `dataset` providers serve them as SQL tables

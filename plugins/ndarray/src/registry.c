@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_ndarray: the process-wide registry of datasets (qlink_ndarray.h),
  * keyed by random 128-bit handles (README.md, "Handles"). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fixtures for qlink.xarray over the C build (DuckDB and SQLite routes).
 
 The package under test is this source tree's python/qlink (importable

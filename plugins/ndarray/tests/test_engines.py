@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink.xarray.register on DuckDB and SQLite connections (the C build
 alone): table names as xarray-sql 0.6 gives them, values against
 Dataset.to_dataframe(), every dtype, NaN and NaT, cftime calendars, lazy

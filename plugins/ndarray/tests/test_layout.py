@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ctypes mirrors of qlink_ndarray.h's structs against the layout the
 plugin was compiled with (nd_api.layout): loading the library checks them,
 and a mirror that differs is an ImportError naming the member."""

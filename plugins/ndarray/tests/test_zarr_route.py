@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The zarr route of qlink.xarray: a Dataset xarray opened from a local Zarr
 store, unchanged, is served by qlink_zarr (``nan_fill=all``, or ``nan`` when asked) with the very
 rows, column names and types the ndarray route serves for it; anything

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: a netCDF file's bytes (any format libnetcdf reads),
  * served from a memory:// store as qlink_netcdf serves such files: opened
  * with nc_open_mem, the model built (every coordinate read), then every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_netcdf: netCDF attributes as the JSON values the table model reads
  * (zarr keeps attributes as JSON; cf.h decodes from them):
  * - text (NC_CHAR) is a string, trailing NULs dropped; bytes that are not

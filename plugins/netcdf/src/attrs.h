@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_netcdf: a variable's (or a group's: varid NC_GLOBAL) attributes as
  * a JSON object (attrs.c documents the mapping). Called with the lock held.
  * *out is a new reference, also on failure (the caller decrefs it). Errors

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_netcdf: a dataset over one or several netCDF files (ncf.h:
  * ncf_dataset_open): the files opened through the host's gate, the first
  * file's variables as the model's arrays, the others checked against it

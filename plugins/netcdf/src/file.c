@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_netcdf: opening one input with libnetcdf and choosing its group
  * (ncf.h: ncf_file_open, ncf_file_close). Called with the lock held. */
 #include <netcdf.h>

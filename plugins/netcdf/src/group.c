@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_netcdf: a netCDF group's variables as the table model's arrays
  * (ncf.h: ncf_read_group). Called with the lock held. */
 #include <netcdf.h>

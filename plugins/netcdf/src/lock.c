@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_netcdf: the one mutex every libnetcdf call runs under, and the
  * process's exit (ncf.h). */
 #include <pthread.h>

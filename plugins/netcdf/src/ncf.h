@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_netcdf: netCDF files (netCDF-3 classic, 64-bit offset, CDF5;
  * netCDF-4 / HDF5) as a chunk source of qlink_zarr's table model
  * (qlink_zarr/model.h). libnetcdf reads every byte; this plugin maps its

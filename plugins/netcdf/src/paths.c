@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_netcdf: the files a `path` option names, each allowed by the
  * host's object store before it is opened (ncf.h: ncf_inputs_resolve). */
 #define _GNU_SOURCE

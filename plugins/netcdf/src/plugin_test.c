@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_netcdf end to end through the ABI: files written here with
  * libnetcdf (netCDF-3 classic, netCDF-4 with groups and chunks), read back
  * through the reference host's file:// and memory:// stores; the options

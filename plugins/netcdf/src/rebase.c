@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_netcdf: record variables whose files disagree only on the
  * reference date or unit of "<unit> since <date>" (xarray writes each file
  * of a split series with units of its own first time): each file's numbers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_netcdf: the chunk source (model.h) over open netCDF files: boxes
  * read with nc_get_vara, split across the files of a multi-file dataset
  * along its record dimension. */

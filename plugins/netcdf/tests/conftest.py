@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Helpers for the qlink_netcdf tests: run the scan driver (netcdf-scan:
 qlink_zarr's zarr_scan.c linked with this plugin), build xarray's
 expectations from xr.open_dataset, compare exactly. The row and cell

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Several files along a record dimension, groups, and clean errors for
 missing, corrupt and unsupported input."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Files xarray writes in every netCDF format, read through qlink_netcdf and
 compared exactly with xr.open_dataset(...).to_dataframe()."""
 import warnings

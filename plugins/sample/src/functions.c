@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_sample: the UDF add_one, the UDAF sum_sq and the UDWF running_count.
  *
  * add_one(int64) -> int64      x + 1; NULL in, NULL out; QL_EOVERFLOW at INT64_MAX.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_sample: the `grid` table provider, an in-memory table.
  *
  * grid?ny=NY&nx=NX&batch_rows=B&partitions=P is the NY x NX grid as a table

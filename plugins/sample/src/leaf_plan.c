@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_sample: what every leaf execution plan (a table scan) shares: no
  * children, a display line built on first use (see sample_internal.h). */
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_sample: two planners that show the planner hook's two cheapest answers.
  *
  * decline_all        interest 0 (every plan); always QL_PLANNER_DECLINE.

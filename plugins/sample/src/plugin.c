@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_sample: the plugin descriptor and its one exported entry point.
  *
  * A template to copy. A plugin takes four steps:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* End-to-end test of the sample plugin through the loader and the reference
  * host: every scan result, statistic, pushdown answer, function output and
  * planner answer is asserted exactly; executor hooks must balance and the

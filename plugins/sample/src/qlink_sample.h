@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_sample: what tests may know of the sample plugin beyond the ABI.
  *
  * The sample plugin's executor_enter returns a pointer to the calling

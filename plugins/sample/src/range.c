@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_sample: the table function sample_range.
  *
  * sample_range(start, stop[, step]) is the table of one int64 column

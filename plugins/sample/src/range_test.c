@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The sample plugin's table function sample_range through the loader and
  * the reference host: the rows of each call, its schema, statistics and
  * pushdown, and the exact error of every bad argument list. Executor hooks

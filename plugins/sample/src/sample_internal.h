@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_sample: declarations shared by the sample plugin's files.
  *
  * Nothing here is exported: the plugin is built with hidden visibility and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_sample: the `series` table provider and its execution plan.
  *
  * series?start=S&stop=E&step=T&partitions=P is the table of the values

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_sample: row-range arithmetic of the series table.
  *
  * Rows are indexed by k, value_k = start + k * step. Pushed filters on

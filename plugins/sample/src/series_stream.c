@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_sample: the record-batch stream of one partition of a series scan.
  *
  * Follows the Arrow C Stream Interface: get_next returns 0 with a released

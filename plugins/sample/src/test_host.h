@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The sample plugin's C tests (plugin_test.c, range_test.c): the built
  * plugin loaded through libqlink's loader beside a reference host with
  * 4-row batches (so streams cross many batches), and the checks every test

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the chunk decoders. Byte 0 picks a codec pipeline
  * (every compressor, checksum, transpose and sharding layout qlink_zarr
  * reads, zarr-python 3's numcodecs.<id> codecs, then v2 pipelines with

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Regenerate the seed corpora in fuzz/corpus from stores zarr-python
 writes (run with the project venv; the output is kept in the repo):
 

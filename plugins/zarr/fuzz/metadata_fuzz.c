@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the metadata parsers. The input is one JSON document,
  * read as a consolidated root (v3 zarr.json or v2 .zmetadata), as a v2
  * .zarray (with itself as .zattrs) and as a v3 array zarr.json; every array

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: kerchunk reference files (refs.h). The input is the
  * reference file, memory:///d/r.json, opened as a Zarr store over the
  * reference registry's memory:// store, which also holds d/f.bin (64

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: partial reads of a sharded v3 array (shard_read.h),
  * the shard index and inner-chunk ranges read through an object store.
  * Byte 0 picks the array's sharding layout (index at the end or start,

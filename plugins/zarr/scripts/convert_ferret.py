@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Write the netCDF files of Debian's ferret-datasets package as Zarr v2 and
 v3 stores, the way an xarray user would: OUT_DIR/<name>.v2.zarr and
 OUT_DIR/<name>.v3.zarr (consolidated metadata, default codecs).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job: Debian's ferret-datasets written as Zarr v2 and v3 by
 # convert_ferret.py (cached), analysed with SQL through the qlink_zarr plugin
 # in the DataFusion host. Each analysis (scripts/ferret/*.sql) runs on the v3

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: the plugin descriptor, the `table` table provider and the
  * `store` schema provider. The only exported symbol is qlink_plugin_init. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr end to end through the ABI, over an in-memory store: schema,
  * statistics, the pushdown handshake (filters built with libqlink's IR
  * builder), partitions, batches, limit, cancellation, metrics. */

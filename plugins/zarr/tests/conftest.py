@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Helpers for the qlink_zarr tests: run the scan driver, build xarray's
 expectations, compare exactly."""
 import glob

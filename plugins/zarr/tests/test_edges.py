@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Edges a scientist hits: variables of one table chunked differently
 (aligned and misaligned block grids), very small chunks (many blocks:
 planning must not cost per block), 1-D datasets, coordinates-only stores,

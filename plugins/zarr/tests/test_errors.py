@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bad input: a clear error naming the store, the array and the problem;
 never a crash (the driver runs under ASan/UBSan in the asan build) and
 never a silently wrong value."""

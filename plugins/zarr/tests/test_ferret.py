@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The main job's data: Debian ferret-datasets files written as Zarr v2 and
 v3 by scripts/convert_ferret.py; every table equals what xarray reads from
 the same store (with decode_times=False where xarray's default cannot

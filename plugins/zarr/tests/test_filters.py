@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Filter, projection and limit pushdown: results equal the unfiltered scan
 filtered afterwards; supported filters are answered EXACT (2), others
 UNSUPPORTED (0); pruned partitions are not read."""

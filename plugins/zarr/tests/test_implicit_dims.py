@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Dimensions without a coordinate array (a CF observation store's `obs`):
 their column holds the positions 0..n-1, generated on the fly and never
 held per position. Contents equal xarray's Dataset.to_dataframe(); every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Virtual Zarr: kerchunk reference files (kerchunk 0.2.10) read as Zarr
 stores, every chunk inline or a byte range of the netCDF file it came from,
 compared exactly with xarray's reading of that file

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Virtual Zarr over HTTP: kerchunk references whose chunks are byte
 ranges of netCDF files on a web server, read through the qlink tool (its
 session makes an HTTP object store for an http(s):// URL, the same one a

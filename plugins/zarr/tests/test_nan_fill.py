@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """NaN and NULL: a float variable whose fill value is NaN (what xarray
 writes by default) has its NaN cells masked (SQL NULL, where xarray and
 pandas show a missing NaN); a float variable with no fill value, or a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """numcodecs' codecs as real stores use them: Zarr v3 stores written by
 zarr-python 3 with its numcodecs codecs ("numcodecs.<id>": the array ->
 array filters delta, fixedscaleoffset, quantize, bitround, astype, packbits;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink-check (the conformance kit) passes on qlink_zarr, over a Zarr v2 and
 a v3 store with two tables."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink_zarr on the Zarr stores scientists really have (issue #4): netCDF
 conventions left by converted satellite and model products, CF time edge
 cases, layouts and names. Each table's full contents must equal xarray's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """0-d data variables (a station's elevation, a grid mapping, a run's
 constants) and table names: the one-row `scalars` table against xarray's
 decoding of each variable (Dataset.to_dataframe() refuses a 0-d Dataset,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Sharded Zarr v3 arrays written by xarray + zarr-python, read in part: a
 query needing one inner chunk fetches the shard index and that chunk only
 (bytes_read exact, from the shard's own index), adjacent inner chunks in

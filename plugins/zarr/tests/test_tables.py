@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink_zarr against xarray: every table's full contents equal
 Dataset.to_dataframe() (NULL where the fill value was), for stores written
 by xarray + zarr-python + numcodecs, Zarr v2 and v3."""

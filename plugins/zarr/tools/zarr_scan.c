@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* zarr-scan: scan one qlink_zarr table through libqlink's reference host
  * and print JSON lines: a header {"columns", "formats", "metadata",
  * "answers", "display", "partitions", "ordering": [[column, flags]...] (the

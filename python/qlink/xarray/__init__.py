@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Any ``xarray.Dataset`` as SQL tables, in DuckDB, SQLite and DataFusion:
 a drop-in for xarray-sql 0.6 over the qlink_ndarray plugin.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Variable buffers: a Dataset's variables described to qlink_ndarray
 (``struct nd_variable`` through qlink._ndarray), numpy buffers read in
 place, object arrays converted to fixed-width ones, lazy variables loaded

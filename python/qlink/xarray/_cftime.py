@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cftime dates as text and back: the ISO-8601 text a cftime column holds
 (:func:`cftime_text`, also the ``cftime()`` SQL function of a
 :class:`~qlink.xarray.Context`), and the dates :func:`~qlink.xarray.to_dataset`

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """DataFusion: :func:`read_xarray_table` (one Dataset as a qlink table for
 a datafusion-python ``SessionContext``) and the ``Context`` class, a
 ``SessionContext`` with ``from_dataset`` (made on first use: it needs

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The engines' side of a registration: the provider spec each table is
 served by (:class:`_Source`: qlink_ndarray's ``dataset``, qlink_zarr's
 ``table``), the kind of connection, and what each engine's catalogue makes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Datasets as Polars LazyFrames: :func:`to_polars` (one dimension group)
 and :func:`to_polars_tables` (every group, named as xarray-sql 0.6's
 ``arrow_datasets`` names them), over :mod:`qlink.polars`."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Table names: the dimension groups of a Dataset and the table each
 becomes (xarray-sql 0.6's naming), and the types of the options that shape
 them."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Polars' side of a registration: LazyFrames over the providers
 (:mod:`qlink.polars`, one qlink.Session shared by a Dataset's frames), a
 ``polars.SQLContext``'s tables, and the owner that releases a Dataset's

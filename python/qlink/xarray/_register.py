@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Registering a Dataset on a connection: :func:`register` (the route,
 the registrations, the engine's tables), :func:`unregister`."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The round trip: a query's result back into a labelled
 ``xarray.Dataset`` (:func:`to_dataset`), with a template's coordinates,
 dtypes and attributes."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Connection scopes: the Datasets :func:`~qlink.xarray.register` put on
 one connection, the route that serves each name, and their release when
 the connection closes or is collected."""

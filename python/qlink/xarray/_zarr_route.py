@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Zarr route: whether a Dataset is a local Zarr store as xarray
 opened it, unchanged, so that qlink_zarr serves it straight from the store
 with the rows qlink_ndarray would serve (:func:`zarr_route`), and when

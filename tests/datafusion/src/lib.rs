@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Shared helpers of the cross-component tests: sessions with and without
 //! the fold planner installed in the DataFusion host, detecting `FoldExec`
 //! in a physical plan, and comparing query results as multisets of rows.

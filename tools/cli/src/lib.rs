@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The `qlink` tool's library half, shared with the Python package:
 //! - `session`: the one session builder (memory limit, configuration,
 //!   object stores, planners) behind `qlink sql` and `qlink.Session`;

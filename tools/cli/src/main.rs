@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `qlink`: run SQL over qlink plugins with DataFusion.
 //!
 //!   qlink [OPTIONS]                 the interactive shell, or a script from stdin

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! An object store wrapper that remembers a server's refusal of range
 //! requests. A plain web server (`python -m http.server`) answers a ranged
 //! `GET` with the whole object, which object_store's `HttpStore` reports as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Printing query results: tables in aligned pages, CSV and JSON streamed
 //! batch by batch, and the progress line shown on a terminal.
 

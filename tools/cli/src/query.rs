@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Running one statement of the `qlink` tool: `DESCRIBE TABLE` with the
 //! columns' field metadata (units, long_name, ...), any other statement
 //! through DataFusion, its result printed as it streams, `--timing` on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Object stores for `http://` and `https://` URLs, created on first use.
 //!
 //! [`RemoteStoreRegistry`] is the object store registry of the sessions the

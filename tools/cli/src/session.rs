@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The one session builder of the `qlink` tool and `qlink.Session`: a
 //! DataFusion `SessionContext` whose runtime environment has the memory
 //! limit asked for and [`RemoteStoreRegistry`] as its object-store registry,

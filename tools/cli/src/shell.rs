@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `qlink` without a statement: an interactive shell on a terminal, or a
 //! script read from standard input (`qlink < analysis.sql`).
 //!

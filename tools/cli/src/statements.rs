@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Splitting SQL text into statements at `;`, as a shell reads a script or
 //! a multi-line entry: a `;` inside a quoted string ('...'), a quoted
 //! identifier ("..."), a `--` line comment or a `/* ... */` block comment

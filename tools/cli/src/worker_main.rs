@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `qlink-worker`: one worker of distributed qlink queries, a
 //! datafusion-distributed worker (gRPC) whose sessions carry qlink's
 //! runtime environment (HTTP(S) and bucket object stores, memory limit) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Worker addresses for distributed queries (`--workers`,
 //! `qlink.Session(workers=...)`): parsed, and checked reachable before the
 //! first query so a wrong address is one clear error at start.

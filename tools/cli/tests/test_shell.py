@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The qlink shell and scripts, driven as a user drives them: a script on
 standard input, and the interactive shell through a pseudo-terminal
 (line editing and history recall, the history file, \\d, multi-line statements, Ctrl-C cancelling a

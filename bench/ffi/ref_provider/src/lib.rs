@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `qlink_ffi_ref`: the reference side of `make bench-ffi`.
 //!
 //! What a library outside datafusion-python does today to give it a table or

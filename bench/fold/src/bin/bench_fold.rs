@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! bench_fold: stock DataFusion vs the fold planner installed in the
 //! DataFusion host, one run, the same session data (the planner's session
 //! is built from the stock session's state, so both see the same tables).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! NUL-terminated copies of Rust strings for the C structs that borrow them.
 
 use std::os::raw::c_char;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Two-way conversions between DataFusion's and the ABI's values, each in one
 //! place: types and their Arrow C format strings, scalars, and the C string
 //! copies the ABI's borrowed structs point into.

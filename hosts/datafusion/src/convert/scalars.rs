@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! DataFusion `ScalarValue` <-> `ql_scalar` (qlink/types.h), for literals
 //! in plan views and filters and for statistics' min/max.
 

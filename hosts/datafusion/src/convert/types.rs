@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Arrow `DataType` <-> Arrow C format strings (the Arrow C Data Interface's
 //! format grammar, as qlink's ABI carries types in `ql_scalar.format`,
 //! signatures and plan-view expressions).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Authentication between a coordinator and its workers: a shared secret
 //! that every gRPC call carries (`authorization: Bearer SECRET`), which a
 //! worker compares in constant time before anything of the call runs (no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The physical extension codec of qlink scans, installed on the
 //! coordinator (encode) and on every worker (decode), and the worker's
 //! plugin loader.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Plugin functions on workers.
 //!
 //! datafusion-distributed sends a function call by name, and a worker's

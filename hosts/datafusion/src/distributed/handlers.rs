@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! datafusion-distributed's planning hooks for qlink scans: how many tasks
 //! a scan's stage wants (one per partition, capped by the workers), the
 //! scan split over the tasks the stage got, and where each task runs (task

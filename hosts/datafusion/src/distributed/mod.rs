@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Distributed execution on datafusion-distributed 4.0 (issue #19): a qlink
 //! table scan crosses to a worker as a recipe, never as data.
 //!

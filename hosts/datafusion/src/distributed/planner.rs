@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Which queries are distributed. A worker can rebuild a qlink table scan
 //! with a recipe (a spec table's, a schema table's, a table function's),
 //! DataFusion's own nodes and functions, and calls of the plugin functions

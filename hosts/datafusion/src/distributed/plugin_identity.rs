@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Which build of a plugin a coordinator loaded: a worker's copy must be
 //! the same (name, version, ABI version and file digest).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The wire form of a scan recipe (protobuf through prost). Filters and a
 //! table function's arguments travel as DataFusion's own
 //! `LogicalExprNode`s (datafusion-proto): this is DataFusion's wire between

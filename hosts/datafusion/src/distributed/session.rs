@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Setting up sessions for distributed execution: the coordinator's (which
 //! plans, splits qlink scans among the workers and runs the head stage)
 //! and a worker's (which rebuilds the scans it is sent).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A qlink scan's partitions divided among the tasks of a distributed
 //! stage: task t of T runs partitions `task_partitions(P, T, t)` of the
 //! scan's P (contiguous, sizes differing by at most one), as partitions

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Values computed once per partition of an immutable plan.
 
 use std::sync::Arc;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A plugin's execution plan as Rust owns it: released (inside the
 //! plugin's hooks) on drop, or a child borrowed from a parent kept alive.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A DataFusion plan as a `ql_execution_plan` handle (planner answers and
 //! `with_new_children`), zero-copy: its batches cross as Arrow C arrays
 //! referencing DataFusion's buffers.

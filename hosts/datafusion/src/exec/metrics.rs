@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A plugin plan's metrics snapshot as DataFusion metrics (EXPLAIN
 //! ANALYZE).
 

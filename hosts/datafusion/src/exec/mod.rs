@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Execution plans both ways.
 //! - `QlinkExec` (plugin_plan.rs): a plugin's `ql_execution_plan` as a
 //!   DataFusion `ExecutionPlan`. Streams cross through Arrow's C Stream

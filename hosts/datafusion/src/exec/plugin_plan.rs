@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `QlinkExec`: a plugin's `ql_execution_plan` as a DataFusion
 //! `ExecutionPlan` (partitions, ordering, boundedness, children visible to
 //! the optimizer, statistics, metrics for EXPLAIN ANALYZE).

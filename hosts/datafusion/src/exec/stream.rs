@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A plugin's Arrow C stream read as a DataFusion stream. The plugin's
 //! blocking `get_next` never runs on an async worker thread as such: in
 //! place under `block_in_place` on a multi-thread runtime, else on a

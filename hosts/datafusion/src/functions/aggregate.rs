@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A plugin's aggregate function as a DataFusion `AggregateUDF`, its
 //! accumulator driven row batch by row batch.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Arguments and results across function.h: argument types as one struct
 //! schema, argument columns as one struct array (zero-copy), results
 //! imported with the plugin kept loaded.

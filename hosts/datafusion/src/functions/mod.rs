@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A plugin's functions as DataFusion functions, one file per kind:
 //! `ScalarUDF` (scalar.rs), `AggregateUDF` with a row accumulator
 //! (aggregate.rs), `WindowUDF` evaluating a whole partition (window.rs) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A plugin's scalar function as a DataFusion `ScalarUDF`.
 
 use std::ffi::CString;

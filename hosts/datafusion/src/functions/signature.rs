@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Volatility and argument signatures between function.h and DataFusion.
 
 use datafusion::logical_expr::{Signature, TypeSignature, Volatility};

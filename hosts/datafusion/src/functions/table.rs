@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A plugin's table function as a DataFusion table function: the call
 //! returns a [`QlinkTableProvider`] that remembers the call.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A plugin's window function as a DataFusion `WindowUDF`, evaluated over
 //! a whole partition at once.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A planner a plugin opened (or the host built), owned: released inside
 //! the plugin's hooks on drop.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Planner plugins (docs/abi.md R11; gaps G1, G2, G3, G7) as a DataFusion
 //! `QueryPlanner` plus an `ExtensionPlanner`:
 //! - decline fast path: a planner is called only when the optimized logical

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The plan view a planner plugin reads (qlink/plan.h): DataFusion's
 //! optimized logical plan as libqlink's IR arena, complete or lazy.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `QlinkQueryPlanner`: DataFusion's default physical planner with the
 //! installed planners' hook in front (decline fast path, plan views,
 //! PHYSICAL and REWRITE answers, `plan_physical` for subtrees).

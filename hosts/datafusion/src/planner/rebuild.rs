@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! REWRITE answers: a planner's plan view rebuilt as a DataFusion logical
 //! plan with `LogicalPlanBuilder` (tables by their handles, functions by
 //! their identities), then planned as usual.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! PHYSICAL answers spliced into the logical plan: the plan a planner chose
 //! stands in for its subtree as an extension node until DataFusion's
 //! physical planner reaches it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `ql_executor` (gap G4): jobs a plugin spawns run on the host's threads.
 
 use std::os::raw::{c_int, c_void};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `ql_memory_pool` and `ql_memory_reservation` over DataFusion's memory
 //! pool (gap G5): a plugin's reservations count against the session's limit.
 

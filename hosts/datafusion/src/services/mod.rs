@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Host services handed to plugins (docs/abi.md R8, gaps G4, G5, G6, G8): the
 //! session view, the runtime environment (DataFusion's memory pool,
 //! object-store registry and disk manager), the executor, and the task

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `ql_object_store` and `ql_object_store_registry` over object_store and
 //! the session's registry (gap G5): a plugin reads what the session reads.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `ql_runtime_env`: the session's memory pool, object-store registry and
 //! temp files behind the ABI, built per scan or execute in O(1).
 

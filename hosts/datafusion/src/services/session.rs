@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `ql_session` (gap G6): a lazy view of the session; functions and options
 //! are looked up by name only when a plugin asks.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `ql_task_context` (gap G8): one partition's view of the session, the
 //! runtime environment, the executor and cancellation.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `ql_temp_files` over DataFusion's disk manager.
 
 use std::ffi::CString;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Lazy plan views (qlink/plan.h `expand`, QL_PLANNER_LAZY_VIEW): a lazy
 //! view expanded node by node equals the complete view of the same plan,
 //! and the host hands each planner the kind of view it asked for.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A scan crosses to a worker as its recipe (QlinkCodec): encoded in one
 //! session, decoded in another (as a worker does, with its own task
 //! context), the rebuilt scan yields exactly the rows of the original, for a

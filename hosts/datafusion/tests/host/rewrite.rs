@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! REWRITE answers rebuilt by the host: a planner that hands back an exact
 //! copy of the whole plan view (built with libqlink's builder) must give the
 //! rows DataFusion gives without it, for joins (with keys, extra conditions,

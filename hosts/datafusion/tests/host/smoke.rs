@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! First end-to-end check: a plugin table scanned through DataFusion equals
 //! the same rows in a native MemTable.
 use std::sync::Arc;

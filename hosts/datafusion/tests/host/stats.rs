@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! DataFusion plans handed to plugins (planner children, `export_host_plan`)
 //! answer `get_statistics` with what DataFusion knows about them: row
 //! counts, byte sizes and per-column null count / min / max / distinct

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What DuckDB's settings let qlink load and read, shared by both builds (no
  * DuckDB call: v1/bind.c and v2/bind.c read the settings, see qd_settings).
  *

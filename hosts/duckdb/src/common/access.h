@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What DuckDB's settings let qlink load and read (access.c), and the text
  * helpers every file uses. Both builds read the settings their own way
  * (v1/bind.c, v2/bind.c) into a struct qd_settings. */

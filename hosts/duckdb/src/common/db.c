@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The DuckDB host's per-database state (db.h): made when the extension
  * loads, and the plugins it loads through the allowed directories. No
  * DuckDB call. */

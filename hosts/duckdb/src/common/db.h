@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The DuckDB host's per-database state, shared by both builds.
  *
  * Two extensions are built: qlink.duckdb_extension against DuckDB's stable

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The DuckDB host: plugin functions, the part both builds share (see
  * plugin_fns.h). DuckDB is reached only through vectors.h. */
 #include "common/plugin_fns.h"

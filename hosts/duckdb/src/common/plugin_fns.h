@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The DuckDB host: a plugin's functions as DuckDB functions, the part both
  * builds share (plugin_fns.c): qlink_load's walk over a plugin's catalogue,
  * opening scalar and aggregate functions with their DuckDB types, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The catalog functions' rows (rows.h): qlink_plugins, qlink_tables and
  * qlink_allow / qlink_seal compute them at bind. No DuckDB call. */
 #include "common/rows.h"

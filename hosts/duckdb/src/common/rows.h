@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Rows of VARCHAR cells, row-major: the catalog functions' results
  * (rows.c), computed at bind from the database's state. */
 #ifndef QLINK_DUCKDB_ROWS_H

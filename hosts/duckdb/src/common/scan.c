@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One table provider as a DuckDB table function, the engine-side work
  * both builds share (scan.h): opening a provider from its spec, mapping
  * its schema, planning a scan and walking its partitions. No DuckDB call:

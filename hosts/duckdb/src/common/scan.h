@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One table provider as a DuckDB table function, the part both builds
  * share (scan.c): qlink_scan's bind data, also made by plugin table
  * functions (plugin_fns.h), and the scan's global and local state. Each

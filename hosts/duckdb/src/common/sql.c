@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The SQL text qlink_attach and qlink_load make, shared by both builds: the
  * V1 build runs it on a connection of its own, the V2 build hands it to
  * DuckDB as its PRAGMA's query, which runs on the caller's connection. No

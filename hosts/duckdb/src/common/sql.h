@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The SQL text qlink_attach and qlink_load make (sql.c): statement text
  * that grows to fit (nothing is ever cut). */
 #ifndef QLINK_DUCKDB_SQL_H

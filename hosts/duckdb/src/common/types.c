@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Arrow format strings -> DuckDB storage (see types.h). Pure C: the DuckDB
  * type ids are the values of duckdb.h's enum, repeated in types.h so that
  * this file and its test need no DuckDB header. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The DuckDB host: Arrow formats of plugin columns -> DuckDB types, and
  * DuckDB types of function arguments -> libqlink cells.
  *

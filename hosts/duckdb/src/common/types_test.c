@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for hosts/duckdb/src/types.c: every Arrow format qlink plugins
  * produce maps to the DuckDB storage the copy relies on; others are refused
  * with a reason naming the format. */

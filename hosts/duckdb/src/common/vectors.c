@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The DuckDB host: the memory side of vectors.h, shared by both builds:
  * Arrow values into a vector's data and validity, numbers out of a
  * vector's data. No DuckDB call: each build's qd_copy and qd_vector_cells

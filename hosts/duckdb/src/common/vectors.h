@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The DuckDB host: Arrow arrays into DuckDB vectors (scan results, function
  * results) and DuckDB vectors as libqlink cells (function arguments). The
  * type rules are types.h's.

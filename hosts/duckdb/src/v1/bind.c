@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The V1 build's binds (bind.h): DuckDB's settings of a client context,
  * VARCHAR arguments checked, and a bind's error. */
 #include "v1/bind.h"

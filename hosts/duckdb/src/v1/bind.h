@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The V1 build's binds (bind.c): what every table function's bind of this
  * build does first (DuckDB's settings), reads (VARCHAR arguments) and
  * fails with. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The DuckDB C API of the V1 build, qlink.duckdb_extension: DuckDB's
  * stable C extension API (V1, target 1.5.6).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The DuckDB host, C API V1: a plugin's functions as DuckDB functions (the
  * V1 glue, functions.h; what both builds share is common/plugin_fns.c's,
  * V2's glue is v2/functions.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The qlink DuckDB extension (stable C extension API, V1, target 1.5.6),
  * qlink.duckdb_extension: its entry point, qlink_init_c_api (DuckDB finds
  * it from the file name). It makes the database's state and registers

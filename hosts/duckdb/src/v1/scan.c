@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The V1 build's qlink_scan('PLUGIN/PROVIDER?k=v&...' [, table := 'NAME'])
  * (scan.h): one table provider of a qlink plugin as a DuckDB table function.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The V1 build's vectors (common/vectors.h, v1/vectors.h): DuckDB's stable
  * C API reaches a vector's memory through duckdb_vector_get_data and
  * duckdb_vector_get_validity, and stores strings with

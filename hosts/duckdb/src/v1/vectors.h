@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the V1 build adds to common/vectors.h (v1/vectors.c). */
 #ifndef QLINK_DUCKDB_V1_VECTORS_H
 #define QLINK_DUCKDB_V1_VECTORS_H

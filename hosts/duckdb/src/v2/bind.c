@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The V2 build's binds (bind.h): small wrappers over the V2 calling
  * convention (errors, VARCHAR arguments, a function's user data) and
  * DuckDB's settings of a callback's context. */

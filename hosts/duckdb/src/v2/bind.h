@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The V2 build's binds (bind.c): small wrappers over the V2 calling
  * convention, VARCHAR arguments and DuckDB's settings of a context. */
 #ifndef QLINK_DUCKDB_V2_BIND_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The DuckDB C API of the V2 build, qlink_v2.duckdb_extension: the
  * unstable C API V2 of the pinned engine version (built for, and loaded
  * by, that version only).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The V2 build's catalog functions (catalog.h): qlink_plugins(),
  * qlink_tables('SPEC'), qlink_allow('DIR'), qlink_seal() and
  * qlink_attach('NAME', 'SPEC'), a query PRAGMA here (below). The first

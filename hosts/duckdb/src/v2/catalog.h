@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The V2 build's catalog functions (catalog.c). */
 #ifndef QLINK_DUCKDB_V2_CATALOG_H
 #define QLINK_DUCKDB_V2_CATALOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_scan's filter pushdown in the V2 build (filters.h).
  *
  * DuckDB offers each predicate over the scan's rows as a bound expression

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The DuckDB host, C API V2: a plugin's functions as DuckDB functions.
  *
  *   PRAGMA qlink_load('PLUGIN');                  -- every function DuckDB can express

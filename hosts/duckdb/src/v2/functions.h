@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The V2 build's plugin functions (functions.c). */
 #ifndef QLINK_DUCKDB_V2_FUNCTIONS_H
 #define QLINK_DUCKDB_V2_FUNCTIONS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The qlink DuckDB extension against DuckDB's C API V2 (unstable: built
  * for, and loaded by, the pinned engine version only),
  * qlink_v2.duckdb_extension: its entry point, qlink_v2_init_c_api_v2

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The V2 build's registrations (register.h): table functions and query
  * PRAGMAs of VARCHAR parameters, each with the struct qd_db as its user
  * data, and a PRAGMA's query. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The V2 build's registrations (register.c). C API V2 registers functions
  * only while the extension loads, through its extension handle. */
 #ifndef QLINK_DUCKDB_V2_REGISTER_H

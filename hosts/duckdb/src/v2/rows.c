@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The V2 build's table functions that return their bind's struct qd_rows
  * (rows.h): computed at bind, returned from one thread. */
 #include "v2/rows.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The V2 build's table functions returning their bind's struct qd_rows
  * (rows.c): the catalog functions, qlink_load_mark and the CALL forms
  * that fail. */

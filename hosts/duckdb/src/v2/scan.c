@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The V2 build's qlink_scan('PLUGIN/PROVIDER?k=v&...' [, table := 'NAME'])
  * (scan.h): the V1 build's (v1/scan.c) over C API V2, plus filter
  * pushdown: DuckDB offers each predicate over qlink_scan's rows to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The V2 build's qlink_scan (scan.c), and the callbacks plugin table
  * functions share with it (functions.c). */
 #ifndef QLINK_DUCKDB_V2_SCAN_H

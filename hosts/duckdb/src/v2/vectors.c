@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The V2 build's vectors (common/vectors.h, v2/vectors.h): C API V2
  * reaches a vector's memory through its mutable data and validity, gives
  * DuckDB's 16-byte string layout to fill (from the vector's arena), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the V2 build adds to common/vectors.h (v2/vectors.c): its type ids
  * and logical types. */
 #ifndef QLINK_DUCKDB_V2_VECTORS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test support for qlink_fold (see fold_test_util.h). */
 #include "fold_test_util.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test support for qlink_fold: in-memory tables as execution plans, a small
  * host (memory pool with a limit, pthread executor, task context), a plan
  * view generator for contractions, a brute-force reference (nested-loop join

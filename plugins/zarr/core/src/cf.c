@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: xarray's default CF decoding, per element. See cf.h. */
 #include "qlink_zarr/cf.h"
 

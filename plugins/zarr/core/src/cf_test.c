@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: CF decoding and metadata parsing with exact values. */
 #include <math.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: CF "<unit> since <date>" parsing. See cf.h. */
 #include <ctype.h>
 #include <stdlib.h>

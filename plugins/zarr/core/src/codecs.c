@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: codec pipeline parsing and chunk decoding. See codecs.h. */
 #include "qlink_zarr/codecs.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: codec pipeline and dtype tests with exact values. */
 #include <blosc.h>
 #include <bzlib.h>

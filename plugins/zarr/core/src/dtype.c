@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: element types. See dtype.h. */
 #include "qlink_zarr/dtype.h"
 

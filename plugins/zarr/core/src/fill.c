@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: fill values and base64. See array.h. */
 #include <math.h>
 #include <stdlib.h>

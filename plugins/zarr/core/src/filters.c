@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: filter analysis and evaluation. See filters.h. */
 #include "filters.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: filter pushdown on dimension columns.
  *
  * Supported exactly: a dimension column compared with a literal (=, <>, <,

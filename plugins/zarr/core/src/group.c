@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: reading the arrays of a group, consolidated or by listing.
  * See array.h. */
 #include <errno.h>

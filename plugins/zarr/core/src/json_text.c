@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: JSON with Python's non-finite tokens and integers beyond int64. See json_text.h. */
 #include "json_text.h"
 

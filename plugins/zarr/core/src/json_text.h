@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: reading Zarr metadata documents as their writers write them.
  *
  * zarr-python (v2 and v3 formats alike) and xarray serialise metadata with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: metadata JSON as Python's json module writes it (bare NaN,
  * Infinity, -Infinity; integers beyond int64), with exact values. */
 #include <stdint.h>

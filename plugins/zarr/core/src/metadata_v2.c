@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: v2 array metadata (.zarray + .zattrs). See array.h. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: v3 array metadata (zarr.json). See array.h. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: building tables from a group. See model.h. */
 #include "qlink_zarr/model.h"
 

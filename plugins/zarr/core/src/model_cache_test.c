@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr's small-array chunk cache (model.h, ZR_CACHE_ARRAY_BYTES): a
  * second scan of a small array fetches nothing from the store and returns
  * what the first read; chunks enter the cache only as scans read them;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: a dimension without coordinate array (a CF observation
  * store's `obs`) of 2^31 + 7 positions. Its values are the positions, so
  * opening the store holds nothing per position (it held 40 bytes per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr's table names and the scalars table, end to end through the
  * ABI over an in-memory store: the 0-d data variables make one one-row
  * table "scalars" (scalar coordinates first), decoded as xarray decodes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: n-dimensional box copies. See ndcopy.h. */
 #include "qlink_zarr/ndcopy.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: numcodecs filters of Zarr v2 arrays. See numcodecs_filters.h. */
 #include "numcodecs_filters.h"
 

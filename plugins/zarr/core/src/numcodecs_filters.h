@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: the numcodecs filters of Zarr v2 arrays (`.zarray` "filters").
  *
  * A v2 chunk is encoded as: the array's elements (in their dtype and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: v2 numcodecs filters, decoded with exact values (the
  * xarray-written stores of tests/test_tables.py check them against
  * numcodecs itself; these pin the edges numcodecs leaves to NumPy). */

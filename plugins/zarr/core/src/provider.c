@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: a dataset's tables as qlink table providers and its schema
  * provider (provider.h), whatever the dataset's chunk source. */
 #include "qlink_zarr/provider.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: parsing kerchunk reference sets. See refs.h. */
 #include "refs.h"
 

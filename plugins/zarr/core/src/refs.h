@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: kerchunk reference sets ("virtual Zarr").
  *
  * A reference file maps Zarr keys (".zgroup", "t/.zarray", "t/0.0") to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: a kerchunk reference set served as an object store, each
  * target read through the host's registry. See refs.h. */
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kerchunk reference sets (refs.h): parsing (versions 0 and 1, inline
  * text and base64, ranges, templates, relative urls) and every refusal
  * naming the key; the reference set as a store over the reference host's

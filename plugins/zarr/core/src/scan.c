@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: ZarrScanExec and its partition streams. See scan.h. */
 #include "scan.h"
 

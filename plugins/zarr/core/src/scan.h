@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: ZarrScanExec, the execution plan of a table scan.
  *
  * Partitions are blocks of the table's chunk grid (model.h: extents that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: value columns handed to Arrow as views of the decoded
  * partition block (chunks spanning every inner dimension), with and without
  * a fill value masked by the validity bitmap alone; dimension columns as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: partial reads of sharded arrays. See shard_read.h. */
 #include "shard_read.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: reading part of a sharded Zarr v3 array.
  *
  * A shard (sharding_indexed, one stored object) holds a grid of inner

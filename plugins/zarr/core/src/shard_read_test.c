@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr's partial reads of sharded v3 arrays (shard_read.h), end to
  * end through the ABI: a query needing one inner chunk reads the shard
  * index and that chunk only (bytes_read exact), adjacent inner chunks are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: exact statistics. See scan.h. */
 #include <math.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr statistics (stats.c) through the ABI, over an in-memory
  * store: byte sizes as the scan's Arrow buffers hold them (exact only
  * where no column can have a validity buffer), min/max of utf8 and binary

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: object-store access. See store.h. */
 #include "qlink_zarr/store.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr's reads into its own buffer (store.h, zr_store_read): with a
  * store offering read_into, whole objects land in one grow-only buffer
  * (one call when it is large enough; a full buffer asks `head` and reads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: the Zarr store as a dataset's chunk source (model.h):
  * chunks read through the host's object store and decoded by the codec
  * pipeline, small arrays' chunks cached; zr_dataset_open. */

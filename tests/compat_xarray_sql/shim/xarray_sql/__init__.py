@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """xarray_sql for the compatibility run: xarray-sql 0.6's public API
 (Context / XarrayContext, register, to_dataset) answered by qlink.xarray;
 every other name is an internal stand-in (_internal.py)."""

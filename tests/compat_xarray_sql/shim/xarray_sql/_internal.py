@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Stand-ins for xarray-sql's internal names (its Arrow readers, pushdown
 datasets, Flight SQL server, ADBC and geometry helpers, ...): importable,
 so a test module that imports some of them still runs its other tests,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """xarray_sql.reader: read_xarray_table as qlink.xarray's (a qlink table);
 its other names are stand-ins (_internal.py)."""
 import qlink.xarray as _q

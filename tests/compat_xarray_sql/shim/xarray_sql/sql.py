@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """xarray_sql.sql: Context, as qlink.xarray's."""
 import qlink.xarray as _q
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! What the fold planner must leave alone, seen through real DataFusion:
 //! each query plans without FoldExec (the physical plan from
 //! `create_physical_plan` is walked) and gives stock DataFusion's rows.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! EXPLAIN and EXPLAIN ANALYZE plan the query under them through the qlink
 //! planners, so they show the FoldExec the query really runs (with its
 //! children, and with metrics under ANALYZE); and a plugin's zero-argument

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Seeded random einsums over random tables: every generated query gives
 //! the same multiset of rows with the fold planner installed as without it,
 //! FoldExec fires for every one of them, and two runs with the planner (at

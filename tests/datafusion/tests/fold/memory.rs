@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A memory limit on the RuntimeEnv: the fold's tables are reserved from
 //! DataFusion's memory pool, so a small limit fails the query with
 //! DataFusion's ResourcesExhausted error naming FoldExec, everything is

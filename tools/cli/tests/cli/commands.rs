@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The `qlink` binary end to end: streaming output with bounded memory, the
 //! header of an empty result, JSON nulls and non-finite floats, Ctrl-C, and
 //! the one-line error texts.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Distributed queries: `qlink sql --workers` over `qlink-worker`s on this
 //! machine. Answers equal the single-process ones exactly (every scan
 //! partition ran once, on one worker), EXPLAIN draws the stages with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `ql_object_store.read_into` (qlink/services.h) as the DataFusion host
 //! exports it: through the session's registry, over a registered in-memory
 //! store (a streamed payload) and the local file system (a file payload,

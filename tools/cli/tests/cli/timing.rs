@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `qlink sql --timing`: one stderr line with the query's own wall and CPU
 //! seconds (the benchmarks parse it); stdout is the same as without it, and
 //! without it stderr stays empty.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: one Zarr array's metadata (v2 .zarray + .zattrs, or v3
  * zarr.json), and the group of arrays a store holds.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: decoding stored elements into SQL values the way xarray
  * decodes them by default (CF conventions).
  *

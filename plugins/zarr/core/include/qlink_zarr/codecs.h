@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: the codec pipeline that turns a stored chunk into elements.
  *
  * Sources: Zarr v3 core specification, section "Codecs" (array -> array,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: the Zarr element types (v2 dtype strings, v3 data_type names).
  *
  * Sources: Zarr v2 storage specification ("dtype": NumPy typestr such as

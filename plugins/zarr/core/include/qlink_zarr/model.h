@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: the XQL table model over a Zarr group (an xarray Dataset).
  *
  * One table per set of data variables sharing the same dimensions (in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: copying boxes between C-order n-dimensional buffers. */
 #ifndef QLINK_ZARR_NDCOPY_H
 #define QLINK_ZARR_NDCOPY_H

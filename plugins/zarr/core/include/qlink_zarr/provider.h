@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: a zr_dataset's tables as qlink table providers, the dataset
  * as a schema provider. Shared by every plugin over the XQL table model
  * (qlink_zarr's stores, qlink_ndarray's arrays in memory).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qlink_zarr: reading a Zarr store through the host's object-store registry.
  *
  * Every byte the plugin reads goes through a `struct ql_object_store` the

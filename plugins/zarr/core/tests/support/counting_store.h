@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test helper: an object store forwarding to an in-memory store (`inner`,
  * filled with store_put.h), with read_into built on its get_range, counting
  * its calls and the bytes they returned. For the zarr ctests that check

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test helpers: write objects into the reference host's in-memory store
  * (ql_memory_store_put), failing the test on error. For the zarr C tests that
  * build small stores byte by byte. */

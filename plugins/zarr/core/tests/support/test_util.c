@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test support for the plugins over qlink_zarr_core. See qlink_zarr/test_util.h. */
 #include "qlink_zarr/test_util.h"
 

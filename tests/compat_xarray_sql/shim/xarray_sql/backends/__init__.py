@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """xarray_sql.backends: register as qlink.xarray's; the rest stand-ins."""
 import qlink.xarray as _q
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test support for the plugins over qlink_zarr_core (qlink_zarr,
  * qlink_ndarray): a reference host with the plugin the test links in, and
  * a plan's batches, partition by partition. Linked as a library
