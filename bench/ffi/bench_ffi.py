@@ -424,7 +424,7 @@ def print_tables(r: dict) -> None:
         print("| " + " | ".join(CORE) + " |")
         print("|" + "---|" * len(CORE))
         print("| " + " | ".join(f"{r[f'core_{n}_ms']:.3f} ({r[f'core_{n}_ratio']:.2f}x)" for n in CORE) + " |")
-    print(f"\n### SELECT 1 with a query planner installed: median ms per query\n")
+    print("\n### SELECT 1 with a query planner installed: median ms per query\n")
     print("| engine | no planner | with planner | ratio (x) |")
     print("|---|---|---|---|")
     print(f"| datafusion-python 55, pass-through planner via datafusion-ffi FFI_QueryPlanner | {fmt(r.get('select1_dfpy_none_ms'))} "

@@ -19,7 +19,6 @@ Prints a table and writes OUT.json.
 """
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time

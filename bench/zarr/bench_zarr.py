@@ -318,7 +318,10 @@ def markdown(results):
             cells = [f"{r['qlink_s']:.3f} s" if has else "n/a", f"{r['xarray_sql_s']:.3f} s"]
             proc = f"{r['qlink_process_s']:.3f} s" if has else "n/a"
             pand = f"{r['pandas_s']:.3f} s"
-        x = lambda k: f"{r[k]:.1f}x" if k in r else "n/a"
+
+        def x(k):
+            return f"{r[k]:.1f}x" if k in r else "n/a"
+
         ok = "yes" if all(r["agree"].values()) else "NO"
         lines.append(f"| {r['label']} ({r['table_rows'] / 1e6:.1f} M rows) | " + " | ".join(
             cells + [x("ratio_vs_xarray_sql"), proc, x("process_ratio_vs_xarray_sql_query"), pand,
@@ -329,7 +332,10 @@ def markdown(results):
               "|---|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         q, qp = r.get("qlink_cpu_s"), r.get("qlink_process_cpu_s")
-        f = lambda v: f"{v:.3f}" if v is not None else "n/a"
+
+        def f(v):
+            return f"{v:.3f}" if v is not None else "n/a"
+
         lines.append(f"| {r['label']} | {f(q)} | {r['xarray_sql_cpu_s']:.3f} | "
                      + (f"{r['xarray_sql_cpu_s'] / q:.1f}x" if q else "n/a") + f" | {f(qp)} | "
                      + (f"{r['xarray_sql_cpu_s'] / qp:.1f}x" if qp else "n/a") + f" | {r['pandas_cpu_s']:.3f} |")

@@ -13,11 +13,9 @@ bytes, never loaded."""
 from __future__ import annotations
 
 import functools
-import http.server
 import json
 import shutil
 import subprocess
-import threading
 import warnings
 from pathlib import Path
 

@@ -121,7 +121,7 @@ def test_aggregate_groups_nulls_and_empty(con):
     rows = con.execute(f"SELECT parity, sum_sq(value) FROM {s} GROUP BY parity ORDER BY parity").fetchall()
     assert rows == [("even", sum(v * v for v in range(0, 3000, 2))), ("odd", sum(v * v for v in range(1, 3000, 2)))]
     # many groups over many vectors and threads: every group's state merged
-    rows = con.execute(f"SELECT value % 97 AS g, sum_sq(value) FROM qlink_scan('qlink_sample/series?stop=200000') "
+    rows = con.execute("SELECT value % 97 AS g, sum_sq(value) FROM qlink_scan('qlink_sample/series?stop=200000') "
                        "GROUP BY g ORDER BY g").fetchall()
     assert rows == [(g, sum(v * v for v in range(g, 200000, 97))) for g in range(97)]
     r = con.execute("SELECT sum_sq(x) FROM (VALUES (NULL::BIGINT), (5), (NULL)) t(x)")

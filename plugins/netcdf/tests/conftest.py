@@ -11,7 +11,6 @@ import os
 import subprocess
 import warnings
 
-import numpy as np
 import pytest
 import xarray as xr
 

@@ -131,7 +131,6 @@ def expected_rows_of(ds, raw, scan, columns=None):
     """expected_rows for Dataset `ds` (decoded) and `raw` (the same opened
     with mask_and_scale=False, decode_times=False), wherever they came from."""
     cols = columns or scan.columns
-    dims = [c for c in cols if c in ds.dims]
     variables = [c for c in cols if c not in ds.dims]
     sub = ds[variables] if variables else ds
     df = sub.to_dataframe().reset_index()

@@ -3,7 +3,6 @@
 (aligned and misaligned block grids), very small chunks (many blocks:
 planning must not cost per block), 1-D datasets, coordinates-only stores,
 strings; partitions dealt out by the host's target count."""
-import os
 import warnings
 
 import numpy as np

@@ -4,7 +4,6 @@ never a crash (the driver runs under ASan/UBSan in the asan build) and
 never a silently wrong value."""
 import json
 import os
-import shutil
 import warnings
 
 import numcodecs

@@ -6,7 +6,6 @@ filter on a position column equals the unfiltered scan filtered
 afterwards, with exact statistics and pruned blocks; opening a long one
 costs no memory per position."""
 import os
-import resource
 import subprocess
 import sys
 import warnings

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import xarray as xr
 import zarr.codecs.numcodecs as N
-from zarr.codecs import BytesCodec, ShardingCodec, TransposeCodec
+from zarr.codecs import BytesCodec
 
 from conftest import run_scan
 from test_tables import check_table, write

@@ -8,7 +8,6 @@ that keeps dimension groups with the same default name apart."""
 import numpy as np
 import pandas as pd
 import pytest
-import warnings
 import xarray as xr
 
 from conftest import _cell_expected, _nan_is_fill, open_xr, run_scan

@@ -117,7 +117,7 @@ def to_dataset(result, dims: list[str] | None = None, template=None, sparsity: s
     for d in dims:
         if d in template.coords:
             want = template[d].dtype
-            if want != out[d].dtype and want != object:
+            if want != out[d].dtype and want != object:  # noqa: E721 (numpy dtypes compare equal to object)
                 try:
                     out = out.assign_coords({d: out[d].values.astype(want)})
                 except (TypeError, ValueError, NotImplementedError):

@@ -49,7 +49,7 @@ def test_describe_shows_field_metadata():
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == "column_name,data_type,is_nullable,metadata"
-    assert len(lines) > 1 and all(len(l.split(",")) == 4 for l in lines[1:])
+    assert len(lines) > 1 and all(len(line.split(",")) == 4 for line in lines[1:])
 
 
 def test_sql_with_two_statements_is_a_usage_error():

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """xarray_sql.sql: Context, as qlink.xarray's."""
-import qlink.xarray as _q
+import qlink.xarray as _q  # noqa: F401 (the import registers the shim's route)
 
 from ._internal import context as _context
 
