@@ -18,14 +18,20 @@ use std::process::Command;
 const TARGETS: &[&str] = &["qlink", "qlink_sample_plugin", "qlink_fold_plugin", "qlink_zarr_plugin", "qlink_dftest_plugin"];
 
 fn run(cmd: &mut Command) {
-    let status = cmd.status().unwrap_or_else(|e| panic!("qlink-sys: cannot run {cmd:?}: {e} (is cmake installed? scripts/setup.sh installs it)"));
+    let status =
+        cmd.status().unwrap_or_else(|e| panic!("qlink-sys: cannot run {cmd:?}: {e} (is cmake installed? scripts/setup.sh installs it)"));
     assert!(status.success(), "qlink-sys: {cmd:?} failed");
 }
 
 fn cmake_build(repo: &Path, out: &Path) -> PathBuf {
     let dir = out.join("cmake");
     if !dir.join("CMakeCache.txt").exists() {
-        run(Command::new("cmake").arg("-S").arg(repo).arg("-B").arg(&dir).args(["-DCMAKE_BUILD_TYPE=RelWithDebInfo", "--log-level=WARNING"]));
+        run(Command::new("cmake")
+            .arg("-S")
+            .arg(repo)
+            .arg("-B")
+            .arg(&dir)
+            .args(["-DCMAKE_BUILD_TYPE=RelWithDebInfo", "--log-level=WARNING"]));
     }
     let jobs = env::var("NUM_JOBS").unwrap_or_else(|_| "2".into());
     run(Command::new("cmake").arg("--build").arg(&dir).args(["-j", &jobs, "--target"]).args(TARGETS));

@@ -153,7 +153,9 @@ async fn main() {
     let installed = |name: &str| {
         let planner = InstalledPlanner::open(&plugin, name, &[]).unwrap();
         SessionContext::new_with_state(
-            SessionStateBuilder::new_from_existing(plain.state()).with_query_planner(Arc::new(QlinkQueryPlanner::new(vec![planner]))).build(),
+            SessionStateBuilder::new_from_existing(plain.state())
+                .with_query_planner(Arc::new(QlinkQueryPlanner::new(vec![planner])))
+                .build(),
         )
     };
     let with_planner = installed("decline");
@@ -163,8 +165,7 @@ async fn main() {
 
     let queries: Vec<&str> = TPCH.split("\n;\n").map(|q| q.trim()).filter(|q| !q.is_empty()).collect();
     assert_eq!(queries.len(), 22, "22 TPC-H queries");
-    let queries: Vec<String> =
-        queries.iter().map(|q| q.lines().filter(|l| !l.starts_with("--")).collect::<Vec<_>>().join("\n")).collect();
+    let queries: Vec<String> = queries.iter().map(|q| q.lines().filter(|l| !l.starts_with("--")).collect::<Vec<_>>().join("\n")).collect();
     // Per query and context (stock, lazy-view planner, complete-view
     // planner): the least planning time, and for the planners the least
     // time inside the hook and, of it, building the plan view.
@@ -257,25 +258,68 @@ async fn main() {
 
     println!("qlink DataFusion benchmark ({} repetitions, medians; DataFusion 55.2.0)", reps);
     println!("{:<52} {:>12} {:>12} {:>8}", "case", "native", "qlink", "ratio");
-    println!("{:<52} {:>10.1}us {:>10.1}us {:>8.3}", "SELECT * FROM t, 1,040 rows (65 x 16 grid, f64)", median(native0.clone()), median(plugin0.clone()), scan_ratio);
-    println!("{:<52} {:>10.1}us {:>10.1}us {:>8.3}", "  same, 1,000 extra scalar UDFs registered", median(native1k.clone()), median(plugin1k.clone()), scan_ratio_1k);
-    println!("{:<52} {:>10.1}us {:>10.1}us {:>8.3}", "SELECT 1, declining planner installed", median(sel_plain.clone()), median(sel_planner.clone()), select1_ratio);
-    println!("{:<52} {:>10.1}us {:>10.1}us {:>8.3}", "  same planner without QL_PLANNER_LAZY_VIEW", median(sel_plain_e.clone()), median(sel_eager.clone()), select1_ratio_eager);
-    println!("{:<52} {:>10.2}ms {:>10.2}ms {:>+7.2}ms", "TPC-H SF1, planning, 22 queries (sum of minima)", tpch_plain_total, tpch_planner_total, overhead_minima);
+    println!(
+        "{:<52} {:>10.1}us {:>10.1}us {:>8.3}",
+        "SELECT * FROM t, 1,040 rows (65 x 16 grid, f64)",
+        median(native0.clone()),
+        median(plugin0.clone()),
+        scan_ratio
+    );
+    println!(
+        "{:<52} {:>10.1}us {:>10.1}us {:>8.3}",
+        "  same, 1,000 extra scalar UDFs registered",
+        median(native1k.clone()),
+        median(plugin1k.clone()),
+        scan_ratio_1k
+    );
+    println!(
+        "{:<52} {:>10.1}us {:>10.1}us {:>8.3}",
+        "SELECT 1, declining planner installed",
+        median(sel_plain.clone()),
+        median(sel_planner.clone()),
+        select1_ratio
+    );
+    println!(
+        "{:<52} {:>10.1}us {:>10.1}us {:>8.3}",
+        "  same planner without QL_PLANNER_LAZY_VIEW",
+        median(sel_plain_e.clone()),
+        median(sel_eager.clone()),
+        select1_ratio_eager
+    );
+    println!(
+        "{:<52} {:>10.2}ms {:>10.2}ms {:>+7.2}ms",
+        "TPC-H SF1, planning, 22 queries (sum of minima)", tpch_plain_total, tpch_planner_total, overhead_minima
+    );
     println!("{:<52} {:>23.3}ms", "  planner overhead, sum of median paired differences", overhead);
     println!("{:<52} {:>23.3}ms", "  time inside the planner hook (sum of minima)", hook_ms_total);
     println!("{:<52} {:>23.3}ms", "  of which building plan views (lazy: skeletons)", hook_view_ms_total);
-    println!("{:<52} {:>10.2}ms {:>10.2}ms {:>+7.2}ms", "  same planner without QL_PLANNER_LAZY_VIEW", tpch_plain_total, tpch_eager_total, overhead_eager_minima);
+    println!(
+        "{:<52} {:>10.2}ms {:>10.2}ms {:>+7.2}ms",
+        "  same planner without QL_PLANNER_LAZY_VIEW", tpch_plain_total, tpch_eager_total, overhead_eager_minima
+    );
     println!("{:<52} {:>23.3}ms", "    its overhead, sum of median paired differences", overhead_eager);
     println!("{:<52} {:>23.3}ms", "    time inside its hook (complete views)", eager_hook_ms_total);
     println!("{:<52} {:>23.3}ms", "  complete plan views alone, warm (sum of minima)", view_ms);
     println!("{:<52} {:>23.3}ms", "  lazy plan views (skeletons) alone, warm", skeleton_ms);
     println!("{:<52} {:>21.1}us", "  slowest plan view of one query", view_max_us);
     println!("{:<52} {:>23.4}ms", "  node-kind masks (decline fast path), 22 queries", mask_ms);
-    println!("(means: scan {:.1}/{:.1}us, 1k UDFs {:.1}/{:.1}us, SELECT 1 {:.1}/{:.1}us)",
-        mean(&native0), mean(&plugin0), mean(&native1k), mean(&plugin1k), mean(&sel_plain), mean(&sel_planner));
-    println!("targets: scan <= 1.05x: {}; 1k-UDF within 1.02x of 0-UDF: {} ({:.3}); SELECT 1 <= 1.05x: {}; TPC-H overhead <= 1 ms: {}",
-        scan_ratio <= 1.05, scan_ratio_1k <= scan_ratio * 1.02, scan_ratio_1k / scan_ratio, select1_ratio <= 1.05, overhead <= 1.0);
+    println!(
+        "(means: scan {:.1}/{:.1}us, 1k UDFs {:.1}/{:.1}us, SELECT 1 {:.1}/{:.1}us)",
+        mean(&native0),
+        mean(&plugin0),
+        mean(&native1k),
+        mean(&plugin1k),
+        mean(&sel_plain),
+        mean(&sel_planner)
+    );
+    println!(
+        "targets: scan <= 1.05x: {}; 1k-UDF within 1.02x of 0-UDF: {} ({:.3}); SELECT 1 <= 1.05x: {}; TPC-H overhead <= 1 ms: {}",
+        scan_ratio <= 1.05,
+        scan_ratio_1k <= scan_ratio * 1.02,
+        scan_ratio_1k / scan_ratio,
+        select1_ratio <= 1.05,
+        overhead <= 1.0
+    );
 
     let per_query: Vec<String> = (0..22)
         .map(|i| format!("{{\"query\": {}, \"plan_ms_native\": {:.4}, \"plan_ms_planner\": {:.4}}}", i + 1, tpch_plain[i], tpch_planner[i]))

@@ -9,7 +9,6 @@
 
 use std::os::raw::{c_char, c_int, c_void};
 
-
 pub use arrow::ffi::{FFI_ArrowArray as ArrowArray, FFI_ArrowSchema as ArrowSchema};
 pub use arrow::ffi_stream::FFI_ArrowArrayStream as ArrowArrayStream;
 

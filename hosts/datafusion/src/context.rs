@@ -55,9 +55,7 @@ impl QlinkSession {
         if name_or_path.contains('/') || name_or_path.ends_with(".so") {
             return self.load_plugin(name_or_path);
         }
-        Err(DataFusionError::Plan(format!(
-            "no plugin named '{name_or_path}' is loaded (load it with --plugin PATH, or give its path)"
-        )))
+        Err(DataFusionError::Plan(format!("no plugin named '{name_or_path}' is loaded (load it with --plugin PATH, or give its path)")))
     }
 
     /// Split "PLUGIN/PROVIDER?k=v" where PLUGIN may itself be a path with
@@ -92,10 +90,7 @@ impl QlinkSession {
             names.push(format!("{name}.{tname}"));
         }
         let catalog_name = state.config_options().catalog.default_catalog.clone();
-        let catalog = self
-            .ctx
-            .catalog(&catalog_name)
-            .ok_or_else(|| DataFusionError::Plan(format!("no catalog {catalog_name}")))?;
+        let catalog = self.ctx.catalog(&catalog_name).ok_or_else(|| DataFusionError::Plan(format!("no catalog {catalog_name}")))?;
         catalog.register_schema(name, schema)?;
         Ok(names)
     }

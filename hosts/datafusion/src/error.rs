@@ -99,9 +99,7 @@ pub fn error_status(e: &DataFusionError) -> c_int {
 /// The message of a DataFusion error without DataFusion's nested prefixes.
 pub fn error_message(e: &DataFusionError) -> String {
     match e.find_root() {
-        DataFusionError::ResourcesExhausted(m) | DataFusionError::Execution(m) | DataFusionError::NotImplemented(m) => {
-            m.clone()
-        }
+        DataFusionError::ResourcesExhausted(m) | DataFusionError::Execution(m) | DataFusionError::NotImplemented(m) => m.clone(),
         DataFusionError::Plan(m) => m.clone(),
         root => root.to_string(),
     }

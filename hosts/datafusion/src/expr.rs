@@ -286,8 +286,7 @@ impl Lowering {
             Expr::Like(l) if l.escape_char.is_none() => {
                 let args = [self.lower(&l.expr), self.lower(&l.pattern)];
                 let mut x = ql_expr::empty(QL_EXPR_LIKE);
-                x.flags = (if l.negated { QL_EXPR_NEGATED } else { 0 })
-                    | (if l.case_insensitive { QL_EXPR_CASE_INSENSITIVE } else { 0 });
+                x.flags = (if l.negated { QL_EXPR_NEGATED } else { 0 }) | (if l.case_insensitive { QL_EXPR_CASE_INSENSITIVE } else { 0 });
                 self.with_args(x, &args)
             }
             Expr::Case(c) => {

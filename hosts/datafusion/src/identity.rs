@@ -68,9 +68,8 @@ fn builtins() -> &'static Builtins {
     B.get_or_init(|| {
         let leak = intern;
         let mut scalar = HashMap::new();
-        for f in datafusion::functions::all_default_functions()
-            .into_iter()
-            .chain(datafusion::functions_nested::all_default_nested_functions())
+        for f in
+            datafusion::functions::all_default_functions().into_iter().chain(datafusion::functions_nested::all_default_nested_functions())
         {
             scalar.insert(impl_ptr(f.inner()), leak(f.name()));
         }

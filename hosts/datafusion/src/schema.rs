@@ -11,8 +11,8 @@ use datafusion::error::DataFusionError;
 use crate::error::{cstr, ErrorSlot, Result};
 use crate::ffi::*;
 use crate::plugin::{Options, Plugin};
-use crate::services::{SessionSource, SessionView};
 use crate::recipe::TableOrigin;
+use crate::services::{SessionSource, SessionView};
 use crate::table::QlinkTableProvider;
 
 /// An open `ql_schema_provider`, released on drop (inside the plugin's hooks).
@@ -50,9 +50,7 @@ impl OpenSchema {
     pub fn table_names(&self) -> Vec<String> {
         // SAFETY: members of a live schema provider; names copied here.
         let count = self.raw.table_count.map(|f| unsafe { f(&self.raw) }).unwrap_or(0);
-        (0..count.max(0))
-            .map(|i| cstr(self.raw.table_name.map(|f| unsafe { f(&self.raw, i) }).unwrap_or(std::ptr::null())))
-            .collect()
+        (0..count.max(0)).map(|i| cstr(self.raw.table_name.map(|f| unsafe { f(&self.raw, i) }).unwrap_or(std::ptr::null()))).collect()
     }
 
     /// Open the schema's table `name`.

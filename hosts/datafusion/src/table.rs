@@ -57,12 +57,7 @@ impl Drop for QlinkTableProvider {
 impl QlinkTableProvider {
     /// Open table provider `provider` of `plugin` with `options`, seeing
     /// the planning session.
-    pub fn open(
-        plugin: &Arc<Plugin>,
-        provider: &str,
-        options: &[(String, String)],
-        session: &dyn Session,
-    ) -> Result<QlinkTableProvider> {
+    pub fn open(plugin: &Arc<Plugin>, provider: &str, options: &[(String, String)], session: &dyn Session) -> Result<QlinkTableProvider> {
         Self::open_in(plugin, provider, options, SessionSource::Session(session))
     }
 

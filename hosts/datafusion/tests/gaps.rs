@@ -17,8 +17,8 @@ use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use qlink_datafusion::error::cstr;
 use qlink_datafusion::ffi::*;
-use qlink_datafusion::planner::{table_from_handle, InstalledPlanner, QlinkQueryPlanner};
 use qlink_datafusion::metrics::ENUMERATIONS;
+use qlink_datafusion::planner::{table_from_handle, InstalledPlanner, QlinkQueryPlanner};
 use qlink_datafusion::services::{SessionSource, SessionView, TaskView};
 use qlink_datafusion::QlinkSession;
 
@@ -28,15 +28,24 @@ const SAMPLE: &str = qlink_sys::plugins::SAMPLE;
 // ------------------------------------------------------------- helpers
 
 fn planner_ctx(planners: Vec<Arc<InstalledPlanner>>) -> SessionContext {
-    let state = SessionStateBuilder::new()
-        .with_default_features()
-        .with_query_planner(Arc::new(QlinkQueryPlanner::new(planners)))
-        .build();
+    let state = SessionStateBuilder::new().with_default_features().with_query_planner(Arc::new(QlinkQueryPlanner::new(planners))).build();
     SessionContext::new_with_state(state)
 }
 
-fn rust_planner(interest: u32, plan: unsafe extern "C" fn(*const ql_planner, *const ql_planner_context, *mut ql_planner_result, *mut ql_error) -> c_int, private: *mut c_void) -> Arc<InstalledPlanner> {
-    let raw = ql_planner { struct_size: std::mem::size_of::<ql_planner>() as u32, interest, plan: Some(plan), release: None, private_data: private, flags: 0, reserved_: 0 };
+fn rust_planner(
+    interest: u32,
+    plan: unsafe extern "C" fn(*const ql_planner, *const ql_planner_context, *mut ql_planner_result, *mut ql_error) -> c_int,
+    private: *mut c_void,
+) -> Arc<InstalledPlanner> {
+    let raw = ql_planner {
+        struct_size: std::mem::size_of::<ql_planner>() as u32,
+        interest,
+        plan: Some(plan),
+        release: None,
+        private_data: private,
+        flags: 0,
+        reserved_: 0,
+    };
     InstalledPlanner::new(raw, None, "test")
 }
 
@@ -79,7 +88,12 @@ fn i64_at(b: &[RecordBatch], col: &str) -> i64 {
 
 static G1_SEEN: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
-unsafe extern "C" fn g1_plan(_s: *const ql_planner, ctx: *const ql_planner_context, out: *mut ql_planner_result, _e: *mut ql_error) -> c_int {
+unsafe extern "C" fn g1_plan(
+    _s: *const ql_planner,
+    ctx: *const ql_planner_context,
+    out: *mut ql_planner_result,
+    _e: *mut ql_error,
+) -> c_int {
     let view = (*ctx).plan;
     for n in nodes(view) {
         if n.kind == QL_NODE_TABLE_SCAN && !n.table.is_null() && !(*n.table).host_handle.is_null() {
@@ -112,7 +126,12 @@ const QL_NODE_BIT_LIMIT: u32 = 1 << QL_NODE_LIMIT;
 
 /// REWRITE: replace `Limit(fetch=5)` over a scan by `Limit(fetch=2)` over the
 /// same scan, rebuilt by the host from the plugin's view (table by reference).
-unsafe extern "C" fn g1_rewrite(_s: *const ql_planner, ctx: *const ql_planner_context, out: *mut ql_planner_result, _e: *mut ql_error) -> c_int {
+unsafe extern "C" fn g1_rewrite(
+    _s: *const ql_planner,
+    ctx: *const ql_planner_context,
+    out: *mut ql_planner_result,
+    _e: *mut ql_error,
+) -> c_int {
     let view = (*ctx).plan;
     let ns = nodes(view);
     let Some(limit) = ns.iter().position(|n| n.kind == QL_NODE_LIMIT && n.fetch == 5) else {
@@ -162,7 +181,12 @@ async fn g1_rewrite_reuses_the_table_by_reference() {
 
 static G2_IDS: Mutex<Vec<(i32, String, String)>> = Mutex::new(Vec::new());
 
-unsafe extern "C" fn g2_plan(_s: *const ql_planner, ctx: *const ql_planner_context, out: *mut ql_planner_result, _e: *mut ql_error) -> c_int {
+unsafe extern "C" fn g2_plan(
+    _s: *const ql_planner,
+    ctx: *const ql_planner_context,
+    out: *mut ql_planner_result,
+    _e: *mut ql_error,
+) -> c_int {
     for e in exprs((*ctx).plan) {
         if e.kind == QL_EXPR_AGGREGATE_FUNCTION {
             G2_IDS.lock().unwrap().push((e.function.origin, cstr(e.function.name), cstr(e.function.library)));
@@ -199,12 +223,14 @@ async fn g2_shadowing_udf_sum_is_not_the_builtin() {
     let state = ctx2.state();
     let view = SessionView::new(SessionSource::Session(&state));
     let mut info: ql_function_info = zeroed();
-    let st = unsafe { view.raw.function_lookup.unwrap()(&view.raw, c"sum".as_ptr(), QL_FUNCTION_AGGREGATE, &mut info, std::ptr::null_mut()) };
+    let st =
+        unsafe { view.raw.function_lookup.unwrap()(&view.raw, c"sum".as_ptr(), QL_FUNCTION_AGGREGATE, &mut info, std::ptr::null_mut()) };
     assert_eq!(st, QL_OK);
     assert_eq!(info.id.origin, QL_ORIGIN_USER);
     let state1 = ctx.state();
     let view1 = SessionView::new(SessionSource::Session(&state1));
-    let st = unsafe { view1.raw.function_lookup.unwrap()(&view1.raw, c"sum".as_ptr(), QL_FUNCTION_AGGREGATE, &mut info, std::ptr::null_mut()) };
+    let st =
+        unsafe { view1.raw.function_lookup.unwrap()(&view1.raw, c"sum".as_ptr(), QL_FUNCTION_AGGREGATE, &mut info, std::ptr::null_mut()) };
     assert_eq!(st, QL_OK);
     assert_eq!(info.id.origin, QL_ORIGIN_BUILTIN);
 }
@@ -217,11 +243,14 @@ async fn g2_plugin_function_carries_its_plugin_identity() {
     let state = s.ctx.state();
     let view = SessionView::new(SessionSource::Session(&state));
     let mut info: ql_function_info = zeroed();
-    let st = unsafe { view.raw.function_lookup.unwrap()(&view.raw, c"add_one".as_ptr(), QL_FUNCTION_SCALAR, &mut info, std::ptr::null_mut()) };
+    let st =
+        unsafe { view.raw.function_lookup.unwrap()(&view.raw, c"add_one".as_ptr(), QL_FUNCTION_SCALAR, &mut info, std::ptr::null_mut()) };
     assert_eq!(st, QL_OK);
     assert_eq!(info.id.origin, QL_ORIGIN_USER);
     assert_eq!(cstr(info.id.library), "qlink_sample");
-    let st = unsafe { view.raw.function_lookup.unwrap()(&view.raw, c"no_such_fn".as_ptr(), QL_FUNCTION_SCALAR, &mut info, std::ptr::null_mut()) };
+    let st = unsafe {
+        view.raw.function_lookup.unwrap()(&view.raw, c"no_such_fn".as_ptr(), QL_FUNCTION_SCALAR, &mut info, std::ptr::null_mut())
+    };
     assert_eq!(st, QL_ENOTFOUND);
 }
 
@@ -257,7 +286,13 @@ unsafe extern "C" fn pt_count(_p: *const ql_execution_plan) -> i64 {
 unsafe extern "C" fn pt_child(p: *const ql_execution_plan, _i: i64) -> *const ql_execution_plan {
     &pt(p).child
 }
-unsafe extern "C" fn pt_execute(p: *const ql_execution_plan, part: i64, ctx: *const ql_task_context, out: *mut ArrowArrayStream, e: *mut ql_error) -> c_int {
+unsafe extern "C" fn pt_execute(
+    p: *const ql_execution_plan,
+    part: i64,
+    ctx: *const ql_task_context,
+    out: *mut ArrowArrayStream,
+    e: *mut ql_error,
+) -> c_int {
     let c = &pt(p).child;
     c.execute.unwrap()(c, part, ctx, out, e)
 }
@@ -272,7 +307,12 @@ unsafe extern "C" fn pt_release(p: *mut ql_execution_plan) {
 
 static G3_CALLS: AtomicU64 = AtomicU64::new(0);
 
-unsafe extern "C" fn g3_plan(_s: *const ql_planner, ctx: *const ql_planner_context, out: *mut ql_planner_result, e: *mut ql_error) -> c_int {
+unsafe extern "C" fn g3_plan(
+    _s: *const ql_planner,
+    ctx: *const ql_planner_context,
+    out: *mut ql_planner_result,
+    e: *mut ql_error,
+) -> c_int {
     let ns = nodes((*ctx).plan);
     let Some(scan) = ns.iter().position(|n| n.kind == QL_NODE_TABLE_SCAN) else {
         (*out).action = QL_PLANNER_DECLINE;
@@ -438,7 +478,8 @@ async fn g6_session_view_is_lazy_config_by_key_generation_changes() {
         let view = SessionView::new(SessionSource::Session(&state));
         let mut buf = [0 as c_char; 64];
         let mut len = 0usize;
-        let st = unsafe { view.raw.config_get.unwrap()(&view.raw, key.as_ptr(), buf.as_mut_ptr(), buf.len(), &mut len, std::ptr::null_mut()) };
+        let st =
+            unsafe { view.raw.config_get.unwrap()(&view.raw, key.as_ptr(), buf.as_mut_ptr(), buf.len(), &mut len, std::ptr::null_mut()) };
         (st, cstr(buf.as_ptr()))
     };
     assert_eq!(get(&ctx, c"datafusion.execution.batch_size"), (QL_OK, "1234".to_string()));
@@ -462,7 +503,12 @@ async fn g6_session_view_is_lazy_config_by_key_generation_changes() {
 
 static G7_CALLS: AtomicI64 = AtomicI64::new(0);
 
-unsafe extern "C" fn g7_plan(_s: *const ql_planner, _c: *const ql_planner_context, out: *mut ql_planner_result, _e: *mut ql_error) -> c_int {
+unsafe extern "C" fn g7_plan(
+    _s: *const ql_planner,
+    _c: *const ql_planner_context,
+    out: *mut ql_planner_result,
+    _e: *mut ql_error,
+) -> c_int {
     G7_CALLS.fetch_add(1, Ordering::Relaxed);
     (*out).action = QL_PLANNER_DECLINE;
     QL_OK

@@ -53,9 +53,7 @@ const DATAFUSION_FFI_VERSION: &str = "55.2.0";
 /// name. The value stays owned by the capsule; callers clone what they keep.
 fn capsule_value<'py, T: Clone>(obj: &Bound<'py, PyAny>, method: &str, name: &CStr) -> PyResult<T> {
     let capsule = if obj.hasattr(method)? { obj.call_method0(method)? } else { obj.clone() };
-    let capsule = capsule
-        .cast::<PyCapsule>()
-        .map_err(|_| PyTypeError::new_err(format!("{method} did not return a PyCapsule")))?;
+    let capsule = capsule.cast::<PyCapsule>().map_err(|_| PyTypeError::new_err(format!("{method} did not return a PyCapsule")))?;
     let ptr = capsule.pointer_checked(Some(name))?;
     // SAFETY: the name check above is the protocol's promise that the capsule
     // holds a `T` (datafusion-python puts these structs in by value); the
@@ -76,9 +74,7 @@ fn read_arrow_stream(data: &Bound<'_, PyAny>) -> PyResult<(arrow::datatypes::Sch
     let capsule = data
         .call_method0("__arrow_c_stream__")
         .map_err(|_| PyTypeError::new_err("data must export an Arrow C stream (__arrow_c_stream__), e.g. a pyarrow Table"))?;
-    let capsule = capsule
-        .cast::<PyCapsule>()
-        .map_err(|_| PyTypeError::new_err("__arrow_c_stream__ did not return a PyCapsule"))?;
+    let capsule = capsule.cast::<PyCapsule>().map_err(|_| PyTypeError::new_err("__arrow_c_stream__ did not return a PyCapsule"))?;
     let ptr = capsule.pointer_checked(Some(c"arrow_array_stream"))?;
     // SAFETY: an "arrow_array_stream" capsule holds an ArrowArrayStream;
     // from_raw moves it out and leaves a released one for the capsule's
@@ -86,9 +82,7 @@ fn read_arrow_stream(data: &Bound<'_, PyAny>) -> PyResult<(arrow::datatypes::Sch
     let reader = unsafe { ArrowArrayStreamReader::from_raw(ptr.cast::<FFI_ArrowArrayStream>().as_ptr()) }
         .map_err(|e| PyValueError::new_err(format!("cannot import the Arrow stream: {e}")))?;
     let schema = reader.schema();
-    let batches = reader
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| PyValueError::new_err(format!("cannot read the Arrow stream: {e}")))?;
+    let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| PyValueError::new_err(format!("cannot read the Arrow stream: {e}")))?;
     Ok((schema, batches))
 }
 
@@ -153,8 +147,13 @@ impl DefaultPlanner {
     /// capsule holding an `FFI_QueryPlanner` with the session's codecs.
     #[pyo3(signature = (session=None))]
     fn __datafusion_query_planner__<'py>(&self, py: Python<'py>, session: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyCapsule>> {
-        let session = session.ok_or_else(|| PyValueError::new_err("DefaultPlanner needs the session it is installed on (for its extension codecs)"))?;
-        let planner = FFI_QueryPlanner::new_with_ffi_codecs(Arc::new(PassThroughPlanner { state: self.state.clone() }), logical_codec(session)?, physical_codec(session)?);
+        let session = session
+            .ok_or_else(|| PyValueError::new_err("DefaultPlanner needs the session it is installed on (for its extension codecs)"))?;
+        let planner = FFI_QueryPlanner::new_with_ffi_codecs(
+            Arc::new(PassThroughPlanner { state: self.state.clone() }),
+            logical_codec(session)?,
+            physical_codec(session)?,
+        );
         PyCapsule::new_with_value(py, planner, c"datafusion_query_planner")
     }
 }

@@ -29,10 +29,10 @@ use std::time::Instant;
 
 use arrow::array::RecordBatch;
 use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::physical_plan::displayable;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use qlink_datafusion::metrics::{HOOK_NANOS, VIEW_NANOS};
 use qlink_datafusion::planner::{InstalledPlanner, QlinkQueryPlanner};
-use datafusion::physical_plan::displayable;
 use qlink_df_tests::{compare_rows, fold_plugin, physical, rows, run};
 
 const D: usize = 16;
@@ -212,14 +212,26 @@ fn with_abs(sql: &str, product: &str) -> String {
 }
 
 async fn matmul(opts: &Opts, stock: &SessionContext, fold: &SessionContext, out: &mut Vec<Row>) {
-    exec(stock, &format!("CREATE TABLE w AS SELECT value / {H} AS k, value % {H} AS o, sin(value) AS val FROM generate_series(0, {})", D * H - 1)).await;
+    exec(
+        stock,
+        &format!("CREATE TABLE w AS SELECT value / {H} AS k, value % {H} AS o, sin(value) AS val FROM generate_series(0, {})", D * H - 1),
+    )
+    .await;
     for (n, reps) in [(1_000usize, 10usize), (10_000, 6), (50_000, 5), (200_000, 2)] {
         eprintln!("matmul n = {n}");
         let g = format!("matmul n={n}");
-        exec(stock, &format!("CREATE TABLE a{n} AS SELECT value / {D} AS s, value % {D} AS k, sin(value) AS val FROM generate_series(0, {})", n * D - 1)).await;
+        exec(
+            stock,
+            &format!(
+                "CREATE TABLE a{n} AS SELECT value / {D} AS s, value % {D} AS k, sin(value) AS val FROM generate_series(0, {})",
+                n * D - 1
+            ),
+        )
+        .await;
         let fwd = format!("SELECT a.s, w.o, SUM(a.val * w.val) AS val FROM a{n} a JOIN w ON a.k = w.k GROUP BY a.s, w.o");
         out.extend(measure(opts, stock, fold, &g, "forward z = a·w", &fwd, Some(&with_abs(&fwd, "a.val * w.val")), reps, 0.0, false).await);
-        exec(stock, &format!("CREATE TABLE zbar{n} AS SELECT s, o, 2 * tanh(val) * (1 - tanh(val) * tanh(val)) AS val FROM ({fwd}) t")).await;
+        exec(stock, &format!("CREATE TABLE zbar{n} AS SELECT s, o, 2 * tanh(val) * (1 - tanh(val) * tanh(val)) AS val FROM ({fwd}) t"))
+            .await;
         let wbar = format!("SELECT a.k, z.o, SUM(a.val * z.val) AS val FROM a{n} a JOIN zbar{n} z ON a.s = z.s GROUP BY a.k, z.o");
         out.extend(measure(opts, stock, fold, &g, "W̄ = aᵀ·z̄", &wbar, Some(&with_abs(&wbar, "a.val * z.val")), reps, 0.0, false).await);
         let abar = format!("SELECT z.s, w.k, SUM(z.val * w.val) AS val FROM zbar{n} z JOIN w ON z.o = w.o GROUP BY z.s, w.k");
@@ -230,7 +242,21 @@ async fn matmul(opts: &Opts, stock: &SessionContext, fold: &SessionContext, out:
             exec(stock, &format!("CREATE TABLE asp{n} AS SELECT s, k * 100003 AS k, val FROM a{n}")).await;
             exec(stock, "CREATE TABLE wsp AS SELECT k * 100003 AS k, o, val FROM w").await;
             let sparse = format!("SELECT a.s, w.o, SUM(a.val * w.val) AS val FROM asp{n} a JOIN wsp w ON a.k = w.k GROUP BY a.s, w.o");
-            out.extend(measure(opts, stock, fold, &g, "hash path: forward, keys × 100003", &sparse, Some(&with_abs(&sparse, "a.val * w.val")), reps, 0.0, false).await);
+            out.extend(
+                measure(
+                    opts,
+                    stock,
+                    fold,
+                    &g,
+                    "hash path: forward, keys × 100003",
+                    &sparse,
+                    Some(&with_abs(&sparse, "a.val * w.val")),
+                    reps,
+                    0.0,
+                    false,
+                )
+                .await,
+            );
             exec(stock, &format!("DROP TABLE asp{n}")).await;
             exec(stock, "DROP TABLE wsp").await;
         }
@@ -247,32 +273,67 @@ async fn attention(opts: &Opts, stock: &SessionContext, fold: &SessionContext, o
         eprintln!("attention L = {l}");
         let g = format!("attention L={l}");
         let reps = 30;
-        exec(stock, &format!("CREATE TABLE x{l} AS SELECT value / {D} AS t, value % {D} AS i, sin(value) AS val FROM generate_series(0, {})", l * D - 1)).await;
-        let proj = |w: &str| format!("SELECT x.t, {w}.j, SUM(x.val * {w}.val) AS val FROM x{l} x JOIN {w} ON x.i = {w}.i GROUP BY x.t, {w}.j");
+        exec(
+            stock,
+            &format!(
+                "CREATE TABLE x{l} AS SELECT value / {D} AS t, value % {D} AS i, sin(value) AS val FROM generate_series(0, {})",
+                l * D - 1
+            ),
+        )
+        .await;
+        let proj =
+            |w: &str| format!("SELECT x.t, {w}.j, SUM(x.val * {w}.val) AS val FROM x{l} x JOIN {w} ON x.i = {w}.i GROUP BY x.t, {w}.j");
         for (p, w) in [("q", "wq"), ("k", "wk"), ("v", "wv")] {
             let sql = proj(w);
-            out.extend(measure(opts, stock, fold, &g, &format!("projection {p} = x·W{p}"), &sql, Some(&with_abs(&sql, &format!("x.val * {w}.val"))), reps, 0.0, false).await);
+            out.extend(
+                measure(
+                    opts,
+                    stock,
+                    fold,
+                    &g,
+                    &format!("projection {p} = x·W{p}"),
+                    &sql,
+                    Some(&with_abs(&sql, &format!("x.val * {w}.val"))),
+                    reps,
+                    0.0,
+                    false,
+                )
+                .await,
+            );
             exec(stock, &format!("CREATE TABLE {p}{l} AS {sql}")).await;
         }
-        let scores = format!("SELECT q.t AS tq, k.t AS tk, SUM(q.val * k.val) / sqrt({D}) AS val FROM q{l} q JOIN k{l} k ON q.j = k.j GROUP BY q.t, k.t");
-        out.extend(measure(opts, stock, fold, &g, "scores SUM(q·k)/sqrt(d)", &scores, Some(&with_abs(&scores, "q.val * k.val")), reps, 0.0, false).await);
+        let scores = format!(
+            "SELECT q.t AS tq, k.t AS tk, SUM(q.val * k.val) / sqrt({D}) AS val FROM q{l} q JOIN k{l} k ON q.j = k.j GROUP BY q.t, k.t"
+        );
+        out.extend(
+            measure(opts, stock, fold, &g, "scores SUM(q·k)/sqrt(d)", &scores, Some(&with_abs(&scores, "q.val * k.val")), reps, 0.0, false)
+                .await,
+        );
         exec(stock, &format!("CREATE TABLE s{l} AS {scores}")).await;
         exec(stock, &format!("CREATE TABLE m{l} AS SELECT tq, MAX(val) AS val FROM s{l} GROUP BY tq")).await;
-        exec(stock, &format!("CREATE TABLE e{l} AS SELECT s.tq, s.tk, exp(s.val - m.val) AS val FROM s{l} s JOIN m{l} m ON s.tq = m.tq")).await;
+        exec(stock, &format!("CREATE TABLE e{l} AS SELECT s.tq, s.tk, exp(s.val - m.val) AS val FROM s{l} s JOIN m{l} m ON s.tq = m.tq"))
+            .await;
         exec(stock, &format!("CREATE TABLE den{l} AS SELECT tq, SUM(val) AS val FROM e{l} GROUP BY tq")).await;
-        exec(stock, &format!("CREATE TABLE p{l} AS SELECT e.tq, e.tk, e.val / d.val AS val FROM e{l} e JOIN den{l} d ON e.tq = d.tq")).await;
+        exec(stock, &format!("CREATE TABLE p{l} AS SELECT e.tq, e.tk, e.val / d.val AS val FROM e{l} e JOIN den{l} d ON e.tq = d.tq"))
+            .await;
         let output = format!("SELECT p.tq, v.j, SUM(p.val * v.val) AS val FROM p{l} p JOIN v{l} v ON p.tk = v.t GROUP BY p.tq, v.j");
-        out.extend(measure(opts, stock, fold, &g, "output p·v", &output, Some(&with_abs(&output, "p.val * v.val")), reps, 0.0, false).await);
+        out.extend(
+            measure(opts, stock, fold, &g, "output p·v", &output, Some(&with_abs(&output, "p.val * v.val")), reps, 0.0, false).await,
+        );
         let three = format!(
             "SELECT p.tq, xv.j, SUM(p.val * xv.val) AS val FROM p{l} p JOIN \
              (SELECT x.t, wv.j, SUM(x.val * wv.val) AS val FROM x{l} x JOIN wv ON x.i = wv.i GROUP BY x.t, wv.j) xv \
              ON p.tk = xv.t GROUP BY p.tq, xv.j"
         );
-        out.extend(measure(opts, stock, fold, &g, "three-way p·(x·Wv)", &three, Some(&with_abs(&three, "p.val * xv.val")), reps, 0.0, false).await);
+        out.extend(
+            measure(opts, stock, fold, &g, "three-way p·(x·Wv)", &three, Some(&with_abs(&three, "p.val * xv.val")), reps, 0.0, false).await,
+        );
         let creps = 60;
         let avg_proj = format!("SELECT x.t, wq.j, AVG(x.val * wq.val) AS val FROM x{l} x JOIN wq ON x.i = wq.i GROUP BY x.t, wq.j");
         out.extend(measure(opts, stock, fold, &g, "control AVG projection", &avg_proj, None, creps, CONTROL_BUDGET_MS, true).await);
-        let avg_scores = format!("SELECT q.t AS tq, k.t AS tk, AVG(q.val * k.val) / sqrt({D}) AS val FROM q{l} q JOIN k{l} k ON q.j = k.j GROUP BY q.t, k.t");
+        let avg_scores = format!(
+            "SELECT q.t AS tq, k.t AS tk, AVG(q.val * k.val) / sqrt({D}) AS val FROM q{l} q JOIN k{l} k ON q.j = k.j GROUP BY q.t, k.t"
+        );
         out.extend(measure(opts, stock, fold, &g, "control AVG scores", &avg_scores, None, creps, CONTROL_BUDGET_MS, true).await);
         let avg_out = format!("SELECT p.tq, v.j, AVG(p.val * v.val) AS val FROM p{l} p JOIN v{l} v ON p.tk = v.t GROUP BY p.tq, v.j");
         out.extend(measure(opts, stock, fold, &g, "control AVG output", &avg_out, None, creps, CONTROL_BUDGET_MS, true).await);
@@ -318,12 +379,7 @@ fn ensure_tpch(dir: &Path) -> bool {
     let gen = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/tpchgen-cli");
     eprintln!("generating TPC-H SF1 into {} with {}", dir.display(), gen.display());
     std::fs::create_dir_all(dir).unwrap();
-    std::process::Command::new(&gen)
-        .args(["parquet", "-s", "1", "--output-dir"])
-        .arg(dir)
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
+    std::process::Command::new(&gen).args(["parquet", "-s", "1", "--output-dir"]).arg(dir).status().map(|s| s.success()).unwrap_or(false)
 }
 
 async fn planner_cost(stock: &SessionContext, fold: &SessionContext, tpch_dir: &Path) -> PlannerCost {
@@ -377,12 +433,14 @@ async fn planner_cost(stock: &SessionContext, fold: &SessionContext, tpch_dir: &
         for (i, q) in queries.iter().enumerate() {
             let (a, b, h) = if rep % 2 == 0 {
                 let a = plan_ms(stock, q).await;
-                let (h0, v0) = (HOOK_NANOS.load(std::sync::atomic::Ordering::Relaxed), VIEW_NANOS.load(std::sync::atomic::Ordering::Relaxed));
+                let (h0, v0) =
+                    (HOOK_NANOS.load(std::sync::atomic::Ordering::Relaxed), VIEW_NANOS.load(std::sync::atomic::Ordering::Relaxed));
                 let b = plan_ms(fold, q).await;
                 view_ns[i] = view_ns[i].min(VIEW_NANOS.load(std::sync::atomic::Ordering::Relaxed) - v0);
                 (a, b, HOOK_NANOS.load(std::sync::atomic::Ordering::Relaxed) - h0)
             } else {
-                let (h0, v0) = (HOOK_NANOS.load(std::sync::atomic::Ordering::Relaxed), VIEW_NANOS.load(std::sync::atomic::Ordering::Relaxed));
+                let (h0, v0) =
+                    (HOOK_NANOS.load(std::sync::atomic::Ordering::Relaxed), VIEW_NANOS.load(std::sync::atomic::Ordering::Relaxed));
                 let b = plan_ms(fold, q).await;
                 let h = HOOK_NANOS.load(std::sync::atomic::Ordering::Relaxed) - h0;
                 view_ns[i] = view_ns[i].min(VIEW_NANOS.load(std::sync::atomic::Ordering::Relaxed) - v0);
@@ -406,7 +464,9 @@ async fn planner_cost(stock: &SessionContext, fold: &SessionContext, tpch_dir: &
 
 /// The first three fields of /proc/loadavg ("?" elsewhere).
 fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg").map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" ")).unwrap_or_else(|_| "?".into())
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
 }
 
 fn json_str(s: &str) -> String {
@@ -467,7 +527,9 @@ async fn main() {
     let cost = planner_cost(&stock, &fold, &tpch_dir).await;
     let load_end = load_average();
 
-    let find = |g: &str, prefix: &str| rows_out.iter().find(|r| r.group == g && r.name.starts_with(prefix)).map(|r| r.speedup()).unwrap_or(f64::NAN);
+    let find = |g: &str, prefix: &str| {
+        rows_out.iter().find(|r| r.group == g && r.name.starts_with(prefix)).map(|r| r.speedup()).unwrap_or(f64::NAN)
+    };
     let fwd = find("matmul n=50000", "forward");
     let wbar = find("matmul n=50000", "W̄");
     let abar = find("matmul n=50000", "Ā");
@@ -480,7 +542,9 @@ async fn main() {
 
     println!("## fold benchmark: stock DataFusion 55.2.0 vs the fold planner ({threads} target partitions)\n");
     println!("Load average (1, 5, 15 min) at the start: {load_start}; at the end: {load_end}.\n");
-    println!("Speedup: minimum stock over minimum fold; controls: median fold over median stock (and the median of the per-pair ratios).\n");
+    println!(
+        "Speedup: minimum stock over minimum fold; controls: median fold over median stock (and the median of the per-pair ratios).\n"
+    );
     println!("| workload | query | stock ms min (median) | fold ms min (median) | speedup | pairs | FoldExec | results agree |");
     println!("|---|---|---:|---:|---:|---:|---|---|");
     for r in &rows_out {
@@ -505,7 +569,12 @@ async fn main() {
     }
     println!("\n| planner cost | stock | with planner | difference |");
     println!("|---|---:|---:|---:|");
-    println!("| SELECT 1 (median of 500) | {:.1} us | {:.1} us | {:+.1} us |", cost.select1_us.0, cost.select1_us.1, cost.select1_us.1 - cost.select1_us.0);
+    println!(
+        "| SELECT 1 (median of 500) | {:.1} us | {:.1} us | {:+.1} us |",
+        cost.select1_us.0,
+        cost.select1_us.1,
+        cost.select1_us.1 - cost.select1_us.0
+    );
     println!("| TPC-H planning, 22 queries (sum of minima of 60) | {tpch_plain:.2} ms | {tpch_fold:.2} ms | {overhead_minima:+.3} ms |");
     println!("| planner overhead, 22 queries (sum of median paired differences, both orders) | | | {overhead:+.3} ms |");
     println!("| time inside the planner hook, 22 queries | | {:.3} ms | |", cost.hook_ms);
@@ -519,8 +588,16 @@ async fn main() {
     println!("- n = 50,000 forward >= 5x: {fwd:.2}x -> {}", if done_fwd { "holds" } else { "FAILS" });
     println!("- n = 50,000 each gradient >= 20x: W̄ {wbar:.2}x, Ā {abar:.2}x -> {}", if done_grad { "holds" } else { "FAILS" });
     println!("- n = 50,000 identical results (and FoldExec fired): {}", if agree50 { "holds" } else { "FAILS" });
-    println!("- no control slower by more than 2%: max {:+.2}% -> {}", controls_max_slowdown * 100.0, if controls_max_slowdown <= 0.02 { "holds" } else { "FAILS" });
-    println!("- planner adds <= 1 ms over TPC-H's 22 queries: {overhead:+.3} ms (hook {:.3} ms) -> {}", cost.hook_ms, if overhead <= 1.0 { "holds" } else { "FAILS" });
+    println!(
+        "- no control slower by more than 2%: max {:+.2}% -> {}",
+        controls_max_slowdown * 100.0,
+        if controls_max_slowdown <= 0.02 { "holds" } else { "FAILS" }
+    );
+    println!(
+        "- planner adds <= 1 ms over TPC-H's 22 queries: {overhead:+.3} ms (hook {:.3} ms) -> {}",
+        cost.hook_ms,
+        if overhead <= 1.0 { "holds" } else { "FAILS" }
+    );
 
     let row_json: Vec<String> = rows_out
         .iter()

@@ -52,9 +52,7 @@ pub fn scalar_to_ql(v: &ScalarValue, strings: &mut impl CStrings) -> Option<ql_s
             }
             ql_scalar_value { i64_: *x }
         }
-        ScalarValue::Decimal128(Some(x), _, _) => {
-            ql_scalar_value { dec128: ql_scalar_dec128 { lo: *x as u64, hi: (*x >> 64) as i64 } }
-        }
+        ScalarValue::Decimal128(Some(x), _, _) => ql_scalar_value { dec128: ql_scalar_dec128 { lo: *x as u64, hi: (*x >> 64) as i64 } },
         _ => return None,
     };
     Some(s)
@@ -144,10 +142,7 @@ mod from_ql_test {
         let mut s: ql_scalar = zeroed();
         s.format = c"tDu".as_ptr();
         s.value = ql_scalar_value { i64_: 3 };
-        assert_eq!(
-            scalar_from_ql(&s, &DataType::Duration(TimeUnit::Microsecond)),
-            Some(ScalarValue::DurationMicrosecond(Some(3)))
-        );
+        assert_eq!(scalar_from_ql(&s, &DataType::Duration(TimeUnit::Microsecond)), Some(ScalarValue::DurationMicrosecond(Some(3))));
         let bytes = b"ba";
         s.format = c"z".as_ptr();
         s.value = ql_scalar_value { bytes: ql_scalar_bytes { data: bytes.as_ptr() as *const _, size: 2 } };

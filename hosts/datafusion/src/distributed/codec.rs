@@ -28,9 +28,9 @@ use crate::distributed::task_scan::TaskScanExec;
 use crate::exec::QlinkExec;
 use crate::functions::{open_functions, PluginFunction, QlinkTableFunction};
 use crate::plugin::Plugin;
+use crate::recipe::{ScanRecipe, TableOrigin};
 use crate::schema::OpenSchema;
 use crate::services::SessionSource;
-use crate::recipe::{ScanRecipe, TableOrigin};
 use crate::table::QlinkTableProvider;
 
 /// Where a worker finds the plugins the coordinator names: in its own
@@ -203,15 +203,11 @@ impl PhysicalExtensionCodec for QlinkCodec {
         let task = own_task_context(ctx);
         let source = || SessionSource::Task(Arc::clone(&task));
         let (provider, what) = match scan.origin(&task)? {
-            TableOrigin::Table { provider, options } => {
-                (QlinkTableProvider::open_in(&plugin, &provider, &options, source())?, provider)
-            }
+            TableOrigin::Table { provider, options } => (QlinkTableProvider::open_in(&plugin, &provider, &options, source())?, provider),
             TableOrigin::SchemaTable { provider, options, table } => {
                 (OpenSchema::open(&plugin, &provider, &options, source())?.table(&table)?, provider)
             }
-            TableOrigin::Function { function, args } => {
-                (QlinkTableFunction::open(&plugin, &function)?.call_in(&args, source())?, function)
-            }
+            TableOrigin::Function { function, args } => (QlinkTableFunction::open(&plugin, &function)?.call_in(&args, source())?, function),
         };
         let filters = parse_exprs(&scan.filters, &task, &DefaultLogicalExtensionCodec {})
             .map_err(|e| DataFusionError::Plan(format!("decoding the filters of a scan of {}: {e}", plugin.name())))?;
@@ -233,7 +229,12 @@ impl PhysicalExtensionCodec for QlinkCodec {
         Ok(exec)
     }
 
-    fn try_encode(&self, node: Arc<dyn ExecutionPlan>, buf: &mut Vec<u8>, _proto_converter: &dyn PhysicalProtoConverterExtension) -> Result<()> {
+    fn try_encode(
+        &self,
+        node: Arc<dyn ExecutionPlan>,
+        buf: &mut Vec<u8>,
+        _proto_converter: &dyn PhysicalProtoConverterExtension,
+    ) -> Result<()> {
         let (scan, tasks) = match node.downcast_ref::<TaskScanExec>() {
             Some(t) => (Arc::clone(t.scan()), t.tasks()),
             None => (Arc::clone(&node), 1),

@@ -25,8 +25,8 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{FunctionRegistry, SessionState};
 use datafusion::logical_expr::function::{AccumulatorArgs, PartitionEvaluatorArgs, WindowUDFFieldArgs};
 use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, PartitionEvaluator, ScalarFunctionArgs, ScalarUDF,
-    ScalarUDFImpl, Signature, Volatility, WindowUDF, WindowUDFImpl,
+    Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, PartitionEvaluator, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
+    Signature, Volatility, WindowUDF, WindowUDFImpl,
 };
 use datafusion::prelude::SessionContext;
 use url::form_urlencoded;

@@ -14,8 +14,8 @@ use datafusion_distributed::{
     ScaleUpLeafNodeEvent, ScaleUpLeafNodeEventResponse,
 };
 
-use crate::exec::QlinkExec;
 use crate::distributed::task_scan::{worker_of, TaskScanExec};
+use crate::exec::QlinkExec;
 
 /// A qlink table scan with a recipe (a spec table's, a schema table's or a
 /// table function's) wants one task per partition (the planner caps it by

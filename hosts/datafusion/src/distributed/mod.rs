@@ -32,9 +32,9 @@ mod task_scan;
 
 pub use auth::{RequireSecret, Secret, SecretChannelResolver, MIN_SECRET_LEN, SECRET_ENV};
 pub use codec::{PluginLoader, QlinkCodec};
-pub use plugin_identity::PluginIdentity;
 pub use functions::{register_shipped, ShippedPlugins};
 pub use handlers::{desired_task_count, route_tasks, scale_up_leaf};
 pub use planner::{is_shippable, QlinkDistributedPlanner};
+pub use plugin_identity::PluginIdentity;
 pub use session::{coordinator_state, worker_state, StaticWorkers};
 pub use task_scan::{task_partitions, worker_of, TaskScanExec};

@@ -20,15 +20,15 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::catalog::Session;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
-use datafusion::logical_expr::{PlanType, StringifiedPlan, ToStringifiedPlan};
-use datafusion::physical_plan::displayable;
-use datafusion::physical_plan::explain::ExplainExec;
-use datafusion_distributed::{display_plan_ascii, DistributedExec};
 use datafusion::error::Result;
 use datafusion::execution::context::QueryPlanner;
 use datafusion::logical_expr::LogicalPlan;
+use datafusion::logical_expr::{PlanType, StringifiedPlan, ToStringifiedPlan};
+use datafusion::physical_plan::displayable;
+use datafusion::physical_plan::explain::ExplainExec;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
+use datafusion_distributed::{display_plan_ascii, DistributedExec};
 
 use crate::exec::QlinkExec;
 

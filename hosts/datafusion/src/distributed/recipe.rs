@@ -99,9 +99,8 @@ impl ScanProto {
     /// `registry`'s functions).
     pub fn origin(&self, registry: &TaskContext) -> Result<TableOrigin, DataFusionError> {
         if let Some(function) = &self.function {
-            let args = parse_exprs(&self.function_args, registry, &DefaultLogicalExtensionCodec {}).map_err(|e| {
-                DataFusionError::Plan(format!("decoding the arguments of {}.{function}: {e}", self.plugin_name))
-            })?;
+            let args = parse_exprs(&self.function_args, registry, &DefaultLogicalExtensionCodec {})
+                .map_err(|e| DataFusionError::Plan(format!("decoding the arguments of {}.{function}: {e}", self.plugin_name)))?;
             return Ok(TableOrigin::Function { function: function.clone(), args });
         }
         let options = self.options.iter().map(|o| (o.key.clone(), o.value.clone())).collect();

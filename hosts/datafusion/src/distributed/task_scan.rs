@@ -101,10 +101,7 @@ impl ExecutionPlan for TaskScanExec {
         vec![]
     }
 
-    fn apply_expressions(
-        &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
-    ) -> Result<TreeNodeRecursion> {
+    fn apply_expressions(&self, _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>) -> Result<TreeNodeRecursion> {
         Ok(TreeNodeRecursion::Continue)
     }
 
@@ -120,10 +117,7 @@ impl ExecutionPlan for TaskScanExec {
     /// partitions, so this is refused).
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         let Some(d) = context.session_config().get_extension::<DistributedTaskContext>() else {
-            return Err(DataFusionError::Execution(format!(
-                "TaskScanExec ({} tasks) executed outside a distributed task",
-                self.tasks
-            )));
+            return Err(DataFusionError::Execution(format!("TaskScanExec ({} tasks) executed outside a distributed task", self.tasks)));
         };
         if d.task_count != self.tasks || d.task_index >= self.tasks {
             return Err(DataFusionError::Execution(format!(

@@ -134,9 +134,7 @@ unsafe extern "C" fn hp_execute(
 ) -> c_int {
     guard_status(error, "host plan execute", || {
         let h = host(p);
-        let task = crate::services::task_context_of(ctx)
-            .or_else(|| h.task.clone())
-            .unwrap_or_else(|| Arc::new(TaskContext::default()));
+        let task = crate::services::task_context_of(ctx).or_else(|| h.task.clone()).unwrap_or_else(|| Arc::new(TaskContext::default()));
         let rt = tokio::runtime::Handle::try_current().ok();
         let stream = match h.plan.execute(partition.max(0) as usize, task) {
             Ok(s) => s,

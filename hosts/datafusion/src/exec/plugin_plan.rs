@@ -191,10 +191,7 @@ impl ExecutionPlan for QlinkExec {
         self.children.iter().collect()
     }
 
-    fn apply_expressions(
-        &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
-    ) -> Result<TreeNodeRecursion> {
+    fn apply_expressions(&self, _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>) -> Result<TreeNodeRecursion> {
         Ok(TreeNodeRecursion::Continue)
     }
 
@@ -304,4 +301,3 @@ pub fn import_owned(raw: ql_execution_plan, plugin: Option<Arc<Plugin>>) -> Resu
     }
     Ok(Arc::new(QlinkExec::new(PlanHandle::owned(raw, plugin))?))
 }
-

@@ -150,7 +150,8 @@ impl Pump {
         if let Some(p) = &self.handle.plugin {
             crate::plugin::keep_loaded(&mut array, p);
         }
-        let data = unsafe { from_ffi_and_data_type(array, self.batch_type.clone()) }.map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name)))?;
+        let data = unsafe { from_ffi_and_data_type(array, self.batch_type.clone()) }
+            .map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name)))?;
         let sa = StructArray::from(data);
         let opts = arrow::array::RecordBatchOptions::new().with_row_count(Some(sa.len()));
         let batch = RecordBatch::try_new_with_options(Arc::clone(&self.schema), sa.columns().to_vec(), &opts)

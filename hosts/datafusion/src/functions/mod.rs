@@ -57,9 +57,7 @@ pub fn open_functions(plugin: &Arc<Plugin>) -> Result<Vec<PluginFunction>> {
             QL_ITEM_SCALAR_FUNCTION => PluginFunction::Scalar(QlinkScalarUdf::open(plugin, &item.name)?),
             QL_ITEM_AGGREGATE_FUNCTION => PluginFunction::Aggregate(QlinkAggregateUdf::open(plugin, &item.name)?),
             QL_ITEM_WINDOW_FUNCTION => PluginFunction::Window(QlinkWindowUdf::open(plugin, &item.name)?),
-            QL_ITEM_TABLE_FUNCTION => {
-                PluginFunction::Table(item.name.clone(), Arc::new(QlinkTableFunction::open(plugin, &item.name)?))
-            }
+            QL_ITEM_TABLE_FUNCTION => PluginFunction::Table(item.name.clone(), Arc::new(QlinkTableFunction::open(plugin, &item.name)?)),
             _ => continue,
         });
     }

@@ -72,13 +72,7 @@ impl QlinkScalarUdf {
         err.check_with(st, || format!("opening function {}/{name}", plugin.name()))?;
         let signature = signature_of(&raw.signature);
         let uid = raw.id.uid;
-        let q = QlinkScalarUdf {
-            raw: Box::new(raw),
-            plugin: Arc::clone(plugin),
-            name: name.to_string(),
-            signature,
-            uid,
-        };
+        let q = QlinkScalarUdf { raw: Box::new(raw), plugin: Arc::clone(plugin), name: name.to_string(), signature, uid };
         let id = q.identity(name);
         let f = ScalarUDF::new_from_impl(q);
         identity::remember(f.inner(), id);
@@ -107,12 +101,8 @@ impl ScalarUDFImpl for QlinkScalarUdf {
         let invoke = self.raw.invoke.ok_or_else(|| DataFusionError::Execution(format!("{}: invoke is NULL", self.name)))?;
         let n = args.number_rows;
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        let fields: Vec<FieldRef> = args
-            .arg_fields
-            .iter()
-            .enumerate()
-            .map(|(i, f)| Arc::new(Field::new(format!("arg{i}"), f.data_type().clone(), true)))
-            .collect();
+        let fields: Vec<FieldRef> =
+            args.arg_fields.iter().enumerate().map(|(i, f)| Arc::new(Field::new(format!("arg{i}"), f.data_type().clone(), true))).collect();
         let schema = args_schema(&fields)?;
         let array = args_array(&fields, arrays, n)?;
         let mut out = ArrowArray::empty();

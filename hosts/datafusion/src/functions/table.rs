@@ -14,8 +14,8 @@ use crate::error::{ErrorSlot, Result};
 use crate::expr::FilterList;
 use crate::ffi::*;
 use crate::plugin::Plugin;
-use crate::services::{SessionSource, SessionView};
 use crate::recipe::TableOrigin;
+use crate::services::{SessionSource, SessionView};
 use crate::table::QlinkTableProvider;
 
 pub struct QlinkTableFunction {

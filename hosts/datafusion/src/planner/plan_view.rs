@@ -23,8 +23,8 @@ use datafusion::datasource::source_as_provider;
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::{Expr, LogicalPlan};
 
-use crate::error::{guard_status, set_error, Result};
 use crate::convert::CStrings;
+use crate::error::{guard_status, set_error, Result};
 use crate::expr::{Lowering, Resolve};
 use crate::ffi::*;
 
@@ -292,9 +292,7 @@ impl ViewBuilder {
             let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
             self.low.b.struct_schema(&self.formats, &names, &self.flags)
         } else {
-            let exported = Box::new(
-                ArrowSchema::try_from(schema.as_ref()).map_err(|e| DataFusionError::Internal(e.to_string()))?,
-            );
+            let exported = Box::new(ArrowSchema::try_from(schema.as_ref()).map_err(|e| DataFusionError::Internal(e.to_string()))?);
             let p: *const ArrowSchema = &*exported;
             self.exported.push(exported);
             p

@@ -37,9 +37,8 @@ fn expr_of(view: &ql_plan_view, id: ql_expr_id, session: &dyn Session) -> Result
     }
     // SAFETY: ids checked against the arena.
     let e = unsafe { &*view.exprs.add(id as usize) };
-    let args: Vec<Expr> = (0..e.n_args.max(0) as usize)
-        .map(|i| expr_of(view, unsafe { *e.args.add(i) }, session))
-        .collect::<Result<_>>()?;
+    let args: Vec<Expr> =
+        (0..e.n_args.max(0) as usize).map(|i| expr_of(view, unsafe { *e.args.add(i) }, session)).collect::<Result<_>>()?;
     let arg = |i: usize| args.get(i).cloned().ok_or_else(|| DataFusionError::Plan("planner rewrite: missing argument".into()));
     Ok(match e.kind {
         QL_EXPR_COLUMN => {
@@ -98,8 +97,7 @@ fn expr_of(view: &ql_plan_view, id: ql_expr_id, session: &dyn Session) -> Result
         }
         QL_EXPR_AGGREGATE_FUNCTION => {
             let f = function_for(&e.function, &cstr(e.name), session, QL_FUNCTION_AGGREGATE)?;
-            let udaf =
-                session.aggregate_functions().get(&f).cloned().ok_or_else(|| DataFusionError::Plan(format!("no aggregate {f}")))?;
+            let udaf = session.aggregate_functions().get(&f).cloned().ok_or_else(|| DataFusionError::Plan(format!("no aggregate {f}")))?;
             let filter = if e.filter >= 0 { Some(Box::new(expr_of(view, e.filter, session)?)) } else { None };
             Expr::AggregateFunction(AggregateFunction::new_udf(udaf, args, e.flags & QL_EXPR_DISTINCT != 0, filter, vec![], None))
         }
@@ -132,9 +130,7 @@ pub(super) fn plan_of(view: &ql_plan_view, id: ql_node_id, session: &dyn Session
     let inputs: Vec<LogicalPlan> =
         (0..n.n_inputs.max(0) as usize).map(|i| plan_of(view, unsafe { *n.inputs.add(i) }, session)).collect::<Result<_>>()?;
     let ids = |p: *const ql_expr_id, k: i32| -> Vec<ql_expr_id> { (0..k.max(0) as usize).map(|i| unsafe { *p.add(i) }).collect() };
-    let exprs = |p: *const ql_expr_id, k: i32| -> Result<Vec<Expr>> {
-        ids(p, k).into_iter().map(|e| expr_of(view, e, session)).collect()
-    };
+    let exprs = |p: *const ql_expr_id, k: i32| -> Result<Vec<Expr>> { ids(p, k).into_iter().map(|e| expr_of(view, e, session)).collect() };
     let input = |i: usize| inputs.get(i).cloned().ok_or_else(|| DataFusionError::Plan("planner rewrite: missing input".into()));
     let b = match n.kind {
         QL_NODE_TABLE_SCAN => {
@@ -157,7 +153,9 @@ pub(super) fn plan_of(view: &ql_plan_view, id: ql_node_id, session: &dyn Session
             LogicalPlanBuilder::from(input(0)?).filter(es.pop().ok_or_else(|| DataFusionError::Plan("filter without predicate".into()))?)?
         }
         QL_NODE_AGGREGATE => LogicalPlanBuilder::from(input(0)?).aggregate(exprs(n.exprs, n.n_exprs)?, exprs(n.exprs2, n.n_exprs2)?)?,
-        QL_NODE_LIMIT => LogicalPlanBuilder::from(input(0)?).limit(n.skip.max(0) as usize, if n.fetch < 0 { None } else { Some(n.fetch as usize) })?,
+        QL_NODE_LIMIT => {
+            LogicalPlanBuilder::from(input(0)?).limit(n.skip.max(0) as usize, if n.fetch < 0 { None } else { Some(n.fetch as usize) })?
+        }
         QL_NODE_SORT => {
             let mut sorts = Vec::new();
             for e in ids(n.exprs, n.n_exprs) {

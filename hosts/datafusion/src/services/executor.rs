@@ -4,11 +4,11 @@
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
 
-use crate::error::{guard_status, guard_value, set_error};
-use crate::ffi::*;
-use crate::blocking::{block_on, io_runtime};
 #[allow(unused_imports)]
 use super::*;
+use crate::blocking::{block_on, io_runtime};
+use crate::error::{guard_status, guard_value, set_error};
+use crate::ffi::*;
 use crate::plugin::Plugin;
 
 struct JobState {

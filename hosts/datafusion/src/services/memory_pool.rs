@@ -6,10 +6,10 @@ use std::os::raw::{c_char, c_int, c_void};
 
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryLimit, MemoryReservation};
 
-use crate::error::{cstr, error_message, guard_status, guard_value, set_error};
-use crate::ffi::*;
 #[allow(unused_imports)]
 use super::*;
+use crate::error::{cstr, error_message, guard_status, guard_value, set_error};
+use crate::ffi::*;
 
 struct Reservation {
     inner: MemoryReservation,
@@ -76,12 +76,20 @@ pub(crate) unsafe extern "C" fn pool_reservation_new(
 }
 
 pub(crate) unsafe extern "C" fn pool_reserved(self_: *const ql_memory_pool) -> i64 {
-    guard_value(0, || { let env = &*((*self_).private_data as *const EnvState); env.runtime.memory_pool.reserved() as i64 })
+    guard_value(0, || {
+        let env = &*((*self_).private_data as *const EnvState);
+        env.runtime.memory_pool.reserved() as i64
+    })
 }
 
 pub(crate) unsafe extern "C" fn pool_limit(self_: *const ql_memory_pool) -> i64 {
-    guard_value(-1, || match { let env = &*((*self_).private_data as *const EnvState); env.runtime.memory_pool.memory_limit() } {
-        MemoryLimit::Finite(n) => n as i64,
-        _ => -1,
+    guard_value(-1, || {
+        match {
+            let env = &*((*self_).private_data as *const EnvState);
+            env.runtime.memory_pool.memory_limit()
+        } {
+            MemoryLimit::Finite(n) => n as i64,
+            _ => -1,
+        }
     })
 }

@@ -5,18 +5,18 @@
 //! context. Each view is one allocation of a few pointers; nothing is
 //! enumerated or converted until a plugin asks.
 
+mod executor;
 mod memory_pool;
 mod object_stores;
-mod temp_files;
 mod runtime_env;
-mod executor;
 mod session;
 mod task_context;
+mod temp_files;
 
+pub use executor::*;
 pub(crate) use memory_pool::*;
 pub use object_stores::*;
-pub(crate) use temp_files::*;
 pub use runtime_env::*;
-pub use executor::*;
 pub use session::*;
 pub use task_context::*;
+pub(crate) use temp_files::*;

@@ -10,11 +10,11 @@ use futures::StreamExt;
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
+#[allow(unused_imports)]
+use super::*;
 use crate::blocking::block_on_io;
 use crate::error::{cstr, error_message, guard_status, guard_value, set_error};
 use crate::ffi::*;
-#[allow(unused_imports)]
-use super::*;
 
 struct StoreHandle {
     store: Arc<dyn ObjectStore>,
@@ -219,10 +219,8 @@ fn read_range_into(store: Arc<dyn ObjectStore>, p: StorePath, offset: u64, dst: 
     } else {
         let (st, path) = (Arc::clone(&store), p.clone());
         let opened = block_on_io(async move {
-            let opts = object_store::GetOptions {
-                range: Some(object_store::GetRange::Bounded(offset..offset + length)),
-                ..Default::default()
-            };
+            let opts =
+                object_store::GetOptions { range: Some(object_store::GetRange::Bounded(offset..offset + length)), ..Default::default() };
             st.get_opts(&path, opts).await
         });
         match opened {
@@ -351,8 +349,7 @@ unsafe extern "C" fn store_list(
         });
         match metas {
             Ok(metas) => {
-                let paths: Vec<CString> =
-                    metas.iter().map(|m| CString::new(m.location.as_ref()).unwrap_or_default()).collect();
+                let paths: Vec<CString> = metas.iter().map(|m| CString::new(m.location.as_ref()).unwrap_or_default()).collect();
                 let items = metas
                     .iter()
                     .zip(&paths)

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use datafusion::execution::runtime_env::RuntimeEnv;
 
-use crate::ffi::*;
 #[allow(unused_imports)]
 use super::*;
+use crate::ffi::*;
 
 /// The runtime environment view: DataFusion's own services behind the ABI.
 /// Boxed so the self-pointers stay valid; built per scan/execute in O(1).

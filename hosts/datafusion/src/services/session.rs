@@ -14,11 +14,11 @@ use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{AggregateUDF, ScalarUDF, WindowUDF};
 
-use crate::error::{cstr, guard_status, guard_value, set_df_error, set_error};
-use crate::ffi::*;
-use crate::blocking::block_on;
 #[allow(unused_imports)]
 use super::*;
+use crate::blocking::block_on;
+use crate::error::{cstr, guard_status, guard_value, set_df_error, set_error};
+use crate::ffi::*;
 use crate::identity;
 
 /// Where a session view reads from: the planning-time `Session`, or the
@@ -183,9 +183,7 @@ pub fn config_value(opts: &ConfigOptions, key: &str) -> Option<String> {
     // The engine-neutral keys every host fills (docs/abi.md R8), then the
     // DataFusion names of the same settings, without a walk.
     match key {
-        "qlink.execution.batch_size" | "datafusion.execution.batch_size" => {
-            return Some(opts.execution.batch_size.to_string())
-        }
+        "qlink.execution.batch_size" | "datafusion.execution.batch_size" => return Some(opts.execution.batch_size.to_string()),
         "qlink.execution.target_partitions" | "datafusion.execution.target_partitions" => {
             return Some(opts.execution.target_partitions.to_string())
         }
@@ -235,15 +233,24 @@ unsafe extern "C" fn session_function_lookup(
         let v = view(s);
         let n = cstr(name);
         let found = match kind {
-            QL_FUNCTION_SCALAR => v.source.scalar().get(&n).or_else(|| v.source.scalar().get(&n.to_lowercase())).map(|f| {
-                (identity::scalar_identity(f), crate::functions::volatility_of(f.signature().volatility))
-            }),
-            QL_FUNCTION_AGGREGATE => v.source.aggregate().get(&n).or_else(|| v.source.aggregate().get(&n.to_lowercase())).map(|f| {
-                (identity::aggregate_identity(f), crate::functions::volatility_of(f.signature().volatility))
-            }),
-            QL_FUNCTION_WINDOW => v.source.window().get(&n).or_else(|| v.source.window().get(&n.to_lowercase())).map(|f| {
-                (identity::window_identity(f), crate::functions::volatility_of(f.signature().volatility))
-            }),
+            QL_FUNCTION_SCALAR => v
+                .source
+                .scalar()
+                .get(&n)
+                .or_else(|| v.source.scalar().get(&n.to_lowercase()))
+                .map(|f| (identity::scalar_identity(f), crate::functions::volatility_of(f.signature().volatility))),
+            QL_FUNCTION_AGGREGATE => v
+                .source
+                .aggregate()
+                .get(&n)
+                .or_else(|| v.source.aggregate().get(&n.to_lowercase()))
+                .map(|f| (identity::aggregate_identity(f), crate::functions::volatility_of(f.signature().volatility))),
+            QL_FUNCTION_WINDOW => v
+                .source
+                .window()
+                .get(&n)
+                .or_else(|| v.source.window().get(&n.to_lowercase()))
+                .map(|f| (identity::window_identity(f), crate::functions::volatility_of(f.signature().volatility))),
             _ => None,
         };
         match found {
@@ -271,14 +278,10 @@ unsafe extern "C" fn session_table_lookup(
         let reference = datafusion::common::TableReference::from(n.as_str());
         let opts = &sess.config_options().catalog;
         let resolved = reference.resolve(&opts.default_catalog, &opts.default_schema);
-        let provider = sess
-            .catalog_list()
-            .catalog(&resolved.catalog)
-            .and_then(|c| c.schema(&resolved.schema))
-            .map(|schema| {
-                let t = resolved.table.to_string();
-                block_on(async move { schema.table(&t).await })
-            });
+        let provider = sess.catalog_list().catalog(&resolved.catalog).and_then(|c| c.schema(&resolved.schema)).map(|schema| {
+            let t = resolved.table.to_string();
+            block_on(async move { schema.table(&t).await })
+        });
         let provider = match provider {
             Some(Ok(Some(p))) => p,
             Some(Err(e)) => return set_df_error(error, &e),

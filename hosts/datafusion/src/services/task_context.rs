@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use datafusion::execution::TaskContext;
 
-use crate::error::guard_value;
-use crate::ffi::*;
 #[allow(unused_imports)]
 use super::*;
+use crate::error::guard_value;
+use crate::ffi::*;
 use crate::plugin::Plugin;
 
 /// One partition's task context (gap G8): a struct of pointers into a box

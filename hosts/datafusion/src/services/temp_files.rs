@@ -5,10 +5,10 @@ use std::ffi::CString;
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::Arc;
 
-use crate::error::{cstr, guard_status, guard_value, set_df_error, set_error};
-use crate::ffi::*;
 #[allow(unused_imports)]
 use super::*;
+use crate::error::{cstr, guard_status, guard_value, set_df_error, set_error};
+use crate::ffi::*;
 
 struct TempFile {
     _file: Arc<dyn datafusion::execution::spill_file::SpillFile>,

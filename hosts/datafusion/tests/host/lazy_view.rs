@@ -92,7 +92,11 @@ async fn expanded_lazy_view_equals_complete_view() {
             for i in 0..(*c).n_nodes {
                 let (cn, ln) = (node(c, i), node(l, i));
                 assert_eq!(ln.flags, cn.flags | QL_NODE_UNEXPANDED, "{sql}: node {i}");
-                assert_eq!((ln.kind, ln.n_inputs, ln.join_type, ln.skip, ln.fetch, ln.n_rows), (cn.kind, cn.n_inputs, cn.join_type, cn.skip, cn.fetch, cn.n_rows), "{sql}: node {i}");
+                assert_eq!(
+                    (ln.kind, ln.n_inputs, ln.join_type, ln.skip, ln.fetch, ln.n_rows),
+                    (cn.kind, cn.n_inputs, cn.join_type, cn.skip, cn.fetch, cn.n_rows),
+                    "{sql}: node {i}"
+                );
                 assert_eq!(qlink_datafusion::error::cstr(ln.name), qlink_datafusion::error::cstr(cn.name), "{sql}: node {i}");
                 assert!(ln.schema.is_null() && ln.n_exprs == 0 && ln.table.is_null(), "{sql}: node {i}");
             }
@@ -122,7 +126,12 @@ async fn expanded_lazy_view_equals_complete_view() {
 /// expand?, every other node still unexpanded after that?).
 static SEEN: Mutex<Vec<(bool, bool, bool, bool)>> = Mutex::new(Vec::new());
 
-unsafe extern "C" fn look(_s: *const ql_planner, ctx: *const ql_planner_context, out: *mut ql_planner_result, error: *mut ql_error) -> c_int {
+unsafe extern "C" fn look(
+    _s: *const ql_planner,
+    ctx: *const ql_planner_context,
+    out: *mut ql_planner_result,
+    error: *mut ql_error,
+) -> c_int {
     let v = (*ctx).plan;
     let root = (*v).root;
     let lazy = (*v).expand.is_some();

@@ -19,7 +19,12 @@ use qlink_datafusion::planner::{InstalledPlanner, QlinkQueryPlanner};
 
 /// REWRITE the root with a copy of the view: every expression, then every
 /// node, in id order (so each copy gets the id of its original).
-unsafe extern "C" fn copy_all(_s: *const ql_planner, ctx: *const ql_planner_context, out: *mut ql_planner_result, _e: *mut ql_error) -> c_int {
+unsafe extern "C" fn copy_all(
+    _s: *const ql_planner,
+    ctx: *const ql_planner_context,
+    out: *mut ql_planner_result,
+    _e: *mut ql_error,
+) -> c_int {
     let view = &*(*ctx).plan;
     let mut b = IrBuilder::new().unwrap();
     for i in 0..view.n_exprs {
@@ -47,7 +52,8 @@ fn sessions() -> (SessionContext, SessionContext) {
     raw.struct_size = std::mem::size_of::<ql_planner>() as u32;
     raw.plan = Some(copy_all);
     let planner = InstalledPlanner::new(raw, None, "copy_all");
-    let state = SessionStateBuilder::new().with_default_features().with_query_planner(Arc::new(QlinkQueryPlanner::new(vec![planner]))).build();
+    let state =
+        SessionStateBuilder::new().with_default_features().with_query_planner(Arc::new(QlinkQueryPlanner::new(vec![planner]))).build();
     let copied = SessionContext::new_with_state(state);
     let plain = SessionContext::new();
     for ctx in [&copied, &plain] {

@@ -13,9 +13,7 @@ const DFTEST: &str = qlink_sys::plugins::DFTEST;
 
 fn grid_batch(rows: usize, cols: usize) -> RecordBatch {
     let fields: Vec<Field> = (0..cols).map(|c| Field::new(format!("c{c}"), DataType::Float64, true)).collect();
-    let arrays = (0..cols)
-        .map(|c| Arc::new(Float64Array::from_iter_values((0..rows).map(|r| (r * cols + c) as f64))) as _)
-        .collect();
+    let arrays = (0..cols).map(|c| Arc::new(Float64Array::from_iter_values((0..rows).map(|r| (r * cols + c) as f64))) as _).collect();
     RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).unwrap()
 }
 

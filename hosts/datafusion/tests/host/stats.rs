@@ -52,10 +52,7 @@ fn text(sc: &ql_scalar) -> String {
 
 async fn memtable_ctx() -> SessionContext {
     let ctx = SessionContext::new();
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("k", DataType::Int64, true),
-        Field::new("name", DataType::Utf8, true),
-    ]));
+    let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, true), Field::new("name", DataType::Utf8, true)]));
     let b = RecordBatch::try_new(
         Arc::clone(&schema),
         vec![
@@ -137,8 +134,18 @@ impl Fixed {
             num_rows: Precision::Exact(1040),
             total_byte_size: Precision::Inexact(8320),
             column_statistics: vec![
-                col(Precision::Exact(0), Precision::Exact(ScalarValue::Float64(Some(-1.5))), Precision::Exact(ScalarValue::Float64(Some(99.25))), Precision::Exact(65)),
-                col(Precision::Inexact(3), Precision::Inexact(ScalarValue::Utf8(Some("apple".into()))), Precision::Exact(ScalarValue::Utf8(Some("pear".into()))), Precision::Absent),
+                col(
+                    Precision::Exact(0),
+                    Precision::Exact(ScalarValue::Float64(Some(-1.5))),
+                    Precision::Exact(ScalarValue::Float64(Some(99.25))),
+                    Precision::Exact(65),
+                ),
+                col(
+                    Precision::Inexact(3),
+                    Precision::Inexact(ScalarValue::Utf8(Some("apple".into()))),
+                    Precision::Exact(ScalarValue::Utf8(Some("pear".into()))),
+                    Precision::Absent,
+                ),
                 // A list min/max cannot cross as a ql_scalar: absent.
                 col(
                     Precision::Absent,

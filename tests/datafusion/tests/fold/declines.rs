@@ -68,7 +68,8 @@ async fn plain_sum_of_products_folds() {
     // A filter on one input is pushed below the join: still a contraction.
     check(&stock, &fold, "SELECT a.s, SUM(a.val * w.val) FROM a JOIN w ON a.k = w.k WHERE a.s > 0 GROUP BY a.s", true).await;
     // HAVING filters above the aggregate.
-    check(&stock, &fold, "SELECT a.s, SUM(a.val * w.val) AS t FROM a JOIN w ON a.k = w.k GROUP BY a.s HAVING SUM(a.val * w.val) > 0", true).await;
+    check(&stock, &fold, "SELECT a.s, SUM(a.val * w.val) AS t FROM a JOIN w ON a.k = w.k GROUP BY a.s HAVING SUM(a.val * w.val) > 0", true)
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -105,7 +105,14 @@ async fn zero_argument_plugin_window_function_runs() {
     assert!(names.iter().any(|n| n == "running_count"), "{names:?}");
     s.register_table("q", "qlink_sample/series?stop=7").unwrap();
 
-    let b = s.ctx.sql("SELECT value, running_count() OVER (ORDER BY value) AS rc FROM q ORDER BY value").await.unwrap().collect().await.unwrap();
+    let b = s
+        .ctx
+        .sql("SELECT value, running_count() OVER (ORDER BY value) AS rc FROM q ORDER BY value")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
     assert_eq!(i64s(&b, 0), vec![0, 1, 2, 3, 4, 5, 6]);
     assert_eq!(i64s(&b, 1), vec![1, 2, 3, 4, 5, 6, 7]);
 

@@ -194,11 +194,8 @@ async fn generated_einsums_match_stock_datafusion() {
         let (got, did_fold) = run(&fold2, &q.text).await.unwrap_or_else(|e| panic!("{what}: fold: {e}"));
         let (again, _) = run(&fold3, &q.text).await.unwrap_or_else(|e| panic!("{what}: fold, 3 partitions: {e}"));
         // Float sums that cancel are compared against the sum of |products|.
-        let scale = if floats_here {
-            rows(&run(&stock, &q.scale).await.unwrap_or_else(|e| panic!("{what}: scale: {e}")).0)
-        } else {
-            Vec::new()
-        };
+        let scale =
+            if floats_here { rows(&run(&stock, &q.scale).await.unwrap_or_else(|e| panic!("{what}: scale: {e}")).0) } else { Vec::new() };
         assert!(did_fold, "{what}: the planner did not fold");
         fired += did_fold as usize;
         let (want, got, again) = (rows(&want), rows(&got), rows(&again));
