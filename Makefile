@@ -12,7 +12,7 @@ PY := $(CURDIR)/.venv/bin/python
 # once, in one profile (Cargo.toml).
 CARGO_WS := --release --locked --workspace --exclude qlink-python
 
-.PHONY: all setup build build-release build-asan build-fuzz build-cli run wheel install-python test test-c test-valgrind \
+.PHONY: all setup build build-release build-asan build-fuzz build-cli run lint wheel install-python test test-c test-valgrind \
         test-fuzz test-rust test-python test-wheel test-sqlite require-duckdb test-duckdb test-xarray test-engines test-flight test-security bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-netcdf bench-distributed bench-fold bench-ffi compat-xarray-sql bench-xarray bench-plans clean
 
 all: build
@@ -69,9 +69,15 @@ wheel: setup
 install-python: setup
 	scripts/install-python.sh
 
+# ---- lint: C format (clang-format-14, on what a change adds or touches),
+# cargo fmt --check, ruff check, and an SPDX line in every source file
+# (scripts/lint.sh says which; LINT_BASE=REV sets where a change starts)
+lint:
+	scripts/lint.sh
+
 # ---- tests
 test: setup
-	$(MAKE) test-c test-valgrind test-fuzz test-sqlite test-rust test-python test-wheel test-duckdb test-xarray test-engines test-flight test-security
+	$(MAKE) lint test-c test-valgrind test-fuzz test-sqlite test-rust test-python test-wheel test-duckdb test-xarray test-engines test-flight test-security
 	@echo "make test: all suites passed"
 
 # Every C test under ASan + UBSan.

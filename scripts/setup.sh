@@ -12,6 +12,7 @@ APT_PACKAGES=(
   "cmake=3.25.1-1"
   "pkg-config=1.8.1-1"
   "clang-14=1:14.0.6-12"
+  "clang-format-14=1:14.0.6-12"
   "libclang-rt-14-dev=1:14.0.6-12"
   "valgrind=1:3.19.0-1"
   "libblosc-dev=1.21.3+ds-1"
