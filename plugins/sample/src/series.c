@@ -139,19 +139,6 @@ int smp_statistics_fill(const struct smp_series *s, const struct smp_ranges *r,
   return QL_OK;
 }
 
-/* -------------------------------------------------------- the scan state */
-
-void smp_scan_ref(struct smp_scan *scan) { atomic_fetch_add(&scan->refs, 1); }
-
-void smp_scan_unref(struct smp_scan *scan) {
-  if (scan == NULL || atomic_fetch_sub(&scan->refs, 1) != 1) return;
-  free(scan->columns);
-  smp_ranges_free(&scan->rows);
-  ql_schema_release(&scan->schema);
-  free(atomic_load(&scan->display));
-  free(scan);
-}
-
 /* The rows that pass every EXACT filter, then the limit. */
 static int scan_rows(const struct smp_series *s, const struct ql_scan_args *args, struct smp_ranges *out,
                      struct ql_error *error) {
