@@ -15,13 +15,13 @@
 #include <string.h>
 
 #include "nd_internal.h"
+#include "ql_fuzz_host.h"
 #include "qlink/lib/host.h"
 #include "qlink/lib/status.h"
 #include "qlink/qlink.h"
 #include "qlink_zarr/provider.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
 
 struct cursor {
   const uint8_t *p;
@@ -92,13 +92,8 @@ static void drain(struct ql_ref_host *host, struct ql_table_provider *tp) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static struct ql_ref_host *host;
   static struct ql_plugin plugin;
+  ql_fuzz_host(0, &host, &plugin);
   struct ql_error err = {0};
-  if (!host) {
-    struct ql_ref_host_options ho = {-1, 0, 1};
-    if (ql_ref_host_new(&ho, &host, &err) != QL_OK || qlink_plugin_init(QL_ABI_VERSION, &plugin, &err) != QL_OK) {
-      abort();
-    }
-  }
   struct cursor c = {data, size};
   fill_source = data; /* buffers made below take the whole input; loaders what the description leaves */
   fill_size = size;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ql_fuzz_host.h"
 #include "qlink/lib/check.h"
 #include "qlink/lib/host.h"
 #include "qlink/lib/loader.h"
@@ -18,7 +19,6 @@
 #include "qlink/qlink.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int qlink_plugin_init(uint32_t abi_version, struct ql_plugin *out, struct ql_error *error);
 
 enum { MAX_TEXT = 4096, MAX_GRID_CELLS = 1 << 16, SCAN_LIMIT = 64 };
 
@@ -68,13 +68,8 @@ static void exercise(const struct ql_plugin *plugin, struct ql_ref_host *host, s
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static struct ql_ref_host *host;
   static struct ql_plugin plugin;
+  ql_fuzz_host(16, &host, &plugin);
   struct ql_error err = {0};
-  if (!host) {
-    struct ql_ref_host_options ho = {-1, 16, 1};
-    if (ql_ref_host_new(&ho, &host, &err) != QL_OK || qlink_plugin_init(QL_ABI_VERSION, &plugin, &err) != QL_OK) {
-      abort();
-    }
-  }
   static const char prefix[] = "qlink_sample/";
   char text[sizeof prefix + MAX_TEXT];
   if (size > MAX_TEXT || memchr(data, 0, size)) return 0;
