@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """check_wheel.py WHEEL PACKAGE_DIR: what scripts/wheel.sh asserts of the
 repaired wheel before it goes to dist/.
 

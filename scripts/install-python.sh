@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The qlink package in a virtual environment (`make install-python`, the last
 # step of `make run`): dist's wheel (scripts/wheel.sh, reused while its
 # sources are unchanged) installed into QLINK_VENV (default .venv), its

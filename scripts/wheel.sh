@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The self-contained qlink wheel (`make wheel`): dist/qlink-*.whl, everything
 # a Python user runs in one manylinux wheel, for a machine without Debian's
 # -dev packages.

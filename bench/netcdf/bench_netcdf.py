@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench-netcdf: qlink_netcdf against xarray-sql 0.6.0, xarray + pandas and
 qlink_zarr, on one ERA5-like dataset written as a chunked, zlib-compressed
 netCDF-4 file, as a netCDF-3 file and as a Zarr store. One run.

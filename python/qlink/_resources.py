@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Where qlink's native parts are: the plugins, the DuckDB and SQLite
 extensions. Pure Python (no ``qlink._qlink``): qlink.duckdb, qlink.sqlite
 and qlink._ndarray use it with the C build alone.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Where the installed package finds its native parts (qlink/_resources.py):
 its own copies, or QLINK_BUILD_DIR's alone when that is set."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fixtures of the Flight SQL suite: ``qlink serve`` driven by ADBC's
 Flight SQL driver (adbc-driver-flightsql, pinned in
 scripts/requirements.txt)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``qlink serve`` processes for the Flight SQL tests (tests/flight) and the
 security suite (tests/security/test_flight.py).
 

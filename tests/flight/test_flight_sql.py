@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``qlink serve`` through a real Flight SQL client: ADBC's Flight SQL
 driver (the Go driver behind ``adbc_driver_flightsql.dbapi``), over a
 qlink_sample series and a Zarr store read by qlink_zarr. Rows, listings and

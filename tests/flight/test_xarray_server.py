@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """qlink.xarray.FlightSQLServer and qlink.xarray.serve (xarray-sql 0.6's
 Flight SQL server) over ``qlink serve``, queried with ADBC's Flight SQL
 driver: the tables of a Dataset's dimension groups with the values

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``qlink serve``'s gates: with a secret, no call runs without it; and a
 client, which sends only SQL, cannot make the server load code: plugins
 come from the server's command line alone, and its SQL is read-only.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `make test-wheel`: dist/qlink-*.whl as a user gets it. A fresh virtual
 # environment (python -m venv) gets the wheel and the engines' packages from
 # the registry (binary wheels only, versions from scripts/requirements.txt as

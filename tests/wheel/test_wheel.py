@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The installed qlink wheel on its own (tests/wheel/run.sh): run from a
 directory outside the source tree, in a fresh virtual environment with the
 wheel and the engines' packages from the registry, no compiler on PATH and

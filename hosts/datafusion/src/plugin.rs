@@ -95,16 +95,14 @@ impl Plugin {
         let mut file = std::fs::File::open(path)
             .map_err(|e| LoadRefused::Error(DataFusionError::Plan(format!("opening plugin file {shown}: {e}"))))?;
         let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .map_err(|e| LoadRefused::Error(DataFusionError::Plan(format!("reading plugin file {shown}: {e}"))))?;
+        file.read_to_end(&mut bytes).map_err(|e| LoadRefused::Error(DataFusionError::Plan(format!("reading plugin file {shown}: {e}"))))?;
         let mine = fnv1a64(&bytes);
         if mine != digest {
             return Err(LoadRefused::Digest(mine));
         }
         let by_fd = format!("/proc/self/fd/{}", file.as_raw_fd());
-        let loaded = Plugin::load(&by_fd).map_err(|e| {
-            LoadRefused::Error(DataFusionError::Plan(error_message(&e).replace(&by_fd, &shown.to_string())))
-        })?;
+        let loaded = Plugin::load(&by_fd)
+            .map_err(|e| LoadRefused::Error(DataFusionError::Plan(error_message(&e).replace(&by_fd, &shown.to_string()))))?;
         // The descriptor stays open for the life of the process: the dynamic
         // loader knows the library by the name `/proc/self/fd/N` and answers
         // a later dlopen of that same name with it, even when N has since
@@ -112,9 +110,8 @@ impl Plugin {
         // one linked with -z nodelete). One descriptor per plugin file a
         // process loads this way (a worker caches its loads by file).
         std::mem::forget(file);
-        let mut plugin = Arc::try_unwrap(loaded).map_err(|_| {
-            LoadRefused::Error(DataFusionError::Internal("a plugin just loaded is shared".into()))
-        })?;
+        let mut plugin =
+            Arc::try_unwrap(loaded).map_err(|_| LoadRefused::Error(DataFusionError::Internal("a plugin just loaded is shared".into())))?;
         plugin.path = path.to_string_lossy().into_owned();
         plugin.digest = std::sync::OnceLock::from(mine);
         Ok(Arc::new(plugin))
@@ -146,8 +143,7 @@ impl Plugin {
         if let Some(d) = self.digest.get() {
             return Ok(*d);
         }
-        let bytes = std::fs::read(&self.path)
-            .map_err(|e| DataFusionError::Execution(format!("reading plugin file {}: {e}", self.path)))?;
+        let bytes = std::fs::read(&self.path).map_err(|e| DataFusionError::Execution(format!("reading plugin file {}: {e}", self.path)))?;
         Ok(*self.digest.get_or_init(|| fnv1a64(&bytes)))
     }
 
@@ -254,8 +250,7 @@ impl Options {
     pub fn new(pairs: &[(String, String)]) -> Result<Options> {
         let bad = |s: &str| DataFusionError::Plan(format!("option {s:?} contains a NUL byte"));
         let keys: Vec<CString> = pairs.iter().map(|(k, _)| CString::new(k.as_str()).map_err(|_| bad(k))).collect::<Result<_>>()?;
-        let values: Vec<CString> =
-            pairs.iter().map(|(_, v)| CString::new(v.as_str()).map_err(|_| bad(v))).collect::<Result<_>>()?;
+        let values: Vec<CString> = pairs.iter().map(|(_, v)| CString::new(v.as_str()).map_err(|_| bad(v))).collect::<Result<_>>()?;
         let key_ptrs = keys.iter().map(|k| k.as_ptr()).collect();
         let value_ptrs = values.iter().map(|v| v.as_ptr()).collect();
         Ok(Options { _keys: keys, _values: values, key_ptrs, value_ptrs })

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A `Session` that is another except for its physical optimizer rules and
 //! runtime environment: for planning a subtree whose plan the enclosing
 //! planning optimizes anyway (a planner's `plan_physical`), and for planning

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Serving Datasets over Arrow Flight SQL: :class:`FlightSQLServer` and
 :func:`serve`, xarray-sql 0.6's names and signatures, over a ``qlink
 serve`` process (tools/cli, docs/flight-sql.md).

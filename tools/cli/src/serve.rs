@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `qlink serve`: an Arrow Flight SQL server over the session `qlink sql`
 //! builds (the same `--plugin`, `--table`, `--schema`, `--planner` and
 //! `--memory-limit`), so any Flight SQL client (ADBC's driver, the JDBC

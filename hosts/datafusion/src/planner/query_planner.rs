@@ -46,10 +46,7 @@ impl fmt::Debug for QlinkQueryPlanner {
 
 impl QlinkQueryPlanner {
     pub fn new(planners: Vec<Arc<InstalledPlanner>>) -> QlinkQueryPlanner {
-        QlinkQueryPlanner {
-            planners,
-            default: DefaultPhysicalPlanner::with_extension_planners(vec![Arc::new(QlinkExtensionPlanner)]),
-        }
+        QlinkQueryPlanner { planners, default: DefaultPhysicalPlanner::with_extension_planners(vec![Arc::new(QlinkExtensionPlanner)]) }
     }
 
     /// Plan `plan`; `skip` is a planner that asked for exactly this plan
