@@ -50,9 +50,8 @@ struct ql_planner_context {
   const struct ql_plan_view *plan;
   /* Plan the subtree of `plan` rooted at `node` with the host's own physical
    * planner (including installed planners) and return it as an execution
-   * plan owned by the caller. The host may return it before physical
-   * optimization: the enclosing plan is optimized as a whole, children
-   * included. Thread-safe; only valid during the call. */
+   * plan owned by the caller, optimized unless the planner set
+   * QL_PLANNER_INPUTS_UNOPTIMIZED. Thread-safe; only valid during the call. */
   int (*plan_physical)(const struct ql_planner_context *self, ql_node_id node, struct ql_execution_plan *out,
                        struct ql_error *error);
   void *private_data;
@@ -73,7 +72,14 @@ enum ql_planner_flags {
    * reads the node's schema, expressions, projection or table, so the host
    * may hand it a lazy plan view (qlink/plan.h): a planner that declines
    * after a glance at the skeleton then costs almost nothing per query. */
-  QL_PLANNER_LAZY_VIEW = 1
+  QL_PLANNER_LAZY_VIEW = 1,
+  /* 0.2: the planner's PHYSICAL nodes take new children
+   * (ql_execution_plan.with_new_children), so plan_physical may return a
+   * subtree before the host's physical optimizer runs on it: the plan the
+   * node joins is optimized as a whole, the node's children included. A
+   * host that does not know the flag optimizes the subtree first, as in
+   * 0.1. */
+  QL_PLANNER_INPUTS_UNOPTIMIZED = 2
 };
 
 struct ql_planner {

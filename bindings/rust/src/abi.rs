@@ -770,6 +770,7 @@ abi_struct! {
 }
 
 abi_const!(QL_PLANNER_LAZY_VIEW: u32 = 1);
+abi_const!(QL_PLANNER_INPUTS_UNOPTIMIZED: u32 = 2);
 
 // --------------------------------------------------------------- plugin.h
 abi_const!(QL_PLUGIN_MAGIC: u32 = 0x4B4E_4C51);

@@ -78,7 +78,8 @@ int fd_planner_new(const struct ql_options *options, struct ql_planner *out, str
   memset(out, 0, sizeof(*out));
   out->struct_size = sizeof(*out);
   out->interest = QL_NODE_BIT(QL_NODE_AGGREGATE);
-  out->flags = QL_PLANNER_LAZY_VIEW; /* fold_match.c expands what it reads */
+  /* fold_match.c expands what it reads; FoldExec takes new children */
+  out->flags = QL_PLANNER_LAZY_VIEW | QL_PLANNER_INPUTS_UNOPTIMIZED;
   out->plan = fd_plan;
   out->release = fd_planner_release;
   return QL_OK;

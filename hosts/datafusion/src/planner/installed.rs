@@ -36,6 +36,14 @@ impl InstalledPlanner {
         has_flags && self.raw.flags & QL_PLANNER_LAZY_VIEW != 0
     }
 
+    /// Whether the planner's nodes take new children, so its
+    /// `plan_physical` inputs may be left for the enclosing plan's
+    /// optimizer (QL_PLANNER_INPUTS_UNOPTIMIZED).
+    pub fn inputs_unoptimized(&self) -> bool {
+        let has_flags = self.raw.struct_size as usize >= std::mem::offset_of!(ql_planner, flags) + std::mem::size_of::<u32>();
+        has_flags && self.raw.flags & QL_PLANNER_INPUTS_UNOPTIMIZED != 0
+    }
+
     /// Take ownership of a planner (e.g. from a plugin's planner_open).
     pub fn new(raw: ql_planner, plugin: Option<Arc<Plugin>>, name: &str) -> Arc<InstalledPlanner> {
         Arc::new(InstalledPlanner { raw, plugin, name: name.to_string() })

@@ -203,10 +203,16 @@ unsafe extern "C" fn plan_physical(
             return set_error(error, QL_EINVAL, &format!("plan_physical: no node {node} in the plan view"));
         };
         let skip = if node == (*call.built.view()).root { Some(call.asking) } else { None };
-        // Planned without the physical optimizer: the plan it becomes part
-        // of is optimized as a whole, children included (optimizing here
-        // too would repeat that work once per level of nested planners).
-        let session = SessionOverride::unoptimized(call.session);
+        // A planner whose nodes take new children gets its inputs before
+        // the physical optimizer: the plan they become part of is optimized
+        // as a whole, children included (optimizing here too would repeat
+        // that work once per level of nested planners). Any other planner
+        // gets them optimized, since nothing could optimize them later.
+        let session = if call.asking.inputs_unoptimized() {
+            SessionOverride::unoptimized(call.session)
+        } else {
+            SessionOverride::new(call.session, None, None)
+        };
         match block_in_callback(call.qp.plan(sub, &session, skip)) {
             Ok(plan) => {
                 std::ptr::write(out, export_host_plan(plan, None));
