@@ -187,6 +187,8 @@ GAPS: dict[str, dict[str, str]] = {
         "functions": "Polars' SQL (pl.SQLContext) cannot register functions: a plugin's scalar, aggregate and "
                      "table functions have no name there",
         "table_functions": "Polars' SQL (pl.SQLContext) cannot register table functions",
+        "schemas": "qlink.polars.scan takes one table's spec: a plugin's schema (every table of a store) is "
+                   "registered table by table there, which these queries' schema specs do not name",
     },
     # a datafusion-python SessionContext takes qlink tables (capsules); the
     # plugins' functions and schemas are qlink.Session's (datafusion-session)
