@@ -42,20 +42,37 @@ fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let repo = manifest.join("../..").canonicalize().expect("qlink-sys: repository root");
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
-    for watched in ["CMakeLists.txt", "src", "include", "plugins", "tests/dftest"] {
+    for watched in ["CMakeLists.txt", "src", "include", "tests/dftest"] {
         println!("cargo:rerun-if-changed={}", repo.join(watched).display());
+    }
+    // The C plugins CMake builds; not plugins/rust, a workspace of its own.
+    for entry in std::fs::read_dir(repo.join("plugins")).expect("qlink-sys: plugins/").flatten() {
+        if entry.file_name() != "rust" {
+            println!("cargo:rerun-if-changed={}", entry.path().display());
+        }
     }
     println!("cargo:rerun-if-changed=wrapper.h");
     println!("cargo:rerun-if-changed=build.rs");
 
-    let build = cmake_build(&repo, &out);
+    if env::var_os("CARGO_FEATURE_LIBQLINK").is_some() {
+        link_libqlink(&repo, &out);
+    }
+    bindgen_headers(&manifest, &repo, &out);
+}
+
+/// Builds libqlink and the test plugins with CMake and links libqlink.
+fn link_libqlink(repo: &Path, out: &Path) {
+    let build = cmake_build(repo, out);
     println!("cargo:rustc-link-search=native={}", build.join("src").display());
     println!("cargo:rustc-link-lib=static=qlink");
     for lib in ["pthread", "dl", "m"] {
         println!("cargo:rustc-link-lib={lib}");
     }
     println!("cargo:rustc-env=QLINK_PLUGIN_DIR={}", build.join("plugins").display());
+}
 
+/// Reads the ABI headers with bindgen, for the compile-time layout checks.
+fn bindgen_headers(manifest: &Path, repo: &Path, out: &Path) {
     bindgen::Builder::default()
         .header(manifest.join("wrapper.h").to_string_lossy())
         .clang_arg(format!("-I{}", repo.join("include").display()))

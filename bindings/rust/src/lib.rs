@@ -31,6 +31,7 @@ pub use abi::*;
 
 /// Plugins built by CMake for this crate's build (RelWithDebInfo), for the
 /// workspace's tests and benchmarks.
+#[cfg(feature = "libqlink")]
 pub mod plugins {
     /// The folder holding `qlink_sample.so`, `qlink_fold.so`, `qlink_zarr.so`
     /// and `qlink_dftest.so`.

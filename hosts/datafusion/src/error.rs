@@ -145,14 +145,7 @@ pub fn guard_value<T>(fallback: T, f: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)
 }
 
-/// A plugin-provided C string as an owned Rust string ("" for NULL).
-pub fn cstr(p: *const std::os::raw::c_char) -> String {
-    if p.is_null() {
-        return String::new();
-    }
-    // SAFETY: the ABI hands NUL-terminated strings.
-    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-}
+pub use qlink_convert::cstr;
 
 /// Objects this adapter exported (host plans, task contexts), by their
 /// private_data address: how a handle coming back from a plugin is

@@ -125,25 +125,7 @@ impl CStrings for IrBuilder {
 }
 
 fn binary_op(op: &Operator) -> i32 {
-    match op {
-        Operator::Eq => QL_OP_EQ,
-        Operator::NotEq => QL_OP_NE,
-        Operator::Lt => QL_OP_LT,
-        Operator::LtEq => QL_OP_LE,
-        Operator::Gt => QL_OP_GT,
-        Operator::GtEq => QL_OP_GE,
-        Operator::And => QL_OP_AND,
-        Operator::Or => QL_OP_OR,
-        Operator::Plus => QL_OP_PLUS,
-        Operator::Minus => QL_OP_MINUS,
-        Operator::Multiply => QL_OP_MULTIPLY,
-        Operator::Divide => QL_OP_DIVIDE,
-        Operator::Modulo => QL_OP_MODULO,
-        Operator::IsDistinctFrom => QL_OP_IS_DISTINCT_FROM,
-        Operator::IsNotDistinctFrom => QL_OP_IS_NOT_DISTINCT_FROM,
-        Operator::StringConcat => QL_OP_STRING_CONCAT,
-        _ => QL_OP_OTHER,
-    }
+    qlink_convert::ops::op_to_ql(op)
 }
 
 /// Which schema a lowered column's `column_index` indexes.

@@ -9,25 +9,14 @@
 //! object is dropped, so no lookup needs to know their types.
 
 use std::collections::HashMap;
-use std::ffi::{CStr, CString};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::ffi::CStr;
+use std::sync::{Arc, OnceLock, RwLock};
 
 use datafusion::logical_expr::{AggregateUDF, ScalarUDF, WindowUDF};
 
 use crate::ffi::*;
 
-/// Interned NUL-terminated strings: identities borrowed by plan views and
-/// session lookups stay valid for the life of the process.
-pub fn intern(s: &str) -> &'static CStr {
-    static TABLE: OnceLock<Mutex<HashMap<String, &'static CStr>>> = OnceLock::new();
-    let mut t = TABLE.get_or_init(Default::default).lock().unwrap();
-    if let Some(c) = t.get(s) {
-        return c;
-    }
-    let c: &'static CStr = Box::leak(CString::new(s.replace('\0', " ")).unwrap().into_boxed_c_str());
-    t.insert(s.to_string(), c);
-    c
-}
+pub use qlink_convert::intern;
 
 /// An identity with interned strings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

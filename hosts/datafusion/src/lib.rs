@@ -38,7 +38,7 @@ pub mod recipe;
 pub mod schema;
 pub mod services;
 pub mod session_override;
-pub mod stats;
+pub use qlink_convert::stats;
 pub mod table;
 
 pub use context::QlinkSession;

@@ -1,12 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Two-way conversions between DataFusion's and the ABI's values, each in one
-//! place: types and their Arrow C format strings, scalars, and the C string
-//! copies the ABI's borrowed structs point into.
+//! Two-way conversions between DataFusion's and the ABI's values: the
+//! shared crate `qlink-convert` (bindings/rust/convert), which the Rust
+//! plugin SDK uses in the other direction.
 
-pub mod cstrings;
-pub mod scalars;
-pub mod types;
-
-pub use cstrings::{CStrings, Strings};
-pub use scalars::{scalar_from_ql, scalar_to_ql};
-pub use types::{data_type_of_format, format_of, static_format};
+pub use qlink_convert::cstrings;
+pub use qlink_convert::scalars;
+pub use qlink_convert::types;
+pub use qlink_convert::{data_type_of_format, format_of, scalar_from_ql, scalar_to_ql, static_format, CStrings, Strings};

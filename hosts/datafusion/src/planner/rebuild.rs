@@ -3,13 +3,13 @@
 //! plan with `LogicalPlanBuilder` (tables by their handles, functions by
 //! their identities), then planned as usual.
 
-use arrow::datatypes::DataType;
 use datafusion::catalog::Session;
 use datafusion::common::{Column, JoinType, TableReference};
 use datafusion::datasource::provider_as_source;
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction};
-use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, Operator};
+use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
+use qlink_convert::ir::{expr_from_ir, Resolver};
 
 use super::plan_view::table_from_handle;
 use crate::error::{cstr, Result};
@@ -31,78 +31,34 @@ fn join_type_of(t: i32) -> Result<JoinType> {
     })
 }
 
-fn expr_of(view: &ql_plan_view, id: ql_expr_id, session: &dyn Session) -> Result<Expr> {
-    if id < 0 || id >= view.n_exprs {
-        return Err(DataFusionError::Plan(format!("planner rewrite: expression id {id} out of range")));
+/// Columns by name and qualifier (a plan node's inputs), functions by
+/// identity in the planning session.
+struct SessionResolver<'a> {
+    session: &'a dyn Session,
+}
+
+impl Resolver for SessionResolver<'_> {
+    fn column(&self, e: &ql_expr) -> Result<Expr> {
+        let q = cstr(e.qualifier);
+        Ok(Expr::Column(Column::new(if q.is_empty() { None } else { Some(TableReference::from(q)) }, cstr(e.name))))
     }
-    // SAFETY: ids checked against the arena.
-    let e = unsafe { &*view.exprs.add(id as usize) };
-    let args: Vec<Expr> =
-        (0..e.n_args.max(0) as usize).map(|i| expr_of(view, unsafe { *e.args.add(i) }, session)).collect::<Result<_>>()?;
-    let arg = |i: usize| args.get(i).cloned().ok_or_else(|| DataFusionError::Plan("planner rewrite: missing argument".into()));
-    Ok(match e.kind {
-        QL_EXPR_COLUMN => {
-            let q = cstr(e.qualifier);
-            Expr::Column(Column::new(if q.is_empty() { None } else { Some(TableReference::from(q)) }, cstr(e.name)))
-        }
-        QL_EXPR_LITERAL => {
-            let f = cstr(e.literal.format);
-            let dt = crate::convert::data_type_of_format(&f)
-                .ok_or_else(|| DataFusionError::Plan(format!("planner rewrite: literal of format {f:?}")))?;
-            let v = crate::convert::scalar_from_ql(&e.literal, &dt)
-                .ok_or_else(|| DataFusionError::Plan(format!("planner rewrite: literal of type {dt}")))?;
-            Expr::Literal(v, None)
-        }
-        QL_EXPR_BINARY => {
-            let op = match e.op {
-                QL_OP_EQ => Operator::Eq,
-                QL_OP_NE => Operator::NotEq,
-                QL_OP_LT => Operator::Lt,
-                QL_OP_LE => Operator::LtEq,
-                QL_OP_GT => Operator::Gt,
-                QL_OP_GE => Operator::GtEq,
-                QL_OP_AND => Operator::And,
-                QL_OP_OR => Operator::Or,
-                QL_OP_PLUS => Operator::Plus,
-                QL_OP_MINUS => Operator::Minus,
-                QL_OP_MULTIPLY => Operator::Multiply,
-                QL_OP_DIVIDE => Operator::Divide,
-                QL_OP_MODULO => Operator::Modulo,
-                QL_OP_IS_DISTINCT_FROM => Operator::IsDistinctFrom,
-                QL_OP_IS_NOT_DISTINCT_FROM => Operator::IsNotDistinctFrom,
-                QL_OP_STRING_CONCAT => Operator::StringConcat,
-                o => return Err(DataFusionError::Plan(format!("planner rewrite: operator {o}"))),
-            };
-            datafusion::logical_expr::binary_expr(arg(0)?, op, arg(1)?)
-        }
-        QL_EXPR_NOT => Expr::Not(Box::new(arg(0)?)),
-        QL_EXPR_NEGATIVE => Expr::Negative(Box::new(arg(0)?)),
-        QL_EXPR_IS_NULL => Expr::IsNull(Box::new(arg(0)?)),
-        QL_EXPR_IS_NOT_NULL => Expr::IsNotNull(Box::new(arg(0)?)),
-        QL_EXPR_CAST | QL_EXPR_TRY_CAST => {
-            let f = cstr(e.type_format);
-            let dt: DataType = crate::convert::data_type_of_format(&f)
-                .ok_or_else(|| DataFusionError::Plan(format!("planner rewrite: cast to format {f:?}")))?;
-            if e.kind == QL_EXPR_CAST {
-                datafusion::logical_expr::cast(arg(0)?, dt)
-            } else {
-                datafusion::logical_expr::try_cast(arg(0)?, dt)
-            }
-        }
-        QL_EXPR_ALIAS => arg(0)?.alias(cstr(e.name)),
-        QL_EXPR_SCALAR_FUNCTION => {
-            let f = function_for(&e.function, &cstr(e.name), session, QL_FUNCTION_SCALAR)?;
-            let udf = session.scalar_functions().get(&f).cloned().ok_or_else(|| DataFusionError::Plan(format!("no function {f}")))?;
-            Expr::ScalarFunction(ScalarFunction::new_udf(udf, args))
-        }
-        QL_EXPR_AGGREGATE_FUNCTION => {
-            let f = function_for(&e.function, &cstr(e.name), session, QL_FUNCTION_AGGREGATE)?;
-            let udaf = session.aggregate_functions().get(&f).cloned().ok_or_else(|| DataFusionError::Plan(format!("no aggregate {f}")))?;
-            let filter = if e.filter >= 0 { Some(Box::new(expr_of(view, e.filter, session)?)) } else { None };
-            Expr::AggregateFunction(AggregateFunction::new_udf(udaf, args, e.flags & QL_EXPR_DISTINCT != 0, filter, vec![], None))
-        }
-        k => return Err(DataFusionError::Plan(format!("planner rewrite: expression kind {k} cannot be rebuilt"))),
-    })
+
+    fn scalar_function(&self, e: &ql_expr, args: Vec<Expr>) -> Result<Expr> {
+        let f = function_for(&e.function, &cstr(e.name), self.session, QL_FUNCTION_SCALAR)?;
+        let udf = self.session.scalar_functions().get(&f).cloned().ok_or_else(|| DataFusionError::Plan(format!("no function {f}")))?;
+        Ok(Expr::ScalarFunction(ScalarFunction::new_udf(udf, args)))
+    }
+
+    fn aggregate_function(&self, e: &ql_expr, args: Vec<Expr>, filter: Option<Expr>) -> Result<Expr> {
+        let f = function_for(&e.function, &cstr(e.name), self.session, QL_FUNCTION_AGGREGATE)?;
+        let udaf = self.session.aggregate_functions().get(&f).cloned().ok_or_else(|| DataFusionError::Plan(format!("no aggregate {f}")))?;
+        let distinct = e.flags & QL_EXPR_DISTINCT != 0;
+        Ok(Expr::AggregateFunction(AggregateFunction::new_udf(udaf, args, distinct, filter.map(Box::new), vec![], None)))
+    }
+}
+
+fn expr_of(view: &ql_plan_view, id: ql_expr_id, session: &dyn Session) -> Result<Expr> {
+    expr_from_ir(view, id, &SessionResolver { session }, "planner rewrite")
 }
 
 /// The session name of the function an identity denotes: built-ins by their

@@ -4,14 +4,17 @@
 //!   row counts and min/max reach DataFusion's pruning and answer `COUNT(*)`
 //!   without a scan;
 //! - DataFusion → qlink (`from_statistics`), so a plugin holding host plans
-//!   (a planner's children) sees what DataFusion knows about them.
+//!   (a planner's children) sees what DataFusion knows about them, and a
+//!   plugin built on DataFusion hands its providers' statistics to hosts.
 
 use arrow::datatypes::Schema;
 use datafusion::common::stats::Precision;
 use datafusion::common::{ColumnStatistics, ScalarValue, Statistics};
 
-use crate::convert::{scalar_from_ql, scalar_to_ql, Strings};
-use crate::ffi::*;
+use qlink_sys::*;
+
+use crate::cstrings::Strings;
+use crate::scalars::{scalar_from_ql, scalar_to_ql};
 
 /// Owns a `ql_statistics` a callee filled; releases it on drop.
 pub struct OwnedStats(pub ql_statistics);
@@ -82,14 +85,15 @@ struct HostStats {
 }
 
 unsafe extern "C" fn host_stats_release(s: *mut ql_statistics) {
-    crate::error::guard_value((), || {
+    // A panic must not unwind into C; dropping plain vectors does not panic.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if !(*s).private_data.is_null() {
             drop(Box::from_raw((*s).private_data as *mut HostStats));
         }
         (*s).private_data = std::ptr::null_mut();
         (*s).columns = std::ptr::null_mut();
         (*s).release = None;
-    })
+    }));
 }
 
 /// DataFusion statistics as a `ql_statistics` the caller owns (it calls

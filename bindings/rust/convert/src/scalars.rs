@@ -9,8 +9,8 @@ use datafusion::common::ScalarValue;
 
 use super::cstrings::CStrings;
 use super::types::{format_of, static_format, unit_char};
-use crate::ffi::*;
-use crate::identity::intern;
+use crate::intern::intern;
+use qlink_sys::*;
 
 /// A DataFusion scalar as a `ql_scalar` borrowing from `v` (and `strings`).
 /// None for values only an Arrow array could carry.

@@ -5,7 +5,7 @@
 
 use arrow::datatypes::{DataType, TimeUnit};
 
-use crate::ffi::*;
+use qlink_sys::*;
 
 /// The Arrow C format string of the common types, without allocating.
 pub fn static_format(dt: &DataType) -> Option<&'static std::ffi::CStr> {
