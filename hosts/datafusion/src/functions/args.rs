@@ -50,9 +50,30 @@ pub(super) fn return_type_via(
     f: impl FnOnce(*const ArrowSchema, *mut ArrowSchema, *mut ql_error) -> i32,
     arg_types: &[DataType],
 ) -> Result<DataType> {
-    let fields: Vec<FieldRef> =
-        arg_types.iter().enumerate().map(|(i, t)| Arc::new(Field::new(format!("arg{i}"), t.clone(), true))).collect();
-    let args = args_schema(&fields)?;
+    let fields: Vec<FieldRef> = arg_types.iter().map(|t| Arc::new(Field::new("", t.clone(), true))).collect();
+    Ok(return_field_via(plugin, name, f, &fields)?.data_type().clone())
+}
+
+/// The argument fields as the plugin sees them: `arg0`, `arg1`, ... with
+/// each field's type and metadata (Arrow extension types such as GeoArrow's
+/// travel there).
+pub(super) fn plugin_arg_fields(fields: &[FieldRef]) -> Vec<FieldRef> {
+    fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| Arc::new(Field::new(format!("arg{i}"), f.data_type().clone(), true).with_metadata(f.metadata().clone())))
+        .collect()
+}
+
+/// The plugin's return field for arguments `fields`: its type and its
+/// metadata (an extension type's name and parameters), named `name`.
+pub(super) fn return_field_via(
+    plugin: &Plugin,
+    name: &str,
+    f: impl FnOnce(*const ArrowSchema, *mut ArrowSchema, *mut ql_error) -> i32,
+    fields: &[FieldRef],
+) -> Result<FieldRef> {
+    let args = args_schema(&plugin_arg_fields(fields))?;
     let mut out = ArrowSchema::empty();
     let mut err = ErrorSlot::new();
     let st = {
@@ -60,5 +81,6 @@ pub(super) fn return_type_via(
         f(&args, &mut out, err.ptr())
     };
     err.check_with(st, || format!("{name}: return_type"))?;
-    DataType::try_from(&out).map_err(arrow_err)
+    let field = Field::try_from(&out).map_err(arrow_err)?;
+    Ok(Arc::new(Field::new(name, field.data_type().clone(), true).with_metadata(field.metadata().clone())))
 }

@@ -5,11 +5,11 @@ use std::ffi::CString;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use arrow::datatypes::{DataType, Field, FieldRef};
+use arrow::datatypes::{DataType, FieldRef};
 use datafusion::error::DataFusionError;
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature};
+use datafusion::logical_expr::{ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature};
 
-use super::args::{args_array, args_schema, import_array, return_type_via};
+use super::args::{args_array, args_schema, import_array, plugin_arg_fields, return_field_via, return_type_via};
 use super::signature::signature_of;
 use crate::error::{ErrorSlot, Result};
 use crate::ffi::*;
@@ -97,12 +97,18 @@ impl ScalarUDFImpl for QlinkScalarUdf {
         let me: *const ql_scalar_function = &*self.raw;
         return_type_via(&self.plugin, &self.name, |a, o, e| unsafe { rt(me, a, o, e) }, arg_types)
     }
+    /// The return field with the plugin's metadata (an Arrow extension
+    /// type), from the argument fields with theirs.
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
+        let rt = self.raw.return_type.ok_or_else(|| DataFusionError::Plan(format!("{}: return_type is NULL", self.name)))?;
+        let me: *const ql_scalar_function = &*self.raw;
+        return_field_via(&self.plugin, &self.name, |a, o, e| unsafe { rt(me, a, o, e) }, args.arg_fields)
+    }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let invoke = self.raw.invoke.ok_or_else(|| DataFusionError::Execution(format!("{}: invoke is NULL", self.name)))?;
         let n = args.number_rows;
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        let fields: Vec<FieldRef> =
-            args.arg_fields.iter().enumerate().map(|(i, f)| Arc::new(Field::new(format!("arg{i}"), f.data_type().clone(), true))).collect();
+        let fields = plugin_arg_fields(&args.arg_fields);
         let schema = args_schema(&fields)?;
         let array = args_array(&fields, arrays, n)?;
         let mut out = ArrowArray::empty();
