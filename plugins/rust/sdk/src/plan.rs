@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: Apache-2.0
+//! A DataFusion `ExecutionPlan` as a `ql_execution_plan` (qlink/table.h):
+//! the physical plan a table provider's `scan` made, run partition by
+//! partition on the plugin's runtime, its record batches handed to the host
+//! as Arrow C streams without copies.
+//!
+//! The plan is a leaf to the host (its inner nodes are the plugin's own
+//! business, as a C plugin's are). Each `execute` gets a TaskContext over
+//! the host's memory pool and object stores; the stream keeps the plan,
+//! the session and that context alive, so it may outlive the plan object.
+
+use std::ffi::CString;
+use std::os::raw::{c_char, c_int};
+use std::sync::Arc;
+
+use arrow::array::{RecordBatch, RecordBatchReader};
+use arrow::datatypes::SchemaRef;
+use arrow::error::ArrowError;
+use arrow::ffi::FFI_ArrowSchema;
+use arrow::ffi_stream::FFI_ArrowArrayStream;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_plan::execution_plan::Boundedness;
+use datafusion::physical_plan::{displayable, ExecutionPlan, ExecutionPlanProperties};
+use futures::StreamExt;
+use qlink_sys::*;
+
+use crate::error::{guard, guard_value, Error, Result};
+use crate::services::memory_pool::HostPool;
+use crate::services::object_store::with_registry;
+use crate::session::{task_context, PluginSession};
+
+struct PlanState {
+    plan: Arc<dyn ExecutionPlan>,
+    session: Arc<PluginSession>,
+    consumer: String,
+    name: CString,
+    display: CString,
+}
+
+fn state(p: *const ql_execution_plan) -> &'static PlanState {
+    // SAFETY: private_data is the PlanState this module boxed.
+    unsafe { &*((*p).private_data as *const PlanState) }
+}
+
+/// Write a schema to a caller-owned `out`.
+pub fn export_schema(schema: &arrow::datatypes::Schema, out: *mut ArrowSchema) -> Result<()> {
+    let s = FFI_ArrowSchema::try_from(schema)?;
+    // SAFETY: the caller owns `out`; arrow-rs's FFI_ArrowSchema is the C struct.
+    unsafe { std::ptr::write(out, s) };
+    Ok(())
+}
+
+/// A plan as a `ql_execution_plan` the caller owns. `consumer` names the
+/// plugin's memory reservations ("<plugin>.<table>").
+pub fn export_plan(plan: Arc<dyn ExecutionPlan>, session: Arc<PluginSession>, consumer: String) -> ql_execution_plan {
+    let name = CString::new(plan.name().replace('\0', " ")).unwrap_or_default();
+    let line = displayable(plan.as_ref()).one_line().to_string();
+    let display = CString::new(line.trim_end().replace('\0', " ")).unwrap_or_default();
+    let st = Box::new(PlanState { plan, session, consumer, name, display });
+    let mut out: ql_execution_plan = zeroed();
+    out.struct_size = std::mem::size_of::<ql_execution_plan>() as u32;
+    out.name = Some(plan_name);
+    out.display = Some(plan_display);
+    out.get_schema = Some(plan_schema);
+    out.get_properties = Some(plan_properties);
+    out.child_count = Some(plan_child_count);
+    out.child = Some(plan_child);
+    out.with_new_children = Some(plan_with_new_children);
+    out.execute = Some(plan_execute);
+    out.get_statistics = Some(plan_statistics);
+    out.release = Some(plan_release);
+    out.private_data = Box::into_raw(st) as *mut _;
+    out
+}
+
+unsafe extern "C" fn plan_name(p: *const ql_execution_plan) -> *const c_char {
+    state(p).name.as_ptr()
+}
+
+unsafe extern "C" fn plan_display(p: *const ql_execution_plan) -> *const c_char {
+    state(p).display.as_ptr()
+}
+
+unsafe extern "C" fn plan_schema(p: *const ql_execution_plan, out: *mut ArrowSchema, error: *mut ql_error) -> c_int {
+    guard(error, "execution plan schema", || export_schema(state(p).plan.schema().as_ref(), out))
+}
+
+unsafe extern "C" fn plan_properties(p: *const ql_execution_plan, out: *mut ql_plan_properties, error: *mut ql_error) -> c_int {
+    guard(error, "execution plan properties", || {
+        let plan = &state(p).plan;
+        let o = &mut *out;
+        o.struct_size = std::mem::size_of::<ql_plan_properties>() as u32;
+        o.boundedness = if matches!(plan.boundedness(), Boundedness::Bounded) { QL_BOUNDED } else { QL_UNBOUNDED };
+        o.partition_count = plan.output_partitioning().partition_count().max(1) as i64;
+        o.n_ordering = 0;
+        o.ordering = std::ptr::null();
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn plan_child_count(_: *const ql_execution_plan) -> i64 {
+    0
+}
+
+unsafe extern "C" fn plan_child(_: *const ql_execution_plan, _: i64) -> *const ql_execution_plan {
+    std::ptr::null()
+}
+
+unsafe extern "C" fn plan_with_new_children(
+    _: *const ql_execution_plan,
+    children: *mut ql_execution_plan,
+    n: i64,
+    _: *mut ql_execution_plan,
+    error: *mut ql_error,
+) -> c_int {
+    // The children are moved in: release them.
+    for i in 0..n.max(0) as usize {
+        let c = &mut *children.add(i);
+        if let Some(r) = c.release {
+            r(c);
+        }
+    }
+    crate::error::fill(error, &Error::unsupported("a Rust plugin's scan has no children to replace"))
+}
+
+unsafe extern "C" fn plan_statistics(p: *const ql_execution_plan, partition: i64, out: *mut ql_statistics, error: *mut ql_error) -> c_int {
+    guard(error, "execution plan statistics", || {
+        let plan = &state(p).plan;
+        let count = plan.output_partitioning().partition_count();
+        let part = match partition {
+            -1 => None,
+            n if n >= 0 && (n as usize) < count => Some(n as usize),
+            n => return Err(Error::invalid(format!("statistics of partition {n} of a plan with {count}"))),
+        };
+        // The walk DataFusion's optimizer uses (the node's own figures from
+        // its children's), not the deprecated per-node call.
+        let args = datafusion::physical_plan::StatisticsArgs::new().with_partition(part);
+        let stats = datafusion::physical_plan::StatisticsContext::new().compute(plan.as_ref(), &args)?;
+        std::ptr::write(out, qlink_convert::stats::from_statistics(&stats));
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn plan_release(p: *mut ql_execution_plan) {
+    guard_value((), || {
+        if !(*p).private_data.is_null() {
+            drop(Box::from_raw((*p).private_data as *mut PlanState));
+        }
+        (*p).private_data = std::ptr::null_mut();
+        (*p).release = None;
+    })
+}
+
+unsafe extern "C" fn plan_execute(
+    p: *const ql_execution_plan,
+    partition: i64,
+    ctx: *const ql_task_context,
+    out: *mut ArrowArrayStream,
+    error: *mut ql_error,
+) -> c_int {
+    guard(error, "execute", || {
+        let st = state(p);
+        let parts = st.plan.output_partitioning().partition_count().max(1) as i64;
+        if partition < 0 || partition >= parts {
+            return Err(Error::invalid(format!("partition {partition} of a plan with {parts}")));
+        }
+        let registry = if ctx.is_null() || (*ctx).runtime_env.is_null() { std::ptr::null() } else { (*(*ctx).runtime_env).object_stores };
+        let (task, pool) = task_context(&st.session, ctx, &st.consumer)?;
+        let stream = with_registry(registry, || st.plan.execute(partition as usize, task))?;
+        let reader = PartitionReader { schema: st.plan.schema(), stream: Some(stream), pool, ctx, registry };
+        std::ptr::write(out, FFI_ArrowArrayStream::new(Box::new(reader)));
+        Ok(())
+    })
+}
+
+/// One partition's batches as a blocking reader (arrow-rs exports it as an
+/// Arrow C stream). Polled on the plugin's runtime; checks the host task's
+/// cancellation flag before each batch.
+struct PartitionReader {
+    schema: SchemaRef,
+    stream: Option<SendableRecordBatchStream>,
+    pool: Arc<HostPool>,
+    ctx: *const ql_task_context,
+    registry: *const ql_object_store_registry,
+}
+
+// SAFETY: the task context and registry are thread-safe to read and valid
+// until this reader is dropped (the stream's release).
+unsafe impl Send for PartitionReader {}
+
+impl PartitionReader {
+    fn cancelled(&self) -> bool {
+        if self.ctx.is_null() {
+            return false;
+        }
+        // SAFETY: valid until the stream is released.
+        unsafe { (*self.ctx).is_cancelled.is_some_and(|f| f(self.ctx) != 0) }
+    }
+
+    fn next_batch(&mut self) -> Option<Result<RecordBatch, ArrowError>> {
+        if self.cancelled() {
+            self.stream = None;
+            return Some(Err(ArrowError::ExternalError(Box::new(Error::new(QL_ECANCELLED, "the query was cancelled")))));
+        }
+        let stream = self.stream.as_mut()?;
+        let _rt = crate::runtime::get().enter();
+        let next = with_registry(self.registry, || crate::runtime::block_on(stream.next()));
+        match next {
+            None => {
+                self.stream = None;
+                None
+            }
+            Some(Ok(b)) => Some(Ok(b)),
+            Some(Err(e)) => {
+                self.stream = None;
+                let q: Error = e.into();
+                Some(Err(ArrowError::ExternalError(Box::new(q))))
+            }
+        }
+    }
+}
+
+impl Iterator for PartitionReader {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        // get_next is an extern "C" function in arrow-rs: never unwind.
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.next_batch())) {
+            Ok(v) => v,
+            Err(_) => {
+                self.stream = None;
+                Some(Err(ArrowError::ExternalError(Box::new(Error::new(QL_EINTERNAL, "panic in a Rust plugin's stream")))))
+            }
+        }
+    }
+}
+
+impl RecordBatchReader for PartitionReader {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+impl Drop for PartitionReader {
+    fn drop(&mut self) {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _rt = crate::runtime::get().enter();
+            self.stream = None;
+            self.pool.close();
+        }));
+    }
+}

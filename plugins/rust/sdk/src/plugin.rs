@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: Apache-2.0
+//! What a plugin offers ([`Plugin`], built once by the author's function),
+//! and the descriptor (`struct ql_plugin`, qlink/plugin.h) the export macro
+//! fills from it.
+//!
+//! The catalogue and every string the descriptor points at live in a
+//! process-lifetime [`Registered`], so descriptors filled by repeated
+//! `qlink_plugin_init` calls are independent and cost nothing to release.
+
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+use std::os::raw::{c_char, c_int};
+use std::sync::{Arc, OnceLock};
+
+use datafusion::catalog::{TableFunctionImpl, TableProvider};
+use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::ScalarUDF;
+use datafusion::prelude::SessionContext;
+use qlink_sys::*;
+
+use crate::error::{fill, guard, Error, Result};
+use crate::services::object_store::with_registry;
+use crate::session::{host_stores, Sessions};
+
+/// Options a table was opened with (`path=...`), validated against what the
+/// table declared: every key is a declared option, every required one is
+/// present.
+#[derive(Debug, Default, Clone)]
+pub struct Options(HashMap<String, String>);
+
+impl Options {
+    /// The value of `key`, if given.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+    /// The value of `key`; QL_EINVAL naming it when absent.
+    pub fn require(&self, key: &str) -> Result<&str> {
+        self.get(key).ok_or_else(|| Error::invalid(format!("option '{key}' is required")))
+    }
+}
+
+/// One option a table accepts (for validation, help and `qlink-check`).
+#[derive(Debug, Clone)]
+pub struct OptionSpec {
+    name: String,
+    description: String,
+    default: Option<String>,
+    required: bool,
+}
+
+/// An option named `name`, optional, without a default.
+pub fn option(name: &str, description: &str) -> OptionSpec {
+    OptionSpec { name: name.into(), description: description.into(), default: None, required: false }
+}
+
+impl OptionSpec {
+    /// The table cannot be opened without it.
+    pub fn required(mut self) -> Self {
+        self.required = true;
+        self
+    }
+    /// Shown as its default in help; the factory applies it.
+    pub fn default_value(mut self, v: &str) -> Self {
+        self.default = Some(v.into());
+        self
+    }
+}
+
+/// Makes a table from its options, in the plugin's DataFusion session for
+/// the host session that opens it. Called on a host thread with the
+/// plugin's runtime entered: use [`crate::block_on`] for async work.
+pub type TableFactory = dyn Fn(&Options, &SessionState) -> Result<Arc<dyn TableProvider>> + Send + Sync;
+
+struct TableItem {
+    name: String,
+    description: String,
+    options: Vec<OptionSpec>,
+    factory: Box<TableFactory>,
+}
+
+/// What a plugin offers, built once by the function given to
+/// [`export_plugin!`](crate::export_plugin).
+pub struct Plugin {
+    name: String,
+    version: String,
+    description: String,
+    tables: Vec<TableItem>,
+    scalars: Vec<Arc<ScalarUDF>>,
+    table_functions: Vec<(String, String, Arc<dyn TableFunctionImpl>)>,
+    /// What `registered_by` found and cannot export yet.
+    skipped: Vec<String>,
+    error: Option<Error>,
+}
+
+impl Plugin {
+    /// A plugin named `name` (its library name in function identities,
+    /// e.g. "qlink_json"), at its own `version`.
+    pub fn new(name: &str, version: &str) -> Self {
+        Plugin {
+            name: name.into(),
+            version: version.into(),
+            description: String::new(),
+            tables: Vec::new(),
+            scalars: Vec::new(),
+            table_functions: Vec::new(),
+            skipped: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// One line describing the plugin.
+    pub fn description(mut self, d: &str) -> Self {
+        self.description = d.into();
+        self
+    }
+
+    /// A table that takes no options: the same provider for every open.
+    pub fn table(self, name: &str, description: &str, provider: Arc<dyn TableProvider>) -> Self {
+        self.table_with_options(name, description, Vec::new(), move |_, _| Ok(provider.clone()))
+    }
+
+    /// A table made per open from its options (`path=...`).
+    pub fn table_with_options(
+        mut self,
+        name: &str,
+        description: &str,
+        options: Vec<OptionSpec>,
+        factory: impl Fn(&Options, &SessionState) -> Result<Arc<dyn TableProvider>> + Send + Sync + 'static,
+    ) -> Self {
+        self.tables.push(TableItem { name: name.into(), description: description.into(), options, factory: Box::new(factory) });
+        self
+    }
+
+    /// A scalar function, under its name and each of its aliases.
+    pub fn scalar_udf(mut self, udf: impl Into<Arc<ScalarUDF>>) -> Self {
+        self.scalars.push(udf.into());
+        self
+    }
+
+    /// Several scalar functions (a crate's `all_functions()`, say).
+    pub fn scalar_udfs(mut self, udfs: impl IntoIterator<Item = Arc<ScalarUDF>>) -> Self {
+        self.scalars.extend(udfs);
+        self
+    }
+
+    /// Everything a crate's own registration function adds to a DataFusion
+    /// `SessionContext` (its `register_all(ctx)`, say): each scalar function
+    /// and table function it registers beyond DataFusion's defaults, so the
+    /// plugin never lists them. Aggregate and window functions it adds are
+    /// not exported yet; the plugin's description names them. An error
+    /// from `register` makes the plugin fail to load with its message.
+    pub fn registered_by(mut self, register: impl FnOnce(&SessionContext) -> datafusion::error::Result<()>) -> Self {
+        let ctx = SessionContext::new();
+        let before = ctx.state();
+        if let Err(e) = register(&ctx) {
+            self.error = Some(Error::from(e));
+            return self;
+        }
+        let after = ctx.state();
+        let mut seen: Vec<*const ScalarUDF> = self.scalars.iter().map(Arc::as_ptr).collect();
+        let mut names: Vec<_> = after.scalar_functions().keys().filter(|k| !before.scalar_functions().contains_key(*k)).cloned().collect();
+        names.sort();
+        for n in names {
+            let f = after.scalar_functions()[&n].clone();
+            if !seen.contains(&Arc::as_ptr(&f)) {
+                seen.push(Arc::as_ptr(&f));
+                self.scalars.push(f);
+            }
+        }
+        let mut tfs: Vec<_> = after.table_functions().iter().filter(|(k, _)| !before.table_functions().contains_key(*k)).collect();
+        tfs.sort_by(|a, b| a.0.cmp(b.0));
+        for (n, f) in tfs {
+            self.table_functions.push((n.clone(), String::new(), f.function().clone()));
+        }
+        for (kind, new) in [
+            (
+                "aggregate",
+                after.aggregate_functions().keys().filter(|k| !before.aggregate_functions().contains_key(*k)).cloned().collect::<Vec<_>>(),
+            ),
+            ("window", after.window_functions().keys().filter(|k| !before.window_functions().contains_key(*k)).cloned().collect()),
+        ] {
+            let mut new = new;
+            new.sort();
+            self.skipped.extend(new.into_iter().map(|n| format!("{kind} {n}")));
+        }
+        self
+    }
+
+    /// A table function: `SELECT * FROM name(...)`.
+    pub fn table_function(mut self, name: &str, description: &str, f: Arc<dyn TableFunctionImpl>) -> Self {
+        self.table_functions.push((name.into(), description.into(), f));
+        self
+    }
+}
+
+/// A plugin as registered: its catalogue in C form, its objects, and the
+/// DataFusion sessions of the host sessions that use it. Lives for the
+/// process.
+pub struct Registered {
+    pub name: CString,
+    version: CString,
+    description: CString,
+    items: Vec<ql_item_info>,
+    _strings: Vec<CString>,
+    _options: Vec<Vec<ql_option_info>>,
+    tables: Vec<TableItem>,
+    /// Scalar functions by registered name (aliases included), in
+    /// catalogue order; the uid of entry i is i + 1.
+    scalars: Vec<(String, Arc<ScalarUDF>)>,
+    table_functions: Vec<(String, Arc<dyn TableFunctionImpl>)>,
+    /// Every distinct scalar function, registered in each plugin session.
+    pub functions: Vec<Arc<ScalarUDF>>,
+    pub sessions: Sessions,
+}
+
+// SAFETY: the raw pointers point into the strings this value owns and never
+// changes after it is built; every object in it is Send + Sync.
+unsafe impl Send for Registered {}
+unsafe impl Sync for Registered {}
+
+/// The ABI's item names: `[a-z0-9_]+`.
+fn item_name(name: &str, what: &str) -> Result<String> {
+    let n = name.to_lowercase();
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
+        return Err(Error::invalid(format!("{what} name {name:?} is not [a-z0-9_]+")));
+    }
+    Ok(n)
+}
+
+fn c(s: &str) -> CString {
+    CString::new(s.replace('\0', " ")).unwrap_or_default()
+}
+
+impl Registered {
+    fn new(mut p: Plugin) -> Result<Self> {
+        if let Some(e) = p.error.take() {
+            return Err(e);
+        }
+        if !p.skipped.is_empty() {
+            p.description = format!("{} (not exported yet: {})", p.description, p.skipped.join(", "));
+        }
+        let mut strings = Vec::new();
+        let mut options = Vec::new();
+        let mut items = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut add = |kind: i32, name: &str, description: &str, opts: &[OptionSpec], strings: &mut Vec<CString>| -> Result<()> {
+            if !seen.insert((kind, name.to_string())) {
+                return Err(Error::invalid(format!("two items named '{name}' of one kind")));
+            }
+            let mut keep = |s: &str| {
+                let cs = c(s);
+                let ptr = cs.as_ptr();
+                strings.push(cs);
+                ptr
+            };
+            let o: Vec<ql_option_info> = opts
+                .iter()
+                .map(|o| ql_option_info {
+                    name: keep(&o.name),
+                    description: keep(&o.description),
+                    default_value: o.default.as_deref().map_or(std::ptr::null(), &mut keep),
+                    required: o.required as i32,
+                    reserved_: 0,
+                })
+                .collect();
+            items.push(ql_item_info {
+                kind,
+                n_options: o.len() as i32,
+                name: keep(name),
+                description: keep(description),
+                options: if o.is_empty() { std::ptr::null() } else { o.as_ptr() },
+            });
+            options.push(o);
+            Ok(())
+        };
+        for t in &p.tables {
+            let n = item_name(&t.name, "table")?;
+            add(QL_ITEM_TABLE_PROVIDER, &n, &t.description, &t.options, &mut strings)?;
+        }
+        let mut scalars = Vec::new();
+        for udf in &p.scalars {
+            let doc = udf.documentation().map(|d| d.description.clone()).unwrap_or_default();
+            let doc = doc.lines().next().unwrap_or("").to_string();
+            for n in std::iter::once(udf.name()).chain(udf.aliases().iter().map(String::as_str)) {
+                let Ok(n) = item_name(n, "function") else { continue }; // an operator alias ("->"): no SQL name to register
+                if scalars.iter().any(|(s, _): &(String, _)| *s == n) {
+                    continue;
+                }
+                add(QL_ITEM_SCALAR_FUNCTION, &n, &doc, &[], &mut strings)?;
+                scalars.push((n, udf.clone()));
+            }
+        }
+        let mut table_functions = Vec::new();
+        for (name, description, f) in &p.table_functions {
+            let n = item_name(name, "table function")?;
+            add(QL_ITEM_TABLE_FUNCTION, &n, description, &[], &mut strings)?;
+            table_functions.push((n, f.clone()));
+        }
+        Ok(Registered {
+            name: c(&item_name(&p.name, "plugin")?),
+            version: c(&p.version),
+            description: c(&p.description),
+            items,
+            _strings: strings,
+            _options: options,
+            tables: p.tables,
+            functions: p.scalars,
+            scalars,
+            table_functions,
+            sessions: Sessions::default(),
+        })
+    }
+}
+
+fn registered(p: *const ql_plugin) -> &'static Registered {
+    // SAFETY: private_data is the process-lifetime Registered.
+    unsafe { &*((*p).private_data as *const Registered) }
+}
+
+fn name_of(p: *const c_char) -> String {
+    qlink_convert::cstr(p)
+}
+
+fn options_of(o: *const ql_options, declared: &[OptionSpec], table: &str) -> Result<Options> {
+    let mut map = HashMap::new();
+    if !o.is_null() {
+        // SAFETY: borrowed for the call: count keys and values.
+        let o = unsafe { &*o };
+        for i in 0..o.count.max(0) as usize {
+            let (k, v) = unsafe { (name_of(*o.keys.add(i)), name_of(*o.values.add(i))) };
+            if !declared.iter().any(|d| d.name == k) {
+                let known: Vec<_> = declared.iter().map(|d| d.name.as_str()).collect();
+                return Err(Error::invalid(format!("table '{table}' has no option '{k}' (it takes: {})", known.join(", "))));
+            }
+            map.insert(k, v);
+        }
+    }
+    if let Some(d) = declared.iter().find(|d| d.required && !map.contains_key(&d.name)) {
+        return Err(Error::invalid(format!("table '{table}' needs option '{}'", d.name)));
+    }
+    Ok(Options(map))
+}
+
+unsafe extern "C" fn open_table(
+    p: *const ql_plugin,
+    name: *const c_char,
+    options: *const ql_options,
+    session: *const ql_session,
+    out: *mut ql_table_provider,
+    error: *mut ql_error,
+) -> c_int {
+    guard(error, "table_provider_open", || {
+        let r = registered(p);
+        let n = name_of(name);
+        let t = r
+            .tables
+            .iter()
+            .find(|t| t.name == n)
+            .ok_or_else(|| Error::not_found(format!("no table '{n}' in {}", r.name.to_string_lossy())))?;
+        let opts = options_of(options, &t.options, &n)?;
+        let ps = r.sessions.get(session, &r.functions)?;
+        let provider = with_registry(host_stores(session), || (t.factory)(&opts, &ps.state))?;
+        std::ptr::write(out, crate::table::export_table(provider, r, format!("{}.{n}", r.name.to_string_lossy())));
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn open_scalar(p: *const ql_plugin, name: *const c_char, out: *mut ql_scalar_function, error: *mut ql_error) -> c_int {
+    guard(error, "scalar_function_open", || {
+        let r = registered(p);
+        let n = name_of(name);
+        let (i, (_, udf)) = r
+            .scalars
+            .iter()
+            .enumerate()
+            .find(|(_, (s, _))| *s == n)
+            .ok_or_else(|| Error::not_found(format!("no scalar function '{n}' in {}", r.name.to_string_lossy())))?;
+        std::ptr::write(out, crate::udf::export_udf(udf.clone(), &n, lib_name(r), i as u64 + 1));
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn open_table_function(
+    p: *const ql_plugin,
+    name: *const c_char,
+    out: *mut ql_table_function,
+    error: *mut ql_error,
+) -> c_int {
+    guard(error, "table_function_open", || {
+        let r = registered(p);
+        let n = name_of(name);
+        let (i, (_, f)) = r
+            .table_functions
+            .iter()
+            .enumerate()
+            .find(|(_, (s, _))| *s == n)
+            .ok_or_else(|| Error::not_found(format!("no table function '{n}' in {}", r.name.to_string_lossy())))?;
+        std::ptr::write(out, crate::udtf::export_udtf(f.clone(), &n, r, i as u64 + 1));
+        Ok(())
+    })
+}
+
+fn lib_name(r: &'static Registered) -> &'static CStr {
+    r.name.as_c_str()
+}
+
+unsafe extern "C" fn release_plugin(p: *mut ql_plugin) {
+    // Everything it points at is process-lifetime: nothing to free.
+    (*p).release = None;
+}
+
+/// The ABI versions this SDK serves.
+pub const SERVED: &[u32] = &[QL_ABI_VERSION_0_1];
+
+/// `qlink_plugin_init`'s body (see [`export_plugin!`](crate::export_plugin)).
+///
+/// # Safety
+/// `out` and `error` as qlink/plugin.h specifies.
+pub unsafe fn init(
+    abi_version: u32,
+    out: *mut ql_plugin,
+    error: *mut ql_error,
+    cell: &'static OnceLock<std::result::Result<Registered, Error>>,
+    build: fn() -> Plugin,
+) -> c_int {
+    if !SERVED.contains(&abi_version) {
+        let msg = format!("this plugin serves qlink ABI 0.1 only, not {}.{}", abi_version >> 16, abi_version & 0xFFFF);
+        return fill(error, &Error::new(QL_EVERSION, msg));
+    }
+    if out.is_null() {
+        return fill(error, &Error::invalid("qlink_plugin_init: out is NULL"));
+    }
+    guard(error, "qlink_plugin_init", || {
+        crate::runtime::pin_library();
+        let r = cell
+            .get_or_init(|| {
+                std::panic::catch_unwind(|| Registered::new(build()))
+                    .unwrap_or_else(|_| Err(Error::new(QL_EINTERNAL, "panic while building the plugin")))
+            })
+            .as_ref()
+            .map_err(Clone::clone)?;
+        let has = |k: i32| r.items.iter().any(|i| i.kind == k);
+        let mut d: ql_plugin = zeroed();
+        d.struct_size = std::mem::size_of::<ql_plugin>() as u32;
+        d.magic = QL_PLUGIN_MAGIC;
+        d.abi_version = abi_version;
+        d.n_items = r.items.len() as i32;
+        d.name = r.name.as_ptr();
+        d.version = r.version.as_ptr();
+        d.description = r.description.as_ptr();
+        d.items = if r.items.is_empty() { std::ptr::null() } else { r.items.as_ptr() };
+        d.table_provider_open = if has(QL_ITEM_TABLE_PROVIDER) { Some(open_table) } else { None };
+        d.scalar_function_open = if has(QL_ITEM_SCALAR_FUNCTION) { Some(open_scalar) } else { None };
+        d.table_function_open = if has(QL_ITEM_TABLE_FUNCTION) { Some(open_table_function) } else { None };
+        d.release = Some(release_plugin);
+        d.private_data = r as *const Registered as *mut _;
+        std::ptr::write(out, d);
+        Ok(())
+    })
+}

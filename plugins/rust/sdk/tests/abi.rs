@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The SDK through the ABI alone, as a host calls it: a plugin defined here
+//! with `export_plugin!`, its `qlink_plugin_init` called directly, and every
+//! object it offers used through the C structs, with exact answers. Hosts
+//! load the real plugins in tests/engines.
+
+use std::ffi::{CStr, CString};
+use std::sync::Arc;
+
+use arrow::array::{Array, Int64Array, StructArray};
+use arrow::datatypes::{DataType, Field, Fields, Schema};
+use arrow::ffi::{to_ffi, FFI_ArrowArray, FFI_ArrowSchema};
+use arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
+use arrow::record_batch::RecordBatch;
+use datafusion::catalog::{MemTable, TableProvider};
+use datafusion::common::cast::as_int64_array;
+use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
+use qlink_plugin::sys::*;
+use qlink_plugin::{export_plugin, option, Error, Plugin};
+
+fn numbers(count: i64) -> Arc<dyn TableProvider> {
+    let schema = Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, false), Field::new("m", DataType::Int64, false)]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![Arc::new(Int64Array::from_iter_values(1..=count)), Arc::new(Int64Array::from_iter_values((1..=count).map(|v| -v)))],
+    )
+    .unwrap();
+    Arc::new(MemTable::try_new(schema, vec![vec![batch]]).unwrap())
+}
+
+fn plugin() -> Plugin {
+    let doubled = create_udf(
+        "doubled",
+        vec![DataType::Int64],
+        DataType::Int64,
+        Volatility::Immutable,
+        Arc::new(|args: &[ColumnarValue]| {
+            let a = ColumnarValue::values_to_arrays(args)?;
+            let x = as_int64_array(&a[0])?;
+            Ok(ColumnarValue::Array(Arc::new(x.iter().map(|v| v.map(|v| v * 2)).collect::<Int64Array>())))
+        }),
+    );
+    Plugin::new("qlink_sdk_test", "1.2.3")
+        .description("the SDK's own test plugin")
+        .table_with_options("numbers", "1..=count", vec![option("count", "rows").required()], |o, _| {
+            let v = o.require("count")?;
+            let n: i64 = v.parse().map_err(|_| Error::invalid(format!("count {v:?} is not an integer")))?;
+            Ok(numbers(n))
+        })
+        .table_with_options("explodes", "panics when opened", vec![], |_, _| panic!("boom"))
+        .scalar_udf(doubled)
+}
+
+export_plugin!(plugin);
+
+fn load() -> ql_plugin {
+    let mut p: ql_plugin = zeroed();
+    let mut err = ql_error::new();
+    let rc = unsafe { qlink_plugin_init(QL_ABI_VERSION_0_1, &mut p, &mut err) };
+    assert_eq!(rc, QL_OK);
+    p
+}
+
+fn message(err: &mut ql_error) -> String {
+    let m = unsafe { CStr::from_ptr(err.message) }.to_string_lossy().into_owned();
+    unsafe { err.release.unwrap()(err) };
+    m
+}
+
+fn options(pairs: &[(&str, &str)]) -> (Vec<CString>, Vec<CString>, Vec<*const i8>, Vec<*const i8>) {
+    let k: Vec<CString> = pairs.iter().map(|(k, _)| CString::new(*k).unwrap()).collect();
+    let v: Vec<CString> = pairs.iter().map(|(_, v)| CString::new(*v).unwrap()).collect();
+    let kp = k.iter().map(|c| c.as_ptr()).collect();
+    let vp = v.iter().map(|c| c.as_ptr()).collect();
+    (k, v, kp, vp)
+}
+
+fn open(p: &ql_plugin, name: &str, pairs: &[(&str, &str)]) -> Result<ql_table_provider, (i32, String)> {
+    let (_k, _v, kp, vp) = options(pairs);
+    let o = ql_options { count: pairs.len() as i64, keys: kp.as_ptr(), values: vp.as_ptr() };
+    let n = CString::new(name).unwrap();
+    let mut t: ql_table_provider = zeroed();
+    let mut err = ql_error::new();
+    let rc = unsafe { p.table_provider_open.unwrap()(p, n.as_ptr(), &o, std::ptr::null(), &mut t, &mut err) };
+    if rc == QL_OK {
+        Ok(t)
+    } else {
+        Err((rc, message(&mut err)))
+    }
+}
+
+#[test]
+fn refuses_other_abi_versions_naming_the_one_it_serves() {
+    let mut p: ql_plugin = zeroed();
+    let mut err = ql_error::new();
+    let rc = unsafe { qlink_plugin_init((0 << 16) | 9, &mut p, &mut err) };
+    assert_eq!(rc, QL_EVERSION);
+    assert_eq!(message(&mut err), "this plugin serves qlink ABI 0.1 only, not 0.9");
+}
+
+#[test]
+fn the_descriptor_lists_every_item() {
+    let p = load();
+    assert_eq!(p.magic, QL_PLUGIN_MAGIC);
+    assert_eq!(unsafe { CStr::from_ptr(p.name) }.to_str().unwrap(), "qlink_sdk_test");
+    assert_eq!(unsafe { CStr::from_ptr(p.version) }.to_str().unwrap(), "1.2.3");
+    let items: Vec<(i32, String, i32)> = (0..p.n_items as usize)
+        .map(|i| {
+            let it = unsafe { &*p.items.add(i) };
+            (it.kind, unsafe { CStr::from_ptr(it.name) }.to_string_lossy().into_owned(), it.n_options)
+        })
+        .collect();
+    assert_eq!(
+        items,
+        vec![
+            (QL_ITEM_TABLE_PROVIDER, "numbers".into(), 1),
+            (QL_ITEM_TABLE_PROVIDER, "explodes".into(), 0),
+            (QL_ITEM_SCALAR_FUNCTION, "doubled".into(), 0)
+        ]
+    );
+    assert!(p.aggregate_function_open.is_none() && p.planner_open.is_none());
+}
+
+#[test]
+fn options_are_checked_before_the_factory_runs() {
+    let p = load();
+    assert_eq!(open(&p, "numbers", &[]).err().unwrap(), (QL_EINVAL, "table 'numbers' needs option 'count'".into()));
+    assert_eq!(
+        open(&p, "numbers", &[("count", "3"), ("colour", "red")]).err().unwrap(),
+        (QL_EINVAL, "table 'numbers' has no option 'colour' (it takes: count)".into())
+    );
+    assert_eq!(open(&p, "numbers", &[("count", "x")]).err().unwrap(), (QL_EINVAL, "count \"x\" is not an integer".into()));
+    assert_eq!(open(&p, "nope", &[]).err().unwrap(), (QL_ENOTFOUND, "no table 'nope' in qlink_sdk_test".into()));
+}
+
+#[test]
+fn a_panic_becomes_an_internal_error() {
+    let p = load();
+    let (rc, msg) = open(&p, "explodes", &[]).err().unwrap();
+    assert_eq!(rc, QL_EINTERNAL);
+    assert_eq!(msg, "panic in a Rust plugin (table_provider_open): boom");
+}
+
+#[test]
+fn a_scan_projects_limits_and_streams_exact_rows() {
+    let p = load();
+    let t = open(&p, "numbers", &[("count", "5")]).unwrap();
+    let mut err = ql_error::new();
+    let mut schema = FFI_ArrowSchema::empty();
+    assert_eq!(unsafe { t.get_schema.unwrap()(&t, &mut schema as *mut _ as *mut ArrowSchema, &mut err) }, QL_OK);
+    let s = Schema::try_from(&schema).unwrap();
+    assert_eq!(s.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>(), ["n", "m"]);
+
+    let projection = [1i32];
+    let mut args: ql_scan_args = zeroed();
+    args.struct_size = std::mem::size_of::<ql_scan_args>() as u32;
+    args.n_projection = 1;
+    args.projection = projection.as_ptr();
+    args.limit = 3;
+    let mut plan: ql_execution_plan = zeroed();
+    assert_eq!(unsafe { t.scan.unwrap()(&t, std::ptr::null(), &args, &mut plan, &mut err) }, QL_OK);
+    let name = unsafe { CStr::from_ptr(plan.name.unwrap()(&plan)) }.to_str().unwrap().to_string();
+    assert!(!name.is_empty());
+    let mut props: ql_plan_properties = zeroed();
+    assert_eq!(unsafe { plan.get_properties.unwrap()(&plan, &mut props, &mut err) }, QL_OK);
+    let mut values = Vec::new();
+    for part in 0..props.partition_count {
+        let mut stream = FFI_ArrowArrayStream::empty();
+        let out = &mut stream as *mut FFI_ArrowArrayStream as *mut ArrowArrayStream;
+        assert_eq!(unsafe { plan.execute.unwrap()(&plan, part, std::ptr::null(), out, &mut err) }, QL_OK);
+        for batch in ArrowArrayStreamReader::try_new(stream).unwrap() {
+            let b = batch.unwrap();
+            assert_eq!(b.schema().field(0).name(), "m");
+            values.extend(as_int64_array(b.column(0)).unwrap().values().iter().copied());
+        }
+    }
+    values.sort();
+    // The limit reached MemTable's scan, which takes it as the hint
+    // DataFusion defines it to be; hosts apply LIMIT themselves.
+    assert_eq!(values, [-5, -4, -3, -2, -1]);
+    let mut bad = FFI_ArrowArrayStream::empty();
+    let rc = unsafe { plan.execute.unwrap()(&plan, 99, std::ptr::null(), &mut bad as *mut _ as *mut ArrowArrayStream, &mut err) };
+    assert_eq!((rc, message(&mut err)), (QL_EINVAL, format!("partition 99 of a plan with {}", props.partition_count)));
+    unsafe {
+        plan.release.unwrap()(&mut plan);
+        let mut t = t;
+        t.release.unwrap()(&mut t);
+    }
+}
+
+#[test]
+fn a_scalar_function_coerces_and_never_returns_borrowed_buffers() {
+    let p = load();
+    let name = CString::new("doubled").unwrap();
+    let mut f: ql_scalar_function = zeroed();
+    let mut err = ql_error::new();
+    assert_eq!(unsafe { p.scalar_function_open.unwrap()(&p, name.as_ptr(), &mut f, &mut err) }, QL_OK);
+    assert_eq!(f.signature.n_args, 1);
+    assert_eq!(unsafe { CStr::from_ptr(*f.signature.arg_formats) }.to_str().unwrap(), "l");
+    assert_eq!(f.id.origin, QL_ORIGIN_USER);
+    assert_eq!(unsafe { CStr::from_ptr(f.id.library) }.to_str().unwrap(), "qlink_sdk_test");
+
+    // Int32 arguments: coerced to the UDF's Int64.
+    let fields = Fields::from(vec![Field::new("a", DataType::Int32, true)]);
+    let input =
+        StructArray::try_new(fields.clone(), vec![Arc::new(arrow::array::Int32Array::from(vec![Some(4), None, Some(-7)]))], None).unwrap();
+    let args_schema = FFI_ArrowSchema::try_from(DataType::Struct(fields)).unwrap();
+    let (args, _) = to_ffi(&input.to_data()).unwrap();
+    let mut ret = FFI_ArrowSchema::empty();
+    let sp = &args_schema as *const FFI_ArrowSchema as *const ArrowSchema;
+    assert_eq!(unsafe { f.return_type.unwrap()(&f, sp, &mut ret as *mut _ as *mut ArrowSchema, &mut err) }, QL_OK);
+    assert_eq!(DataType::try_from(&ret).unwrap(), DataType::Int64);
+    let mut out = FFI_ArrowArray::empty();
+    let rc =
+        unsafe { f.invoke.unwrap()(&f, sp, &args as *const _ as *const ArrowArray, 3, &mut out as *mut _ as *mut ArrowArray, &mut err) };
+    assert_eq!(rc, QL_OK);
+    drop(args); // the host frees its arguments first: the result must not need them
+    let data = unsafe { arrow::ffi::from_ffi(out, &ret) }.unwrap();
+    let got = Int64Array::from(data);
+    assert_eq!(got.iter().collect::<Vec<_>>(), [Some(8), None, Some(-14)]);
+
+    // A string argument cannot be coerced: the UDF's own error, as QL_EINVAL.
+    let fields = Fields::from(vec![Field::new("a", DataType::Utf8, true)]);
+    let s = FFI_ArrowSchema::try_from(DataType::Struct(fields)).unwrap();
+    let mut ret2 = FFI_ArrowSchema::empty();
+    let rc = unsafe { f.return_type.unwrap()(&f, &s as *const _ as *const ArrowSchema, &mut ret2 as *mut _ as *mut ArrowSchema, &mut err) };
+    assert_eq!(rc, QL_EINVAL);
+    let m = message(&mut err);
+    assert!(m.starts_with("doubled: "), "{m}");
+    unsafe { f.release.unwrap()(&mut f) };
+    let _ = got.len();
+}
