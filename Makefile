@@ -12,8 +12,8 @@ PY := $(CURDIR)/.venv/bin/python
 # once, in one profile (Cargo.toml).
 CARGO_WS := --release --locked --workspace --exclude qlink-python
 
-.PHONY: all setup build build-release build-asan build-fuzz build-cli run lint wheel install-python test test-c test-valgrind \
-        test-fuzz test-rust test-python test-wheel test-sqlite require-duckdb test-duckdb test-xarray test-engines test-flight test-security bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-netcdf bench-distributed bench-fold bench-ffi compat-xarray-sql bench-xarray bench-plans clean
+.PHONY: all setup build build-release build-asan build-fuzz build-cli build-rust-plugins run lint wheel install-python test test-c test-valgrind \
+        test-fuzz test-rust test-rust-plugins test-python test-wheel test-sqlite require-duckdb test-duckdb test-xarray test-engines test-flight test-security bench-core bench-sqlite bench-duckdb bench-datafusion bench-zarr bench-netcdf bench-distributed bench-fold bench-ffi bench-rust compat-xarray-sql bench-xarray bench-plans clean
 
 all: build
 
@@ -43,6 +43,17 @@ QLINK_CLI := $(CARGO_TARGET_DIR)/release/qlink
 QLINK_WORKER := $(CARGO_TARGET_DIR)/release/qlink-worker
 build-cli:
 	cargo build $(CARGO_WS) --bin qlink --bin qlink-worker
+
+# ---- plugins written in Rust (plugins/rust: a Cargo workspace of its own,
+# since the crates it exports turn on other DataFusion features): each one
+# a cdylib, copied next to the C plugins so every host and test finds it
+# the same way, without its line tables (660 MB a plugin with them, 130 MB
+# without; the symbols stay). Costs one more DataFusion build (README).
+RUST_PLUGINS := qlink_template qlink_memtable qlink_json qlink_geo qlink_orc qlink_listing
+build-rust-plugins: build-release
+	cd plugins/rust && cargo build --release --locked
+	@for p in $(RUST_PLUGINS); do src=$(CARGO_TARGET_DIR)/release/lib$$p.so; dst=$(BUILD)/release/plugins/$$p.so; \
+	  [ $$dst -nt $$src ] || strip --strip-debug -o $$dst $$src || exit 1; done
 
 # ---- the main job: SQL over Zarr stores of real observational data
 # The C hosts answer first (C build only: hosts/<engine>/scripts/ferret.sh),
@@ -77,7 +88,7 @@ lint:
 
 # ---- tests
 test: setup
-	$(MAKE) lint test-c test-valgrind test-fuzz test-sqlite test-rust test-python test-wheel test-duckdb test-xarray test-engines test-flight test-security
+	$(MAKE) lint test-c test-valgrind test-fuzz test-sqlite test-rust test-rust-plugins test-python test-wheel test-duckdb test-xarray test-engines test-flight test-security
 	@echo "make test: all suites passed"
 
 # Every C test under ASan + UBSan.
@@ -101,6 +112,11 @@ test-rust:
 # The Python package: the release wheel (the workspace's one profile, so it
 # reuses the DataFusion build of `make run` and test-rust), installed into
 # .venv, then its pytest suite.
+# The Rust plugin SDK through the ABI (plugins/rust/sdk/tests), in the
+# plugins' own workspace (all its packages, so features match the build).
+test-rust-plugins: build-rust-plugins
+	cd plugins/rust && cargo test --release --locked
+
 test-python: build-cli install-python
 	QLINK_CLI=$(QLINK_CLI) $(PY) -m pytest -q python/tests tools/cli/tests tests/plans
 
@@ -143,7 +159,7 @@ test-xarray: build-release
 # one process and over two loopback qlink-workers, the C hosts through their
 # extensions), rows and types compared exactly; and the distributed tests
 # (test_distributed.py: each worker's chunks, the fold planner).
-test-engines: require-duckdb build-cli
+test-engines: require-duckdb build-cli build-rust-plugins
 	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release QLINK_CLI=$(QLINK_CLI) QLINK_WORKER=$(QLINK_WORKER) $(PY) -m pytest -q tests/engines
 
 # The Flight SQL server (`qlink serve`) through ADBC's Flight SQL driver:
@@ -204,6 +220,13 @@ bench-sqlite: build
 bench-ffi:
 	bench/ffi/run.sh
 
+# A Rust-exported plugin vs the same objects native, in every engine (bench/rust).
+bench-rust: build-rust-plugins build-cli install-python
+	cargo build $(CARGO_WS) --bin bench_rust
+	$(CARGO_TARGET_DIR)/release/bench_rust $(BUILD)/release/plugins $(BUILD)/bench-rust-datafusion.json
+	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release $(PY) bench/rust/bench_rust.py $(CURDIR)/$(BUILD)/release/plugins \
+	  $(BUILD)/bench-rust-datafusion.json bench/results/rust.json
+
 # qlink.xarray vs datafusion-python's native table and xarray-sql 0.6.0 (in
 # bench/zarr/.venv-xsql): SELECT * over 1,040 rows with 0 and 1,000 UDFs, and
 # an ERA5-like Dataset in memory and from netCDF. bench/results/xarray.json.
@@ -234,5 +257,5 @@ clean:
 
 # The security suite (tests/security): every gate between text and native
 # code or a file, attacked, with a marker library proving no outside code ran.
-test-security: require-duckdb build-cli
+test-security: require-duckdb build-cli build-rust-plugins
 	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release QLINK_CLI=$(QLINK_CLI) QLINK_WORKER=$(QLINK_WORKER) $(PY) -m pytest -q tests/security

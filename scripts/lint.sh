@@ -5,7 +5,8 @@
 #   the lines it changes in the others (the older tree is not reformatted).
 #   A change is everything since LINT_BASE (default: where HEAD left the
 #   main branch, or HEAD), committed or not.
-# - Rust: cargo fmt --check (rustfmt.toml) over the workspace's packages.
+# - Rust: cargo fmt --check (rustfmt.toml) over the workspace's packages,
+#   and over plugins/rust (a workspace of its own) whole.
 # - Python: ruff check (ruff.toml; ruff pinned in scripts/requirements.txt).
 # - Every C, header, Rust, Python and shell source carries an SPDX line.
 # Exits non-zero naming each file that fails.
@@ -16,7 +17,7 @@ CLANG_FORMAT=${CLANG_FORMAT:-clang-format-14}
 RUFF=${RUFF:-.venv/bin/ruff}
 # Packages and paths not checked yet (their code is being edited elsewhere).
 SKIP_PATHS=${LINT_SKIP_PATHS:-python/capsule/}
-FMT_PACKAGES=${LINT_FMT_PACKAGES:-qlink-sys qlink-datafusion qlink-datafusion-tests qlink-bench-datafusion qlink-bench-fold qlink-bench-ffi-ref}
+FMT_PACKAGES=${LINT_FMT_PACKAGES:-qlink-sys qlink-convert qlink-datafusion qlink-datafusion-tests qlink-bench-datafusion qlink-bench-fold qlink-bench-ffi-ref}
 
 base=${LINT_BASE:-}
 if [[ -z "$base" ]]; then
@@ -50,6 +51,8 @@ fi
 args=()
 for p in $FMT_PACKAGES; do args+=(-p "$p"); done
 cargo fmt --check "${args[@]}" >/dev/null || fail "Rust is not formatted (cargo fmt ${args[*]})"
+# plugins/rust: a workspace of its own, every package checked.
+(cd plugins/rust && cargo fmt --check >/dev/null) || fail "plugins/rust is not formatted (cd plugins/rust && cargo fmt)"
 
 # Python.
 "$RUFF" check --quiet . || fail "ruff check found the problems above"
