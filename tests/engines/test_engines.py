@@ -81,6 +81,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import datasets  # noqa: E402
+import files  # noqa: E402
 import kerchunk_refs  # noqa: E402
 from engine import Engine, Query, ROOT, gap, known_bug, refusal, rows_key, seen_by  # noqa: E402
 
@@ -346,6 +347,92 @@ for _kind, _path in datasets.netcdf_paths().items():
                              schemas={"nc": f"qlink_netcdf/store?path={_path}"}, unsupported=_unsupported,
                              oracle=_oracle))
 
+
+# Plugins written in Rust (plugins/rust) over crates nobody here wrote, each
+# built unmodified: DataFusion's listing table (Parquet, CSV), datafusion-orc
+# and datafusion-functions-json, plus the SDK's template. Files: files.py.
+_F_SKIP = files.unavailable()
+_F = files.paths() if not _F_SKIP else {k: f"/files-unavailable.{k}" for k in ("parquet", "folder", "glob", "csv", "orc")}
+_F_UNSUPPORTED = {e.name: _F_SKIP for e in ENGINES} if _F_SKIP else {}
+
+
+def trips_filter():
+    return [(i, c, f) for i, c, f, _ in files.rows() if f >= 200 and c == "Oslo"]
+
+
+def trips_group():
+    out = {}
+    for _, c, f, _ in files.rows():
+        n, t = out.get(c, (0, 0.0))
+        out[c] = (n + 1, t + f)
+    return [(c, n, t) for c, (n, t) in sorted(out.items())]
+
+
+def trips_json():
+    import json
+    return [(i, json.loads(d)["city"], i, len(json.loads(d)["tags"])) for i, _, _, d in files.rows() if i < 6]
+
+
+_TRIPS_FILTER = "SELECT id, city, fare FROM {t} WHERE fare >= 200 AND city = 'Oslo' ORDER BY id"
+_TRIPS_GROUP = "SELECT city, count(*) AS n, sum(fare) AS total FROM {t} GROUP BY city ORDER BY city"
+_TRIPS_SPAN = "SELECT count(*) AS n, min(id) AS lo, max(id) AS hi, sum(fare) AS total FROM {t}"
+_SPAN = [(files.N, 0, files.N - 1, sum(i * 0.25 for i in range(files.N)))]
+for _id, _spec in (("parquet", f"qlink_listing/parquet?path={_F['parquet']}"),
+                   ("parquet_folder", f"qlink_listing/parquet?path={_F['folder']}"),
+                   ("parquet_glob", f"qlink_listing/parquet?path={_F['glob']}"),
+                   ("csv", f"qlink_listing/csv?path={_F['csv']}"),
+                   ("orc", f"qlink_orc/orc?path={_F['orc']}")):
+    QUERIES += [
+        Query(f"rust_{_id}_filter", _TRIPS_FILTER, ("int64", "utf8", "float64"), tables={"t": _spec},
+              unsupported=_F_UNSUPPORTED, oracle=trips_filter),
+        Query(f"rust_{_id}_group", _TRIPS_GROUP, ("utf8", "int64", "float64"), tables={"t": _spec},
+              unsupported=_F_UNSUPPORTED, oracle=trips_group),
+        Query(f"rust_{_id}_span", _TRIPS_SPAN, ("int64", "int64", "int64", "float64"), tables={"t": _spec},
+              unsupported=_F_UNSUPPORTED, oracle=lambda: _SPAN),
+    ]
+# datafusion-functions-json's functions take any number of arguments of any
+# type (Signature::variadic_any); DuckDB's C API fixes a function's
+# parameter and return types when it registers it, so the DuckDB host's
+# qlink_load lists them as not registrable (its documented refusal).
+_JSON_DUCKDB = ("datafusion-functions-json's functions are variadic over any type, and DuckDB's C API fixes a "
+                "function's parameter and return types at registration: qlink_load reports them as not registered")
+_JSON_UNSUPPORTED = {**_F_UNSUPPORTED, **{e: _JSON_DUCKDB for e in ("duckdb-python", "duckdb-cli")}}
+# geodatafusion's functions declare user-defined signatures (no argument
+# types DuckDB could register) and return GeoArrow geometries: unions and
+# structs tagged with Arrow extension types, which SQLite has no value for.
+_GEO_UNSUPPORTED = {
+    **{e: "geodatafusion's functions declare no argument types (user-defined signatures), and DuckDB's C API "
+          "fixes a function's parameter and return types at registration: qlink_load reports them as not "
+          "registered" for e in ("duckdb-python", "duckdb-cli")},
+    **{e: "geodatafusion returns GeoArrow geometries (unions and structs with an Arrow extension type), "
+          "which have no SQLite value: the SQLite host refuses the type by name" for e in ("sqlite-python", "sqlite-cli")},
+}
+QUERIES += [
+    Query("rust_json_get",
+          "SELECT id, json_get_str(doc, 'city') AS city, json_get_int(doc, 'n') AS n, "
+          "CAST(json_length(doc, 'tags') AS BIGINT) AS tags FROM {t} WHERE id < 6 ORDER BY id",
+          ("int64", "utf8", "int64", "int64"), tables={"t": f"qlink_listing/parquet?path={_F['parquet']}"},
+          functions=("qlink_json",), unsupported=_JSON_UNSUPPORTED, oracle=trips_json),
+    Query("rust_json_filter",
+          "SELECT count(*) AS n FROM {t} WHERE json_contains(doc, 'tags') AND json_get_int(doc, 'n') % 7 = 0",
+          ("int64",), tables={"t": f"qlink_orc/orc?path={_F['orc']}"}, functions=("qlink_json",),
+          unsupported=_JSON_UNSUPPORTED, oracle=lambda: [(len([i for i in range(files.N) if i % 7 == 0]),)]),
+    # geodatafusion over GeoArrow types: each function's result crosses the
+    # host with its Arrow extension type (field metadata) into the next one.
+    Query("rust_geo_measures",
+          "SELECT ST_X(ST_GeomFromText('POINT(3 4)')) AS x, "
+          "ST_Distance(ST_GeomFromText('POINT(0 0)'), ST_GeomFromText('POINT(3 4)')) AS d, "
+          "ST_Area(ST_GeomFromText('POLYGON((0 0, 4 0, 4 3, 0 3, 0 0))')) AS a",
+          ("float64", "float64", "float64"), functions=("qlink_geo",), unsupported=_GEO_UNSUPPORTED,
+          oracle=lambda: [(3.0, 5.0, 12.0)]),
+    Query("rust_geo_points", "SELECT id, ST_AsText(ST_Point(fare, CAST(id AS DOUBLE))) AS w FROM {t} WHERE id < 3 ORDER BY id",
+          ("int64", "utf8"), tables={"t": f"qlink_listing/parquet?path={_F['parquet']}"}, functions=("qlink_geo",),
+          unsupported={**_F_UNSUPPORTED, **_GEO_UNSUPPORTED},
+          oracle=lambda: [(0, "POINT(0 0)"), (1, "POINT(0.25 1)"), (2, "POINT(0.5 2)")]),
+    Query("rust_template", "SELECT n, squared(n) AS s FROM {t} ORDER BY n", ("int64", "int64"),
+          tables={"t": "qlink_template/numbers?count=5"}, functions=("qlink_template",),
+          oracle=lambda: [(n, n * n) for n in range(1, 6)]),
+]
 
 def available(engine: Engine):
     reason = engine.unavailable()
