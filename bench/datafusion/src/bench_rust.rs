@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+//! bench_rust: the DataFusion half of `make bench-rust` (bench/rust/README.md).
+//!
+//!   bench_rust PLUGIN_DIR OUT.json [--reps N]
+//!
+//! qlink_memtable (plugins/rust/memtable: a DataFusion `MemTable` and a
+//! `ScalarUDF`, exported with qlink-plugin) loaded through the DataFusion
+//! host, against the same objects registered natively in the same
+//! `SessionContext`:
+//! - the native table holds the very batches the plugin's table streams
+//!   (read once through it, partitions kept), so both sides scan equal data;
+//! - the native UDF is `scale` built from the same source as the plugin's
+//!   (below, the memtable crate's `scale`, compiled into this binary).
+//!
+//! Queries, each pair interleaved (medians of N repetitions):
+//! `SELECT * FROM t` over 1,040 rows; `SELECT sum(x) FROM t` over 10 M rows;
+//! `SELECT sum(scale(x, 2.0)) FROM native` over 10 M rows (the UDF alone).
+//! Writes the `datafusion` section of bench/results/rust.json; the Python
+//! half (bench_rust.py) adds DuckDB, SQLite and datafusion-python.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use datafusion::arrow::array::Float64Array;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::cast::as_float64_array;
+use datafusion::datasource::MemTable;
+use datafusion::logical_expr::{create_udf, ColumnarValue, ScalarUDF, Volatility};
+use datafusion::prelude::SessionContext;
+use qlink_datafusion::QlinkSession;
+
+/// The memtable plugin's `scale(x, k) = x * k` (plugins/rust/memtable), the
+/// same source compiled natively.
+fn scale_native() -> ScalarUDF {
+    create_udf(
+        "scale_native",
+        vec![DataType::Float64, DataType::Float64],
+        DataType::Float64,
+        Volatility::Immutable,
+        Arc::new(|args: &[ColumnarValue]| {
+            let arrays = ColumnarValue::values_to_arrays(args)?;
+            let (x, k) = (as_float64_array(&arrays[0])?, as_float64_array(&arrays[1])?);
+            let out: Float64Array = x.iter().zip(k.iter()).map(|(x, k)| Some(x? * k?)).collect();
+            Ok(ColumnarValue::Array(Arc::new(out)))
+        }),
+    )
+}
+
+async fn run(ctx: &SessionContext, sql: &str) -> usize {
+    ctx.sql(sql).await.unwrap().collect().await.unwrap().iter().map(|b| b.num_rows()).sum()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+/// Medians (ms) of `a` and `b`, interleaved, after `reps / 5 + 3` warm-ups.
+async fn pair(ctx: &SessionContext, a: &str, b: &str, reps: usize) -> (f64, f64) {
+    for _ in 0..reps / 5 + 3 {
+        run(ctx, a).await;
+        run(ctx, b).await;
+    }
+    let (mut ta, mut tb) = (Vec::new(), Vec::new());
+    for i in 0..reps {
+        let order = if i % 2 == 0 { [(a, 0), (b, 1)] } else { [(b, 1), (a, 0)] };
+        for (q, side) in order {
+            let t = Instant::now();
+            run(ctx, q).await;
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            if side == 0 {
+                ta.push(ms)
+            } else {
+                tb.push(ms)
+            }
+        }
+    }
+    (median(ta), median(tb))
+}
+
+/// Register the plugin's `rows?n=N` as `plugin_N` and its batches as `native_N`.
+async fn tables(s: &mut QlinkSession, dir: &str, n: usize) {
+    s.register_table(&format!("plugin_{n}"), &format!("{dir}/qlink_memtable.so/rows?n={n}")).unwrap();
+    let df = s.ctx.table(format!("plugin_{n}")).await.unwrap();
+    let schema = df.schema().inner().clone();
+    let parts = df.collect_partitioned().await.unwrap();
+    s.ctx.register_table(format!("native_{n}"), Arc::new(MemTable::try_new(schema, parts).unwrap())).unwrap();
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (dir, out) = (args.first().expect("PLUGIN_DIR").clone(), args.get(1).expect("OUT.json").clone());
+    let reps: usize = match args.iter().position(|a| a == "--reps") {
+        Some(i) => args[i + 1].parse().expect("--reps N"),
+        None => 60,
+    };
+    let mut s = QlinkSession::new(SessionContext::new());
+    let plugin = s.load_plugin(&format!("{dir}/qlink_memtable.so")).unwrap();
+    s.register_functions(&plugin).unwrap();
+    s.ctx.register_udf(scale_native());
+    tables(&mut s, &dir, 1040).await;
+    tables(&mut s, &dir, 10_000_000).await;
+    assert_eq!(run(&s.ctx, "SELECT * FROM plugin_1040").await, 1040);
+    let check = "SELECT sum(x) = (SELECT sum(x) FROM native_10000000) AS same FROM plugin_10000000";
+    let b = s.ctx.sql(check).await.unwrap().collect().await.unwrap();
+    assert_eq!(datafusion::arrow::util::pretty::pretty_format_batches(&b).unwrap().to_string().matches("true").count(), 1);
+
+    let rows = [
+        ("scan_1040_rows", "SELECT * FROM native_1040", "SELECT * FROM plugin_1040", reps * 5),
+        ("sum_10m_rows", "SELECT sum(x) FROM native_10000000", "SELECT sum(x) FROM plugin_10000000", reps),
+        ("udf_10m_rows", "SELECT sum(scale_native(x, 2.0)) FROM native_10000000", "SELECT sum(scale(x, 2.0)) FROM native_10000000", reps),
+    ];
+    println!("{:<16} {:>12} {:>12} {:>8}", "DataFusion", "native ms", "qlink ms", "ratio");
+    let mut json = Vec::new();
+    for (name, native, plugin, n) in rows {
+        let (a, b) = pair(&s.ctx, native, plugin, n).await;
+        println!("{name:<16} {a:>12.3} {b:>12.3} {:>8.3}", b / a);
+        json.push(format!("\"{name}\": {{\"native_ms\": {a:.4}, \"qlink_ms\": {b:.4}, \"ratio\": {:.4}}}", b / a));
+    }
+    std::fs::write(&out, format!("{{{}}}\n", json.join(", "))).unwrap();
+}
