@@ -24,7 +24,7 @@ const MAX_ROWS: i64 = 100_000_000;
 
 /// The table's batches for `n` rows (as the benchmark's native side builds
 /// them: bench/rust).
-pub fn batches(n: i64) -> Result<(Arc<Schema>, Vec<RecordBatch>)> {
+fn batches(n: i64) -> Result<(Arc<Schema>, Vec<RecordBatch>)> {
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("x", DataType::Float64, false),
@@ -70,7 +70,7 @@ fn rows(options: &Options) -> Result<Arc<dyn TableProvider>> {
 }
 
 /// `scale(x, k) = x * k` over Float64.
-pub fn scale() -> ScalarUDF {
+fn scale() -> ScalarUDF {
     create_udf(
         "scale",
         vec![DataType::Float64, DataType::Float64],
