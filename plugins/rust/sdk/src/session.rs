@@ -18,7 +18,7 @@ use std::ffi::CString;
 use std::sync::{Arc, Mutex};
 
 use datafusion::execution::context::SessionState;
-use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::execution::FunctionRegistry;
 use datafusion::execution::TaskContext;
@@ -150,12 +150,31 @@ pub fn task_context(session: &PluginSession, ctx: *const ql_task_context, name: 
         (pool, c.batch_size)
     };
     let pool = Arc::new(HostPool::new(pool_ptr, name));
-    let runtime = RuntimeEnvBuilder::from_runtime_env(session.state.runtime_env()).with_memory_pool(pool.clone()).build_arc()?;
-    let mut task = TaskContext::from(&session.state).with_runtime(runtime);
+    // The session's runtime with the host's pool in place of its own: the
+    // same disk manager, caches and object stores (no per-partition rebuild).
+    let base = session.state.runtime_env();
+    let runtime = Arc::new(RuntimeEnv {
+        memory_pool: pool.clone(),
+        disk_manager: base.disk_manager.clone(),
+        cache_manager: base.cache_manager.clone(),
+        object_store_registry: base.object_store_registry.clone(),
+    });
+    let mut config = session.state.config().clone();
     if batch > 0 {
-        let cfg = task.session_config().clone().with_batch_size(batch as usize);
-        task = task.with_session_config(cfg);
+        config = config.with_batch_size(batch as usize);
     }
+    // A physical plan holds its functions itself: the task's registries stay
+    // empty rather than copying the session's hundreds of entries per call.
+    let task = TaskContext::new(
+        None,
+        session.state.session_id().to_string(),
+        config,
+        Default::default(),
+        Default::default(),
+        Default::default(),
+        Default::default(),
+        runtime,
+    );
     Ok((Arc::new(task), pool))
 }
 
