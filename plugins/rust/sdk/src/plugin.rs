@@ -326,6 +326,9 @@ fn options_of(o: *const ql_options, declared: &[OptionSpec], table: &str) -> Res
     if !o.is_null() {
         // SAFETY: borrowed for the call: count keys and values.
         let o = unsafe { &*o };
+        if o.count > 0 && (o.keys.is_null() || o.values.is_null()) {
+            return Err(Error::invalid(format!("table '{table}': {} options but no keys or values", o.count)));
+        }
         for i in 0..o.count.max(0) as usize {
             let (k, v) = unsafe { (name_of(*o.keys.add(i)), name_of(*o.values.add(i))) };
             if !declared.iter().any(|d| d.name == k) {

@@ -69,8 +69,17 @@ unsafe extern "C" fn table_supports_filters(
 ) -> c_int {
     guard(error, "filter pushdown", || {
         let st = state(t);
+        if filters.is_null() {
+            return Err(Error::invalid("supports_filters: filters is NULL"));
+        }
         let list = &*filters;
         let n = list.n_exprs.max(0) as usize;
+        if n == 0 {
+            return Ok(());
+        }
+        if answers.is_null() {
+            return Err(Error::invalid("supports_filters: answers is NULL"));
+        }
         let answers = std::slice::from_raw_parts_mut(answers, n);
         answers.fill(QL_PUSHDOWN_UNSUPPORTED);
         let session = st.plugin.sessions.get(std::ptr::null(), &st.plugin.functions)?;
@@ -104,11 +113,16 @@ unsafe extern "C" fn table_scan(
 ) -> c_int {
     guard(error, "scan", || {
         let st = state(t);
+        if args.is_null() || out.is_null() {
+            return Err(Error::invalid("scan: args or out is NULL"));
+        }
         let a = &*args;
         let schema = st.provider.schema();
         let width = schema.fields().len();
         let projection: Option<Vec<usize>> = if a.n_projection < 0 {
             None
+        } else if a.n_projection > 0 && a.projection.is_null() {
+            return Err(Error::invalid(format!("{}: {} projected columns but no projection", st.label, a.n_projection)));
         } else {
             let p: Vec<usize> = (0..a.n_projection as usize).map(|i| *a.projection.add(i) as usize).collect();
             if let Some(bad) = p.iter().find(|&&c| c >= width) {

@@ -182,7 +182,13 @@ unsafe extern "C" fn udf_invoke(
 ) -> c_int {
     guard(error, "invoke", || {
         let st = state(f);
+        if out.is_null() {
+            return Err(Error::invalid("invoke: out is NULL"));
+        }
         let fields = arg_fields(args_schema)?;
+        if !fields.is_empty() && args.is_null() {
+            return Err(Error::invalid(format!("{}: {} argument types but no arguments", st.udf.name(), fields.len())));
+        }
         let (coerced, ret) = plan_call(&st.udf, &fields)?;
         let rows = num_rows.max(0) as usize;
         let input = if fields.is_empty() { None } else { Some(borrow_args(args_schema, args)?) };
