@@ -31,6 +31,30 @@ struct UdfState {
     format_ptrs: Vec<*const std::os::raw::c_char>,
     library: &'static std::ffi::CStr,
     config: Arc<datafusion::config::ConfigOptions>,
+    /// The coerced argument fields and return field per argument fields
+    /// seen (a handful per call site), so a call coerces once, not per batch.
+    plans: std::sync::Mutex<Vec<CallPlan>>,
+}
+
+/// (argument fields, coerced argument fields, return field).
+type CallPlan = (Vec<FieldRef>, Vec<FieldRef>, FieldRef);
+
+/// At most this many argument-type combinations are remembered per function.
+const PLANS_KEPT: usize = 16;
+
+impl UdfState {
+    fn plan(&self, fields: &[FieldRef]) -> Result<(Vec<FieldRef>, FieldRef)> {
+        let mut plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, coerced, ret)) = plans.iter().find(|(f, _, _)| f.as_slice() == fields) {
+            return Ok((coerced.clone(), ret.clone()));
+        }
+        let (coerced, ret) = plan_call(&self.udf, fields)?;
+        if plans.len() >= PLANS_KEPT {
+            plans.remove(0);
+        }
+        plans.push((fields.to_vec(), coerced.clone(), ret.clone()));
+        Ok((coerced, ret))
+    }
 }
 
 fn state(f: *const ql_scalar_function) -> &'static UdfState {
@@ -82,6 +106,7 @@ pub fn export_udf(udf: Arc<ScalarUDF>, name: &str, library: &'static std::ffi::C
         name: CString::new(name).unwrap_or_default(),
         library,
         config: Arc::new(datafusion::config::ConfigOptions::default()),
+        plans: Default::default(),
     });
     let mut out: ql_scalar_function = zeroed();
     out.struct_size = std::mem::size_of::<ql_scalar_function>() as u32;
@@ -189,7 +214,7 @@ unsafe extern "C" fn udf_invoke(
         if !fields.is_empty() && args.is_null() {
             return Err(Error::invalid(format!("{}: {} argument types but no arguments", st.udf.name(), fields.len())));
         }
-        let (coerced, ret) = plan_call(&st.udf, &fields)?;
+        let (coerced, ret) = st.plan(&fields)?;
         let rows = num_rows.max(0) as usize;
         let input = if fields.is_empty() { None } else { Some(borrow_args(args_schema, args)?) };
         let mut borrowed = Vec::new();
