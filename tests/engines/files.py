@@ -50,7 +50,7 @@ def unavailable() -> str | None:
 
 def paths() -> dict:
     """{"parquet": file, "folder": dir/, "glob": dir/*.parquet, "csv": file,
-    "orc": file}, written once per process; {} when pyarrow is missing."""
+    "txt": the CSV file named .txt, "orc": file}, written once per process; {} when pyarrow is missing."""
     if _paths or unavailable():
         return _paths
     import pyarrow as pa
@@ -68,8 +68,11 @@ def paths() -> dict:
     pq.write_table(table.slice(0, 500), folder / "parts" / "a.parquet")
     pq.write_table(table.slice(500), folder / "parts" / "b.parquet")
     pyarrow.csv.write_csv(table.select(["id", "city", "fare"]), folder / "trips.csv")
+    # a file named by its path is read whatever its extension
+    (folder / "trips.txt").write_bytes((folder / "trips.csv").read_bytes())
     pyarrow.orc.write_table(table, folder / "trips.orc")
     _paths.update(parquet=str(folder / "trips.parquet"), folder=str(folder / "parts") + "/",
                   glob=str(folder / "parts" / "*.parquet"), csv=str(folder / "trips.csv"),
+                  txt=str(folder / "trips.txt"),
                   orc=str(folder / "trips.orc"))
     return _paths

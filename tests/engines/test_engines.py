@@ -352,7 +352,7 @@ for _kind, _path in datasets.netcdf_paths().items():
 # built unmodified: DataFusion's listing table (Parquet, CSV), datafusion-orc
 # and datafusion-functions-json, plus the SDK's template. Files: files.py.
 _F_SKIP = files.unavailable()
-_F = files.paths() if not _F_SKIP else {k: f"/files-unavailable.{k}" for k in ("parquet", "folder", "glob", "csv", "orc")}
+_F = files.paths() if not _F_SKIP else {k: f"/files-unavailable.{k}" for k in ("parquet", "folder", "glob", "csv", "txt", "orc")}
 _F_UNSUPPORTED = {e.name: _F_SKIP for e in ENGINES} if _F_SKIP else {}
 
 
@@ -381,6 +381,7 @@ for _id, _spec in (("parquet", f"qlink_listing/parquet?path={_F['parquet']}"),
                    ("parquet_folder", f"qlink_listing/parquet?path={_F['folder']}"),
                    ("parquet_glob", f"qlink_listing/parquet?path={_F['glob']}"),
                    ("csv", f"qlink_listing/csv?path={_F['csv']}"),
+                   ("csv_named_txt", f"qlink_listing/csv?path={_F['txt']}"),
                    ("orc", f"qlink_orc/orc?path={_F['orc']}")):
     QUERIES += [
         Query(f"rust_{_id}_filter", _TRIPS_FILTER, ("int64", "utf8", "float64"), tables={"t": _spec},

@@ -76,18 +76,22 @@ async fn is_folder(store: &Arc<dyn ObjectStore>, url: &Url) -> Result<bool> {
 }
 
 /// A listing table of the files at `path` in `format`; `extension` (".orc")
-/// selects the files of a folder. The schema is inferred from the files,
+/// selects the files of a folder (a file named by the path is read whatever
+/// its extension). The schema is inferred from the files,
 /// read through the host's stores.
 pub fn listing_table(state: &SessionState, path: &str, format: Arc<dyn FileFormat>, extension: &str) -> Result<Arc<dyn TableProvider>> {
     let (mut url, glob) = url_of(path)?;
     let base = ObjectStoreUrl::parse(&url[..url::Position::BeforePath]).map_err(Error::from)?;
     let store = state.runtime_env().object_store(&base).map_err(Error::from)?;
     crate::runtime::block_on(async {
-        if is_folder(&store, &url).await? && !url.path().ends_with('/') {
+        let folder = glob.is_some() || is_folder(&store, &url).await?;
+        if folder && !url.path().ends_with('/') {
             url.set_path(&format!("{}/", url.path()));
         }
         let table_url = ListingTableUrl::try_new(url.clone(), glob)?;
-        let options = ListingOptions::new(format).with_file_extension(extension);
+        // The extension selects a folder's files; a file named itself is read
+        // whatever its name ends with.
+        let options = ListingOptions::new(format).with_file_extension(if folder { extension } else { "" });
         let schema = options.infer_schema(state, &table_url).await?;
         let config = ListingTableConfig::new(table_url).with_listing_options(options).with_schema(schema);
         let table: Arc<dyn TableProvider> = Arc::new(ListingTable::try_new(config)?);
