@@ -48,6 +48,7 @@ pub mod filters;
 pub mod listing;
 pub mod plan;
 pub mod plugin;
+mod private;
 pub mod runtime;
 pub mod services;
 pub mod session;

@@ -39,7 +39,7 @@ struct PlanState {
 
 fn state(p: *const ql_execution_plan) -> &'static PlanState {
     // SAFETY: private_data is the PlanState this module boxed.
-    unsafe { &*((*p).private_data as *const PlanState) }
+    unsafe { crate::private::borrow((*p).private_data) }
 }
 
 /// Write a schema to a caller-owned `out`.
@@ -69,7 +69,7 @@ pub fn export_plan(plan: Arc<dyn ExecutionPlan>, session: Arc<PluginSession>, co
     out.execute = Some(plan_execute);
     out.get_statistics = Some(plan_statistics);
     out.release = Some(plan_release);
-    out.private_data = Box::into_raw(st) as *mut _;
+    out.private_data = crate::private::into_private(st);
     out
 }
 
@@ -143,10 +143,7 @@ unsafe extern "C" fn plan_statistics(p: *const ql_execution_plan, partition: i64
 
 unsafe extern "C" fn plan_release(p: *mut ql_execution_plan) {
     guard_value((), || {
-        if !(*p).private_data.is_null() {
-            drop(Box::from_raw((*p).private_data as *mut PlanState));
-        }
-        (*p).private_data = std::ptr::null_mut();
+        crate::private::drop_box::<PlanState>(&mut (*p).private_data);
         (*p).release = None;
     })
 }

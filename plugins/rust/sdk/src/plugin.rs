@@ -372,13 +372,8 @@ unsafe extern "C" fn open_scalar(p: *const ql_plugin, name: *const c_char, out: 
     guard(error, "scalar_function_open", || {
         let r = registered(p);
         let n = name_of(name);
-        let (i, (_, udf)) = r
-            .scalars
-            .iter()
-            .enumerate()
-            .find(|(_, (s, _))| *s == n)
-            .ok_or_else(|| Error::not_found(format!("no scalar function '{n}' in {}", r.name.to_string_lossy())))?;
-        std::ptr::write(out, crate::udf::export_udf(udf.clone(), &n, lib_name(r), i as u64 + 1));
+        let (uid, udf) = find_item(&r.scalars, &n, "scalar function", r)?;
+        std::ptr::write(out, crate::udf::export_udf(udf.clone(), &n, lib_name(r), uid));
         Ok(())
     })
 }
@@ -392,15 +387,21 @@ unsafe extern "C" fn open_table_function(
     guard(error, "table_function_open", || {
         let r = registered(p);
         let n = name_of(name);
-        let (i, (_, f)) = r
-            .table_functions
-            .iter()
-            .enumerate()
-            .find(|(_, (s, _))| *s == n)
-            .ok_or_else(|| Error::not_found(format!("no table function '{n}' in {}", r.name.to_string_lossy())))?;
-        std::ptr::write(out, crate::udtf::export_udtf(f.clone(), &n, r, i as u64 + 1));
+        let (uid, f) = find_item(&r.table_functions, &n, "table function", r)?;
+        std::ptr::write(out, crate::udtf::export_udtf(f.clone(), &n, r, uid));
         Ok(())
     })
+}
+
+/// The function registered as `name` in `items` and its uid (its place in
+/// the catalogue's list of that kind, from 1); QL_ENOTFOUND naming it.
+fn find_item<'a, T>(items: &'a [(String, T)], name: &str, kind: &str, r: &Registered) -> Result<(u64, &'a T)> {
+    items
+        .iter()
+        .enumerate()
+        .find(|(_, (s, _))| s == name)
+        .map(|(i, (_, item))| (i as u64 + 1, item))
+        .ok_or_else(|| Error::not_found(format!("no {kind} '{name}' in {}", r.name.to_string_lossy())))
 }
 
 fn lib_name(r: &'static Registered) -> &'static CStr {

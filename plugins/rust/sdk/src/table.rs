@@ -27,7 +27,7 @@ struct TableState {
 
 fn state(t: *const ql_table_provider) -> &'static TableState {
     // SAFETY: private_data is the TableState this module boxed.
-    unsafe { &*((*t).private_data as *const TableState) }
+    unsafe { crate::private::borrow((*t).private_data) }
 }
 
 /// `provider` as a `ql_table_provider` the caller owns.
@@ -44,7 +44,7 @@ pub fn export_table(provider: Arc<dyn TableProvider>, plugin: &'static Registere
     out.supports_filters = Some(table_supports_filters);
     out.scan = Some(table_scan);
     out.release = Some(table_release);
-    out.private_data = Box::into_raw(Box::new(TableState { provider, plugin, label })) as *mut _;
+    out.private_data = crate::private::into_private(Box::new(TableState { provider, plugin, label }));
     out
 }
 
@@ -143,10 +143,7 @@ unsafe extern "C" fn table_scan(
 
 unsafe extern "C" fn table_release(t: *mut ql_table_provider) {
     guard_value((), || {
-        if !(*t).private_data.is_null() {
-            drop(Box::from_raw((*t).private_data as *mut TableState));
-        }
-        (*t).private_data = std::ptr::null_mut();
+        crate::private::drop_box::<TableState>(&mut (*t).private_data);
         (*t).release = None;
     })
 }

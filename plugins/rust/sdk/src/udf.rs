@@ -59,7 +59,7 @@ impl UdfState {
 
 fn state(f: *const ql_scalar_function) -> &'static UdfState {
     // SAFETY: private_data is the UdfState this module boxed.
-    unsafe { &*((*f).private_data as *const UdfState) }
+    unsafe { crate::private::borrow((*f).private_data) }
 }
 
 pub fn volatility_of(v: Volatility) -> i32 {
@@ -118,7 +118,7 @@ pub fn export_udf(udf: Arc<ScalarUDF>, name: &str, library: &'static std::ffi::C
     out.return_type = Some(udf_return_type);
     out.invoke = Some(udf_invoke);
     out.release = Some(udf_release);
-    out.private_data = Box::into_raw(st) as *mut _;
+    out.private_data = crate::private::into_private(st);
     out
 }
 
@@ -245,10 +245,7 @@ unsafe extern "C" fn udf_invoke(
 
 unsafe extern "C" fn udf_release(f: *mut ql_scalar_function) {
     guard_value((), || {
-        if !(*f).private_data.is_null() {
-            drop(Box::from_raw((*f).private_data as *mut UdfState));
-        }
-        (*f).private_data = std::ptr::null_mut();
+        crate::private::drop_box::<UdfState>(&mut (*f).private_data);
         (*f).release = None;
     })
 }

@@ -26,7 +26,7 @@ struct UdtfState {
 
 fn state(f: *const ql_table_function) -> &'static UdtfState {
     // SAFETY: private_data is the UdtfState this module boxed.
-    unsafe { &*((*f).private_data as *const UdtfState) }
+    unsafe { crate::private::borrow((*f).private_data) }
 }
 
 /// `function` as a `ql_table_function` the caller owns.
@@ -37,7 +37,7 @@ pub fn export_udtf(function: Arc<dyn TableFunctionImpl>, name: &str, plugin: &'s
     out.id = ql_function_id { origin: QL_ORIGIN_USER, kind: QL_FUNCTION_TABLE, name: st.name.as_ptr(), library: plugin.name.as_ptr(), uid };
     out.call = Some(udtf_call);
     out.release = Some(udtf_release);
-    out.private_data = Box::into_raw(st) as *mut _;
+    out.private_data = crate::private::into_private(st);
     out
 }
 
@@ -66,10 +66,7 @@ unsafe extern "C" fn udtf_call(
 
 unsafe extern "C" fn udtf_release(f: *mut ql_table_function) {
     guard_value((), || {
-        if !(*f).private_data.is_null() {
-            drop(Box::from_raw((*f).private_data as *mut UdtfState));
-        }
-        (*f).private_data = std::ptr::null_mut();
+        crate::private::drop_box::<UdtfState>(&mut (*f).private_data);
         (*f).release = None;
     })
 }
