@@ -38,6 +38,7 @@ pub mod recipe;
 pub mod schema;
 pub mod services;
 pub mod session_override;
+pub mod shared;
 pub use qlink_convert::stats;
 pub mod table;
 

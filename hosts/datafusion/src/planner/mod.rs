@@ -19,12 +19,14 @@
 //!
 //! Files: plan_view.rs (the views), installed.rs (an owned planner),
 //! query_planner.rs (the hook), splice.rs (PHYSICAL answers), rebuild.rs
-//! (REWRITE answers).
+//! (REWRITE answers), shared_plans.rs (shared subqueries, crate::shared,
+//! planned once each).
 
 mod installed;
 pub mod plan_view;
 mod query_planner;
 mod rebuild;
+mod shared_plans;
 mod splice;
 
 pub use installed::InstalledPlanner;

@@ -51,13 +51,15 @@ impl QlinkQueryPlanner {
 
     /// Plan `plan`; `skip` is a planner that asked for exactly this plan
     /// through plan_physical (asking it again would recurse forever).
-    fn plan<'a>(
+    pub(super) fn plan<'a>(
         &'a self,
         plan: &'a LogicalPlan,
         session: &'a dyn Session,
         skip: Option<&'a InstalledPlanner>,
     ) -> futures::future::BoxFuture<'a, Result<Arc<dyn ExecutionPlan>>> {
         Box::pin(async move {
+            let spliced = self.splice_shared(plan, session).await?;
+            let plan = spliced.as_ref().unwrap_or(plan);
             // EXPLAIN and EXPLAIN ANALYZE: the planners see the query under
             // them (DataFusion's default planner would plan it without the
             // hook), so EXPLAIN shows the plugin nodes the query really runs.
