@@ -40,6 +40,7 @@ use qlink_datafusion::error::Result;
 use qlink_datafusion::functions::{QlinkAggregateUdf, QlinkScalarUdf, QlinkWindowUdf};
 use qlink_datafusion::planner::{InstalledPlanner, QlinkQueryPlanner};
 use qlink_datafusion::session_override::{Rule, SessionOverride};
+use qlink_datafusion::shared::share_repeated_subplans;
 use qlink_datafusion::plugin::Plugin;
 
 /// Scalar function `name` of `plugin`.
@@ -106,6 +107,9 @@ impl QueryPlanner for CapsulePlanner {
     async fn create_physical_plan(&self, plan: &LogicalPlan, session: &dyn Session) -> Result<Arc<dyn ExecutionPlan>> {
         let local = SessionOverride::new(session, Some(&self.rules), self.runtime_env.clone());
         let plan = rebind_builtins(explain_after_decode(plan).unwrap_or_else(|| plan.clone()))?;
+        // The consumer inlined each CTE at every reference: each subquery
+        // used twice is planned and run once here.
+        let plan = share_repeated_subplans(plan, true)?.data;
         let physical = self.inner.create_physical_plan(&plan, &local).await?;
         Ok(planned(physical, local.task_ctx()))
     }

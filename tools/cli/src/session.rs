@@ -2,9 +2,9 @@
 //! The one session builder of the `qlink` tool and `qlink.Session`: a
 //! DataFusion `SessionContext` whose runtime environment has the memory
 //! limit asked for and [`RemoteStoreRegistry`] as its object-store registry,
-//! with DataFusion's default features, qlink's query planner when planners
-//! are installed, and datafusion-distributed's coordinator when workers are
-//! given (`qlink-worker` builds its runtime environment here too).
+//! with DataFusion's default features, qlink's query planner (with the
+//! planners installed, and each subquery used twice run once), and
+//! datafusion-distributed's coordinator when workers are given (`qlink-worker` builds its runtime environment here too).
 
 use std::sync::Arc;
 
@@ -14,6 +14,7 @@ use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use qlink_datafusion::distributed::{coordinator_state, Secret};
 use qlink_datafusion::planner::{InstalledPlanner, QlinkQueryPlanner};
+use qlink_datafusion::shared::ShareRepeatedSubplans;
 use url::Url;
 
 use crate::remote::RemoteStoreRegistry;
@@ -74,7 +75,13 @@ pub fn session_context(
     secret: Option<Secret>,
 ) -> Result<SessionContext> {
     let mut builder = SessionStateBuilder::new().with_config(config).with_runtime_env(runtime_env(memory_limit)?).with_default_features();
-    if !planners.is_empty() {
+    if workers.is_empty() {
+        // A subquery used twice runs once (qlink_datafusion::shared); the
+        // shared references are planned by qlink's query planner.
+        builder = builder
+            .with_analyzer_rule(Arc::new(ShareRepeatedSubplans))
+            .with_query_planner(Arc::new(QlinkQueryPlanner::new(planners)));
+    } else if !planners.is_empty() {
         builder = builder.with_query_planner(Arc::new(QlinkQueryPlanner::new(planners)));
     }
     if !workers.is_empty() {
