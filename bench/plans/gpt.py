@@ -224,6 +224,18 @@ def gpt_sql(cfg: GPTConfig = SMALL) -> str:
     return "WITH " + ",\n".join(ctes) + "\nSELECT t, v, logit FROM logits ORDER BY t, v"
 
 
+def gpt_steps(cfg: GPTConfig = SMALL) -> list[tuple[str, str]]:
+    """The staged form: the statement's CTEs in order as (name, SELECT), each
+    to run as its own statement over the tables and the earlier steps'
+    results registered under their names; the last step is ``logits``
+    (rows (t, v, logit), unordered)."""
+    steps = []
+    for cte in gpt_sql(cfg)[len("WITH "):].split("\nSELECT ")[0].split(",\n"):
+        name, body = cte.split(" AS (", 1)
+        steps.append((name, body[:-1]))
+    return steps
+
+
 # -------------------------------------------------------------- checking
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -131,6 +132,43 @@ def test_datafusion_native_tables(model):
 
     got = pa.Table.from_batches(df.collect())
     assert gpt.check_logits("datafusion", got, want, TINY) <= 1e-9
+
+
+def test_staged_form_answers_the_same(model):
+    """gpt_steps: the statement's CTEs as statements, each result a table."""
+    duckdb = pytest.importorskip("duckdb")
+    tables, want = model
+    steps = gpt.gpt_steps(TINY)
+    assert [name for name, _ in steps][:3] == ["emb", "ln1_mu", "ln1_var"]
+    assert steps[-1][0] == "logits" and len(steps) == 29
+    con = duckdb.connect()
+    for name, table in gpt.arrow_tables(tables).items():
+        con.register("arrow_in", table)
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM arrow_in")
+        con.unregister("arrow_in")
+    for name, body in steps:
+        con.execute(f"CREATE TABLE {name} AS {body}")
+    rows = con.execute("SELECT t, v, logit FROM logits ORDER BY t, v").fetchall()
+    assert gpt.check_logits("duckdb staged", rows, want, TINY) <= 1e-9
+
+
+def test_qlink_session_runs_each_repeated_cte_once(model):
+    """qlink.Session plans and runs each CTE used twice once (EXPLAIN names
+    each SharedSubplanExec and its references), and the logits are
+    numpy's."""
+    qlink = pytest.importorskip("qlink")
+    tables, want = model
+    s = qlink.Session()
+    for name, table in gpt.arrow_tables(tables).items():
+        s.register_arrow(name, table)
+    sql = gpt.gpt_sql(TINY)
+    text = s.explain(sql)
+    shared = dict(re.findall(r"SharedSubplanExec: name=(\w+), references=(\d+)", text))
+    # the CTEs DuckDB materializes too (bench/plans/README.md), with their
+    # references counted once per distinct enclosing CTE
+    assert shared == {"emb": "4", "ln1_mu": "2", "qkv": "3", "scores": "2", "att_exp": "2", "res1": "4",
+                      "ln2_mu": "2", "res2": "3", "lnf_mu": "2"}
+    assert gpt.check_logits("qlink.Session", s.sql(sql), want, TINY) <= 1e-9
 
 
 def test_a_wrong_logit_is_caught(model):

@@ -204,7 +204,7 @@ impl Finder {
 
     /// Pass 2: count each subquery once per distinct enclosing subquery.
     fn count(&mut self, p: &LogicalPlan) {
-        if let LogicalPlan::SubqueryAlias(a) = p {
+        if let Some(a) = reference(p) {
             let f = self.info_of(&a.input).fingerprint;
             *self.counts.entry(f).or_default() += 1;
             if self.counted.insert(f) {
@@ -219,9 +219,13 @@ impl Finder {
 
     /// Pass 3: `p` with shared subqueries replaced; None when unchanged.
     fn rewrite(&mut self, p: &LogicalPlan) -> Result<Option<LogicalPlan>> {
-        if let LogicalPlan::SubqueryAlias(a) = p {
-            if let Some(leaf) = self.shared(&a.input, &a.alias.to_string())? {
-                return Ok(Some(LogicalPlan::SubqueryAlias(SubqueryAlias::try_new(Arc::new(leaf), a.alias.clone())?)));
+        if let LogicalPlan::SubqueryAlias(outer) = p {
+            // `FROM cte AS a`: the leaf goes under `a` alone (the CTE's own
+            // alias only named the columns `a` renames).
+            if let Some(a) = reference(p).or_else(|| reference(&outer.input)) {
+                if let Some(leaf) = self.shared(&a.input, &a.alias.to_string())? {
+                    return Ok(Some(LogicalPlan::SubqueryAlias(SubqueryAlias::try_new(Arc::new(leaf), outer.alias.clone())?)));
+                }
             }
         }
         let inputs = p.inputs();
@@ -254,12 +258,7 @@ impl Finder {
         let body = match kept {
             Some((_, body)) => Arc::clone(body),
             None => {
-                // `FROM cte AS a`: the alias over the CTE's own alias; the
-                // CTE's name is the one to show.
-                let name = match input {
-                    LogicalPlan::SubqueryAlias(inner) => inner.alias.to_string(),
-                    _ => alias.to_string(),
-                };
+                let name = alias.to_string();
                 let plan = self.rewrite(input)?.unwrap_or_else(|| input.clone());
                 let body = Arc::new(SharedBody::new(name, plan, self.optimized, references));
                 self.bodies.entry(info.fingerprint).or_default().push((input.clone(), Arc::clone(&body)));
@@ -267,6 +266,16 @@ impl Finder {
             }
         };
         Ok(Some(LogicalPlan::Extension(Extension { node: Arc::new(SharedSubplanNode::new(body)) })))
+    }
+}
+
+/// The alias whose input is a subquery: `FROM cte AS a` is an alias over
+/// the CTE's own alias, and the subquery is the inner one's input, whether
+/// the reference names an alias or not.
+fn reference(p: &LogicalPlan) -> Option<&SubqueryAlias> {
+    match p {
+        LogicalPlan::SubqueryAlias(a) if !matches!(*a.input, LogicalPlan::SubqueryAlias(_)) => Some(a),
+        _ => None,
     }
 }
 
