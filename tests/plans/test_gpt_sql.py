@@ -153,7 +153,7 @@ def test_staged_form_answers_the_same(model):
 
 
 def test_qlink_session_runs_each_repeated_cte_once(model):
-    """qlink.Session plans and runs each CTE used twice once (EXPLAIN names
+    """qlink.Session plans and runs each CTE used twice once (EXPLAIN VERBOSE names
     each SharedSubplanExec and its references), and the logits are
     numpy's."""
     qlink = pytest.importorskip("qlink")
@@ -162,7 +162,8 @@ def test_qlink_session_runs_each_repeated_cte_once(model):
     for name, table in gpt.arrow_tables(tables).items():
         s.register_arrow(name, table)
     sql = gpt.gpt_sql(TINY)
-    text = s.explain(sql)
+    text = s.sql("EXPLAIN VERBOSE " + sql).to_pydict()["plan"]
+    text = "\n".join(text)
     shared = dict(re.findall(r"SharedSubplanExec: name=(\w+), references=(\d+)", text))
     # the CTEs DuckDB materializes too (bench/plans/README.md), with their
     # references counted once per distinct enclosing CTE

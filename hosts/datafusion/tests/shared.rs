@@ -82,8 +82,8 @@ async fn cte_used_twice_runs_once() {
     let (shared, _) = (shared_ctx(None), ());
     setup(&shared).await;
     let (rows, plan) = run(&shared, TWICE).await;
-    // EXPLAIN shows the subquery's plan under each reference.
-    let text = displayable(plan.as_ref()).indent(false).to_string();
+    // EXPLAIN VERBOSE shows the subquery's plan under each reference.
+    let text = displayable(plan.as_ref()).indent(true).to_string();
     assert!(text.lines().any(|l| l.trim_start().starts_with("| ") && l.contains("AggregateExec")), "{text}");
     assert_eq!(
         rows,

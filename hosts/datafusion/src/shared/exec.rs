@@ -111,16 +111,17 @@ impl fmt::Debug for SharedSubplanExec {
 }
 
 impl DisplayAs for SharedSubplanExec {
-    /// One line, then the subquery's plan under it (EXPLAIN shows each
-    /// reference so; the plan runs once). The tree format shows the line.
+    /// One line (EXPLAIN, and the one-line names plans are shown by); EXPLAIN
+    /// VERBOSE adds the subquery's plan under it, its lines marked `|` (each
+    /// reference shows it; the plan runs once). The tree format shows the
+    /// line.
     fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         match t {
             DisplayFormatType::TreeRender => write!(f, "name={}\nreferences={}", self.name, self.references),
-            DisplayFormatType::Default | DisplayFormatType::Verbose => {
+            DisplayFormatType::Default => write!(f, "SharedSubplanExec: name={}, references={}", self.name, self.references),
+            DisplayFormatType::Verbose => {
                 write!(f, "SharedSubplanExec: name={}, references={}", self.name, self.references)?;
-                let tree = datafusion::physical_plan::displayable(self.body().as_ref())
-                    .indent(matches!(t, DisplayFormatType::Verbose))
-                    .to_string();
+                let tree = datafusion::physical_plan::displayable(self.body().as_ref()).indent(true).to_string();
                 for line in tree.trim_end().lines() {
                     write!(f, "\n  | {line}")?;
                 }
