@@ -32,6 +32,7 @@ from ._qlink import (
     ResourcesExhaustedError,
     VersionMismatchError,
     __version__,
+    shared_subqueries,
 )
 from ._codecs import codecs
 from ._resources import plugin_dir
@@ -59,6 +60,7 @@ __all__ = [
     "plugin_dir",
     "plugin_path",
     "register_zarr",
+    "shared_subqueries",
 ]
 
 

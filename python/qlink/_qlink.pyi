@@ -52,6 +52,11 @@ class Planner:
     def __datafusion_session_components__(self, ctx: Any) -> Any: ...
     def __datafusion_session_planner__(self, ctx: Any, fallback: Any) -> object: ...
 
+def shared_subqueries() -> Planner:
+    """qlink's planner with no planner plugin: each subquery a statement uses
+    twice is planned and run once (``ctx.with_extensions(qlink.shared_subqueries())``)."""
+    ...
+
 CODEC_ID: str
 
 class LogicalCodec:

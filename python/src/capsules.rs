@@ -22,8 +22,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use qlink_capsule as capsule;
 use qlink_capsule::ExportOptions;
-use qlink_datafusion::planner::InstalledPlanner;
 use qlink_datafusion::functions::QlinkTableFunction;
+use qlink_datafusion::planner::InstalledPlanner;
 use qlink_datafusion::{Plugin, QlinkTableProvider};
 
 use crate::errors::{plugin_err, VersionMismatchError};
@@ -303,6 +303,18 @@ impl PyPlanner {
         );
         PyCapsule::new_with_value(py, ffi, c"datafusion_query_planner")
     }
+}
+
+/// `qlink.shared_subqueries()`: qlink's planner with no planner plugin, for
+/// a datafusion-python session whose SQL uses a CTE (or any subquery) more
+/// than once: DataFusion's own planning, but each such subquery is planned
+/// and run once (`qlink_datafusion::shared`), where datafusion-python 55
+/// inlines it at every reference. Install it as any qlink planner
+/// (`ctx.with_extensions(qlink.shared_subqueries())`); a qlink planner
+/// plugin installed instead shares them too.
+#[pyfunction]
+pub fn shared_subqueries() -> PyPlanner {
+    PyPlanner { planners: Vec::new(), label: "qlink (shared subqueries)".to_string() }
 }
 
 #[pymethods]

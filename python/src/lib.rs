@@ -35,6 +35,7 @@ fn _qlink(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<codecs::PyLogicalCodec>()?;
     m.add_class::<codecs::PyPhysicalCodec>()?;
     m.add_function(wrap_pyfunction!(capsules::_consumer_function_lookups, m)?)?;
+    m.add_function(wrap_pyfunction!(capsules::shared_subqueries, m)?)?;
     m.add_function(wrap_pyfunction!(codecs::_planned_plans_held, m)?)?;
     m.add("CODEC_ID", qlink_capsule::CODEC_ID)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -224,3 +224,31 @@ def test_every_contraction_is_offered(matrices):
     explain = ctx.sql("EXPLAIN " + TWO_PRODUCTS).to_pydict()
     assert folds(dict(zip(explain["plan_type"], explain["plan"]))["physical_plan"]) == 2
     assert ctx.sql(TWO_PRODUCTS).to_pydict() == want
+
+
+# A CTE used twice: datafusion-python inlines it at both references; a qlink
+# planner (a plugin's, or qlink.shared_subqueries() alone) plans it once and
+# runs it once (SharedSubplanExec, in EXPLAIN VERBOSE with its plan).
+TWICE = ("WITH p AS (SELECT a.i, b.j, SUM(a.v * b.w) AS s FROM a JOIN b ON a.k = b.k GROUP BY a.i, b.j) "
+         "SELECT x.i, x.j, x.s + y.s AS s FROM p x JOIN p y ON x.i = y.i AND x.j = y.j ORDER BY x.i, x.j")
+
+
+@pytest.mark.parametrize("planner", ["shared_subqueries", "fold"])
+@pytest.mark.parametrize("context", CONTEXTS)
+def test_a_cte_used_twice_runs_once(planner, context, matrices):
+    da, db, prod = matrices
+    ctx = CONTEXTS[context]()
+    qlink.xarray.register(ctx, "a", da)
+    qlink.xarray.register(ctx, "b", db)
+    want = matmul_rows(2 * prod)
+    assert ctx.sql(TWICE).to_pydict() == want  # datafusion-python's own planning
+    ctx = ctx.with_extensions(qlink.shared_subqueries() if planner == "shared_subqueries" else fold())
+    assert ctx.sql(TWICE).to_pydict() == want
+    explain = dict(zip(*ctx.sql("EXPLAIN VERBOSE " + TWICE).to_pydict().values()))
+    physical = explain["physical_plan"]
+    assert physical.count("SharedSubplanExec: name=p, references=2") == 2, physical
+    assert ("FoldExec" in physical) == (planner == "fold")
+
+
+def test_shared_subqueries_is_a_planner():
+    assert repr(qlink.shared_subqueries()) == "qlink.Planner(qlink (shared subqueries))"
