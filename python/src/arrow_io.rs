@@ -6,8 +6,6 @@
 //! polars, ...) enters the same way.
 //! Spec: https://arrow.apache.org/docs/format/CDataInterface/PyCapsuleInterface.html
 
-
-
 use arrow::array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
 use arrow::datatypes::SchemaRef;
 use arrow::error::ArrowError;
@@ -37,13 +35,14 @@ impl ArrowStream {
     /// Export the stream once (Arrow PyCapsule interface). A requested
     /// schema other than the stream's own is not supported.
     #[pyo3(signature = (requested_schema=None))]
-    fn __arrow_c_stream__<'py>(
-        &self,
-        py: Python<'py>,
-        requested_schema: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyCapsule>> {
+    fn __arrow_c_stream__<'py>(&self, py: Python<'py>, requested_schema: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyCapsule>> {
         let _ = requested_schema; // the consumer casts if it must; we hand our schema
-        let reader = self.reader.lock().unwrap_or_else(|p| p.into_inner()).take().ok_or_else(|| PyValueError::new_err("this Arrow stream was already consumed"))?;
+        let reader = self
+            .reader
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .ok_or_else(|| PyValueError::new_err("this Arrow stream was already consumed"))?;
         let stream = SendStream(FFI_ArrowArrayStream::new(reader));
         PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
     }
@@ -78,9 +77,6 @@ pub fn from_python(obj: &Bound<'_, PyAny>) -> PyResult<(SchemaRef, Vec<RecordBat
     let reader = unsafe { ArrowArrayStreamReader::from_raw(ptr.as_ptr() as *mut FFI_ArrowArrayStream) }
         .map_err(|e| PyValueError::new_err(format!("importing Arrow stream: {e}")))?;
     let schema = reader.schema();
-    let batches = reader
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| PyValueError::new_err(format!("reading Arrow stream: {e}")))?;
+    let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| PyValueError::new_err(format!("reading Arrow stream: {e}")))?;
     Ok((schema, batches))
 }
-

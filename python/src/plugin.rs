@@ -23,8 +23,15 @@ pub fn options_of(options: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(String, 
                 continue;
             }
             let key: String = k.extract()?;
-            let value: String =
-                if v.is_instance_of::<PyBool>() { if v.is_truthy()? { "true".into() } else { "false".into() } } else { v.str()?.extract()? };
+            let value: String = if v.is_instance_of::<PyBool>() {
+                if v.is_truthy()? {
+                    "true".into()
+                } else {
+                    "false".into()
+                }
+            } else {
+                v.str()?.extract()?
+            };
             out.push((key, value));
         }
     }

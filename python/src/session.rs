@@ -60,20 +60,22 @@ pub fn run_interruptible<T: Send + 'static>(
         return run_on_worker(py, fut);
     }
     let outcome = py.detach(|| {
-        let run = || runtime().block_on(async move {
-            let mut fut = std::pin::pin!(fut);
-            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + SIGNAL_CHECK, SIGNAL_CHECK);
-            loop {
-                tokio::select! {
-                    r = &mut fut => return Ok(r),
-                    _ = tick.tick() => {
-                        if let Err(e) = Python::attach(|py| py.check_signals()) {
-                            return Err(e);
+        let run = || {
+            runtime().block_on(async move {
+                let mut fut = std::pin::pin!(fut);
+                let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + SIGNAL_CHECK, SIGNAL_CHECK);
+                loop {
+                    tokio::select! {
+                        r = &mut fut => return Ok(r),
+                        _ = tick.tick() => {
+                            if let Err(e) = Python::attach(|py| py.check_signals()) {
+                                return Err(e);
+                            }
                         }
                     }
                 }
-            }
-        });
+            })
+        };
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
     });
     match outcome {
@@ -128,9 +130,7 @@ pub fn parse_size(v: &Bound<'_, PyAny>) -> PyResult<usize> {
         }
         return Ok(n as usize);
     }
-    let s: String = v
-        .extract()
-        .map_err(|_| PyTypeError::new_err("memory_limit must be a number of bytes or a string such as '512M'"))?;
+    let s: String = v.extract().map_err(|_| PyTypeError::new_err("memory_limit must be a number of bytes or a string such as '512M'"))?;
     qlink_cli::session::parse_size(&s).map_err(|e| PyValueError::new_err(format!("memory_limit: {e}")))
 }
 
@@ -367,13 +367,7 @@ impl PySession {
     /// Install planner `planner` of `plugin` (with `options`). Planners are
     /// asked in installation order; each may decline.
     #[pyo3(signature = (plugin, planner, **options))]
-    fn install_planner(
-        &self,
-        py: Python<'_>,
-        plugin: Bound<'_, PyAny>,
-        planner: &str,
-        options: Option<Bound<'_, PyDict>>,
-    ) -> PyResult<()> {
+    fn install_planner(&self, py: Python<'_>, plugin: Bound<'_, PyAny>, planner: &str, options: Option<Bound<'_, PyDict>>) -> PyResult<()> {
         let p = self.plugin_arc(&plugin)?;
         let opts = options_of(options.as_ref())?;
         py.detach(|| -> Result<(), DataFusionError> {
@@ -383,8 +377,8 @@ impl PySession {
             // The query planner lives in the session state; rebuild the state
             // around the same catalogs, functions, config and runtime.
             let state = inner.session.ctx.state();
-            let mut builder = SessionStateBuilder::new_from_existing(state)
-                .with_query_planner(Arc::new(QlinkQueryPlanner::new(inner.planners.clone())));
+            let mut builder =
+                SessionStateBuilder::new_from_existing(state).with_query_planner(Arc::new(QlinkQueryPlanner::new(inner.planners.clone())));
             if let (false, Some(secret)) = (inner.workers.is_empty(), inner.secret.clone()) {
                 builder = coordinator_state(builder, inner.workers.clone(), secret);
             }
@@ -450,9 +444,7 @@ impl PySession {
     /// result batch by batch (planning happens now; execution as you read).
     fn sql_reader<'py>(&self, py: Python<'py>, query: &str) -> PyResult<Bound<'py, PyAny>> {
         let ctx = self.ctx();
-        let stream = py
-            .detach(|| runtime().block_on(async { ctx.sql(query).await?.execute_stream().await }))
-            .map_err(to_py)?;
+        let stream = py.detach(|| runtime().block_on(async { ctx.sql(query).await?.execute_stream().await })).map_err(to_py)?;
         let schema = stream.schema();
         arrow_io::to_pyarrow_reader(py, Box::new(StreamReader { schema, stream }))
     }
@@ -463,9 +455,7 @@ impl PySession {
         let ctx = self.ctx();
         let q = format!("EXPLAIN {}{query}", if analyze { "ANALYZE " } else { "" });
         let batches = run_interruptible(py, async move { ctx.sql(&q).await?.collect().await })?;
-        let text = arrow::util::pretty::pretty_format_batches(&batches)
-            .map_err(|e| PyValueError::new_err(e.to_string()))?
-            .to_string();
+        let text = arrow::util::pretty::pretty_format_batches(&batches).map_err(|e| PyValueError::new_err(e.to_string()))?.to_string();
         Ok(text)
     }
 
@@ -473,11 +463,8 @@ impl PySession {
     fn tables(&self, py: Python<'_>) -> PyResult<Py<PyList>> {
         let ctx = self.ctx();
         let cat = ctx.state().config_options().catalog.clone();
-        let mut names = ctx
-            .catalog(&cat.default_catalog)
-            .and_then(|c| c.schema(&cat.default_schema))
-            .map(|s| s.table_names())
-            .unwrap_or_default();
+        let mut names =
+            ctx.catalog(&cat.default_catalog).and_then(|c| c.schema(&cat.default_schema)).map(|s| s.table_names()).unwrap_or_default();
         names.sort();
         Ok(PyList::new(py, names)?.unbind())
     }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A plan decoded from a datafusion-ffi 55 consumer names its functions by
 //! name, and they resolve in the consumer's registry: each call becomes a
 //! foreign wrapper (every batch crosses the FFI boundary, and a qlink
@@ -29,8 +30,7 @@ fn builtins() -> &'static SessionState {
 /// `plan` with every foreign built-in function replaced by this library's.
 pub fn rebind_builtins(plan: LogicalPlan) -> Result<LogicalPlan> {
     let state = builtins();
-    plan.transform_up_with_subqueries(|node| node.map_expressions(|e| e.transform_up(|e| rebind(e, state))))
-        .map(|t| t.data)
+    plan.transform_up_with_subqueries(|node| node.map_expressions(|e| e.transform_up(|e| rebind(e, state)))).map(|t| t.data)
 }
 
 fn rebind(e: Expr, state: &SessionState) -> Result<Transformed<Expr>> {

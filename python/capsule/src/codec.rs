@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! qlink's logical and physical extension codecs for datafusion-ffi 55
 //! consumers (datafusion-python 55 installs them through
 //! `__datafusion_logical_extension_codec__` /
@@ -77,19 +78,12 @@ impl LogicalExtensionCodec for QlinkLogicalCodec {
     ) -> Result<Arc<dyn TableProvider>> {
         let table = registry::decode_table(buf)?;
         if table.schema().fields() != schema.fields() {
-            return Err(DataFusionError::Plan(format!(
-                "qlink table {table_ref}: the plan's schema differs from the registered table's"
-            )));
+            return Err(DataFusionError::Plan(format!("qlink table {table_ref}: the plan's schema differs from the registered table's")));
         }
         Ok(table)
     }
 
-    fn try_encode_table_provider(
-        &self,
-        table_ref: &TableReference,
-        node: Arc<dyn TableProvider>,
-        buf: &mut Vec<u8>,
-    ) -> Result<()> {
+    fn try_encode_table_provider(&self, table_ref: &TableReference, node: Arc<dyn TableProvider>, buf: &mut Vec<u8>) -> Result<()> {
         let table = qlink_table(&node).ok_or_else(|| not_ours(&format!("table {table_ref}")))?;
         registry::encode_table(&table, &table_ref.to_string(), buf);
         Ok(())

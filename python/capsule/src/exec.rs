@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The plan a capsule scan returns: datafusion-ffi's `FFI_ExecutionPlan`
 //! (all of its fields are public) built by its own constructor, with
 //! `execute` replaced by one that drops the consumer's `FFI_TaskContext`
@@ -101,10 +102,7 @@ impl ExecutionPlan for CapsuleScanExec {
         vec![]
     }
 
-    fn apply_expressions(
-        &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
-    ) -> Result<TreeNodeRecursion> {
+    fn apply_expressions(&self, _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>) -> Result<TreeNodeRecursion> {
         Ok(TreeNodeRecursion::Continue)
     }
 
@@ -191,11 +189,7 @@ unsafe fn data_of(plan: &FFI_ExecutionPlan) -> &ExecutionPlanPrivateData {
     &*(plan.private_data as *const ExecutionPlanPrivateData)
 }
 
-unsafe extern "C" fn execute_fn(
-    plan: &FFI_ExecutionPlan,
-    partition: usize,
-    context: FFI_TaskContext,
-) -> FFI_Result<FFI_RecordBatchStream> {
+unsafe extern "C" fn execute_fn(plan: &FFI_ExecutionPlan, partition: usize, context: FFI_TaskContext) -> FFI_Result<FFI_RecordBatchStream> {
     // Released unread: converting it is the per-execute cost avoided here.
     drop(context);
     let data = data_of(plan);
@@ -252,10 +246,7 @@ unsafe extern "C" fn clone_fn(plan: &FFI_ExecutionPlan) -> FFI_ExecutionPlan {
     export(Arc::clone(&data.plan), data.runtime.clone())
 }
 
-unsafe extern "C" fn with_new_children_fn(
-    plan: &FFI_ExecutionPlan,
-    children: SVec<FFI_ExecutionPlan>,
-) -> FFI_Result<FFI_ExecutionPlan> {
+unsafe extern "C" fn with_new_children_fn(plan: &FFI_ExecutionPlan, children: SVec<FFI_ExecutionPlan>) -> FFI_Result<FFI_ExecutionPlan> {
     if !children.is_empty() {
         return FFI_Result::Err("a qlink scan is a leaf: it takes no children".into());
     }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Decoding the filters a datafusion-ffi consumer sends to `scan` and
 //! `supports_filters_pushdown` (a protobuf `LogicalExprList`).
 //!
@@ -45,10 +46,7 @@ pub struct OnDemandCodec {
 impl OnDemandCodec {
     /// Wrap a codec handed over by the consumer (its clone is kept).
     pub fn new(codec: &FFI_LogicalExtensionCodec) -> OnDemandCodec {
-        OnDemandCodec {
-            consumer: codec.into(),
-            tasks: LogicalCodecMirror::task_ctx_provider_of(codec).clone(),
-        }
+        OnDemandCodec { consumer: codec.into(), tasks: LogicalCodecMirror::task_ctx_provider_of(codec).clone() }
     }
 
     fn consumer_context(&self, what: &str) -> Result<Arc<TaskContext>> {
@@ -77,12 +75,7 @@ impl LogicalExtensionCodec for OnDemandCodec {
         self.consumer.try_decode_table_provider(buf, table_ref, schema, ctx)
     }
 
-    fn try_encode_table_provider(
-        &self,
-        table_ref: &TableReference,
-        node: Arc<dyn TableProvider>,
-        buf: &mut Vec<u8>,
-    ) -> Result<()> {
+    fn try_encode_table_provider(&self, table_ref: &TableReference, node: Arc<dyn TableProvider>, buf: &mut Vec<u8>) -> Result<()> {
         self.consumer.try_encode_table_provider(table_ref, node, buf)
     }
 
@@ -109,15 +102,10 @@ impl LogicalExtensionCodec for OnDemandCodec {
 }
 
 /// Decode serialized filters against `local` (built-ins) and `codec`.
-pub fn decode_filters(
-    bytes: &[u8],
-    local: &TaskContext,
-    codec: &dyn LogicalExtensionCodec,
-) -> Result<Vec<datafusion::logical_expr::Expr>> {
+pub fn decode_filters(bytes: &[u8], local: &TaskContext, codec: &dyn LogicalExtensionCodec) -> Result<Vec<datafusion::logical_expr::Expr>> {
     if bytes.is_empty() {
         return Ok(vec![]);
     }
-    let list = LogicalExprList::decode(bytes)
-        .map_err(|e| DataFusionError::Plan(format!("decoding the scan's filters: {e}")))?;
+    let list = LogicalExprList::decode(bytes).map_err(|e| DataFusionError::Plan(format!("decoding the scan's filters: {e}")))?;
     parse_exprs(list.expr.iter(), local, codec).map_err(|e| DataFusionError::Plan(format!("decoding the scan's filters: {e}")))
 }

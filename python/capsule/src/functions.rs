@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A plugin's functions and planners as datafusion-ffi 55.2.0 structs, made
 //! with datafusion-ffi's standard constructors around the host's own qlink
 //! wrappers: function calls cross as Arrow arrays, with no session rebuilt
@@ -17,10 +18,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::catalog::Session;
+use datafusion::common::display::{PlanType, ToStringifiedPlan};
 use datafusion::execution::context::QueryPlanner;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::TaskContextProvider;
-use datafusion::common::display::{PlanType, ToStringifiedPlan};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_optimizer::optimizer::PhysicalOptimizer;
 use datafusion::physical_plan::ExecutionPlan;
@@ -39,9 +40,9 @@ use crate::exec::planned;
 use qlink_datafusion::error::Result;
 use qlink_datafusion::functions::{QlinkAggregateUdf, QlinkScalarUdf, QlinkWindowUdf};
 use qlink_datafusion::planner::{InstalledPlanner, QlinkQueryPlanner};
+use qlink_datafusion::plugin::Plugin;
 use qlink_datafusion::session_override::{Rule, SessionOverride};
 use qlink_datafusion::shared::share_repeated_subplans;
-use qlink_datafusion::plugin::Plugin;
 
 /// Scalar function `name` of `plugin`.
 pub fn export_scalar_udf(plugin: &Arc<Plugin>, name: &str) -> Result<FFI_ScalarUDF> {
@@ -85,7 +86,6 @@ pub fn export_planner_for(
     let physical = export_physical_codec(FFI_TaskContextProvider::from(tasks), runtime);
     FFI_QueryPlanner::new_with_ffi_codecs(Arc::new(CapsulePlanner::new(planners, None)), logical, physical)
 }
-
 
 /// `QlinkQueryPlanner` run against the consumer's session with this
 /// library's physical optimizer rules; its plan returns as one leaf.

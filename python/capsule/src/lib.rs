@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! qlink objects for datafusion-ffi 55.2.0 consumers (datafusion-python
 //! 55.0.0's capsule protocol, or any Rust host importing those structs).
 //!

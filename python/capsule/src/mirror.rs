@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `#[repr(C)]` mirrors of the datafusion-ffi 55.2.0 structs whose fields
 //! that crate keeps private, so this library can fill them with its own entry
 //! points.
@@ -41,12 +42,8 @@ pub struct TableProviderMirror {
         limit: FFI_Option<usize>,
     ) -> FfiFuture<FFI_Result<FFI_ExecutionPlan>>,
     pub table_type: unsafe extern "C" fn(provider: &Self) -> FFI_TableType,
-    pub supports_filters_pushdown: Option<
-        unsafe extern "C" fn(
-            provider: &Self,
-            filters_serialized: SVec<u8>,
-        ) -> FFI_Result<SVec<FFI_TableProviderFilterPushDown>>,
-    >,
+    pub supports_filters_pushdown:
+        Option<unsafe extern "C" fn(provider: &Self, filters_serialized: SVec<u8>) -> FFI_Result<SVec<FFI_TableProviderFilterPushDown>>>,
     pub insert_into: unsafe extern "C" fn(
         provider: &Self,
         session: SessionRefMirror,
@@ -134,8 +131,7 @@ const _: () = assert!(align_of::<TableProviderMirror>() == align_of::<FFI_TableP
 const _: () = assert!(offset_of!(TableProviderMirror, statistics) == offset_of!(FFI_TableProvider, statistics));
 const _: () = assert!(offset_of!(TableProviderMirror, logical_codec) == offset_of!(FFI_TableProvider, logical_codec));
 const _: () = assert!(offset_of!(TableProviderMirror, version) == offset_of!(FFI_TableProvider, version));
-const _: () =
-    assert!(offset_of!(TableProviderMirror, library_marker_id) == offset_of!(FFI_TableProvider, library_marker_id));
+const _: () = assert!(offset_of!(TableProviderMirror, library_marker_id) == offset_of!(FFI_TableProvider, library_marker_id));
 // Five function pointers precede `statistics`; clone and release follow the codec.
 const _: () = assert!(offset_of!(TableProviderMirror, statistics) == 5 * PTR);
 const _: () = assert!(
@@ -149,19 +145,13 @@ const _: () = assert!(align_of::<LogicalCodecMirror>() == align_of::<FFI_Logical
 const _: () = assert!(offset_of!(LogicalCodecMirror, clone) == offset_of!(FFI_LogicalExtensionCodec, clone));
 const _: () = assert!(offset_of!(LogicalCodecMirror, release) == offset_of!(FFI_LogicalExtensionCodec, release));
 const _: () = assert!(offset_of!(LogicalCodecMirror, version) == offset_of!(FFI_LogicalExtensionCodec, version));
-const _: () =
-    assert!(offset_of!(LogicalCodecMirror, private_data) == offset_of!(FFI_LogicalExtensionCodec, private_data));
-const _: () = assert!(
-    offset_of!(LogicalCodecMirror, library_marker_id) == offset_of!(FFI_LogicalExtensionCodec, library_marker_id)
-);
+const _: () = assert!(offset_of!(LogicalCodecMirror, private_data) == offset_of!(FFI_LogicalExtensionCodec, private_data));
+const _: () = assert!(offset_of!(LogicalCodecMirror, library_marker_id) == offset_of!(FFI_LogicalExtensionCodec, library_marker_id));
 // task_ctx_provider sits right before clone, after the eight callbacks.
-const _: () = assert!(
-    offset_of!(FFI_LogicalExtensionCodec, clone) == 8 * PTR + size_of::<FFI_TaskContextProvider>()
-);
+const _: () = assert!(offset_of!(FFI_LogicalExtensionCodec, clone) == 8 * PTR + size_of::<FFI_TaskContextProvider>());
 
 // ---- FFI_SessionRef (by its parts: 14 service pointers, two codecs, five members)
 const _: () = assert!(
-    size_of::<SessionRefMirror>()
-        == 14 * PTR + size_of::<FFI_LogicalExtensionCodec>() + size_of::<FFI_PhysicalExtensionCodec>() + 5 * PTR
+    size_of::<SessionRefMirror>() == 14 * PTR + size_of::<FFI_LogicalExtensionCodec>() + size_of::<FFI_PhysicalExtensionCodec>() + 5 * PTR
 );
 const _: () = assert!(align_of::<SessionRefMirror>() == PTR);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! By-reference handles for qlink objects crossing datafusion-python's plan
 //! serialization within one process.
 //!

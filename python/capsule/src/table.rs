@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A qlink table provider exported as datafusion-ffi 55.2.0's
 //! `FFI_TableProvider`, filled with this library's own entry points.
 //!
@@ -111,24 +112,14 @@ pub struct ExportOptions {
 /// Export `table` for a datafusion-ffi 55 consumer whose logical codec is
 /// `codec` (cloned; from the consumer's session). The returned struct owns
 /// everything; dropping it (or the consumer releasing it) frees it.
-pub fn export_table(
-    table: Arc<QlinkTableProvider>,
-    codec: &FFI_LogicalExtensionCodec,
-    options: ExportOptions,
-) -> FFI_TableProvider {
+pub fn export_table(table: Arc<QlinkTableProvider>, codec: &FFI_LogicalExtensionCodec, options: ExportOptions) -> FFI_TableProvider {
     let mut builder = SessionStateBuilder::new().with_default_features();
     if let Some(env) = options.runtime_env {
         builder = builder.with_runtime_env(env);
     }
     let session = builder.build();
     let task = Arc::new(TaskContext::from(&session));
-    let state = Arc::new(ProviderState {
-        table,
-        session,
-        task,
-        codec: OnDemandCodec::new(codec),
-        runtime: options.runtime,
-    });
+    let state = Arc::new(ProviderState { table, session, task, codec: OnDemandCodec::new(codec), runtime: options.runtime });
     mirror(state, codec.clone()).into_ffi()
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A plugin's table function as datafusion-ffi 55.2.0's `FFI_TableFunction`.
 //! Each call's table is exported as this library's capsule table (`table`),
 //! so its scans take qlink's own path and qlink's codec can carry it by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The datafusion-ffi capsule route (hosts/datafusion/src/capsule): qlink
 //! objects exported as datafusion-ffi 55.2.0 structs and imported back with
 //! datafusion-ffi's own consumer types (`ForeignTableProvider`,
@@ -53,11 +54,8 @@ struct Fixture {
 fn consumer() -> Fixture {
     let consumer = Arc::new(Consumer { ctx: SessionContext::new(), requests: AtomicU64::new(0) });
     let as_provider: Arc<dyn TaskContextProvider> = Arc::clone(&consumer) as _;
-    let codec = FFI_LogicalExtensionCodec::new(
-        Arc::new(DefaultLogicalExtensionCodec {}),
-        None,
-        FFI_TaskContextProvider::from(&as_provider),
-    );
+    let codec =
+        FFI_LogicalExtensionCodec::new(Arc::new(DefaultLogicalExtensionCodec {}), None, FFI_TaskContextProvider::from(&as_provider));
     Fixture { consumer, _as_provider: as_provider, codec }
 }
 

@@ -28,8 +28,8 @@ use datafusion::error::DataFusionError;
 use datafusion::prelude::SessionConfig;
 use qlink_cli::session::{parse_size, session_context};
 use qlink_cli::workers::{check_reachable, parse_workers};
-use qlink_datafusion::ffi::{ql_check_options, ql_check_plugin, QL_ITEM_SCHEMA_PROVIDER, QL_ITEM_TABLE_PROVIDER};
 use qlink_datafusion::distributed::Secret;
+use qlink_datafusion::ffi::{ql_check_options, ql_check_plugin, QL_ITEM_SCHEMA_PROVIDER, QL_ITEM_TABLE_PROVIDER};
 use qlink_datafusion::planner::InstalledPlanner;
 use qlink_datafusion::{Plugin, QlinkSession};
 
@@ -184,9 +184,7 @@ fn check_unique_names(opt: &str, items: &[(String, String)]) -> Result<(), Strin
 fn check_provider_specs(a: &Args) -> Result<(), String> {
     check_unique_names("--table", &a.tables)?;
     check_unique_names("--schema", &a.schemas)?;
-    for (opt, items, kind) in
-        [("--table", &a.tables, QL_ITEM_TABLE_PROVIDER), ("--schema", &a.schemas, QL_ITEM_SCHEMA_PROVIDER)]
-    {
+    for (opt, items, kind) in [("--table", &a.tables, QL_ITEM_TABLE_PROVIDER), ("--schema", &a.schemas, QL_ITEM_SCHEMA_PROVIDER)] {
         if let Some(m) = items.iter().find_map(|(name, spec)| missing_provider(opt, name, spec, kind)) {
             return Err(m);
         }
@@ -256,9 +254,8 @@ fn parse_args() -> Result<Args, String> {
             _ => (arg.clone(), None),
         };
         check_applies(&a.command, &key)?;
-        let mut value = |name: &str| -> Result<String, String> {
-            inline.clone().or_else(|| it.next()).ok_or_else(|| format!("{name} needs a value"))
-        };
+        let mut value =
+            |name: &str| -> Result<String, String> { inline.clone().or_else(|| it.next()).ok_or_else(|| format!("{name} needs a value")) };
         match key.as_str() {
             "--plugin" => a.plugins.push(value("--plugin")?),
             "--table" => a.tables.push(name_spec("--table", &value("--table")?)?),
@@ -278,9 +275,7 @@ fn parse_args() -> Result<Args, String> {
                     return Err(format!("--format must be table, csv or json, not '{}'", a.format));
                 }
             }
-            "--memory-limit" => {
-                a.memory_limit = Some(parse_size(&value("--memory-limit")?).map_err(|e| format!("--memory-limit: {e}"))?)
-            }
+            "--memory-limit" => a.memory_limit = Some(parse_size(&value("--memory-limit")?).map_err(|e| format!("--memory-limit: {e}"))?),
             "--workers" => a.workers.extend(parse_workers(&value("--workers")?)?),
             "--secret-file" => a.secret_file = Some(value("--secret-file")?.into()),
             "--port" => {
@@ -426,22 +421,16 @@ async fn build_session(a: &Args) -> Result<QlinkSession, DataFusionError> {
     let mut planners = Vec::new();
     for spec in &a.planners {
         let (head, query) = spec.split_at(spec.find('?').unwrap_or(spec.len()));
-        let (plugin, name) = head
-            .rsplit_once('/')
-            .ok_or_else(|| DataFusionError::Plan(format!("--planner wants PLUGIN/NAME?key=value, got '{spec}'")))?;
-        let parsed = qlink_datafusion::TableSpec::parse(&format!("p/{name}{query}"))
-            .map_err(|e| spec_error("--planner ", spec, e))?;
+        let (plugin, name) =
+            head.rsplit_once('/').ok_or_else(|| DataFusionError::Plan(format!("--planner wants PLUGIN/NAME?key=value, got '{spec}'")))?;
+        let parsed = qlink_datafusion::TableSpec::parse(&format!("p/{name}{query}")).map_err(|e| spec_error("--planner ", spec, e))?;
         let p = find(plugin, &mut plugins)?;
         planners.push(InstalledPlanner::open(&p, name, &parsed.options)?);
     }
-    let secret = if a.workers.is_empty() {
-        None
-    } else {
-        Secret::from_file_or_env(a.secret_file.as_deref()).map_err(DataFusionError::Plan)?
-    };
+    let secret =
+        if a.workers.is_empty() { None } else { Secret::from_file_or_env(a.secret_file.as_deref()).map_err(DataFusionError::Plan)? };
     check_reachable(&a.workers).map_err(DataFusionError::Plan)?;
-    let ctx =
-        session_context(SessionConfig::new().with_information_schema(true), a.memory_limit, planners, a.workers.clone(), secret)?;
+    let ctx = session_context(SessionConfig::new().with_information_schema(true), a.memory_limit, planners, a.workers.clone(), secret)?;
     let mut s = QlinkSession::new(ctx);
     for p in &plugins {
         s.insert_plugin(Arc::clone(p));

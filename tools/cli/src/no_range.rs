@@ -48,10 +48,9 @@ impl RangeMemo {
         let r = self.inner.get_opts(location, plain).await?;
         let (meta, attributes) = (r.meta.clone(), r.attributes.clone());
         let all = r.bytes().await?;
-        let want = range.as_range(all.len() as u64).map_err(|e| object_store::Error::Generic {
-            store: "HTTP",
-            source: format!("range of {location}: {e}").into(),
-        })?;
+        let want = range
+            .as_range(all.len() as u64)
+            .map_err(|e| object_store::Error::Generic { store: "HTTP", source: format!("range of {location}: {e}").into() })?;
         let part = all.slice(want.start as usize..want.end as usize);
         Ok(GetResult {
             payload: GetResultPayload::Stream(futures::stream::once(async move { Ok(part) }).boxed()),

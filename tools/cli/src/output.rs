@@ -92,11 +92,9 @@ fn scan_partitions(plan: &dyn ExecutionPlan) -> (usize, usize) {
     let children = plan.children();
     if children.is_empty() {
         let total = plan.output_partitioning().partition_count();
-        let finished = plan.metrics().map_or(0, |m| {
-            m.iter()
-                .filter(|metric| matches!(metric.value(), MetricValue::EndTimestamp(t) if t.value().is_some()))
-                .count()
-        });
+        let finished = plan
+            .metrics()
+            .map_or(0, |m| m.iter().filter(|metric| matches!(metric.value(), MetricValue::EndTimestamp(t) if t.value().is_some())).count());
         return (finished.min(total), total);
     }
     children.iter().fold((0, 0), |(f, t), c| {
@@ -157,10 +155,7 @@ impl EncoderFactory for NonFiniteAsString {
         array: &'a dyn Array,
         _options: &'a EncoderOptions,
     ) -> Result<Option<NullableEncoder<'a>>, ArrowError> {
-        fn wrap<'a, T: ArrowPrimitiveType>(
-            field: &'a FieldRef,
-            array: &'a dyn Array,
-        ) -> Result<Option<NullableEncoder<'a>>, ArrowError>
+        fn wrap<'a, T: ArrowPrimitiveType>(field: &'a FieldRef, array: &'a dyn Array) -> Result<Option<NullableEncoder<'a>>, ArrowError>
         where
             T::Native: Into<f64>,
         {
@@ -282,11 +277,7 @@ async fn write_csv<W: Write>(
 /// Prints a result as the stream yields it: csv and json batch by batch,
 /// table in aligned pages of at most TABLE_PAGE_ROWS rows. The header comes
 /// from the schema, so an empty result still shows its columns.
-pub(crate) async fn print_stream(
-    mut stream: SendableRecordBatchStream,
-    format: &str,
-    progress: &Progress,
-) -> Result<(), DataFusionError> {
+pub(crate) async fn print_stream(mut stream: SendableRecordBatchStream, format: &str, progress: &Progress) -> Result<(), DataFusionError> {
     let schema = stream.schema();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     match format {
@@ -347,4 +338,3 @@ pub(crate) async fn print_stream(
     out.flush()?;
     Ok(())
 }
-

@@ -212,7 +212,10 @@ mod tests {
     #[test]
     fn public_buckets_map_to_https_endpoints() {
         let e = |s: &str| http_origin(&url(s)).unwrap();
-        assert_eq!(e("gs://gcp-public-data-arco-era5/ar/x.zarr").as_deref(), Some("https://storage.googleapis.com/gcp-public-data-arco-era5"));
+        assert_eq!(
+            e("gs://gcp-public-data-arco-era5/ar/x.zarr").as_deref(),
+            Some("https://storage.googleapis.com/gcp-public-data-arco-era5")
+        );
         assert_eq!(e("gcs://b/k").as_deref(), Some("https://storage.googleapis.com/b"));
         assert_eq!(e("s3://noaa-goes16/x").as_deref(), Some("https://noaa-goes16.s3.amazonaws.com"));
         assert_eq!(e("https://example.org:8443/x").as_deref(), Some("https://example.org:8443"));

@@ -44,10 +44,9 @@ use arrow_flight::flight_service_server::{FlightService, FlightServiceServer};
 use arrow_flight::sql::metadata::{SqlInfoData, SqlInfoDataBuilder};
 use arrow_flight::sql::server::{FlightSqlService, PeekableFlightDataStream};
 use arrow_flight::sql::{
-    ActionClosePreparedStatementRequest, ActionCreatePreparedStatementRequest, ActionCreatePreparedStatementResult,
-    Any, CommandGetCatalogs, CommandGetDbSchemas, CommandGetSqlInfo, CommandGetTableTypes, CommandGetTables,
-    CommandPreparedStatementQuery, CommandStatementQuery, DoPutPreparedStatementResult, ProstMessageExt, SqlInfo,
-    TicketStatementQuery,
+    ActionClosePreparedStatementRequest, ActionCreatePreparedStatementRequest, ActionCreatePreparedStatementResult, Any,
+    CommandGetCatalogs, CommandGetDbSchemas, CommandGetSqlInfo, CommandGetTableTypes, CommandGetTables, CommandPreparedStatementQuery,
+    CommandStatementQuery, DoPutPreparedStatementResult, ProstMessageExt, SqlInfo, TicketStatementQuery,
 };
 use arrow_flight::{FlightDescriptor, FlightEndpoint, FlightInfo, IpcMessage, SchemaAsIpc, Ticket};
 use bytes::Bytes;
@@ -94,9 +93,7 @@ pub(crate) fn check_bind(host: &IpAddr, secret: &Option<Secret>) -> Result<(), S
 /// port the system chose when `port` is 0), for scripts and tests to wait on.
 pub(crate) async fn serve(session: QlinkSession, opts: ServeOptions) -> Result<(), DataFusionError> {
     let addr = SocketAddr::new(opts.host, opts.port);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| DataFusionError::Plan(format!("cannot listen on {addr}: {e}")))?;
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| DataFusionError::Plan(format!("cannot listen on {addr}: {e}")))?;
     let bound = listener.local_addr().map_err(|e| DataFusionError::Plan(format!("cannot listen on {addr}: {e}")))?;
     let host = if bound.is_ipv6() { format!("[{}]", bound.ip()) } else { bound.ip().to_string() };
     println!("qlink serve: Flight SQL on grpc://{host}:{}", bound.port());
@@ -207,11 +204,8 @@ fn param_values(batch: &RecordBatch) -> Result<ParamValues, Status> {
             batch.num_rows()
         )));
     }
-    let values = batch
-        .columns()
-        .iter()
-        .map(|c| ScalarValue::try_from_array(c, 0).map_err(|e| status(&e)))
-        .collect::<Result<Vec<_>, _>>()?;
+    let values =
+        batch.columns().iter().map(|c| ScalarValue::try_from_array(c, 0).map_err(|e| status(&e))).collect::<Result<Vec<_>, _>>()?;
     Ok(ParamValues::from(values))
 }
 
@@ -271,11 +265,7 @@ impl QlinkFlightSql {
     /// (served by this same server: no location).
     fn info(schema: &Schema, ticket: Any, descriptor: FlightDescriptor) -> Result<Response<FlightInfo>, Status> {
         let endpoint = FlightEndpoint::new().with_ticket(Ticket::new(ticket.encode_to_vec()));
-        let info = FlightInfo::new()
-            .try_with_schema(schema)
-            .map_err(arrow_status)?
-            .with_endpoint(endpoint)
-            .with_descriptor(descriptor);
+        let info = FlightInfo::new().try_with_schema(schema).map_err(arrow_status)?.with_endpoint(endpoint).with_descriptor(descriptor);
         Ok(Response::new(info))
     }
 
@@ -294,10 +284,8 @@ impl QlinkFlightSql {
 
     /// A one-batch result as Flight data.
     fn batch(batch: RecordBatch) -> Response<<Self as FlightService>::DoGetStream> {
-        let data = FlightDataEncoderBuilder::new()
-            .with_schema(batch.schema())
-            .build(futures::stream::iter([Ok(batch)]))
-            .map_err(Status::from);
+        let data =
+            FlightDataEncoderBuilder::new().with_schema(batch.schema()).build(futures::stream::iter([Ok(batch)])).map_err(Status::from);
         Response::new(Box::pin(data))
     }
 
@@ -357,10 +345,7 @@ impl Stream for Watched {
 impl Drop for Watched {
     fn drop(&mut self) {
         if !self.done {
-            eprintln!(
-                "qlink serve: query {} cancelled after {} batches: its client stopped reading",
-                self.id, self.batches
-            );
+            eprintln!("qlink serve: query {} cancelled after {} batches: its client stopped reading", self.id, self.batches);
         }
     }
 }
@@ -499,10 +484,8 @@ impl FlightSqlService for QlinkFlightSql {
         query: CommandGetDbSchemas,
         _request: Request<Ticket>,
     ) -> Result<Response<<Self as FlightService>::DoGetStream>, Status> {
-        let mut builder = arrow_flight::sql::metadata::GetDbSchemasBuilder::new(
-            query.catalog.clone(),
-            like(&query.db_schema_filter_pattern),
-        );
+        let mut builder =
+            arrow_flight::sql::metadata::GetDbSchemasBuilder::new(query.catalog.clone(), like(&query.db_schema_filter_pattern));
         let mut catalogs = self.ctx.catalog_names();
         catalogs.sort();
         for c in catalogs {

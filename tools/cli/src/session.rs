@@ -78,9 +78,8 @@ pub fn session_context(
     if workers.is_empty() {
         // A subquery used twice runs once (qlink_datafusion::shared); the
         // shared references are planned by qlink's query planner.
-        builder = builder
-            .with_analyzer_rule(Arc::new(ShareRepeatedSubplans))
-            .with_query_planner(Arc::new(QlinkQueryPlanner::new(planners)));
+        builder =
+            builder.with_analyzer_rule(Arc::new(ShareRepeatedSubplans)).with_query_planner(Arc::new(QlinkQueryPlanner::new(planners)));
     } else if !planners.is_empty() {
         builder = builder.with_query_planner(Arc::new(QlinkQueryPlanner::new(planners)));
     }

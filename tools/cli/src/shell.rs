@@ -110,8 +110,7 @@ fn remember(editor: &mut DefaultEditor, history: &Option<std::path::PathBuf>, en
 pub async fn interactive(s: &QlinkSession, mut opts: RunOptions) -> Result<(), DataFusionError> {
     install_sigint();
     let history = history_path();
-    let mut editor = DefaultEditor::new()
-        .map_err(|e| DataFusionError::Execution(format!("cannot start the line editor: {e}")))?;
+    let mut editor = DefaultEditor::new().map_err(|e| DataFusionError::Execution(format!("cannot start the line editor: {e}")))?;
     load_history(&mut editor, &history);
     println!("qlink {} (DataFusion 55.2.0): statements end with ';', \\? for help, \\q to quit", env!("CARGO_PKG_VERSION"));
     let mut buf = String::new();

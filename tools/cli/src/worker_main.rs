@@ -59,7 +59,9 @@ fn parse_args() -> Result<Args, String> {
         match key.as_str() {
             "--port" => {
                 let v = value("--port")?;
-                port = Some(v.parse::<u16>().ok().filter(|&p| p > 0).ok_or_else(|| format!("--port wants a port from 1 to 65535, got '{v}'"))?);
+                port = Some(
+                    v.parse::<u16>().ok().filter(|&p| p > 0).ok_or_else(|| format!("--port wants a port from 1 to 65535, got '{v}'"))?,
+                );
             }
             "--host" => {
                 let v = value("--host")?;
@@ -73,9 +75,7 @@ fn parse_args() -> Result<Args, String> {
                 plugin_dir = Some(d);
             }
             "--secret-file" => secret_file = Some(PathBuf::from(value("--secret-file")?)),
-            "--memory-limit" => {
-                memory_limit = Some(parse_size(&value("--memory-limit")?).map_err(|e| format!("--memory-limit: {e}"))?)
-            }
+            "--memory-limit" => memory_limit = Some(parse_size(&value("--memory-limit")?).map_err(|e| format!("--memory-limit: {e}"))?),
             "--help" | "-h" => {
                 println!("{USAGE}");
                 std::process::exit(0);

@@ -55,8 +55,7 @@ fn count_lines_and_peak_rss(args: &[&str]) -> (usize, String, i32, i64) {
 /// Int64 batches alone); streamed, the process stays near its ~85 MB base.
 #[test]
 fn csv_streams_twenty_million_rows_in_bounded_memory() {
-    let (lines, last, code, peak_kib) =
-        count_lines_and_peak_rss(&["sql", "--format", "csv", "SELECT * FROM generate_series(1, 20000000)"]);
+    let (lines, last, code, peak_kib) = count_lines_and_peak_rss(&["sql", "--format", "csv", "SELECT * FROM generate_series(1, 20000000)"]);
     assert_eq!(code, 0);
     assert_eq!(lines, 20_000_001, "header + one line per row");
     assert_eq!(last, "20000000\n");
@@ -65,8 +64,7 @@ fn csv_streams_twenty_million_rows_in_bounded_memory() {
 
 #[test]
 fn json_and_table_stream_in_bounded_memory() {
-    let (lines, last, code, peak_kib) =
-        count_lines_and_peak_rss(&["sql", "--format", "json", "SELECT * FROM generate_series(1, 5000000)"]);
+    let (lines, last, code, peak_kib) = count_lines_and_peak_rss(&["sql", "--format", "json", "SELECT * FROM generate_series(1, 5000000)"]);
     assert_eq!(code, 0);
     assert_eq!(lines, 1, "one JSON array on one line");
     assert!(last.ends_with("{\"value\":5000000}]\n"));
@@ -74,8 +72,7 @@ fn json_and_table_stream_in_bounded_memory() {
 
     // Table: pages of 4096 rows, each its own block of 3 header lines + rows + 1 closing line.
     let rows = 10_000usize;
-    let (lines, last, code, _) =
-        count_lines_and_peak_rss(&["sql", "SELECT value AS v FROM generate_series(1, 10000) ORDER BY v"]);
+    let (lines, last, code, _) = count_lines_and_peak_rss(&["sql", "SELECT value AS v FROM generate_series(1, 10000) ORDER BY v"]);
     assert_eq!(code, 0);
     let pages = rows.div_ceil(4096);
     assert_eq!(lines, rows + pages * 4);
@@ -150,10 +147,7 @@ fn spec_errors_show_the_plugin_path() {
     let o = qlink(&["sql", "--planner", "/a/b.so/pl?%%", "SELECT 1"]);
     assert_eq!(stderr(&o), "qlink: error: planner spec '/a/b.so/pl?%%': option '%%' has no '=' (expected key=value)\n");
     let o = qlink(&["sql", "--table", "t=/d/p.so/tab?a=%zz", "SELECT 1"]);
-    assert_eq!(
-        stderr(&o),
-        "qlink: error: --table t=/d/p.so/tab?a=%zz: bad percent escape '%zz' in table spec option value '%zz'\n"
-    );
+    assert_eq!(stderr(&o), "qlink: error: --table t=/d/p.so/tab?a=%zz: bad percent escape '%zz' in table spec option value '%zz'\n");
 }
 
 #[test]
@@ -178,17 +172,11 @@ fn unregistered_object_store_is_a_one_line_usage_error() {
 #[test]
 fn closed_stdout_stops_quietly() {
     let wide = "SELECT value, repeat('x', 2000) AS pad FROM generate_series(1, 200000)";
-    for (format, sql, header) in [
-        ("csv", "SELECT * FROM generate_series(1, 5000000)", "value\n"),
-        ("csv", wide, "value,pad\n"),
-        ("table", wide, "+"),
-    ] {
-        let mut child = Command::new(QLINK)
-            .args(["sql", "--format", format, sql])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+    for (format, sql, header) in
+        [("csv", "SELECT * FROM generate_series(1, 5000000)", "value\n"), ("csv", wide, "value,pad\n"), ("table", wide, "+")]
+    {
+        let mut child =
+            Command::new(QLINK).args(["sql", "--format", format, sql]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         let mut out = BufReader::new(child.stdout.take().unwrap());
         let mut first = String::new();
         out.read_line(&mut first).unwrap();
@@ -211,10 +199,7 @@ fn a_name_given_twice_is_a_usage_error() {
     assert_eq!(stderr(&o), format!("qlink: error: --table t is given twice ({a} and {b}): give each its own name\n"));
     let o = qlink(&["sql", "--schema", "m=x/store?path=a", "--schema", "m=x/store?path=b", "SELECT 1"]);
     assert_eq!(o.status.code(), Some(2));
-    assert_eq!(
-        stderr(&o),
-        "qlink: error: --schema m is given twice (m=x/store?path=a and m=x/store?path=b): give each its own name\n"
-    );
+    assert_eq!(stderr(&o), "qlink: error: --schema m is given twice (m=x/store?path=a and m=x/store?path=b): give each its own name\n");
 }
 
 /// `qlink check` exits as qlink-check does: 3 for a plugin that cannot be

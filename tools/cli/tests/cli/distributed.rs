@@ -154,7 +154,8 @@ fn plugin_functions_run_on_the_workers() {
     assert_eq!(run("SELECT sum(value) AS t FROM s"), (true, "t\n4950\n".to_string(), String::new()));
     let (ok, _, err) = run("SELECT sum(add_one(value)) AS t FROM s");
     assert!(!ok);
-    let missing = format!("add_one: this worker has no plugin file {}/qlink_sample_copy.so (the coordinator's is qlink_sample ", dir.display());
+    let missing =
+        format!("add_one: this worker has no plugin file {}/qlink_sample_copy.so (the coordinator's is qlink_sample ", dir.display());
     assert!(err.contains(&missing), "{err}");
 }
 
