@@ -13,7 +13,9 @@ Workloads:
     relative: the small model (seq 8, emb 16, 2 heads, MLP 64, vocab 32)
     on every route, with and without the qlink_fold planner; the large one
     (seq 128, emb 64, 4 heads, MLP 256, vocab 64) on datafusion-python's
-    own tables and the fold planner's routes.
+    own tables and the fold planner's routes, as one statement and in its
+    staged form (one statement per step, each result registered as the
+    engine's own in-memory table: gpt.gpt_steps).
  c. bench-xarray's ``SELECT * FROM t`` over a 65 x 16 float64 Dataset
     (1,040 rows).
 
@@ -94,7 +96,9 @@ TARGETS = [("gpt_ratio_native", "<=", 1.10), ("chain160_plan_ratio_native", "<="
            ("gpt_fold_ratio_noplanner_small_session", "<=", 1.02),
            ("gpt_fold_ratio_noplanner_small_context", "<=", 1.02),
            ("gpt_fold_speedup_vs_native_large_session", ">=", 3.0),
-           ("gpt_fold_speedup_vs_native_large_context", ">=", 3.0)]
+           ("gpt_fold_speedup_vs_native_large_context", ">=", 3.0),
+           ("gpt_fold_speedup_vs_native_large_staged_session", ">=", 3.0),
+           ("gpt_fold_speedup_vs_native_large_staged_context", ">=", 3.0)]
 
 
 class WrongAnswer(Exception):
@@ -177,7 +181,9 @@ def dfpy_route(ctx) -> Route:
 
 
 def session_leaves(text: str) -> Counter:
-    """Leaf nodes of the physical plan in Session.explain's table."""
+    """Leaf nodes of the physical plan in Session.explain's table (a shared
+    subquery, SharedSubplanExec, is a leaf at each reference; the plan shown
+    under it, lines starting with "|", is not counted)."""
     lines, on = [], False
     for line in text.splitlines():
         cells = [c for c in line.split("|")]
@@ -186,7 +192,7 @@ def session_leaves(text: str) -> Counter:
         kind, body = cells[1].strip(), cells[2].rstrip()
         if kind:
             on = kind == "physical_plan"
-        if on and body.strip():
+        if on and body.strip() and not body.strip().startswith("|"):
             lines.append(body)
     depth = [len(b) - len(b.lstrip()) for b in lines]
     out = Counter()
@@ -432,9 +438,47 @@ def measure_gpt(run: Run, kinds, cfg, label: str, rounds: int, plan: bool = Fals
     cases = {f"{kind}|total": (lambda rt=route: rt.run(q)) for kind, route in routes.items()}
     if plan:
         cases.update({f"{kind}|plan": (lambda rt=route: rt.plan(q)) for kind, route in routes.items()})
-    for name, v in ffi.interleaved(cases, rounds, 0).items():
+    for name, v in ffi.interleaved(cases, rounds, 1).items():
         kind, what = name.split("|")
         r[f"{label}_{'plan_ms' if what == 'plan' else 'ms'}_{kind}"] = v["ms"]
+
+
+def run_staged(route: Route, steps: list[tuple[str, str]]):
+    """The staged form on ``route``: each step a statement of its own, its
+    result registered under the step's name as the engine's own in-memory
+    table (datafusion-python: ``register_record_batches``; qlink.Session:
+    ``register_arrow``), so no step is computed twice; the last result."""
+    conn, out = route.conn, None
+    for name, body in steps:
+        if hasattr(conn, "register_record_batches"):
+            out = conn.sql(body).collect()
+            conn.deregister_table(name)
+            conn.register_record_batches(name, [out])
+        else:
+            out = conn.sql(body)
+            conn.sql(f"DROP TABLE IF EXISTS {name}")
+            conn.register_arrow(name, out)
+    return out
+
+
+def measure_gpt_staged(run: Run, kinds, cfg, label: str, rounds: int) -> None:
+    """The forward pass in its staged form (gpt.gpt_steps): one statement per
+    step, each result cached as a table."""
+    r = run.results
+    tables = gpt.gpt_tables(cfg, seed=0)
+    want = gpt.gpt_numpy(cfg, tables)
+    steps = gpt.gpt_steps(cfg)
+    progress(f"{label}: {', '.join(kinds)} ({len(steps)} statements)")
+
+    def check(kind, route):
+        t0 = time.perf_counter()
+        r[f"{label}_max_rel_error_{kind}"] = check_gpt(kind, run_staged(route, steps), want, cfg)
+        progress(f"  {kind}: checked ({time.perf_counter() - t0:.2f} s)")
+
+    routes = run.routes(label, kinds, tables, {}, check)
+    cases = {kind: (lambda rt=route: run_staged(rt, steps)) for kind, route in routes.items()}
+    for kind, v in ffi.interleaved(cases, rounds, 1).items():
+        r[f"{label}_ms_{kind}"] = v["ms"]
 
 
 def measure_star(run: Run, kinds, args) -> None:
@@ -465,6 +509,8 @@ def measure_all(run: Run, args, side: str) -> None:
     measure_gpt(run, gpt_kinds, gpt.SMALL, "gpt", args.gpt_rounds, args.gpt_plan)
     if large_kinds and args.large_rounds:
         measure_gpt(run, large_kinds, gpt.LARGE, "gpt_large", args.large_rounds)
+        measure_gpt_staged(run, ["native", "context_fold", "session", "session_fold"], gpt.LARGE,
+                           "gpt_large_staged", args.large_rounds)
     measure_star(run, star_kinds, args)
 
 
@@ -564,6 +610,8 @@ def ratios(r: dict) -> None:
     for route in ("session", "context"):
         put(f"gpt_fold_ratio_noplanner_small_{route}", f"gpt_ms_{route}_fold", f"gpt_ms_{route}")
         put(f"gpt_fold_speedup_vs_native_large_{route}", "gpt_large_ms_native", f"gpt_large_ms_{route}_fold")
+        put(f"gpt_fold_speedup_vs_native_large_staged_{route}", "gpt_large_staged_ms_native",
+            f"gpt_large_staged_ms_{route}_fold")
     for key in [k for k in r if k.startswith("gpt_plan_nodes_")]:
         nodes = r[key]
         if isinstance(nodes, dict) and any(k.startswith("leaf ") for k in nodes):
@@ -607,6 +655,8 @@ def print_tables(r: dict) -> None:
             if a is not None or b is not None or route in ("native", "context", "session"):
                 fold = fmt(b, ".1f") if route in ("context", "session") else ""
                 print(f"{size + ' ' + route:28}{fmt(a, '.1f'):>12}{fold:>12}")
+    for route in ("native", "session", "context_fold", "session_fold"):
+        print(f"{'large staged ' + route:28}{fmt(r.get('gpt_large_staged_ms_' + route), '.1f'):>12}")
     print(f"  gpt_scans (scan leaves of datafusion-python's physical plan) = {r.get('gpt_scans')}")
     for k in ("gpt_speedup_vs_xarray_sql", "gpt_speedup_vs_xarray_sql_session", "gpt_speedup_vs_xarray_sql_native"):
         print(f"  {k} = {fmt(r.get(k))}")
@@ -634,7 +684,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "plans.json"))
     ap.add_argument("--chain-rounds", type=int, default=15)
-    ap.add_argument("--gpt-rounds", type=int, default=3)
+    ap.add_argument("--gpt-rounds", type=int, default=5)
     ap.add_argument("--large-rounds", type=int, default=3)
     ap.add_argument("--large-all", action="store_true", help="also time the large model without a planner")
     ap.add_argument("--gpt-plan", action=argparse.BooleanOptionalAction, default=True,
