@@ -120,22 +120,12 @@ pub fn set_df_error(error: *mut ql_error, e: &DataFusionError) -> c_int {
     set_error(error, error_status(e), &error_message(e))
 }
 
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        s.to_string()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_string()
-    }
-}
-
 /// Run the body of an `extern "C"` function that returns a status: a panic
 /// becomes QL_EINTERNAL with its message instead of unwinding into C.
 pub fn guard_status(error: *mut ql_error, what: &str, f: impl FnOnce() -> c_int) -> c_int {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(status) => status,
-        Err(p) => set_error(error, QL_EINTERNAL, &format!("panic in the DataFusion host ({what}): {}", panic_message(&*p))),
+        Err(p) => set_error(error, QL_EINTERNAL, &format!("panic in the DataFusion host ({what}): {}", qlink_convert::panic_message(&*p))),
     }
 }
 

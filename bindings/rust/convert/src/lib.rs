@@ -12,6 +12,7 @@
 //!   columns and functions are resolved by the caller ([`ir::Resolver`]).
 //! - [`cstrings`], [`intern`]: NUL-terminated copies the ABI's borrowed
 //!   structs point into.
+//! - [`panics`]: a caught panic's message, for QL_EINTERNAL.
 //!
 //! Pure functions over borrowed ABI structs: no state beyond the intern
 //! table, thread-safe.
@@ -20,11 +21,13 @@ pub mod cstrings;
 pub mod intern;
 pub mod ir;
 pub mod ops;
+pub mod panics;
 pub mod scalars;
 pub mod stats;
 pub mod types;
 
 pub use cstrings::{CStrings, Strings};
 pub use intern::{cstr, intern};
+pub use panics::panic_message;
 pub use scalars::{scalar_from_ql, scalar_to_ql};
 pub use types::{data_type_of_format, format_of, static_format};

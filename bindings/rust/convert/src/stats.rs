@@ -5,11 +5,15 @@
 //!   without a scan;
 //! - DataFusion → qlink (`from_statistics`), so a plugin holding host plans
 //!   (a planner's children) sees what DataFusion knows about them, and a
-//!   plugin built on DataFusion hands its providers' statistics to hosts.
+//!   plugin built on DataFusion hands its providers' statistics to hosts;
+//! - an execution plan's `get_statistics` for either side
+//!   (`partition_arg`, `plan_statistics`).
 
 use arrow::datatypes::Schema;
 use datafusion::common::stats::Precision;
 use datafusion::common::{ColumnStatistics, ScalarValue, Statistics};
+use datafusion::error::Result;
+use datafusion::physical_plan::{ExecutionPlan, StatisticsArgs, StatisticsContext};
 
 use qlink_sys::*;
 
@@ -144,4 +148,26 @@ pub fn from_statistics(s: &Statistics) -> ql_statistics {
     out.release = Some(host_stats_release);
     out.private_data = Box::into_raw(owned) as *mut std::os::raw::c_void;
     out
+}
+
+/// The partition argument of `ql_execution_plan.get_statistics` for a plan
+/// of `count` partitions: `Some(None)` for -1 (the whole plan),
+/// `Some(Some(i))` for a partition in range, `None` for anything else (the
+/// caller's error names it).
+pub fn partition_arg(partition: i64, count: usize) -> Option<Option<usize>> {
+    match partition {
+        -1 => Some(None),
+        n if n >= 0 && (n as usize) < count => Some(Some(n as usize)),
+        _ => None,
+    }
+}
+
+/// `plan`'s statistics for `partition` (None: the whole plan) as DataFusion
+/// computes them (a `StatisticsContext` walk, which derives a node's
+/// figures from its children's; the deprecated per-node call alone answers
+/// "unknown" for nodes such as FilterExec), owned by the caller (who calls
+/// its `release`). Errors: DataFusion's.
+pub fn plan_statistics(plan: &dyn ExecutionPlan, partition: Option<usize>) -> Result<ql_statistics> {
+    let args = StatisticsArgs::new().with_partition(partition);
+    Ok(from_statistics(&*StatisticsContext::new().compute(plan, &args)?))
 }

@@ -164,15 +164,13 @@ unsafe extern "C" fn hp_get_statistics(
         }
         let h = host(p);
         let count = h.plan.properties().partitioning.partition_count();
-        let part = match partition {
-            -1 => None,
-            n if n >= 0 && (n as usize) < count => Some(n as usize),
-            n => return set_error(error, QL_EINVAL, &format!("{}: partition {n} out of range (0..{count}, or -1)", h.plan.name())),
+        let Some(part) = crate::stats::partition_arg(partition, count) else {
+            let msg = format!("{}: partition {partition} out of range (0..{count}, or -1)", h.plan.name());
+            return set_error(error, QL_EINVAL, &msg);
         };
-        let args = datafusion::physical_plan::StatisticsArgs::new().with_partition(part);
-        match datafusion::physical_plan::StatisticsContext::new().compute(h.plan.as_ref(), &args) {
+        match crate::stats::plan_statistics(h.plan.as_ref(), part) {
             Ok(s) => {
-                std::ptr::write(out, crate::stats::from_statistics(&s));
+                std::ptr::write(out, s);
                 QL_OK
             }
             Err(e) => set_df_error(error, &e),

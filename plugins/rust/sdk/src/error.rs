@@ -167,13 +167,6 @@ pub fn fill(error: *mut ql_error, e: &Error) -> c_int {
     status
 }
 
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
-}
-
 /// The body of an `extern "C"` entry point returning a status: errors fill
 /// `error`; a panic becomes QL_EINTERNAL naming `what` and never unwinds
 /// into the host. The plugin's Tokio runtime is entered for the call.
@@ -182,7 +175,7 @@ pub fn guard(error: *mut ql_error, what: &str, f: impl FnOnce() -> Result<()>) -
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => QL_OK,
         Ok(Err(e)) => fill(error, &e),
-        Err(p) => fill(error, &Error::new(QL_EINTERNAL, format!("panic in a Rust plugin ({what}): {}", panic_message(&*p)))),
+        Err(p) => fill(error, &Error::new(QL_EINTERNAL, format!("panic in a Rust plugin ({what}): {}", qlink_convert::panic_message(&*p)))),
     }
 }
 

@@ -127,16 +127,10 @@ unsafe extern "C" fn plan_statistics(p: *const ql_execution_plan, partition: i64
     guard(error, "execution plan statistics", || {
         let plan = &state(p).plan;
         let count = plan.output_partitioning().partition_count();
-        let part = match partition {
-            -1 => None,
-            n if n >= 0 && (n as usize) < count => Some(n as usize),
-            n => return Err(Error::invalid(format!("statistics of partition {n} of a plan with {count}"))),
+        let Some(part) = qlink_convert::stats::partition_arg(partition, count) else {
+            return Err(Error::invalid(format!("statistics of partition {partition} of a plan with {count}")));
         };
-        // The walk DataFusion's optimizer uses (the node's own figures from
-        // its children's), not the deprecated per-node call.
-        let args = datafusion::physical_plan::StatisticsArgs::new().with_partition(part);
-        let stats = datafusion::physical_plan::StatisticsContext::new().compute(plan.as_ref(), &args)?;
-        std::ptr::write(out, qlink_convert::stats::from_statistics(&stats));
+        std::ptr::write(out, qlink_convert::stats::plan_statistics(plan.as_ref(), part)?);
         Ok(())
     })
 }
