@@ -8,7 +8,7 @@
 #include "qlink/lib/arrow.h"
 #include "qlink/lib/check.h"
 #include "qlink/lib/host.h"
-#include "check_internal.h"
+#include "checker.h"
 #include "qlink/lib/status.h"
 
 void ql_batches_free(struct ql_batches *b) {

@@ -5,7 +5,7 @@
 #include <dlfcn.h>
 #include <string.h>
 
-#include "check_internal.h"
+#include "checker.h"
 
 /* An unknown version must be refused with QL_EVERSION, not served. */
 static void check_refuses(struct ql_checker *ck, ql_plugin_init_fn init, uint32_t version) {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check_internal.h"
+#include "checker.h"
 
 /* Linker-made symbols every shared library may carry. */
 static int is_linker_symbol(const char *name) {

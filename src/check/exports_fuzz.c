@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check_internal.h"
+#include "checker.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

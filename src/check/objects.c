@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check_internal.h"
+#include "checker.h"
 #include "qlink/lib/arrow.h"
 #include "qlink/lib/ir.h"
 

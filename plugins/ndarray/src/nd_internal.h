@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* qlink_ndarray: the registry of datasets (registry.c) and the datasets
- * built over them for the XQL table model (dataset.c). */
+/* qlink_ndarray: a registration (registration.c), the registry that
+ * publishes registrations under handles (registry.c), and the datasets
+ * built over them for the XQL table model (dataset.c). registry.c uses
+ * the other two; dataset.c uses registration.c. */
 #ifndef QLINK_NDARRAY_INTERNAL_H
 #define QLINK_NDARRAY_INTERNAL_H
 
@@ -48,6 +50,20 @@ struct nd_registration {
  * handle nobody registered (or that was unregistered). The comparison
  * takes the same time whichever byte differs. */
 struct nd_registration *nd_lookup(const char *text);
+
+/* A registration of `n_vars` variables (copies of their descriptions; the
+ * buffers stay the caller's) named `name` ("dataset" when NULL or empty),
+ * with one reference and no owner yet. QL_EINVAL names the variable whose
+ * description is wrong, QL_ENOTSUP an element type qlink cannot hold. */
+int nd_registration_new(const struct nd_variable *vars, int32_t n_vars, const char *name,
+                        struct nd_registration **out, struct ql_error *error);
+/* Gives `r` its owner, released with the last reference, and counts it
+ * live (nd_live_count). Called once, as the registry publishes it. */
+void nd_registration_publish(struct nd_registration *r, void *owner, void (*release)(void *owner));
+/* Frees a registration never published (NULL is ignored); its owner is
+ * not released. */
+void nd_registration_free(struct nd_registration *r);
+/* Drops one reference; the last one releases the owner and frees `r`. */
 void nd_registration_unref(struct nd_registration *r);
 
 /* Build the tables of `r` (a reference is taken by the dataset): the

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The conformance kit's internals: the checker state shared by its files. */
-#ifndef QLINK_CHECK_INTERNAL_H
-#define QLINK_CHECK_INTERNAL_H
+/* The conformance kit's internals: the checker state (struct ql_checker),
+ * the call-bracketing macros and the report calls (report.c) its files share. */
+#ifndef QLINK_CHECK_CHECKER_H
+#define QLINK_CHECK_CHECKER_H
 
 #include <stdio.h>
 
@@ -81,4 +82,4 @@ int ql_check_schema_equal(const struct ArrowSchema *a, const struct ArrowSchema 
 /* Rows and an FNV-1a hash over every cell, for comparing two runs. */
 uint64_t ql_check_batches_hash(const struct ql_batches *b);
 
-#endif /* QLINK_CHECK_INTERNAL_H */
+#endif /* QLINK_CHECK_CHECKER_H */
