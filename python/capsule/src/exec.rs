@@ -29,7 +29,7 @@ use prost::Message;
 use stabby::vec::Vec as SVec;
 use tokio::runtime::Handle;
 
-use crate::table::capsule_marker_id;
+use crate::mirror::capsule_marker_id;
 use qlink_datafusion::error::{error_message, Result};
 use qlink_datafusion::exec::PartitionCache;
 

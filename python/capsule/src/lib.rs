@@ -33,7 +33,8 @@ pub mod table_function;
 pub use codec::{export_logical_codec, export_physical_codec, CODEC_ID};
 pub use filters::CONSUMER_LOOKUPS;
 pub use functions::{export_aggregate_udf, export_planner, export_planner_for, export_scalar_udf, export_window_udf};
-pub use table::{capsule_marker_id, export_table, ExportOptions};
+pub use mirror::capsule_marker_id;
+pub use table::{export_table, ExportOptions};
 pub use table_function::export_table_function;
 
 /// The major DataFusion version of the datafusion-ffi structs this library

@@ -30,6 +30,17 @@ use datafusion_ffi::util::{FFI_Option, FFI_Result};
 use stabby::str::Str as SStr;
 use stabby::vec::Vec as SVec;
 
+/// Identifies the objects this library exported (tables, execution plans).
+/// Never equal to datafusion-ffi's own marker, in this library or any
+/// other, so every consumer (a test in this very library included) takes
+/// the foreign path through our function pointers instead of reading
+/// `private_data` as datafusion-ffi's.
+static CAPSULE_MARKER: u8 = 0;
+
+pub extern "C" fn capsule_marker_id() -> usize {
+    &CAPSULE_MARKER as *const u8 as usize
+}
+
 /// Mirror of `FFI_TableProvider` (datafusion-ffi 55.2.0, table_provider.rs).
 #[repr(C)]
 pub struct TableProviderMirror {

@@ -39,19 +39,9 @@ use tokio::runtime::Handle;
 
 use crate::exec::export_scan_plan;
 use crate::filters::{decode_filters, OnDemandCodec};
-use crate::mirror::{SessionRefMirror, TableProviderMirror};
+use crate::mirror::{capsule_marker_id, SessionRefMirror, TableProviderMirror};
 use qlink_datafusion::error::{error_message, Result};
 use qlink_datafusion::table::QlinkTableProvider;
-
-/// Identifies objects this module exported. Never equal to datafusion-ffi's
-/// own marker, in this library or any other, so every consumer (a test in
-/// this very library included) takes the foreign path through our function
-/// pointers instead of reading `private_data` as datafusion-ffi's.
-static CAPSULE_MARKER: u8 = 0;
-
-pub extern "C" fn capsule_marker_id() -> usize {
-    &CAPSULE_MARKER as *const u8 as usize
-}
 
 /// The qlink table behind `provider` when this library exported it (its
 /// marker is ours), else None. The table is shared, not copied.

@@ -20,7 +20,7 @@ use qlink_sys::*;
 
 use crate::error::{fill, guard, Error, Result};
 use crate::services::object_store::with_registry;
-use crate::session::{host_stores, Sessions};
+use crate::session::{host_stores, Library};
 
 /// Options a table was opened with (`path=...`), validated against what the
 /// table declared: every key is a declared option, every required one is
@@ -197,7 +197,8 @@ impl Plugin {
 /// DataFusion sessions of the host sessions that use it. Lives for the
 /// process.
 pub struct Registered {
-    pub name: CString,
+    /// The name, the functions and the sessions every exported object shares.
+    pub library: Library,
     version: CString,
     description: CString,
     items: Vec<ql_item_info>,
@@ -208,9 +209,6 @@ pub struct Registered {
     /// catalogue order; the uid of entry i is i + 1.
     scalars: Vec<(String, Arc<ScalarUDF>)>,
     table_functions: Vec<(String, Arc<dyn TableFunctionImpl>)>,
-    /// Every distinct scalar function, registered in each plugin session.
-    pub functions: Vec<Arc<ScalarUDF>>,
-    pub sessions: Sessions,
 }
 
 // SAFETY: the raw pointers point into the strings this value owns and never
@@ -297,17 +295,15 @@ impl Registered {
             table_functions.push((n, f.clone()));
         }
         Ok(Registered {
-            name: c(&item_name(&p.name, "plugin")?),
+            library: Library::new(c(&item_name(&p.name, "plugin")?), p.scalars),
             version: c(&p.version),
             description: c(&p.description),
             items,
             _strings: strings,
             _options: options,
             tables: p.tables,
-            functions: p.scalars,
             scalars,
             table_functions,
-            sessions: Sessions::default(),
         })
     }
 }
@@ -355,15 +351,12 @@ unsafe extern "C" fn open_table(
     guard(error, "table_provider_open", || {
         let r = registered(p);
         let n = name_of(name);
-        let t = r
-            .tables
-            .iter()
-            .find(|t| t.name == n)
-            .ok_or_else(|| Error::not_found(format!("no table '{n}' in {}", r.name.to_string_lossy())))?;
+        let t =
+            r.tables.iter().find(|t| t.name == n).ok_or_else(|| Error::not_found(format!("no table '{n}' in {}", r.library.label())))?;
         let opts = options_of(options, &t.options, &n)?;
-        let ps = r.sessions.get(session, &r.functions)?;
+        let ps = r.library.session(session)?;
         let provider = with_registry(host_stores(session), || (t.factory)(&opts, &ps.state))?;
-        std::ptr::write(out, crate::table::export_table(provider, r, format!("{}.{n}", r.name.to_string_lossy())));
+        std::ptr::write(out, crate::table::export_table(provider, &r.library, format!("{}.{n}", r.library.label())));
         Ok(())
     })
 }
@@ -388,7 +381,7 @@ unsafe extern "C" fn open_table_function(
         let r = registered(p);
         let n = name_of(name);
         let (uid, f) = find_item(&r.table_functions, &n, "table function", r)?;
-        std::ptr::write(out, crate::udtf::export_udtf(f.clone(), &n, r, uid));
+        std::ptr::write(out, crate::udtf::export_udtf(f.clone(), &n, &r.library, uid));
         Ok(())
     })
 }
@@ -401,11 +394,11 @@ fn find_item<'a, T>(items: &'a [(String, T)], name: &str, kind: &str, r: &Regist
         .enumerate()
         .find(|(_, (s, _))| s == name)
         .map(|(i, (_, item))| (i as u64 + 1, item))
-        .ok_or_else(|| Error::not_found(format!("no {kind} '{name}' in {}", r.name.to_string_lossy())))
+        .ok_or_else(|| Error::not_found(format!("no {kind} '{name}' in {}", r.library.label())))
 }
 
 fn lib_name(r: &'static Registered) -> &'static CStr {
-    r.name.as_c_str()
+    r.library.name.as_c_str()
 }
 
 unsafe extern "C" fn release_plugin(p: *mut ql_plugin) {
@@ -449,7 +442,7 @@ pub unsafe fn init(
         d.magic = QL_PLUGIN_MAGIC;
         d.abi_version = abi_version;
         d.n_items = r.items.len() as i32;
-        d.name = r.name.as_ptr();
+        d.name = r.library.name.as_ptr();
         d.version = r.version.as_ptr();
         d.description = r.description.as_ptr();
         d.items = if r.items.is_empty() { std::ptr::null() } else { r.items.as_ptr() };

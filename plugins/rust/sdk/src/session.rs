@@ -30,6 +30,32 @@ use crate::error::{Error, Result};
 use crate::services::memory_pool::HostPool;
 use crate::services::object_store::HostStores;
 
+/// What every object one plugin exports shares: the plugin's name (its
+/// functions' library in `ql_function_id`) and its DataFusion sessions, in
+/// each of which the plugin's scalar functions are registered. Lives for
+/// the process (inside the plugin's registration). Thread-safe.
+pub struct Library {
+    pub name: CString,
+    functions: Vec<Arc<ScalarUDF>>,
+    sessions: Sessions,
+}
+
+impl Library {
+    pub fn new(name: CString, functions: Vec<Arc<ScalarUDF>>) -> Library {
+        Library { name, functions, sessions: Sessions::default() }
+    }
+
+    /// The plugin's session for `host` (null: the default session).
+    pub fn session(&self, host: *const ql_session) -> Result<Arc<PluginSession>> {
+        self.sessions.get(host, &self.functions)
+    }
+
+    /// The plugin's name as text, for messages and labels.
+    pub fn label(&self) -> std::borrow::Cow<'_, str> {
+        self.name.to_string_lossy()
+    }
+}
+
 /// A host session as DataFusion sees it inside the plugin. Thread-safe.
 pub struct PluginSession {
     pub state: SessionState,

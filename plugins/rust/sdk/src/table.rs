@@ -14,13 +14,12 @@ use qlink_sys::*;
 use crate::error::{guard, guard_value, Error};
 use crate::filters::exprs_of;
 use crate::plan::{export_plan, export_schema};
-use crate::plugin::Registered;
 use crate::services::object_store::with_registry;
-use crate::session::host_stores;
+use crate::session::{host_stores, Library};
 
 struct TableState {
     provider: Arc<dyn TableProvider>,
-    plugin: &'static Registered,
+    plugin: &'static Library,
     /// Names the table's memory reservations and errors: "<plugin>.<table>".
     label: String,
 }
@@ -31,7 +30,7 @@ fn state(t: *const ql_table_provider) -> &'static TableState {
 }
 
 /// `provider` as a `ql_table_provider` the caller owns.
-pub fn export_table(provider: Arc<dyn TableProvider>, plugin: &'static Registered, label: String) -> ql_table_provider {
+pub fn export_table(provider: Arc<dyn TableProvider>, plugin: &'static Library, label: String) -> ql_table_provider {
     let mut out: ql_table_provider = zeroed();
     out.struct_size = std::mem::size_of::<ql_table_provider>() as u32;
     out.table_type = match provider.table_type() {
@@ -82,7 +81,7 @@ unsafe extern "C" fn table_supports_filters(
         }
         let answers = std::slice::from_raw_parts_mut(answers, n);
         answers.fill(QL_PUSHDOWN_UNSUPPORTED);
-        let session = st.plugin.sessions.get(std::ptr::null(), &st.plugin.functions)?;
+        let session = st.plugin.session(std::ptr::null())?;
         let schema = st.provider.schema();
         let exprs = exprs_of(list, Some(schema.as_ref()), &session.state);
         let (idx, known): (Vec<usize>, Vec<_>) = exprs.iter().enumerate().filter_map(|(i, e)| e.as_ref().map(|e| (i, e))).unzip();
@@ -130,7 +129,7 @@ unsafe extern "C" fn table_scan(
             }
             Some(p)
         };
-        let ps = st.plugin.sessions.get(session, &st.plugin.functions)?;
+        let ps = st.plugin.session(session)?;
         let filters: Vec<_> = exprs_of(&a.filters, Some(schema.as_ref()), &ps.state).into_iter().flatten().collect();
         let limit = if a.limit < 0 { None } else { Some(a.limit as usize) };
         let plan = with_registry(host_stores(session), || {

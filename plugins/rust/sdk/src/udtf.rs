@@ -13,14 +13,13 @@ use qlink_sys::*;
 
 use crate::error::{guard, guard_value, Error};
 use crate::filters::exprs_of;
-use crate::plugin::Registered;
 use crate::services::object_store::with_registry;
-use crate::session::host_stores;
+use crate::session::{host_stores, Library};
 use crate::table::export_table;
 
 struct UdtfState {
     function: Arc<dyn TableFunctionImpl>,
-    plugin: &'static Registered,
+    plugin: &'static Library,
     name: CString,
 }
 
@@ -30,7 +29,7 @@ fn state(f: *const ql_table_function) -> &'static UdtfState {
 }
 
 /// `function` as a `ql_table_function` the caller owns.
-pub fn export_udtf(function: Arc<dyn TableFunctionImpl>, name: &str, plugin: &'static Registered, uid: u64) -> ql_table_function {
+pub fn export_udtf(function: Arc<dyn TableFunctionImpl>, name: &str, plugin: &'static Library, uid: u64) -> ql_table_function {
     let st = Box::new(UdtfState { function, plugin, name: CString::new(name).unwrap_or_default() });
     let mut out: ql_table_function = zeroed();
     out.struct_size = std::mem::size_of::<ql_table_function>() as u32;
@@ -51,7 +50,7 @@ unsafe extern "C" fn udtf_call(
     guard(error, "table function call", || {
         let st = state(f);
         let name = st.name.to_string_lossy().into_owned();
-        let ps = st.plugin.sessions.get(session, &st.plugin.functions)?;
+        let ps = st.plugin.session(session)?;
         let mut exprs = Vec::new();
         if !args.is_null() {
             for (i, e) in exprs_of(&*args, None, &ps.state).into_iter().enumerate() {
@@ -59,7 +58,7 @@ unsafe extern "C" fn udtf_call(
             }
         }
         let provider = with_registry(host_stores(session), || st.function.call_with_args(TableFunctionArgs::new(&exprs, &ps.state)))?;
-        std::ptr::write(out, export_table(provider, st.plugin, format!("{}.{name}", st.plugin.name.to_string_lossy())));
+        std::ptr::write(out, export_table(provider, st.plugin, format!("{}.{name}", st.plugin.label())));
         Ok(())
     })
 }
