@@ -17,7 +17,7 @@ CLANG_FORMAT=${CLANG_FORMAT:-clang-format-14}
 RUFF=${RUFF:-.venv/bin/ruff}
 # Packages and paths not checked yet (their code is being edited elsewhere).
 SKIP_PATHS=${LINT_SKIP_PATHS:-}
-FMT_PACKAGES=${LINT_FMT_PACKAGES:-qlink-sys qlink-convert qlink-datafusion qlink-datafusion-tests qlink-bench-datafusion qlink-bench-fold qlink-bench-ffi-ref qlink-capsule qlink-cli qlink-python}
+FMT_PACKAGES=${LINT_FMT_PACKAGES:-qlink-sys qlink-convert qlink-datafusion qlink-datafusion-tests qlink-bench-datafusion qlink-bench-fold qlink-bench-ffi-ref qlink-capsule qlink-session qlink-cli qlink-python}
 
 base=${LINT_BASE:-}
 if [[ -z "$base" ]]; then

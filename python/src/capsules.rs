@@ -27,7 +27,7 @@ use qlink_datafusion::planner::InstalledPlanner;
 use qlink_datafusion::{Plugin, QlinkTableProvider};
 
 use crate::errors::{plugin_err, VersionMismatchError};
-use crate::session::runtime;
+use crate::runtime::runtime;
 
 /// The datafusion-python version these capsules are tested with.
 pub const DATAFUSION_PYTHON_VERSION: &str = "55.0.0";
@@ -113,7 +113,7 @@ fn open_session() -> &'static SessionContext {
     static CTX: OnceLock<SessionContext> = OnceLock::new();
     CTX.get_or_init(|| {
         // DataFusion's defaults, plus HTTP(S) stores made on first use.
-        let registry = Arc::new(qlink_cli::remote::RemoteStoreRegistry::new());
+        let registry = Arc::new(qlink_session::remote::RemoteStoreRegistry::new());
         match RuntimeEnvBuilder::new().with_object_store_registry(registry).build_arc() {
             Ok(env) => SessionContext::new_with_config_rt(SessionConfig::new(), env),
             Err(_) => SessionContext::new(),

@@ -12,7 +12,7 @@ use pyo3::types::PyCapsule;
 use qlink_capsule as capsule;
 
 use crate::capsules::check_datafusion_python;
-use crate::session::runtime;
+use crate::runtime::runtime;
 
 /// The task context provider of the session a codec is installed on
 /// (cloned), from its `__datafusion_task_context_provider__()`.

@@ -3,12 +3,14 @@
 //!
 //! - `Session` (session.rs): an embedded DataFusion host over the Rust host
 //!   adapter `qlink-datafusion`, returning pyarrow data;
+//! - `FlightSqlServer` (flight.rs): `Session.serve_flight_sql`'s server;
 //! - `Plugin` (plugin.rs): a loaded qlink plugin;
 //! - `Table`, `Function`, `Planner` (capsules.rs): plugin objects for
 //!   datafusion-python 55 through its capsule protocol;
 //! - `LogicalCodec`, `PhysicalCodec` (codecs.rs): qlink's extension codecs
 //!   for datafusion-python 55;
 //! - the exception hierarchy (errors.rs);
+//! - the Tokio runtime queries run on, interruptible by Ctrl-C (runtime.rs);
 //! - Arrow PyCapsule import/export (arrow_io.rs).
 
 use pyo3::prelude::*;
@@ -17,7 +19,9 @@ mod arrow_io;
 mod capsules;
 mod codecs;
 mod errors;
+mod flight;
 mod plugin;
+mod runtime;
 mod session;
 
 /// The DataFusion version this module's embedded host is built on.
@@ -27,6 +31,7 @@ const DATAFUSION_VERSION: &str = "55.2.0";
 fn _qlink(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<session::PySession>()?;
+    m.add_class::<flight::PyFlightSqlServer>()?;
     m.add_class::<plugin::PyPlugin>()?;
     m.add_class::<arrow_io::ArrowStream>()?;
     m.add_class::<capsules::PyTable>()?;

@@ -6,7 +6,7 @@
 //! stores registered here are the ones plugins see (gap G5). Every query
 //! and every call that may run plugin code releases the GIL.
 
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use arrow::array::{RecordBatch, RecordBatchReader};
 use arrow::datatypes::SchemaRef;
@@ -26,103 +26,10 @@ use qlink_datafusion::QlinkSession;
 use crate::arrow_io;
 use crate::errors::{plugin_err, to_py};
 use crate::plugin::{options_of, PyPlugin};
-
-/// The process's Tokio runtime for DataFusion work started from Python.
-pub fn runtime() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .thread_name("qlink-py")
-            .enable_all()
-            .build()
-            .expect("qlink: cannot start a Tokio runtime")
-    })
-}
-
-/// How often a running query lets Python look at pending signals.
-const SIGNAL_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
-
-/// Run `fut` to completion with the GIL released and return its result;
-/// every 100 ms Python looks at its signals: Ctrl-C (KeyboardInterrupt)
-/// drops the query's future, which cancels it, and raises in the caller.
-///
-/// The query is polled on the calling thread (`Runtime::block_on`, as
-/// datafusion-python does): no cross-thread wake-ups per query. The host
-/// reads plugin streams directly on such a thread (`block_in_place` only
-/// inside runtime tasks), so the query yields between batches and the
-/// signal check runs. `QLINK_PY_RUN=worker` runs it as a task on a runtime
-/// worker while this thread waits (`run_on_worker`) instead.
-pub fn run_interruptible<T: Send + 'static>(
-    py: Python<'_>,
-    fut: impl std::future::Future<Output = Result<T, DataFusionError>> + Send + 'static,
-) -> PyResult<T> {
-    if !run_inline() || tokio::runtime::Handle::try_current().is_ok() {
-        return run_on_worker(py, fut);
-    }
-    let outcome = py.detach(|| {
-        let run = || {
-            runtime().block_on(async move {
-                let mut fut = std::pin::pin!(fut);
-                let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + SIGNAL_CHECK, SIGNAL_CHECK);
-                loop {
-                    tokio::select! {
-                        r = &mut fut => return Ok(r),
-                        _ = tick.tick() => {
-                            if let Err(e) = Python::attach(|py| py.check_signals()) {
-                                return Err(e);
-                            }
-                        }
-                    }
-                }
-            })
-        };
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
-    });
-    match outcome {
-        Ok(r) => r?.map_err(to_py),
-        Err(_) => Err(crate::errors::ExecutionError::new_err("the query panicked (a bug in qlink or DataFusion)")),
-    }
-}
-
-/// Queries run on the calling thread (as datafusion-python's do) unless
-/// `QLINK_PY_RUN=worker` (read once): see `run_interruptible`.
-fn run_inline() -> bool {
-    static INLINE: OnceLock<bool> = OnceLock::new();
-    *INLINE.get_or_init(|| std::env::var("QLINK_PY_RUN").as_deref() != Ok("worker"))
-}
-
-/// The query as a task on the qlink runtime; this thread waits for its
-/// result, looking at Python's signals every 100 ms.
-fn run_on_worker<T: Send + 'static>(
-    py: Python<'_>,
-    fut: impl std::future::Future<Output = Result<T, DataFusionError>> + Send + 'static,
-) -> PyResult<T> {
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    let task = runtime().spawn(async move {
-        let _ = tx.send(fut.await);
-    });
-    // Receiver is Send but not Sync; the closure below borrows it.
-    let rx = Mutex::new(rx);
-    loop {
-        let got = py.detach(|| rx.lock().unwrap_or_else(|p| p.into_inner()).recv_timeout(SIGNAL_CHECK));
-        match got {
-            Ok(result) => return result.map_err(to_py),
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                if let Err(e) = py.check_signals() {
-                    task.abort();
-                    return Err(e);
-                }
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                // The task ended without sending: it panicked.
-                return Err(crate::errors::ExecutionError::new_err("the query's task panicked (a bug in qlink or DataFusion)"));
-            }
-        }
-    }
-}
+use crate::runtime::{run_interruptible, runtime};
 
 /// A size in bytes from an int or a string such as "512M", "2G", "1.5G"
-/// (`qlink_cli::session::parse_size`, as the qlink tool reads --memory-limit).
+/// (`qlink_session::builder::parse_size`, as the qlink tool reads --memory-limit).
 pub fn parse_size(v: &Bound<'_, PyAny>) -> PyResult<usize> {
     if let Ok(n) = v.extract::<i64>() {
         if n <= 0 {
@@ -131,7 +38,7 @@ pub fn parse_size(v: &Bound<'_, PyAny>) -> PyResult<usize> {
         return Ok(n as usize);
     }
     let s: String = v.extract().map_err(|_| PyTypeError::new_err("memory_limit must be a number of bytes or a string such as '512M'"))?;
-    qlink_cli::session::parse_size(&s).map_err(|e| PyValueError::new_err(format!("memory_limit: {e}")))
+    qlink_session::builder::parse_size(&s).map_err(|e| PyValueError::new_err(format!("memory_limit: {e}")))
 }
 
 /// Percent-encode a spec component for libqlink's table-spec parser.
@@ -275,16 +182,16 @@ impl PySession {
         let workers = workers
             .unwrap_or_default()
             .iter()
-            .map(|w| qlink_cli::workers::parse_worker(w))
+            .map(|w| qlink_session::workers::parse_worker(w))
             .collect::<Result<Vec<_>, _>>()
             .map_err(PyValueError::new_err)?;
         let secret = if workers.is_empty() {
             None
         } else {
             let s = Secret::from_file_or_env(secret_file.as_deref()).map_err(PyValueError::new_err)?;
-            Some(s.ok_or_else(|| PyValueError::new_err(qlink_cli::session::NO_SECRET))?)
+            Some(s.ok_or_else(|| PyValueError::new_err(qlink_session::builder::NO_SECRET))?)
         };
-        py.detach(|| qlink_cli::workers::check_reachable(&workers)).map_err(PyValueError::new_err)?;
+        py.detach(|| qlink_session::workers::check_reachable(&workers)).map_err(PyValueError::new_err)?;
         let limit = memory_limit.as_ref().map(parse_size).transpose()?;
         let mut cfg = SessionConfig::new().with_information_schema(information_schema);
         if let Some(n) = target_partitions {
@@ -307,7 +214,7 @@ impl PySession {
                 cfg.options_mut().set(&key, &value).map_err(to_py)?;
             }
         }
-        let ctx = qlink_cli::session::session_context(cfg, limit, Vec::new(), workers.clone(), secret.clone()).map_err(to_py)?;
+        let ctx = qlink_session::builder::session_context(cfg, limit, Vec::new(), workers.clone(), secret.clone()).map_err(to_py)?;
         Ok(PySession {
             inner: Mutex::new(Inner { session: QlinkSession::new(ctx), planners: Vec::new(), workers, secret }),
             memory_limit: limit,
@@ -412,7 +319,7 @@ impl PySession {
         let parsed = url::Url::parse(url).map_err(|e| PyValueError::new_err(format!("object store url {url:?}: {e}")))?;
         let store: Arc<dyn object_store::ObjectStore> = match (parsed.scheme(), root) {
             ("memory", None) => Arc::new(object_store::memory::InMemory::new()),
-            ("http" | "https", None) => Arc::new(qlink_cli::remote::http_store(&parsed).map_err(to_py)?),
+            ("http" | "https", None) => Arc::new(qlink_session::remote::http_store(&parsed).map_err(to_py)?),
             (_, Some(dir)) => Arc::new(
                 object_store::local::LocalFileSystem::new_with_prefix(dir)
                     .map_err(|e| PyValueError::new_err(format!("object store root {dir:?}: {e}")))?,
@@ -447,6 +354,18 @@ impl PySession {
         let stream = py.detach(|| runtime().block_on(async { ctx.sql(query).await?.execute_stream().await })).map_err(to_py)?;
         let schema = stream.schema();
         arrow_io::to_pyarrow_reader(py, Box::new(StreamReader { schema, stream }))
+    }
+
+    /// serve_flight_sql(host="127.0.0.1", port=0, secret=None) -> FlightSqlServer:
+    /// an Arrow Flight SQL server over this session, in this process (see
+    /// flight.rs): read-only queries and prepared statements over the
+    /// tables registered now or later; with `secret`, every call must carry
+    /// `authorization: Bearer SECRET`. A host other than loopback needs a
+    /// secret. Returns once it listens (`port` 0: a free one, read back
+    /// from the server's `port`).
+    #[pyo3(signature = (host="127.0.0.1", port=0, secret=None))]
+    fn serve_flight_sql(&self, py: Python<'_>, host: &str, port: u16, secret: Option<&str>) -> PyResult<crate::flight::PyFlightSqlServer> {
+        crate::flight::start(py, QlinkSession::new(self.ctx()), host, port, secret)
     }
 
     /// The plan of `query` as text (EXPLAIN, or EXPLAIN ANALYZE if `analyze`).

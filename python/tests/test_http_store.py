@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Zarr stores read over HTTP: a Session makes an HTTP object store for an
-http(s):// URL on first use (tools/cli/src/remote.rs), so
+http(s):// URL on first use (hosts/datafusion/session/src/remote.rs), so
 ``qlink.zarr("https://host/store.zarr")`` needs no set-up step.
 
 The server here is the standard library's file server plus single ranges

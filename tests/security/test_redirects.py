@@ -2,7 +2,7 @@
 """An HTTP store's redirects stay within its origin: a server answering 302 to another host must not make qlink
 send that host the metadata and chunk requests meant for the first, unless
 the user opts in (QLINK_FOLLOW_REDIRECTS=1). Through the qlink tool, whose
-session makes HTTP stores on first use (tools/cli/src/remote.rs)."""
+session makes HTTP stores on first use (hosts/datafusion/session/src/remote.rs)."""
 
 from __future__ import annotations
 

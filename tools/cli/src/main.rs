@@ -5,7 +5,7 @@
 //!   qlink sql [OPTIONS] "SQL"       run a query and print its result
 //!   qlink explain [OPTIONS] [--analyze] "SQL"   print the plan (--analyze: run it and show metrics)
 //!   qlink check [--spec P?k=v]... [--verbose] PLUGIN.so   the conformance kit
-//!   qlink serve --port N [--host ADDR] [OPTIONS]   an Arrow Flight SQL server (serve.rs)
+//!   qlink serve --port N [--host ADDR] [OPTIONS]   an Arrow Flight SQL server (qlink_session::flight_sql)
 //!
 //! OPTIONS: --plugin PATH (repeatable; registers the plugin's functions),
 //! --table NAME=PLUGIN/PROVIDER?key=value&... (PLUGIN: a path or the name of
@@ -26,16 +26,16 @@ use std::sync::Arc;
 use datafusion::arrow::error::ArrowError;
 use datafusion::error::DataFusionError;
 use datafusion::prelude::SessionConfig;
-use qlink_cli::session::{parse_size, session_context};
-use qlink_cli::workers::{check_reachable, parse_workers};
 use qlink_datafusion::distributed::Secret;
 use qlink_datafusion::ffi::{ql_check_options, ql_check_plugin, QL_ITEM_SCHEMA_PROVIDER, QL_ITEM_TABLE_PROVIDER};
 use qlink_datafusion::planner::InstalledPlanner;
 use qlink_datafusion::{Plugin, QlinkSession};
+use qlink_session::builder::{parse_size, session_context};
+pub(crate) use qlink_session::message::one_line as df_message;
+use qlink_session::workers::{check_reachable, parse_workers};
 
 mod output;
 mod query;
-mod serve;
 mod shell;
 mod statements;
 
@@ -305,7 +305,7 @@ fn parse_args() -> Result<Args, String> {
             return Err("serve needs --port N (0: any free port, printed once listening)".to_string());
         }
         a.serve_secret = Secret::from_file_or_env(a.secret_file.as_deref())?;
-        serve::check_bind(&a.host, &a.serve_secret)?;
+        qlink_session::flight_sql::check_bind(&a.host, &a.serve_secret)?;
     } else if a.positional.len() != 1 && !(a.command == "sql" && a.positional.is_empty()) {
         return Err(match a.command.as_str() {
             "check" => "check wants exactly one plugin path".to_string(),
@@ -315,20 +315,6 @@ fn parse_args() -> Result<Args, String> {
     }
     check_provider_specs(&a)?;
     Ok(a)
-}
-
-/// The one-line message of a DataFusion error, without its nesting.
-pub(crate) fn df_message(e: &DataFusionError) -> String {
-    if let Some(msg) = unreachable_store(e) {
-        return msg;
-    }
-    match e.find_root() {
-        DataFusionError::ResourcesExhausted(m) => format!("resources exhausted: {m}"),
-        DataFusionError::Execution(m) => m.clone(),
-        DataFusionError::Plan(m) => m.clone(),
-        DataFusionError::NotImplemented(m) => format!("not supported: {m}"),
-        root => root.to_string(),
-    }
 }
 
 /// Stdout closed by the reader (`qlink sql ... | head`): not an error of
@@ -341,19 +327,6 @@ pub(crate) fn is_broken_pipe(e: &DataFusionError) -> bool {
         }
         _ => false,
     }
-}
-
-/// DataFusion reports a URL whose scheme has no registered object store as
-/// an internal error ("likely a bug in DataFusion"); for the CLI it is a
-/// usage error: it reads only what `RemoteStoreRegistry` serves.
-fn unreachable_store(e: &DataFusionError) -> Option<String> {
-    const MARK: &str = "No suitable object store found for ";
-    let text = e.to_string();
-    let at = text.find(MARK)? + MARK.len();
-    let url = text[at..].split(|c: char| c.is_whitespace()).next().unwrap_or("").trim_end_matches('.');
-    Some(format!(
-        "no object store is registered for '{url}' in the qlink CLI (it reads local paths, http(s):// URLs and public gs:// or s3:// buckets)"
-    ))
 }
 
 /// Errors about a --table/--schema/--planner spec name the spec the user
@@ -451,8 +424,8 @@ async fn build_session(a: &Args) -> Result<QlinkSession, DataFusionError> {
 async fn run(a: &Args) -> Result<(), DataFusionError> {
     if a.command == "serve" {
         let s = build_session(a).await?;
-        let opts = serve::ServeOptions { host: a.host, port: a.port.unwrap_or(0), secret: a.serve_secret.clone() };
-        return serve::serve(s, opts).await;
+        let opts = qlink_session::flight_sql::ServeOptions { host: a.host, port: a.port.unwrap_or(0), secret: a.serve_secret.clone() };
+        return qlink_session::flight_sql::serve(s, opts).await;
     }
     let s = build_session(a).await?;
     let opts = RunOptions { format: a.format.clone(), timing: a.timing, progress: !a.quiet, workers: a.workers.clone() };

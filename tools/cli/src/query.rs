@@ -86,7 +86,7 @@ pub fn name_lost_worker(e: DataFusionError, workers: &[url::Url]) -> DataFusionE
         if attempt > 0 {
             std::thread::sleep(Duration::from_millis(100));
         }
-        if let Err(lost) = qlink_cli::workers::check_reachable(workers) {
+        if let Err(lost) = qlink_session::workers::check_reachable(workers) {
             return DataFusionError::Execution(format!("{lost}; the statement failed: {text}"));
         }
     }

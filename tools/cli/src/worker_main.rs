@@ -22,8 +22,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use datafusion_distributed::{Worker, WorkerQueryContext};
-use qlink_cli::session::{parse_size, runtime_env};
 use qlink_datafusion::distributed::{worker_state, PluginLoader, RequireSecret, Secret, SECRET_ENV};
+use qlink_session::builder::{parse_size, runtime_env};
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::Server;
 

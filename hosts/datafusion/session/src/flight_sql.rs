@@ -68,17 +68,19 @@ use tonic::transport::server::TcpIncoming;
 use tonic::transport::Server;
 use tonic::{Request, Response, Status};
 
-use crate::df_message;
+use crate::message::one_line as df_message;
 
-/// Where and how `qlink serve` listens.
-pub(crate) struct ServeOptions {
+/// Where and how the server listens: `port` 0 lets the system choose;
+/// `secret` None serves without authentication (loopback only, see
+/// [`check_bind`]).
+pub struct ServeOptions {
     pub host: IpAddr,
     pub port: u16,
     pub secret: Option<Secret>,
 }
 
 /// The refusal of a non-loopback address without a secret (a usage error).
-pub(crate) fn check_bind(host: &IpAddr, secret: &Option<Secret>) -> Result<(), String> {
+pub fn check_bind(host: &IpAddr, secret: &Option<Secret>) -> Result<(), String> {
     if secret.is_none() && !host.is_loopback() {
         return Err(format!(
             "serve --host {host} is not a loopback address: a server other machines can reach needs the clients' \
@@ -91,18 +93,46 @@ pub(crate) fn check_bind(host: &IpAddr, secret: &Option<Secret>) -> Result<(), S
 /// Serves `session` until the process ends. Prints one line on stdout once
 /// the port is open (`qlink serve: Flight SQL on grpc://ADDR:PORT`, the
 /// port the system chose when `port` is 0), for scripts and tests to wait on.
-pub(crate) async fn serve(session: QlinkSession, opts: ServeOptions) -> Result<(), DataFusionError> {
-    let addr = SocketAddr::new(opts.host, opts.port);
-    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| DataFusionError::Plan(format!("cannot listen on {addr}: {e}")))?;
-    let bound = listener.local_addr().map_err(|e| DataFusionError::Plan(format!("cannot listen on {addr}: {e}")))?;
-    let host = if bound.is_ipv6() { format!("[{}]", bound.ip()) } else { bound.ip().to_string() };
-    println!("qlink serve: Flight SQL on grpc://{host}:{}", bound.port());
+pub async fn serve(session: QlinkSession, opts: ServeOptions) -> Result<(), DataFusionError> {
+    let listener = bind(&opts).await?;
+    println!("qlink serve: Flight SQL on {}", url(&listener.local_addr().map_err(|e| listen_error(&opts, e))?));
     std::io::stdout().flush().ok();
+    serve_on(listener, session, opts.secret, std::future::pending()).await
+}
+
+/// Opens the listening socket `opts` names (not yet serving). Errors:
+/// "cannot listen on ADDR: REASON" (port in use, address not local).
+/// [`check_bind`] is the caller's: this does not refuse a public address.
+pub async fn bind(opts: &ServeOptions) -> Result<tokio::net::TcpListener, DataFusionError> {
+    tokio::net::TcpListener::bind(SocketAddr::new(opts.host, opts.port)).await.map_err(|e| listen_error(opts, e))
+}
+
+fn listen_error(opts: &ServeOptions, e: std::io::Error) -> DataFusionError {
+    DataFusionError::Plan(format!("cannot listen on {}: {e}", SocketAddr::new(opts.host, opts.port)))
+}
+
+/// The server's address as a client names it: `grpc://HOST:PORT`, an IPv6
+/// host in brackets.
+pub fn url(bound: &SocketAddr) -> String {
+    let host = if bound.is_ipv6() { format!("[{}]", bound.ip()) } else { bound.ip().to_string() };
+    format!("grpc://{host}:{}", bound.port())
+}
+
+/// Serves `session` on `listener` until `shutdown` completes (then stops
+/// accepting, lets calls in flight finish, and returns Ok). With `secret`
+/// every call must carry it. The session (and so the plugins its tables
+/// call) is released when this returns.
+pub async fn serve_on(
+    listener: tokio::net::TcpListener,
+    session: QlinkSession,
+    secret: Option<Secret>,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), DataFusionError> {
     let service = FlightServiceServer::new(QlinkFlightSql::new(session)?);
     Server::builder()
-        .layer(tonic::service::InterceptorLayer::new(ClientSecret(opts.secret)))
+        .layer(tonic::service::InterceptorLayer::new(ClientSecret(secret)))
         .add_service(service)
-        .serve_with_incoming(TcpIncoming::from(listener).with_nodelay(Some(true)))
+        .serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), shutdown)
         .await
         .map_err(|e| DataFusionError::Execution(format!("the Flight SQL server stopped: {e}")))
 }
@@ -228,7 +258,7 @@ fn parameter_schema(df: &DataFrame) -> Result<Option<Schema>, Status> {
 }
 
 /// The Flight SQL service over one session.
-pub(crate) struct QlinkFlightSql {
+struct QlinkFlightSql {
     ctx: SessionContext,
     // Keeps the plugins the session's tables and functions call loaded.
     _session: QlinkSession,

@@ -24,7 +24,7 @@
 //!   and keeps the batches (held against the memory pool) until the plan is
 //!   dropped or reset, as DataFusion's hash join keeps its build side.
 //!
-//! Sessions built by `qlink_cli::session::session_context` (the `qlink`
+//! Sessions built by `qlink_session::builder::session_context` (the `qlink`
 //! tool, `qlink serve`, `qlink.Session`) have the rule, except when they
 //! distribute queries to workers; datafusion-python sessions with a qlink
 //! planner get the rewrite of the optimized plan they hand to it.

@@ -252,7 +252,7 @@ async fn read_into_http_store_with_and_without_range_requests() {
     for ranges in [true, false] {
         let (base, _) = serve_over_http(ranges);
         let runtime = datafusion::execution::runtime_env::RuntimeEnvBuilder::new()
-            .with_object_store_registry(Arc::new(qlink_cli::remote::RemoteStoreRegistry::new()))
+            .with_object_store_registry(Arc::new(qlink_session::remote::RemoteStoreRegistry::new()))
             .build_arc()
             .unwrap();
         let env = EnvState::new(runtime);
@@ -268,7 +268,7 @@ async fn refused_ranges_cost_one_get_per_read() {
     for ranges in [true, false] {
         let (base, gets) = serve_over_http(ranges);
         let runtime = datafusion::execution::runtime_env::RuntimeEnvBuilder::new()
-            .with_object_store_registry(Arc::new(qlink_cli::remote::RemoteStoreRegistry::new()))
+            .with_object_store_registry(Arc::new(qlink_session::remote::RemoteStoreRegistry::new()))
             .build_arc()
             .unwrap();
         let env = EnvState::new(runtime);
