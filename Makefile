@@ -165,7 +165,7 @@ test-engines: require-duckdb build-cli build-rust-plugins
 # The Flight SQL server (`qlink serve`) through ADBC's Flight SQL driver:
 # queries over qlink_sample and qlink_zarr, prepared statements, listings,
 # error statuses, the secret, a client going away mid-stream.
-test-flight: build-release build-cli
+test-flight: build-release build-cli install-python
 	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release QLINK_CLI=$(QLINK_CLI) $(PY) -m pytest -q tests/flight
 
 # ---- benchmarks (print a table, write bench/results/*.json)

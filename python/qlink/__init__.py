@@ -47,6 +47,7 @@ try:
     from ._core import *  # noqa: F401,F403  (the names listed in _core.__all__)
     from ._core import __all__ as _CORE_ALL
     from ._core import __version__  # noqa: F401
+    from ._session import Session  # noqa: F401  (_core's Session plus register_dataset)
     from ._zarr import ZarrStore, zarr  # noqa: F401  (qlink.zarr is the function; the module is qlink._zarr)
 
     __all__ = [*_CORE_ALL, "ZarrStore", "zarr"]

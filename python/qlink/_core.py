@@ -4,9 +4,10 @@ native objects, :class:`Session` (with its registration of a Zarr store's
 tables, :func:`register_zarr`), :func:`plugin_path` (in :func:`plugin_dir`,
 qlink._resources) and the errors.
 Re-exported by qlink/__init__.py, which stays importable without it
-(qlink.sqlite). Imports nothing else of the package at load but
-qlink._resources (pure Python): qlink._zarr builds on it, and :meth:`Session.register_dataset` reaches qlink.xarray
-only when called."""
+(qlink.sqlite). Imports nothing else of the package but qlink._codecs
+and qlink._resources (pure Python); qlink._zarr, qlink.polars and
+qlink.xarray build on it, and qlink._session adds the one method that
+reaches qlink.xarray (``Session.register_dataset``)."""
 
 
 from __future__ import annotations
@@ -131,17 +132,6 @@ class Session(_NativeSession):
         See :func:`register_zarr`.
         """
         return register_zarr(self, path, name)
-
-    def register_dataset(self, name: str, ds, *, table_names=None, chunks=None, route="auto", nan_fill="null"):
-        """Register an ``xarray.Dataset``'s variables by reference (the
-        qlink_ndarray plugin; an unchanged Dataset opened from a local Zarr
-        store through qlink_zarr, ``route``), named as xarray-sql 0.6
-        names its tables: ``name``, or ``name.<dims>`` per dimension group.
-        See :func:`qlink.xarray.register`."""
-        from .xarray import register
-
-        register(self, name, ds, table_names=table_names, chunks=chunks, route=route, nan_fill=nan_fill)
-        return self
 
 
 def _store_name(path: str) -> str:

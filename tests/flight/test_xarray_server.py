@@ -1,19 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """qlink.xarray.FlightSQLServer and qlink.xarray.serve (xarray-sql 0.6's
-Flight SQL server) over ``qlink serve``, queried with ADBC's Flight SQL
-driver: the tables of a Dataset's dimension groups with the values
-``ds.to_dataframe()`` has, the secret, the process and its temporary files.
-``QLINK_CLI`` names the binary, ``QLINK_BUILD_DIR`` the C build."""
+Flight SQL server), served in this process by ``Session.serve_flight_sql``
+and queried with ADBC's Flight SQL driver: the tables of a Dataset's
+dimension groups with the values ``ds.to_dataframe()`` has, the secret,
+registering while serving, shutting down. Runs the installed package
+(``make install-python``)."""
 
 from __future__ import annotations
 
 import gc
-import os
-import stat
-import subprocess
-import sys
+import socket
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -22,12 +19,7 @@ import pytest
 xr = pytest.importorskip("xarray")
 pytest.importorskip("zarr")
 flight_sql = pytest.importorskip("adbc_driver_flightsql.dbapi")
-
-from flight_server import BUILD, CLI, ROOT  # noqa: E402
-
-os.environ.setdefault("QLINK_BUILD_DIR", str(BUILD))
-os.environ.setdefault("QLINK_CLI", str(CLI))
-sys.path.insert(0, str(ROOT / "python"))  # this tree's package, not an installed wheel
+qlink = pytest.importorskip("qlink")
 
 import qlink.xarray as xql  # noqa: E402
 
@@ -60,10 +52,22 @@ def query(server, sql: str) -> pd.DataFrame:
 
 def expected(ds: xr.Dataset, variables: list[str]) -> pd.DataFrame:
     """``ds[variables].to_dataframe()`` as a table: the dimensions, then the
-    data variables by name (as qlink_zarr lists a written store's)."""
+    data variables in the Dataset's order (as xarray-sql lists them)."""
     frame = ds[variables].to_dataframe().reset_index()
     dims = list(ds[variables].dims)
-    return frame[dims + sorted(variables)]
+    return frame[dims + [v for v in ds.data_vars if v in variables]]
+
+
+def refused(port: int, timeout: float = 10.0) -> bool:
+    """Whether connecting to ``port`` is refused within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def test_each_dimension_group_is_a_table_with_the_datasets_values():
@@ -94,9 +98,13 @@ def test_table_names_and_exact_mixed_case_names():
         got = query(server, 'SELECT lat, elev FROM "Grid"."Stations" ORDER BY lat')
         pd.testing.assert_frame_equal(got, expected(ds, ["elev"]))
         assert query(server, 'SELECT sum(count) AS c FROM "Grid".surface').values.tolist() == [[21]]
-        pd.testing.assert_frame_equal(query(server, 'SELECT * FROM "Single" ORDER BY lat'), expected(ds, ["elev"]))
-        with pytest.raises(Exception, match="(?i)not found|doesn't exist|does not exist"):
-            query(server, "SELECT * FROM single")
+        # a table's name folds to lower case, as DataFusion registers it (and xarray-sql's server);
+        # a schema's keeps its case
+        pd.testing.assert_frame_equal(query(server, "SELECT * FROM Single ORDER BY lat"), expected(ds, ["elev"]))
+        with pytest.raises(Exception, match="(?i)not found"):
+            query(server, 'SELECT * FROM "Single"')
+        with pytest.raises(Exception, match="(?i)not found"):
+            query(server, "SELECT * FROM grid.surface")
 
 
 def test_a_wrong_or_missing_secret_is_refused():
@@ -118,40 +126,35 @@ def test_serve_registers_every_dataset_and_returns_the_running_server():
         pd.testing.assert_frame_equal(query(server, "SELECT * FROM grid ORDER BY time, lat"), expected(ds, ["t2m"]))
         pd.testing.assert_frame_equal(query(server, "SELECT * FROM stations ORDER BY lat"),
                                       expected(ds, ["elev", "label"]))
-        # chunks= made the written store's chunks
-        folder = Path(server._process.folder)
-        stores = [xr.open_zarr(p, consolidated=False) for p in sorted(folder.glob("store-*.zarr"))]
-        assert [s.t2m.encoding["chunks"] for s in stores if "t2m" in s] == [(2, 2)]
+        # chunks= made the blocks: lat in blocks of 2, so a filter on lat reads one block of two
+        assert query(server, "SELECT count(*) AS n FROM grid WHERE lat > 25").values.tolist() == [[2]]
     finally:
         server.shutdown()
     assert not server.is_running
 
 
-def test_with_block_stops_the_process_and_removes_its_files():
+def test_with_block_stops_the_server_and_frees_its_port():
     with xql.FlightSQLServer() as server:
         server.register("era5", dataset()).serve()
-        proc, folder = server._process.proc, Path(server._process.folder)
-        secret_file = folder / "secret"
-        assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
-        assert secret_file.read_text() == server.secret + "\n"
-        assert sorted(p.name for p in folder.glob("store-*")) == ["store-0.zarr"]
-    assert proc.poll() is not None and not server.is_running
-    assert not folder.exists()
+        port = server.port
+        assert query(server, "SELECT count(*) AS n FROM era5.lat").values.tolist() == [[3]]
+    assert not server.is_running and refused(port)
     with pytest.raises(RuntimeError, match="shut down"):
         server.register("again", dataset())
     with pytest.raises(RuntimeError, match="shut down"):
         server.serve()
+    server.shutdown()  # idempotent
 
 
-def test_collection_stops_the_process():
+def test_collection_stops_the_server():
     server = xql.FlightSQLServer().register("era5", dataset()).serve()
-    proc, folder = server._process.proc, Path(server._process.folder)
+    port = server.port
     del server
     gc.collect()
-    assert proc.wait(timeout=10) is not None and not folder.exists()
+    assert refused(port)
 
 
-def test_registering_while_serving_restarts_on_the_same_port():
+def test_registering_while_serving_is_seen_by_the_next_query():
     ds = dataset()
     with xql.FlightSQLServer() as server:
         server.register("a", ds[["elev"]]).serve()
@@ -160,9 +163,12 @@ def test_registering_while_serving_restarts_on_the_same_port():
         assert server.port == port and server.is_running
         assert query(server, "SELECT count(*) AS n FROM a").values.tolist() == [[3]]
         assert query(server, "SELECT count(*) AS n FROM b").values.tolist() == [[6]]
-        server.register("a", ds[["t2m"]])  # replaced: its old store is removed
+        server.register("a", ds[["t2m"]])  # replaced
         assert query(server, "SELECT count(*) AS n FROM a").values.tolist() == [[6]]
-        assert sorted(p.name for p in Path(server._process.folder).glob("store-*")) == ["store-1.zarr", "store-2.zarr"]
+        server.register("a", ds)  # a table replaced by a schema, and back
+        assert query(server, "SELECT count(*) AS n FROM a.lat").values.tolist() == [[3]]
+        server.register("a", ds[["elev"]])
+        assert query(server, "SELECT count(*) AS n FROM a").values.tolist() == [[3]]
 
 
 @pytest.mark.filterwarnings("ignore:Consolidated metadata is currently not part")
@@ -173,65 +179,62 @@ def test_a_zarr_backed_dataset_is_served_from_its_own_store(tmp_path):
     opened = xr.open_zarr(tmp_path / "odd ? name & 100%.zarr")
     with xql.FlightSQLServer() as server:
         server.register("z", opened).serve()
-        assert not list(Path(server._process.folder).glob("store-*"))
-        pd.testing.assert_frame_equal(query(server, "SELECT * FROM z.time_lat ORDER BY time, lat"),
-                                      expected(ds, ["t2m", "count"]))
+        got = query(server, "SELECT * FROM z.time_lat ORDER BY time, lat")
+        # qlink_zarr lists a store's data variables by name
+        pd.testing.assert_frame_equal(got, expected(ds, ["t2m", "count"])[["time", "lat", "count", "t2m"]])
         pd.testing.assert_frame_equal(query(server, "SELECT * FROM z.lat ORDER BY lat"), expected(ds, ["elev"]))
 
 
-def test_what_qlink_serve_cannot_express_is_a_clear_error():
+def test_bad_registrations_are_clear_errors_and_leave_the_server_serving():
     ds = dataset()
     with xql.FlightSQLServer() as server:
-        with pytest.raises(ValueError, match="'a=b' has an '='"):
-            server.register("a=b", ds)
-        with pytest.raises(ValueError, match="table name 'x,y'"):
-            server.register("s", ds, table_names={("lat",): "x,y"})
-        with pytest.raises(ValueError, match="variable 'o' is object"):
-            server.register("s", ds.assign(o=("lat", np.array([1, "a", None], dtype=object))))
-        with pytest.raises(ValueError, match="0-d data variables"):
-            server.register("s", ds.assign(c=((), 1.0)))
+        server.register("ok", ds[["elev"]]).serve()
+        with pytest.raises(ValueError, match="name must be a non-empty str"):
+            server.register("", ds)
         with pytest.raises(TypeError, match="got a DataArray"):
             server.register("s", ds.t2m)
-        assert not list(Path(server._process.folder).glob("store-*"))
-
-
-def test_a_missing_binary_is_a_clear_error(monkeypatch, tmp_path):
-    monkeypatch.setenv("QLINK_CLI", str(tmp_path / "no-qlink"))
-    with pytest.raises(FileNotFoundError, match="QLINK_CLI names .*no-qlink, which is not a file"):
-        xql.FlightSQLServer()
-    monkeypatch.delenv("QLINK_CLI")
-    monkeypatch.setenv("CARGO_TARGET_DIR", str(tmp_path))
-    monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(FileNotFoundError, match=f"QLINK_CLI is not set, there is no {tmp_path}/release/qlink and no "
-                                                "qlink on PATH"):
-        xql.serve({"era5": dataset()})
+        with pytest.raises(ValueError, match="nan_fill|route"):
+            xql.register(server._session, "s", ds, route="nowhere")
+        with pytest.raises(Exception):
+            server.register("ok", ds.assign(o=("lat", np.array([1, "a", None], dtype=object))))
+        # the failed replacement left the old table
+        assert query(server, "SELECT count(*) AS n FROM ok").values.tolist() == [[3]]
 
 
 def test_a_server_that_cannot_start_says_why():
     with xql.FlightSQLServer() as server:
         server.register("era5", dataset())
-        with pytest.raises(RuntimeError, match="qlink serve .* did not start.*"):
+        with pytest.raises(ValueError, match='host "not-an-address" is not an IP address'):
             server.serve(host="not-an-address")
         assert not server.is_running
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            with pytest.raises(RuntimeError, match=f"cannot listen on 127.0.0.1:{taken.getsockname()[1]}"):
+                server.serve(port=taken.getsockname()[1])
         server.serve()
         assert query(server, "SELECT count(*) AS n FROM era5.lat").values.tolist() == [[3]]
+        with pytest.raises(RuntimeError, match="already serving"):
+            server.serve()
 
 
-def test_interpreter_exit_stops_the_process(tmp_path):
-    script = tmp_path / "run.py"
-    script.write_text(
-        "import xarray as xr, qlink.xarray as xql\n"
-        "s = xql.serve({'t': xr.Dataset({'v': ('x', [1.0, 2.0])})})\n"
-        "print(s._process.proc.pid, s._process.folder, flush=True)\n"
-        "keep = s  # never shut down: the finalizer's atexit hook must\n"
-    )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(Path(xql.__file__).parents[2]),
-                                                                     os.environ.get("PYTHONPATH")])))
-    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    pid, folder = out.stdout.split()
-    assert not Path(folder).exists()
-    with pytest.raises(ProcessLookupError):
-        for _ in range(50):  # the child was reaped by the script: its pid is gone
-            os.kill(int(pid), 0)
-            time.sleep(0.1)
+def test_session_serve_flight_sql_needs_a_secret_off_loopback():
+    session = qlink.Session()
+    session.register_arrow("t", __import__("pyarrow").table({"x": [1, 2, 3]}))
+    with pytest.raises(ValueError, match="host 0.0.0.0 is not a loopback address: a server other machines can reach "
+                                         "needs a secret"):
+        session.serve_flight_sql("0.0.0.0")
+    with pytest.raises(ValueError, match="the secret from secret has 5 bytes; it needs at least 32"):
+        session.serve_flight_sql(secret="short")
+    server = session.serve_flight_sql()  # loopback without a secret: no header needed
+    try:
+        assert server.is_running and server.url == f"grpc://127.0.0.1:{server.port}"
+        with flight_sql.connect(server.url, autocommit=True) as con, con.cursor() as cur:
+            cur.execute("SELECT sum(x) AS s FROM t")
+            assert cur.fetch_arrow_table().to_pylist() == [{"s": 6}]
+            with pytest.raises(Exception, match="(?i)ddl|not supported|not allowed"):
+                cur.execute("CREATE TABLE u AS SELECT 1")
+    finally:
+        server.shutdown()
+    assert not server.is_running and refused(server.port)
+    server.shutdown()

@@ -55,11 +55,9 @@ columns and rows; :func:`zarr_route` says why a Dataset does not qualify.
 
 The DuckDB and SQLite routes need the C build alone (not ``qlink._qlink``);
 :class:`FlightSQLServer` and :func:`serve` (xarray-sql 0.6's Flight SQL
-server) run the ``qlink`` command-line tool (``qlink serve``) over the
-Datasets' Zarr stores: they need that binary and the C build's qlink_zarr.
-:class:`Context`, a datafusion-python ``SessionContext`` and Polars
-(:func:`to_polars`, :func:`to_polars_tables`, a ``polars.SQLContext``)
-need the qlink wheel.
+server, over a ``qlink.Session`` in this process), :class:`Context`, a
+datafusion-python ``SessionContext`` and Polars (:func:`to_polars`,
+:func:`to_polars_tables`, a ``polars.SQLContext``) need the qlink wheel.
 """
 
 from __future__ import annotations
@@ -70,8 +68,10 @@ from __future__ import annotations
 # connection's registrations); _engines (the provider specs and each
 # engine's tables over them); _polars (Polars' frames and SQLContext
 # tables); _zarr_route (when qlink_zarr serves the store instead);
-# _register (register, unregister); _flight (FlightSQLServer, serve:
-# a qlink serve process over Zarr stores); _frames (to_polars,
+# _register (register on a connection, unregister); _flight
+# (FlightSQLServer, serve: a Flight SQL server over a qlink.Session in
+# this process); _dispatch (register, which also takes a FlightSQLServer);
+# _frames (to_polars,
 # to_polars_tables); _roundtrip (to_dataset); _datafusion
 # (read_xarray_table, Context).
 #
@@ -82,10 +82,11 @@ from ._buffers import live_datasets, register_dataset, unregister_dataset  # noq
 from ._cftime import cftime_text
 from ._datafusion import _context_class, read_xarray_table
 from ._engines import NAN_FILLS, _ndarray_source  # noqa: F401
-from ._flight import FlightSQLServer, cli_path, serve  # noqa: F401
+from ._dispatch import register
+from ._flight import FlightSQLServer, serve
 from ._frames import to_polars, to_polars_tables
 from ._naming import Chunks, TableNames, group_vars_by_dims, table_names_of  # noqa: F401
-from ._register import register, unregister
+from ._register import unregister
 from ._roundtrip import to_dataset
 from ._scope import SCOPE_NAME, route_of  # noqa: F401
 from ._zarr_route import ROUTES, NotRoutable, zarr_route  # noqa: F401

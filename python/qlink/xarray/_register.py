@@ -9,7 +9,6 @@ import importlib
 from ._buffers import _check_dataset, register_dataset
 from ._engines import (_drop_stale, _kind, _nan_options, _ndarray_source, _register_datafusion, _register_duckdb,
                        _register_session, _register_sqlite, _zarr_sources)
-from ._flight import FlightSQLServer
 from ._polars import _Owner, _register_polars, _unregister_polars
 from ._naming import Chunks, TableNames, group_vars_by_dims, table_names_of
 from ._scope import _Ids, _objects_of, _scope_of
@@ -109,11 +108,6 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
     unknown = set(kwargs) - {"batch_size", "prefetch"}
     if unknown:
         raise TypeError(f"register() got unexpected keyword arguments {sorted(unknown)}")
-    if isinstance(connection, FlightSQLServer):
-        if plugin is not None or route != "auto" or nan_fill != "null" or kwargs:
-            raise TypeError("a FlightSQLServer takes chunks= and table_names= only (it serves Zarr stores; "
-                            "FlightSQLServer.register)")
-        return connection.register(name, ds, chunks=chunks, table_names=table_names)
     _nan_options(nan_fill, zarr=False)  # a bad value fails before anything is registered
     _check_dataset(ds)
     kind = _kind(connection)
