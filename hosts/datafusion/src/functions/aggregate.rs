@@ -13,7 +13,7 @@ use datafusion::error::DataFusionError;
 use datafusion::logical_expr::function::AccumulatorArgs;
 use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, Signature};
 
-use super::args::{args_array, args_schema, import_array, return_type_via};
+use super::args::{args_array, args_schema, import_array, plugin_arg_fields, return_field_via, return_type_via};
 use super::signature::signature_of;
 use crate::error::{ErrorSlot, Result};
 use crate::ffi::*;
@@ -94,10 +94,15 @@ impl QlinkAggregateUdf {
         identity::plugin_function(QL_FUNCTION_AGGREGATE, registered_as, self.raw.plugin.name(), self.raw.raw.id.uid)
     }
 
-    fn state_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+    /// The state's fields for argument fields `fields` (their metadata,
+    /// such as an Arrow extension type, included).
+    fn state_struct(&self, fields: &[FieldRef]) -> Result<Fields> {
         let ss = self.raw.raw.state_schema.ok_or_else(|| DataFusionError::Plan(format!("{}: state_schema is NULL", self.name)))?;
         let me: *const ql_aggregate_function = &*self.raw.raw;
-        return_type_via(&self.raw.plugin, &self.name, |a, o, e| unsafe { ss(me, a, o, e) }, arg_types)
+        match return_field_via(&self.raw.plugin, &self.name, |a, o, e| unsafe { ss(me, a, o, e) }, fields)?.data_type() {
+            DataType::Struct(fields) => Ok(fields.clone()),
+            other => Err(DataFusionError::Plan(format!("{}: state schema must be a struct, got {other}", self.name))),
+        }
     }
 }
 
@@ -113,24 +118,27 @@ impl AggregateUDFImpl for QlinkAggregateUdf {
         let me: *const ql_aggregate_function = &*self.raw.raw;
         return_type_via(&self.raw.plugin, &self.name, |a, o, e| unsafe { rt(me, a, o, e) }, arg_types)
     }
+    /// The plugin's return field for these argument fields: with the
+    /// metadata both carry (an Arrow extension type such as GeoArrow's).
+    fn return_field(&self, arg_fields: &[FieldRef]) -> Result<FieldRef> {
+        let rt = self.raw.raw.return_type.ok_or_else(|| DataFusionError::Plan(format!("{}: return_type is NULL", self.name)))?;
+        let me: *const ql_aggregate_function = &*self.raw.raw;
+        return_field_via(&self.raw.plugin, &self.name, |a, o, e| unsafe { rt(me, a, o, e) }, arg_fields)
+    }
     fn state_fields(&self, args: datafusion::logical_expr::function::StateFieldsArgs) -> Result<Vec<FieldRef>> {
-        let types: Vec<DataType> = args.input_fields.iter().map(|f| f.data_type().clone()).collect();
-        match self.state_type(&types)? {
-            DataType::Struct(fields) => Ok(fields
-                .iter()
-                .map(|f| Arc::new(Field::new(format!("{}[{}]", args.name, f.name()), f.data_type().clone(), true)))
-                .collect()),
-            other => Err(DataFusionError::Plan(format!("{}: state schema must be a struct, got {other}", self.name))),
-        }
+        Ok(self
+            .state_struct(args.input_fields)?
+            .iter()
+            .map(|f| {
+                Arc::new(
+                    Field::new(format!("{}[{}]", args.name, f.name()), f.data_type().clone(), true).with_metadata(f.metadata().clone()),
+                )
+            })
+            .collect())
     }
     fn accumulator(&self, acc_args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         let new = self.raw.raw.accumulator_new.ok_or_else(|| DataFusionError::Plan(format!("{}: accumulator_new is NULL", self.name)))?;
-        let fields: Vec<FieldRef> = acc_args
-            .expr_fields
-            .iter()
-            .enumerate()
-            .map(|(i, f)| Arc::new(Field::new(format!("arg{i}"), f.data_type().clone(), true)))
-            .collect();
+        let fields = plugin_arg_fields(acc_args.expr_fields);
         let schema = args_schema(&fields)?;
         let mut acc: ql_accumulator = zeroed();
         let mut err = ErrorSlot::new();
@@ -139,11 +147,7 @@ impl AggregateUDFImpl for QlinkAggregateUdf {
             unsafe { new(&*self.raw.raw, &schema, &mut acc, err.ptr()) }
         };
         err.check_with(st, || format!("{}: accumulator_new", self.name))?;
-        let types: Vec<DataType> = fields.iter().map(|f| f.data_type().clone()).collect();
-        let state = match self.state_type(&types)? {
-            DataType::Struct(f) => f,
-            other => return Err(DataFusionError::Plan(format!("{}: state schema must be a struct, got {other}", self.name))),
-        };
+        let state = self.state_struct(&fields)?;
         Ok(Box::new(QlinkAccumulator {
             acc,
             owner: Arc::clone(&self.raw),

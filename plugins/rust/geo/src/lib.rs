@@ -4,9 +4,8 @@
 //! types, whose extension-type metadata crosses every host with the
 //! values.
 //!
-//! The functions are taken from the crate's own `register`. Its one
-//! aggregate (`ST_Extent`) is not exported: the SDK does not export
-//! aggregates yet (the plugin's description names it).
+//! The functions are taken from the crate's own `register`, its one
+//! aggregate (`ST_Extent`) included.
 
 use qlink_plugin::{export_plugin, Plugin};
 

@@ -39,9 +39,10 @@
 //!   never unwinds into the host; async work runs on the plugin's own Tokio
 //!   runtime ([`runtime`]).
 //!
-//! Not yet offered: aggregate and window functions, schema providers and
-//! planners (a C plugin can offer them today; the catalogue lists only what
-//! the plugin has).
+//! Aggregate functions ([`udaf`]) cross as one accumulator per group.
+//! Not yet offered: window functions, schema providers and planners (a C
+//! plugin can offer them today; the catalogue lists only what the plugin
+//! has).
 
 pub mod error;
 pub mod filters;
@@ -53,6 +54,7 @@ pub mod runtime;
 pub mod services;
 pub mod session;
 pub mod table;
+pub mod udaf;
 pub mod udf;
 pub mod udtf;
 

@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 
 use datafusion::catalog::{TableFunctionImpl, TableProvider};
 use datafusion::execution::context::SessionState;
-use datafusion::logical_expr::ScalarUDF;
+use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 use datafusion::prelude::SessionContext;
 use qlink_sys::*;
 
@@ -86,6 +86,7 @@ pub struct Plugin {
     description: String,
     tables: Vec<TableItem>,
     scalars: Vec<Arc<ScalarUDF>>,
+    aggregates: Vec<Arc<AggregateUDF>>,
     table_functions: Vec<(String, String, Arc<dyn TableFunctionImpl>)>,
     /// What `registered_by` found and cannot export yet.
     skipped: Vec<String>,
@@ -102,6 +103,7 @@ impl Plugin {
             description: String::new(),
             tables: Vec::new(),
             scalars: Vec::new(),
+            aggregates: Vec::new(),
             table_functions: Vec::new(),
             skipped: Vec::new(),
             error: None,
@@ -143,11 +145,18 @@ impl Plugin {
         self
     }
 
+    /// An aggregate function (UDAF), under its name and each of its aliases:
+    /// one `Accumulator` per group (see `udaf.rs` for what is not offered).
+    pub fn aggregate_udf(mut self, udaf: impl Into<Arc<AggregateUDF>>) -> Self {
+        self.aggregates.push(udaf.into());
+        self
+    }
+
     /// Everything a crate's own registration function adds to a DataFusion
-    /// `SessionContext` (its `register_all(ctx)`, say): each scalar function
-    /// and table function it registers beyond DataFusion's defaults, so the
-    /// plugin never lists them. Aggregate and window functions it adds are
-    /// not exported yet; the plugin's description names them. An error
+    /// `SessionContext` (its `register_all(ctx)`, say): each scalar,
+    /// aggregate and table function it registers beyond DataFusion's
+    /// defaults, so the plugin never lists them. Window functions it adds
+    /// are not exported yet; the plugin's description names them. An error
     /// from `register` makes the plugin fail to load with its message.
     pub fn registered_by(mut self, register: impl FnOnce(&SessionContext) -> datafusion::error::Result<()>) -> Self {
         let ctx = SessionContext::new();
@@ -172,17 +181,21 @@ impl Plugin {
         for (n, f) in tfs {
             self.table_functions.push((n.clone(), String::new(), f.function().clone()));
         }
-        for (kind, new) in [
-            (
-                "aggregate",
-                after.aggregate_functions().keys().filter(|k| !before.aggregate_functions().contains_key(*k)).cloned().collect::<Vec<_>>(),
-            ),
-            ("window", after.window_functions().keys().filter(|k| !before.window_functions().contains_key(*k)).cloned().collect()),
-        ] {
-            let mut new = new;
-            new.sort();
-            self.skipped.extend(new.into_iter().map(|n| format!("{kind} {n}")));
+        let mut seen: Vec<*const AggregateUDF> = self.aggregates.iter().map(Arc::as_ptr).collect();
+        let mut names: Vec<_> =
+            after.aggregate_functions().keys().filter(|k| !before.aggregate_functions().contains_key(*k)).cloned().collect();
+        names.sort();
+        for n in names {
+            let f = after.aggregate_functions()[&n].clone();
+            if !seen.contains(&Arc::as_ptr(&f)) {
+                seen.push(Arc::as_ptr(&f));
+                self.aggregates.push(f);
+            }
         }
+        let mut windows: Vec<_> =
+            after.window_functions().keys().filter(|k| !before.window_functions().contains_key(*k)).cloned().collect();
+        windows.sort();
+        self.skipped.extend(windows.into_iter().map(|n| format!("window {n}")));
         self
     }
 
@@ -208,6 +221,8 @@ pub struct Registered {
     /// Scalar functions by registered name (aliases included), in
     /// catalogue order; the uid of entry i is i + 1.
     scalars: Vec<(String, Arc<ScalarUDF>)>,
+    /// Aggregate functions by registered name, likewise.
+    aggregates: Vec<(String, Arc<AggregateUDF>)>,
     table_functions: Vec<(String, Arc<dyn TableFunctionImpl>)>,
 }
 
@@ -288,6 +303,19 @@ impl Registered {
                 scalars.push((n, udf.clone()));
             }
         }
+        let mut aggregates = Vec::new();
+        for udaf in &p.aggregates {
+            let doc = udaf.documentation().map(|d| d.description.clone()).unwrap_or_default();
+            let doc = doc.lines().next().unwrap_or("").to_string();
+            for n in std::iter::once(udaf.name()).chain(udaf.aliases().iter().map(String::as_str)) {
+                let Ok(n) = item_name(n, "function") else { continue };
+                if aggregates.iter().any(|(s, _): &(String, _)| *s == n) {
+                    continue;
+                }
+                add(QL_ITEM_AGGREGATE_FUNCTION, &n, &doc, &[], &mut strings)?;
+                aggregates.push((n, udaf.clone()));
+            }
+        }
         let mut table_functions = Vec::new();
         for (name, description, f) in &p.table_functions {
             let n = item_name(name, "table function")?;
@@ -303,6 +331,7 @@ impl Registered {
             _options: options,
             tables: p.tables,
             scalars,
+            aggregates,
             table_functions,
         })
     }
@@ -367,6 +396,21 @@ unsafe extern "C" fn open_scalar(p: *const ql_plugin, name: *const c_char, out: 
         let n = name_of(name);
         let (uid, udf) = find_item(&r.scalars, &n, "scalar function", r)?;
         std::ptr::write(out, crate::udf::export_udf(udf.clone(), &n, lib_name(r), uid));
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn open_aggregate(
+    p: *const ql_plugin,
+    name: *const c_char,
+    out: *mut ql_aggregate_function,
+    error: *mut ql_error,
+) -> c_int {
+    guard(error, "aggregate_function_open", || {
+        let r = registered(p);
+        let n = name_of(name);
+        let (uid, udaf) = find_item(&r.aggregates, &n, "aggregate function", r)?;
+        std::ptr::write(out, crate::udaf::export_udaf(udaf.clone(), &n, lib_name(r), uid));
         Ok(())
     })
 }
@@ -448,6 +492,7 @@ pub unsafe fn init(
         d.items = if r.items.is_empty() { std::ptr::null() } else { r.items.as_ptr() };
         d.table_provider_open = if has(QL_ITEM_TABLE_PROVIDER) { Some(open_table) } else { None };
         d.scalar_function_open = if has(QL_ITEM_SCALAR_FUNCTION) { Some(open_scalar) } else { None };
+        d.aggregate_function_open = if has(QL_ITEM_AGGREGATE_FUNCTION) { Some(open_aggregate) } else { None };
         d.table_function_open = if has(QL_ITEM_TABLE_FUNCTION) { Some(open_table_function) } else { None };
         d.release = Some(release_plugin);
         d.private_data = r as *const Registered as *mut _;

@@ -49,6 +49,8 @@ fn plugin() -> Plugin {
         })
         .table_with_options("explodes", "panics when opened", vec![], |_, _| panic!("boom"))
         .scalar_udf(doubled)
+        .aggregate_udf(datafusion::functions_aggregate::sum::sum_udaf())
+        .aggregate_udf(datafusion::functions_aggregate::array_agg::array_agg_udaf())
 }
 
 export_plugin!(plugin);
@@ -115,10 +117,12 @@ fn the_descriptor_lists_every_item() {
         vec![
             (QL_ITEM_TABLE_PROVIDER, "numbers".into(), 1),
             (QL_ITEM_TABLE_PROVIDER, "explodes".into(), 0),
-            (QL_ITEM_SCALAR_FUNCTION, "doubled".into(), 0)
+            (QL_ITEM_SCALAR_FUNCTION, "doubled".into(), 0),
+            (QL_ITEM_AGGREGATE_FUNCTION, "sum".into(), 0),
+            (QL_ITEM_AGGREGATE_FUNCTION, "array_agg".into(), 0)
         ]
     );
-    assert!(p.aggregate_function_open.is_none() && p.planner_open.is_none());
+    assert!(p.aggregate_function_open.is_some() && p.window_function_open.is_none() && p.planner_open.is_none());
 }
 
 #[test]
@@ -229,4 +233,105 @@ fn a_scalar_function_coerces_and_never_returns_borrowed_buffers() {
     assert!(m.starts_with("doubled: "), "{m}");
     unsafe { f.release.unwrap()(&mut f) };
     let _ = got.len();
+}
+
+/// One accumulator's call, checked: QL_OK or the message.
+fn ok(rc: i32, err: &mut ql_error) {
+    if rc != QL_OK {
+        panic!("{rc}: {}", message(err));
+    }
+}
+
+fn open_aggregate(p: &ql_plugin, name: &str) -> ql_aggregate_function {
+    let name = CString::new(name).unwrap();
+    let mut f: ql_aggregate_function = zeroed();
+    let mut err = ql_error::new();
+    ok(unsafe { p.aggregate_function_open.unwrap()(p, name.as_ptr(), &mut f, &mut err) }, &mut err);
+    f
+}
+
+/// An Int32 argument column as the host passes it: a struct array and its schema.
+fn int32_args(values: Vec<Option<i32>>) -> (FFI_ArrowSchema, FFI_ArrowArray) {
+    let fields = Fields::from(vec![Field::new("a", DataType::Int32, true)]);
+    let input = StructArray::try_new(fields.clone(), vec![Arc::new(arrow::array::Int32Array::from(values))], None).unwrap();
+    (FFI_ArrowSchema::try_from(DataType::Struct(fields)).unwrap(), to_ffi(&input.to_data()).unwrap().0)
+}
+
+#[test]
+fn an_aggregate_coerces_merges_states_and_evaluates() {
+    let p = load();
+    let mut f = open_aggregate(&p, "sum");
+    assert_eq!(f.id.kind, QL_FUNCTION_AGGREGATE);
+    assert_eq!(unsafe { CStr::from_ptr(f.id.library) }.to_str().unwrap(), "qlink_sdk_test");
+    let mut err = ql_error::new();
+    let (schema, _) = int32_args(vec![]);
+    let sp = &schema as *const FFI_ArrowSchema as *const ArrowSchema;
+    let mut ret = FFI_ArrowSchema::empty();
+    ok(unsafe { f.return_type.unwrap()(&f, sp, &mut ret as *mut _ as *mut ArrowSchema, &mut err) }, &mut err);
+    assert_eq!(DataType::try_from(&ret).unwrap(), DataType::Int64); // sum(Int32) is Int64
+    let mut state_schema = FFI_ArrowSchema::empty();
+    ok(unsafe { f.state_schema.unwrap()(&f, sp, &mut state_schema as *mut _ as *mut ArrowSchema, &mut err) }, &mut err);
+    let DataType::Struct(state_fields) = DataType::try_from(&state_schema).unwrap() else { panic!("state is not a struct") };
+    assert_eq!(state_fields.iter().map(|f| f.data_type().clone()).collect::<Vec<_>>(), [DataType::Int64]);
+
+    // two groups' accumulators: [1, 2, NULL, 4] and [10]; the second's state merged into the first
+    let new_acc = || {
+        let mut a: ql_accumulator = zeroed();
+        let mut err = ql_error::new();
+        ok(unsafe { f.accumulator_new.unwrap()(&f, sp, &mut a, &mut err) }, &mut err);
+        a
+    };
+    let (mut a, mut b) = (new_acc(), new_acc());
+    for (acc, values) in [(&mut a, vec![Some(1), Some(2), None, Some(4)]), (&mut b, vec![Some(10)])] {
+        let (_, array) = int32_args(values);
+        ok(unsafe { acc.update.unwrap()(acc, &array as *const _ as *const ArrowArray, &mut err) }, &mut err);
+    }
+    let mut state = FFI_ArrowArray::empty();
+    ok(unsafe { b.state.unwrap()(&mut b, &mut state as *mut _ as *mut ArrowArray, &mut err) }, &mut err);
+    ok(unsafe { a.merge.unwrap()(&mut a, &state as *const _ as *const ArrowArray, &mut err) }, &mut err);
+    drop(state);
+    let mut out = FFI_ArrowArray::empty();
+    ok(unsafe { a.evaluate.unwrap()(&mut a, &mut out as *mut _ as *mut ArrowArray, &mut err) }, &mut err);
+    let got = Int64Array::from(unsafe { arrow::ffi::from_ffi(out, &ret) }.unwrap());
+    assert_eq!(got.iter().collect::<Vec<_>>(), [Some(17)]);
+    assert!(unsafe { a.size.unwrap()(&a) } > 0);
+    unsafe {
+        a.release.unwrap()(&mut a);
+        b.release.unwrap()(&mut b);
+    }
+
+    // a string argument: sum's own error, as QL_EINVAL naming it
+    let fields = Fields::from(vec![Field::new("a", DataType::Utf8, true)]);
+    let s = FFI_ArrowSchema::try_from(DataType::Struct(fields)).unwrap();
+    let mut a: ql_accumulator = zeroed();
+    let rc = unsafe { f.accumulator_new.unwrap()(&f, &s as *const _ as *const ArrowSchema, &mut a, &mut err) };
+    assert_eq!(rc, QL_EINVAL);
+    let m = message(&mut err);
+    assert!(m.starts_with("sum: "), "{m}");
+    unsafe { f.release.unwrap()(&mut f) };
+}
+
+#[test]
+fn an_accumulator_keeps_no_host_buffer_after_the_call() {
+    let p = load();
+    let mut f = open_aggregate(&p, "array_agg");
+    let mut err = ql_error::new();
+    let (schema, array) = int32_args(vec![Some(3), None, Some(5)]);
+    let sp = &schema as *const FFI_ArrowSchema as *const ArrowSchema;
+    let mut a: ql_accumulator = zeroed();
+    ok(unsafe { f.accumulator_new.unwrap()(&f, sp, &mut a, &mut err) }, &mut err);
+    ok(unsafe { a.update.unwrap()(&mut a, &array as *const _ as *const ArrowArray, &mut err) }, &mut err);
+    drop(array); // the host frees its arguments after the call: array_agg kept a copy
+    let mut ret = FFI_ArrowSchema::empty();
+    ok(unsafe { f.return_type.unwrap()(&f, sp, &mut ret as *mut _ as *mut ArrowSchema, &mut err) }, &mut err);
+    let mut out = FFI_ArrowArray::empty();
+    ok(unsafe { a.evaluate.unwrap()(&mut a, &mut out as *mut _ as *mut ArrowArray, &mut err) }, &mut err);
+    let list = arrow::array::ListArray::from(unsafe { arrow::ffi::from_ffi(out, &ret) }.unwrap());
+    let values = list.value(0);
+    let values = values.as_any().downcast_ref::<arrow::array::Int32Array>().unwrap();
+    assert_eq!(values.iter().collect::<Vec<_>>(), [Some(3), None, Some(5)]);
+    unsafe {
+        a.release.unwrap()(&mut a);
+        f.release.unwrap()(&mut f);
+    }
 }

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: Apache-2.0
+//! A DataFusion `AggregateUDF` as a `ql_aggregate_function`
+//! (qlink/function.h), with one `ql_accumulator` per group over the UDF's
+//! own `Accumulator`.
+//!
+//! Types: the host's argument types are coerced by DataFusion's own rules
+//! for the UDF's signature (`fields_with_udf`) and the columns
+//! cast to them; the return field (with its extension metadata) and the
+//! state fields are the UDF's for those types. A signature that fixes its
+//! argument types is declared to the host as argument formats.
+//!
+//! Memory: the host's argument and state arrays are borrowed for the call
+//! only, while an `Accumulator` may keep what it is given (`array_agg`
+//! keeps the arrays), so each call copies them first: an accumulator never
+//! points into host memory after the call returns.
+//!
+//! Not offered: `groups_accumulator_new` (hosts then drive one accumulator
+//! per group), DISTINCT and ORDER BY inside the aggregate's call (the host
+//! plans those), and retract (sliding window frames).
+
+use std::ffi::{CStr, CString};
+use std::os::raw::c_int;
+use std::sync::Arc;
+
+use arrow::array::{make_array, Array, ArrayRef, MutableArrayData, StructArray};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, Field, FieldRef, Fields, Schema};
+use arrow::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
+use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
+use datafusion::logical_expr::type_coercion::functions::fields_with_udf;
+use datafusion::logical_expr::{Accumulator, AggregateUDF};
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::PhysicalExpr;
+use qlink_sys::*;
+
+use crate::error::{guard, guard_value, Error, Result};
+use crate::udf::{arg_fields, borrow_args, fixed_arg_types, volatility_of};
+
+struct UdafState {
+    udaf: Arc<AggregateUDF>,
+    name: CString,
+    /// The declared argument formats (and the pointers to them).
+    _formats: Vec<CString>,
+    format_ptrs: Vec<*const std::os::raw::c_char>,
+}
+
+/// The coerced argument fields and the return field of `udaf` for `fields`.
+fn plan_call(udaf: &AggregateUDF, fields: &[FieldRef]) -> Result<(Vec<FieldRef>, FieldRef)> {
+    let coerced = fields_with_udf(fields, udaf).map_err(|e| Error::invalid(format!("{}: {}", udaf.name(), Error::from(e).message)))?;
+    let ret = udaf.return_field(&coerced)?;
+    Ok((coerced, ret))
+}
+
+/// The state fields of `udaf` for these argument and return fields, each
+/// nullable (one row per group, which may have seen no value).
+fn state_fields(udaf: &AggregateUDF, coerced: &[FieldRef], ret: &FieldRef) -> Result<Fields> {
+    let fields = udaf.state_fields(StateFieldsArgs {
+        name: udaf.name(),
+        input_fields: coerced,
+        return_field: ret.clone(),
+        ordering_fields: &[],
+        is_distinct: false,
+    })?;
+    Ok(fields.iter().map(|f| f.as_ref().clone().with_nullable(true)).collect())
+}
+
+/// `udaf` as a `ql_aggregate_function` the caller owns, identified as
+/// (`library`, `uid`) and registered as `name`.
+pub fn export_udaf(udaf: Arc<AggregateUDF>, name: &str, library: &'static CStr, uid: u64) -> ql_aggregate_function {
+    let volatility = volatility_of(udaf.signature().volatility);
+    let fixed = fixed_arg_types(&udaf.signature().type_signature);
+    let formats: Vec<CString> = fixed.iter().flatten().map(|t| CString::new(qlink_convert::format_of(t)).unwrap_or_default()).collect();
+    let format_ptrs = formats.iter().map(|c| c.as_ptr()).collect();
+    let st = Box::new(UdafState { udaf, name: CString::new(name).unwrap_or_default(), _formats: formats, format_ptrs });
+    let mut out: ql_aggregate_function = unsafe { std::mem::zeroed() };
+    out.struct_size = std::mem::size_of::<ql_aggregate_function>() as u32;
+    out.id = ql_function_id { origin: QL_ORIGIN_USER, kind: QL_FUNCTION_AGGREGATE, name: st.name.as_ptr(), library: library.as_ptr(), uid };
+    out.signature = match &fixed {
+        Some(types) => ql_signature { n_args: types.len() as i32, volatility, arg_formats: st.format_ptrs.as_ptr() },
+        None => ql_signature { n_args: -1, volatility, arg_formats: std::ptr::null() },
+    };
+    out.return_type = Some(udaf_return_type);
+    out.state_schema = Some(udaf_state_schema);
+    out.accumulator_new = Some(udaf_accumulator_new);
+    out.groups_accumulator_new = None;
+    out.release = Some(udaf_release);
+    out.private_data = crate::private::into_private(st);
+    out
+}
+
+fn state(f: *const ql_aggregate_function) -> &'static UdafState {
+    // SAFETY: private_data is the UdafState this module boxed.
+    unsafe { crate::private::borrow((*f).private_data) }
+}
+
+unsafe extern "C" fn udaf_return_type(
+    f: *const ql_aggregate_function,
+    args: *const ArrowSchema,
+    out: *mut ArrowSchema,
+    error: *mut ql_error,
+) -> c_int {
+    guard(error, "return type", || {
+        let udaf = &state(f).udaf;
+        let (_, ret) = plan_call(udaf, &arg_fields(args)?)?;
+        let field = Field::new(udaf.name(), ret.data_type().clone(), true).with_metadata(ret.metadata().clone());
+        std::ptr::write(out, FFI_ArrowSchema::try_from(&field)?);
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn udaf_state_schema(
+    f: *const ql_aggregate_function,
+    args: *const ArrowSchema,
+    out: *mut ArrowSchema,
+    error: *mut ql_error,
+) -> c_int {
+    guard(error, "state schema", || {
+        let udaf = &state(f).udaf;
+        let (coerced, ret) = plan_call(udaf, &arg_fields(args)?)?;
+        let fields = state_fields(udaf, &coerced, &ret)?;
+        std::ptr::write(out, FFI_ArrowSchema::try_from(&DataType::Struct(fields))?);
+        Ok(())
+    })
+}
+
+/// One group's accumulator and what its calls need to read the host's arrays.
+struct AccState {
+    acc: Box<dyn Accumulator>,
+    name: String,
+    /// The host's argument types (as it passes them) and the coerced ones.
+    args_schema: FFI_ArrowSchema,
+    coerced: Vec<FieldRef>,
+    /// The state's struct type, as `state` writes it and `merge` reads it.
+    state_fields: Fields,
+    state_schema: FFI_ArrowSchema,
+    ret: FieldRef,
+}
+
+unsafe extern "C" fn udaf_accumulator_new(
+    f: *const ql_aggregate_function,
+    args: *const ArrowSchema,
+    out: *mut ql_accumulator,
+    error: *mut ql_error,
+) -> c_int {
+    guard(error, "accumulator", || {
+        let udaf = &state(f).udaf;
+        let fields = arg_fields(args)?;
+        let (coerced, ret) = plan_call(udaf, &fields)?;
+        let state_fields = state_fields(udaf, &coerced, &ret)?;
+        let schema = Schema::new(coerced.clone());
+        let exprs: Vec<Arc<dyn PhysicalExpr>> =
+            coerced.iter().enumerate().map(|(i, c)| Arc::new(Column::new(c.name(), i)) as Arc<dyn PhysicalExpr>).collect();
+        let acc = udaf.accumulator(AccumulatorArgs {
+            return_field: ret.clone(),
+            schema: &schema,
+            ignore_nulls: false,
+            order_bys: &[],
+            is_reversed: false,
+            name: udaf.name(),
+            is_distinct: false,
+            exprs: &exprs,
+            expr_fields: &coerced,
+        })?;
+        let st = Box::new(AccState {
+            acc,
+            name: udaf.name().to_string(),
+            args_schema: FFI_ArrowSchema::try_from(&DataType::Struct(Fields::from(fields)))?,
+            coerced,
+            state_schema: FFI_ArrowSchema::try_from(&DataType::Struct(state_fields.clone()))?,
+            state_fields,
+            ret,
+        });
+        let mut acc: ql_accumulator = std::mem::zeroed();
+        acc.struct_size = std::mem::size_of::<ql_accumulator>() as u32;
+        acc.update = Some(acc_update);
+        acc.merge = Some(acc_merge);
+        acc.state = Some(acc_state);
+        acc.evaluate = Some(acc_evaluate);
+        acc.size = Some(acc_size);
+        acc.release = Some(acc_release);
+        acc.private_data = crate::private::into_private(st);
+        std::ptr::write(out, acc);
+        Ok(())
+    })
+}
+
+fn acc(a: *mut ql_accumulator) -> &'static mut AccState {
+    // SAFETY: private_data is the AccState this module boxed; the ABI gives
+    // an accumulator a single owner, so no other call runs on it meanwhile.
+    unsafe { &mut *((*a).private_data as *mut AccState) }
+}
+
+/// `array` with buffers of its own (the host's are borrowed for the call).
+fn owned(array: &ArrayRef) -> Result<ArrayRef> {
+    let data = array.to_data();
+    let mut m = MutableArrayData::new(vec![&data], false, data.len());
+    m.try_extend(0, 0, data.len())?;
+    Ok(make_array(m.freeze()))
+}
+
+/// The columns of the host's borrowed struct array, copied, each cast to `want`.
+fn columns(schema: &FFI_ArrowSchema, array: *const ArrowArray, want: &[FieldRef], what: &str) -> Result<Vec<ArrayRef>> {
+    if array.is_null() {
+        return Err(Error::invalid(format!("{what}: no array")));
+    }
+    let input: StructArray = borrow_args(schema as *const FFI_ArrowSchema as *const ArrowSchema, array)?;
+    if input.num_columns() != want.len() {
+        return Err(Error::invalid(format!("{what}: {} columns, expected {}", input.num_columns(), want.len())));
+    }
+    want.iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let col = input.column(i);
+            if col.data_type() == w.data_type() {
+                owned(col)
+            } else {
+                Ok(cast(col, w.data_type())?)
+            }
+        })
+        .collect()
+}
+
+unsafe extern "C" fn acc_update(a: *mut ql_accumulator, args: *const ArrowArray, error: *mut ql_error) -> c_int {
+    guard(error, "update", || {
+        let st = acc(a);
+        let cols = columns(&st.args_schema, args, &st.coerced, &st.name)?;
+        st.acc.update_batch(&cols)?;
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn acc_merge(a: *mut ql_accumulator, states: *const ArrowArray, error: *mut ql_error) -> c_int {
+    guard(error, "merge", || {
+        let st = acc(a);
+        let fields: Vec<FieldRef> = st.state_fields.iter().cloned().collect();
+        let cols = columns(&st.state_schema, states, &fields, &st.name)?;
+        st.acc.merge_batch(&cols)?;
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn acc_state(a: *mut ql_accumulator, out: *mut ArrowArray, error: *mut ql_error) -> c_int {
+    guard(error, "state", || {
+        let st = acc(a);
+        let values = st.acc.state()?;
+        if values.len() != st.state_fields.len() {
+            return Err(Error::new(
+                QL_EINTERNAL,
+                format!("{}: {} state values for {} state fields", st.name, values.len(), st.state_fields.len()),
+            ));
+        }
+        let mut cols = Vec::with_capacity(values.len());
+        for (v, f) in values.iter().zip(st.state_fields.iter()) {
+            let col = v.to_array_of_size(1)?;
+            cols.push(if col.data_type() == f.data_type() { col } else { cast(&col, f.data_type())? });
+        }
+        let array = StructArray::try_new(st.state_fields.clone(), cols, None)?;
+        std::ptr::write(out as *mut FFI_ArrowArray, FFI_ArrowArray::new(&array.to_data()));
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn acc_evaluate(a: *mut ql_accumulator, out: *mut ArrowArray, error: *mut ql_error) -> c_int {
+    guard(error, "evaluate", || {
+        let st = acc(a);
+        let value = st.acc.evaluate()?;
+        let col = value.to_array_of_size(1)?;
+        let col = if col.data_type() == st.ret.data_type() { col } else { cast(&col, st.ret.data_type())? };
+        std::ptr::write(out as *mut FFI_ArrowArray, FFI_ArrowArray::new(&col.to_data()));
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn acc_size(a: *const ql_accumulator) -> i64 {
+    guard_value(0, || acc(a as *mut ql_accumulator).acc.size() as i64)
+}
+
+unsafe extern "C" fn acc_release(a: *mut ql_accumulator) {
+    guard_value((), || {
+        crate::private::drop_box::<AccState>(&mut (*a).private_data);
+        (*a).release = None;
+    })
+}
+
+unsafe extern "C" fn udaf_release(f: *mut ql_aggregate_function) {
+    guard_value((), || {
+        crate::private::drop_box::<UdafState>(&mut (*f).private_data);
+        (*f).release = None;
+    })
+}
