@@ -9,6 +9,7 @@
 #include "qlink/lib/arrow.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -430,6 +431,41 @@ int ql_array_is_valid(const struct ArrowArray *array, int64_t i) {
   if (!validity) return 1;
   int64_t bit = array->offset + i;
   return (validity[bit / 8] >> (bit % 8)) & 1;
+}
+
+int ql_array_view_at(const struct ArrowArray *array, int64_t i, const uint8_t **data, int64_t *length,
+                     struct ql_error *error) {
+  int64_t row = array->offset + i;
+  if (array->n_buffers < 3 || !array->buffers || !array->buffers[1]) {
+    return ql_error_set(error, QL_EDATA,
+                        "view array: %" PRId64
+                        " buffers, it needs at least 3 (validity, views, "
+                        "data sizes)",
+                        array->n_buffers);
+  }
+  const uint8_t *view = (const uint8_t *)array->buffers[1] + 16 * row;
+  int32_t len, index, offset;
+  memcpy(&len, view, 4);
+  if (len < 0) return ql_error_set(error, QL_EDATA, "view array: row %" PRId64 " has length %d", i, (int)len);
+  *length = len;
+  if (len <= 12) { /* short strings are inline, after the length */
+    *data = view + 4;
+    return QL_OK;
+  }
+  memcpy(&index, view + 8, 4);
+  memcpy(&offset, view + 12, 4);
+  int64_t n_data = array->n_buffers - 3;
+  const int64_t *sizes = array->buffers[array->n_buffers - 1];
+  if (index < 0 || index >= n_data || offset < 0 || !array->buffers[2 + index] ||
+      (sizes && (int64_t)offset + len > sizes[index])) {
+    return ql_error_set(error, QL_EDATA,
+                        "view array: row %" PRId64
+                        " names bytes [%d, %d + %d) of data buffer %d, "
+                        "which the array does not have (data buffers: %" PRId64 ")",
+                        i, (int)offset, (int)offset, (int)len, (int)index, n_data);
+  }
+  *data = (const uint8_t *)array->buffers[2 + index] + offset;
+  return QL_OK;
 }
 
 /* ------------------------------------------------------------- streams */

@@ -281,6 +281,55 @@ static void test_stream(void) {
   ql_error_release(&error);
 }
 
+/* View arrays: inline (<= 12 bytes) and out-of-line strings, the offset
+ * applied, and views naming data the array does not have refused. */
+static void test_views(void) {
+  struct ql_error error = {0};
+  uint8_t views[4][16];
+  memset(views, 0, sizeof views);
+  const char *data0 = "xxa string longer than twelve";
+  int32_t len = 5, idx = 0, off = 2;
+  memcpy(views[0], &len, 4);
+  memcpy(views[0] + 4, "short", 5);
+  len = 27;
+  memcpy(views[1], &len, 4);
+  memcpy(views[1] + 4, "a st", 4);
+  memcpy(views[1] + 8, &idx, 4);
+  memcpy(views[1] + 12, &off, 4);
+  idx = 1; /* a data buffer the array lacks */
+  memcpy(views[2], &len, 4);
+  memcpy(views[2] + 8, &idx, 4);
+  idx = 0, off = 10; /* bytes beyond the buffer's size */
+  memcpy(views[3], &len, 4);
+  memcpy(views[3] + 8, &idx, 4);
+  memcpy(views[3] + 12, &off, 4);
+  int64_t sizes[1] = {29};
+  const void *buffers[4] = {NULL, views, data0, sizes};
+  struct ArrowArray a = {.length = 4, .n_buffers = 4, .buffers = buffers};
+  const uint8_t *got;
+  int64_t n;
+  QL_CHECK_OK(ql_array_view_at(&a, 0, &got, &n, &error), error);
+  QL_CHECK_INT(n, 5);
+  QL_CHECK(memcmp(got, "short", 5) == 0);
+  QL_CHECK_OK(ql_array_view_at(&a, 1, &got, &n, &error), error);
+  QL_CHECK_INT(n, 27);
+  QL_CHECK(memcmp(got, "a string longer than twelve", 27) == 0);
+  QL_CHECK_INT(ql_array_view_at(&a, 2, &got, &n, &error), QL_EDATA);
+  QL_CHECK_STR(ql_error_message(&error),
+               "view array: row 2 names bytes [0, 0 + 27) of data buffer 1, which the "
+               "array does not have (data buffers: 1)");
+  ql_error_release(&error);
+  QL_CHECK_INT(ql_array_view_at(&a, 3, &got, &n, &error), QL_EDATA);
+  ql_error_release(&error);
+  a.offset = 1; /* row 0 is the array's second view */
+  QL_CHECK_OK(ql_array_view_at(&a, 0, &got, &n, &error), error);
+  QL_CHECK_INT(n, 27);
+  a.n_buffers = 2;
+  QL_CHECK_INT(ql_array_view_at(&a, 0, &got, &n, &error), QL_EDATA);
+  QL_CHECK_STR(ql_error_message(&error), "view array: 2 buffers, it needs at least 3 (validity, views, data sizes)");
+  ql_error_release(&error);
+}
+
 int main(void) {
   test_schema_basic();
   test_schema_dictionary_copy();
@@ -288,5 +337,6 @@ int main(void) {
   test_arrays();
   test_nulls();
   test_stream();
+  test_views();
   QL_TEST_END();
 }

@@ -433,6 +433,37 @@ QUERIES += [
     Query("rust_template", "SELECT n, squared(n) AS s FROM {t} ORDER BY n", ("int64", "int64"),
           tables={"t": "qlink_template/numbers?count=5"}, functions=("qlink_template",),
           oracle=lambda: [(n, n * n) for n in range(1, 6)]),
+    # strings a plugin sends in Arrow's view layout (Utf8View): inline and long values, NULLs, two batches
+    Query("rust_string_views", "SELECT id, s, CAST(length(s) AS BIGINT) AS n FROM {t} ORDER BY id",
+          ("int64", "utf8", "int64"),
+          tables={"t": "qlink_memtable/views"},
+          oracle=lambda: [(i, None if i % 3 == 2 else (f"row {i}: longer than twelve bytes" if i % 2 else f"r{i}"),
+                           None if i % 3 == 2 else len(f"row {i}: longer than twelve bytes" if i % 2 else f"r{i}"))
+                          for i in range(6)]),
+    Query("rust_string_views_filter", "SELECT id FROM {t} WHERE s LIKE '%twelve%' ORDER BY id", ("int64",),
+          tables={"t": "qlink_memtable/views"}, oracle=lambda: [(1,), (3,)]),
+    # bytes in the view layout (BinaryView), read whole by each host's scan
+    Query("rust_binary_views", "SELECT count(b) AS nb, count(*) AS n FROM {t}", ("int64", "int64"),
+          tables={"t": "qlink_memtable/views"}, oracle=lambda: [(4, 6)]),
+    # an aggregate UDF written in Rust (the template's int_product), grouped and over no rows
+    Query("rust_template_aggregate",
+          "SELECT n % 3 AS k, int_product(n) AS p, count(*) AS c FROM {t} GROUP BY n % 3 ORDER BY k",
+          ("int64", "int64", "int64"), tables={"t": "qlink_template/numbers?count=10"}, functions=("qlink_template",),
+          oracle=lambda: [(0, 3 * 6 * 9, 3), (1, 1 * 4 * 7 * 10, 4), (2, 2 * 5 * 8, 3)]),
+    Query("rust_template_aggregate_empty",
+          "SELECT coalesce(int_product(n), -1) AS p, "
+          "CAST(CASE WHEN int_product(n) IS NULL THEN 1 ELSE 0 END AS BIGINT) AS none FROM {t} WHERE n > 100",
+          ("int64", "int64"), tables={"t": "qlink_template/numbers?count=10"}, functions=("qlink_template",),
+          oracle=lambda: [(-1, 1)]),
+    # geodatafusion's aggregate over GeoArrow points: the extent's corners. Over one
+    # partition (VALUES), so DataFusion aggregates in one phase: geodatafusion 0.6's
+    # ST_Extent declares one state field but returns four state values, so a
+    # two-phase aggregation fails natively too ("4 state values for 1 state fields" here).
+    Query("rust_geo_extent",
+          "SELECT ST_XMin(e) AS x0, ST_XMax(e) AS x1, ST_YMin(e) AS y0, ST_YMax(e) AS y1 FROM "
+          "(SELECT ST_Extent(ST_Point(x, y)) AS e FROM (VALUES (0.0, 0.0), (0.25, 1.0), (0.5, 2.0)) AS v(x, y)) AS s",
+          ("float64", "float64", "float64", "float64"), functions=("qlink_geo",), unsupported=_GEO_UNSUPPORTED,
+          oracle=lambda: [(0.0, 0.5, 0.0, 2.0)]),
 ]
 
 def available(engine: Engine):

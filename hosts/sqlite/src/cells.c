@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qlink/lib/arrow.h"
 #include "qlink/lib/status.h"
 
 void qls_buf_free(struct qls_buf *b) {
@@ -179,8 +180,8 @@ const char *qls_decltype(const struct ArrowSchema *s) {
   if (strcmp(f, "n") == 0) return "";
   if (strcmp(f, "b") == 0 || is_int_format(f) || strcmp(f, "L") == 0) return "INTEGER";
   if (strcmp(f, "e") == 0 || strcmp(f, "f") == 0 || strcmp(f, "g") == 0) return "REAL";
-  if (strcmp(f, "u") == 0 || strcmp(f, "U") == 0) return "TEXT";
-  if (strcmp(f, "z") == 0 || strcmp(f, "Z") == 0 || strncmp(f, "w:", 2) == 0) return "BLOB";
+  if (strcmp(f, "u") == 0 || strcmp(f, "U") == 0 || strcmp(f, "vu") == 0) return "TEXT";
+  if (strcmp(f, "z") == 0 || strcmp(f, "Z") == 0 || strcmp(f, "vz") == 0 || strncmp(f, "w:", 2) == 0) return "BLOB";
   if (strncmp(f, "ts", 2) == 0 && strchr("smun", f[2]) && f[2] && f[3] == ':') return "TEXT";
   if (strcmp(f, "tdD") == 0 || strcmp(f, "tdm") == 0) return "TEXT";
   if ((strcmp(f, "tts") == 0 || strcmp(f, "ttm") == 0 || strcmp(f, "ttu") == 0 || strcmp(f, "ttn") == 0))
@@ -332,6 +333,14 @@ static int leaf(const struct ArrowSchema *s, const struct ArrowArray *a, int64_t
     cell->klass = f[0] == 'U' ? QLS_TEXT : QLS_BLOB;
     cell->data = (const char *)a->buffers[2] + off[j];
     cell->size = off[j + 1] - off[j];
+  } else if (strcmp(f, "vu") == 0 || strcmp(f, "vz") == 0) {
+    const uint8_t *bytes;
+    int64_t n;
+    int rc = ql_array_view_at(a, i, &bytes, &n, error);
+    if (rc != QL_OK) return rc;
+    cell->klass = f[1] == 'u' ? QLS_TEXT : QLS_BLOB;
+    cell->data = (const char *)bytes;
+    cell->size = n;
   } else if (strncmp(f, "w:", 2) == 0) {
     int64_t w = atoll(f + 2);
     cell->klass = QLS_BLOB;

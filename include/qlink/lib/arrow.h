@@ -71,6 +71,17 @@ void ql_schema_move(struct ArrowSchema *src, struct ArrowSchema *dst);
  * first buffer is type ids, not validity). */
 int ql_array_is_valid(const struct ArrowArray *array, int64_t i);
 
+/* Row i (the array's offset applied) of a string or binary view array
+ * (formats "vu" and "vz", the Arrow C data interface's view layout: the
+ * validity buffer, 16-byte views, the variadic data buffers, then their
+ * int64 sizes): its bytes, borrowed from `array`, in *data and *length.
+ * The caller checks validity first (ql_array_is_valid). QL_EDATA, naming
+ * the row, when the array has fewer than 3 buffers, a view's length is
+ * negative, or it names a data buffer the array lacks or bytes beyond that
+ * buffer's size: what a plugin sends is checked before it is read. */
+int ql_array_view_at(const struct ArrowArray *array, int64_t i, const uint8_t **data, int64_t *length,
+                     struct ql_error *error);
+
 /* ---- streams */
 
 /* A stream over `n` arrays (moved in) with `schema` (moved in). get_schema

@@ -146,6 +146,15 @@ static int read_cells(const struct qd_fn *f, const qd_vector *args, idx_t n, str
 
 /* ---------------------------------------------------------------- scalars */
 
+/* A function's result rows into DuckDB's vector `result` from row `to`. */
+static int copy_result(const struct qd_type *ret, const struct ArrowArray *out, idx_t n, qd_vector result, idx_t to,
+                       struct ql_error *err) {
+  int rc = qd_copy(ret, out, 0, n, result, to);
+  if (rc == QD_MALFORMED) return ql_error_set(err, QL_EDATA, "the result's string views name bytes it does not have");
+  if (rc != 0) return ql_error_set(err, QL_ENOMEM, "DuckDB refused memory for the result");
+  return QL_OK;
+}
+
 int qd_fn_scalar(const struct qd_fn *f, const qd_vector *argv, idx_t n, qd_vector result, struct ql_error *err) {
   struct ArrowSchema schema = {0};
   struct ArrowArray args = {0}, out = {0};
@@ -164,9 +173,7 @@ int qd_fn_scalar(const struct qd_fn *f, const qd_vector *argv, idx_t n, qd_vecto
     rc = ql_error_set(err, QL_EINTERNAL, "the function returned %lld rows for %llu", (long long)out.length,
                       (unsigned long long)n);
   }
-  if (rc == QL_OK && qd_copy(&f->ret, &out, 0, n, result, 0) != 0) {
-    rc = ql_error_set(err, QL_ENOMEM, "DuckDB refused memory for the result");
-  }
+  if (rc == QL_OK) rc = copy_result(&f->ret, &out, n, result, 0, err);
   if (out.release) {
     void *tok = ql_plugin_enter(f->plugin);
     out.release(&out);
@@ -282,9 +289,7 @@ int qd_agg_finalize(const struct qd_fn *f, void *const *states, idx_t count, qd_
     if (rc == QL_OK && out.length != 1) {
       rc = ql_error_set(err, QL_EINTERNAL, "evaluate returned %lld rows for 1", (long long)out.length);
     }
-    if (rc == QL_OK && qd_copy(&f->ret, &out, 0, 1, result, offset + i) != 0) {
-      rc = ql_error_set(err, QL_ENOMEM, "DuckDB refused memory for the result");
-    }
+    if (rc == QL_OK) rc = copy_result(&f->ret, &out, 1, result, offset + i, err);
     tok = ql_plugin_enter(f->plugin);
     if (out.release) out.release(&out);
     ql_plugin_leave(f->plugin, tok);

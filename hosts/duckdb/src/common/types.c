@@ -74,6 +74,12 @@ int qd_type_parse(const char *format, struct qd_type *out, char *why, size_t why
       default: break;
     }
   }
+  if (strcmp(format, "vu") == 0 || strcmp(format, "vz") == 0) {
+    out->kind = QD_STRING;
+    out->duckdb = format[1] == 'u' ? QD_T_VARCHAR : QD_T_BLOB;
+    out->view = 1;
+    return 0;
+  }
   if (strcmp(format, "tdD") == 0) return fixed(out, QD_T_DATE, 4);
   if (strcmp(format, "tdm") == 0) {
     out->kind = QD_DATE64, out->duckdb = QD_T_DATE, out->width = 4;

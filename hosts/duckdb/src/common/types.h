@@ -44,6 +44,7 @@ struct qd_type {
   int32_t duckdb;     /* the duckdb_type id */
   int32_t width;      /* bytes per value in the DuckDB vector (0: strings) */
   int32_t large;      /* strings: int64 offsets ("U", "Z") */
+  int32_t view;       /* strings: 16-byte views ("vu", "vz") */
   int64_t unit_num;   /* timestamps with zone and durations: value * unit_num / unit_den = microseconds */
   int64_t unit_den;
   uint8_t precision, scale; /* decimals */

@@ -54,6 +54,13 @@ int main(void) {
   t = parse_ok("Z");
   QL_CHECK_INT(t.duckdb, 18);
   QL_CHECK_INT(t.large, 1);
+  t = parse_ok("vu"); /* string view: VARCHAR */
+  QL_CHECK_INT(t.kind, QD_STRING);
+  QL_CHECK_INT(t.duckdb, 17);
+  QL_CHECK_INT(t.view, 1);
+  t = parse_ok("vz"); /* binary view: BLOB */
+  QL_CHECK_INT(t.duckdb, 18);
+  QL_CHECK_INT(t.view, 1);
   t = parse_ok("tdD");
   QL_CHECK_INT(t.kind, QD_FIXED);
   QL_CHECK_INT(t.duckdb, 13);

@@ -8,6 +8,9 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "qlink/lib/arrow.h"
+#include "qlink/lib/status.h"
+
 int qd_number_cell(int32_t id, int32_t storage, double div, const void *data, idx_t i, struct ql_cell *c) {
   switch (id) {
     case QD_T_DECIMAL: { /* a REAL: the scaled integer over 10^scale */
@@ -101,8 +104,20 @@ void qd_copy_values(const struct qd_type *t, const struct ArrowArray *a, int64_t
 
 int qd_string_at(const struct qd_type *t, const struct ArrowArray *a, int64_t i, const char **s, idx_t *len) {
   const uint8_t *valid = qd_arrow_validity(a);
+  if (valid && !(valid[(a->offset + i) >> 3] & (1u << ((a->offset + i) & 7)))) return 0;
+  if (t->view) {
+    struct ql_error error = {0};
+    const uint8_t *bytes;
+    int64_t n;
+    if (ql_array_view_at(a, i, &bytes, &n, &error) != QL_OK) {
+      ql_error_release(&error);
+      return -1;
+    }
+    *s = (const char *)bytes;
+    *len = (idx_t)n;
+    return 1;
+  }
   i += a->offset;
-  if (valid && !(valid[i >> 3] & (1u << (i & 7)))) return 0;
   int64_t start, end;
   if (t->large) {
     start = ((const int64_t *)a->buffers[1])[i], end = ((const int64_t *)a->buffers[1])[i + 1];

@@ -17,8 +17,11 @@
 #include "qlink/lib/args.h"
 
 /* Copy rows [from, from + n) of `a` (an array of type `t`, offset
- * honoured) into rows [to, to + n) of `v`, validity included. 0, or -1
- * when DuckDB refused the vector's memory (V2: out of memory). Each build's. */
+ * honoured) into rows [to, to + n) of `v`, validity included. 0, -1
+ * when DuckDB refused the vector's memory (V2: out of memory), or
+ * QD_MALFORMED when a string view names bytes `a` does not have (the
+ * plugin's array is wrong; nothing is read outside it). Each build's. */
+#define QD_MALFORMED (-2)
 int qd_copy(const struct qd_type *t, const struct ArrowArray *a, int64_t from, idx_t n, qd_vector v, idx_t to);
 
 /* Read the first `n` rows of `v` into cells[r * stride] (strings borrow the
@@ -39,8 +42,9 @@ const uint8_t *qd_arrow_validity(const struct ArrowArray *a);
  * (qd_string_at gives those, each build stores them). */
 void qd_copy_values(const struct qd_type *t, const struct ArrowArray *a, int64_t from, idx_t n, uint64_t *mask,
                     uint8_t *data, idx_t to);
-/* Row i of string array `a` (utf8 or binary, large or not): 1 with its
- * bytes in *s and *len, 0 when it is null. */
+/* Row i of string array `a` (utf8 or binary, large, not, or views): 1
+ * with its bytes in *s and *len, 0 when it is null, -1 when a view names
+ * bytes the array does not have (ql_array_view_at). */
 int qd_string_at(const struct qd_type *t, const struct ArrowArray *a, int64_t i, const char **s, idx_t *len);
 /* Element i of a flat vector's `data` of type `id` (QD_T_*, the stable C
  * API's duckdb_type values) into `c`, whose kind is already set: numbers

@@ -113,7 +113,13 @@ void qd_scan(duckdb_function_info info, duckdb_data_chunk output) {
         for (idx_t r = 0; r < n; r++) ids[r] = l->offset + (int64_t)r;
         continue;
       }
-      qd_copy(&g->bind->types[g->out_col[c]], l->batch.children[src], l->offset, n, v, 0);
+      if (qd_copy(&g->bind->types[g->out_col[c]], l->batch.children[src], l->offset, n, v, 0) != 0) {
+        msg = qd_printf("%s: output column %d: a string view names bytes the plugin's array does not have",
+                        g->bind->label, c);
+        duckdb_function_set_error(info, qd_text_or_oom(msg));
+        free(msg);
+        return;
+      }
     }
     l->offset += (int64_t)n;
   }

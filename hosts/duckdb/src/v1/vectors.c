@@ -26,7 +26,9 @@ int qd_copy(const struct qd_type *t, const struct ArrowArray *a, int64_t from, i
   for (idx_t r = 0; t->kind == QD_STRING && r < n; r++) {
     const char *s;
     idx_t len;
-    if (qd_string_at(t, a, from + (int64_t)r, &s, &len)) duckdb_vector_assign_string_element_len(v, to + r, s, len);
+    int got = qd_string_at(t, a, from + (int64_t)r, &s, &len);
+    if (got < 0) return QD_MALFORMED;
+    if (got) duckdb_vector_assign_string_element_len(v, to + r, s, len);
   }
   return 0;
 }

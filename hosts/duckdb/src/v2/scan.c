@@ -140,7 +140,11 @@ void qd_scan_v2(duckdb_v2_table_function_exec_info_handle info, duckdb_v2_contex
       }
       if (rc != 0) {
         atomic_store(&g->cancelled, 1);
-        msg = qd_printf("%s: DuckDB refused memory for output column %d", g->bind->label, c);
+        msg = rc == QD_MALFORMED ? qd_printf(
+                                       "%s: output column %d: a string view names bytes the plugin's array "
+                                       "does not have",
+                                       g->bind->label, c)
+                                 : qd_printf("%s: DuckDB refused memory for output column %d", g->bind->label, c);
         qd_v2_fail(err, qd_text_or_oom(msg));
         free(msg);
         return;

@@ -143,9 +143,9 @@ int qd_copy(const struct qd_type *t, const struct ArrowArray *a, int64_t from, i
   for (idx_t r = 0; r < n; r++) {
     const char *s;
     idx_t len;
-    if (qd_string_at(t, a, from + (int64_t)r, &s, &len) &&
-        qd_set_bytes(arena, (duckdb_v2_bytes *)data + to + r, s, len) != 0)
-      return -1;
+    int got = qd_string_at(t, a, from + (int64_t)r, &s, &len);
+    if (got < 0) return QD_MALFORMED;
+    if (got && qd_set_bytes(arena, (duckdb_v2_bytes *)data + to + r, s, len) != 0) return -1;
   }
   return 0;
 }

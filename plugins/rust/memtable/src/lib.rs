@@ -7,11 +7,15 @@
 //!   (id * 0.5), `label VARCHAR` ('r' || id % 100), in batches of 8,192
 //!   rows, built once per n and shared by every open.
 //! - `scale(x DOUBLE, k DOUBLE) -> DOUBLE`: x * k.
+//! - table `views`: `id BIGINT` 0..6 and `s VARCHAR`, `b BLOB` in
+//!   Arrow's view layout (Utf8View, BinaryView), short (inline) and long
+//!   values and NULLs, over two batches: what the hosts read when a plugin
+//!   sends view arrays (tests/engines).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use datafusion::arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray};
+use datafusion::arrow::array::{ArrayRef, BinaryViewArray, Float64Array, Int64Array, StringArray, StringViewArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{MemTable, TableProvider};
@@ -69,6 +73,32 @@ fn rows(options: &Options) -> Result<Arc<dyn TableProvider>> {
     Ok(t)
 }
 
+/// Row i of `views`: NULL for i % 3 == 2, a long value (beyond a view's
+/// 12 inline bytes) for odd i, a short one otherwise.
+fn view_value(i: i64) -> Option<String> {
+    match i {
+        _ if i % 3 == 2 => None,
+        _ if i % 2 == 1 => Some(format!("row {i}: longer than twelve bytes")),
+        _ => Some(format!("r{i}")),
+    }
+}
+
+/// `views`: strings and bytes as view arrays, in two batches.
+fn views() -> Result<Arc<dyn TableProvider>> {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("s", DataType::Utf8View, true),
+        Field::new("b", DataType::BinaryView, true),
+    ]));
+    let batch = |ids: std::ops::Range<i64>| -> Result<RecordBatch> {
+        let id: ArrayRef = Arc::new(Int64Array::from_iter_values(ids.clone()));
+        let s: ArrayRef = Arc::new(ids.clone().map(view_value).collect::<StringViewArray>());
+        let b: ArrayRef = Arc::new(ids.map(|i| view_value(i).map(String::into_bytes)).collect::<BinaryViewArray>());
+        Ok(RecordBatch::try_new(schema.clone(), vec![id, s, b])?)
+    };
+    Ok(Arc::new(MemTable::try_new(schema.clone(), vec![vec![batch(0..3)?, batch(3..6)?]])?))
+}
+
 /// `scale(x, k) = x * k` over Float64.
 fn scale() -> ScalarUDF {
     create_udf(
@@ -89,6 +119,7 @@ fn plugin() -> Plugin {
     Plugin::new("qlink_memtable", env!("CARGO_PKG_VERSION"))
         .description("The Rust benchmark's in-memory table and UDF")
         .table_with_options("rows", "n rows of (id, x, label)", vec![option("n", "how many rows").default_value("1040")], |o, _| rows(o))
+        .table_with_options("views", "strings and bytes as Arrow view arrays", vec![], |_, _| views())
         .scalar_udf(scale())
 }
 
