@@ -5,7 +5,8 @@
 //!
 //! It takes the host session's batch size and target partitions
 //! (QL_CONFIG_BATCH_SIZE, QL_CONFIG_TARGET_PARTITIONS), reads Parquet
-//! strings as Utf8 rather than Utf8View (every host reads Utf8), keeps each
+//! strings as Utf8 rather than Utf8View (any host reads Utf8; a host older
+//! than view support would refuse Utf8View), keeps each
 //! partition to its own files (no work stealing between file streams: hosts
 //! may run partitions in different processes), registers the
 //! plugin's own functions (so pushed-down filters naming them convert), and
@@ -89,7 +90,7 @@ fn config_get(host: &ql_session, key: &str) -> Option<String> {
 fn build(host: Option<&ql_session>, functions: &[Arc<ScalarUDF>]) -> Result<PluginSession> {
     let mut config = SessionConfig::new();
     // Strings and binaries cross as Utf8 and Binary, which every host reads
-    // (the DuckDB and SQLite hosts map no view types yet): DataFusion 55's
+    // (hosts before view support refuse view types): DataFusion 55's
     // Parquet reader would produce Utf8View.
     config.options_mut().execution.parquet.schema_force_view_types = false;
     // A partition is a unit of its own: a host may run partitions of one
