@@ -190,12 +190,9 @@ GAPS: dict[str, dict[str, str]] = {
         "schemas": "qlink.polars.scan takes one table's spec: a plugin's schema (every table of a store) is "
                    "registered table by table there, which these queries' schema specs do not name",
     },
-    # a datafusion-python SessionContext takes qlink tables (capsules); the
-    # plugins' functions and schemas are qlink.Session's (datafusion-session)
+    # a datafusion-python SessionContext takes qlink tables and functions
+    # (capsules); its catalog API takes no schema provider of a plugin
     "datafusion-context": {
-        "functions": "plugin functions are registered by qlink.Session (datafusion-session), not on a "
-                     "datafusion-python SessionContext here",
-        "table_functions": "plugin table functions are registered by qlink.Session (datafusion-session)",
         "schemas": "plugin schema providers are registered by qlink.Session (datafusion-session)",
     },
 }

@@ -148,6 +148,22 @@ class DataFusionSession(_InProcess):
         return _arrow_result(self.name, table, types)
 
 
+def _register_functions(ctx, plugin) -> None:
+    """Every function of ``plugin`` on a datafusion-python SessionContext,
+    through qlink's capsules, as python/README.md shows a user."""
+    import datafusion
+
+    for kind, name, _ in plugin.items():
+        if kind == "scalar_function":
+            ctx.register_udf(datafusion.udf(plugin.udf(name)))
+        elif kind == "aggregate_function":
+            ctx.register_udaf(datafusion.udaf(plugin.udaf(name)))
+        elif kind == "window_function":
+            ctx.register_udwf(datafusion.udwf(plugin.udwf(name)))
+        elif kind == "table_function":
+            ctx.register_udtf(datafusion.udtf(plugin.udtf(name), name))
+
+
 class DataFusionContext(_InProcess):
     name = "datafusion-context"
 
@@ -156,6 +172,8 @@ class DataFusionContext(_InProcess):
         import qlink.xarray as xql
 
         ctx = xql.Context()
+        for p in query.functions:
+            _register_functions(ctx, qlink.Plugin(plugin_path(p)))
         for name, spec in query.tables.items():
             path, provider, options = split_spec(spec)
             ctx.register_table(name, qlink.Plugin(path).table(provider, **options))
