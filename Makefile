@@ -249,8 +249,8 @@ bench-plans: build-release
 # in for xarray_sql: tests/compat_xarray_sql/REPORT.md (passed / failed / not
 # applicable, with reasons). The DataFusion-route tests need the qlink wheel
 # installed in .venv; without it they are reported "not run".
-compat-xarray-sql: build-release
-	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release $(PY) tests/compat_xarray_sql/run.py
+compat-xarray-sql: install-python
+	$(PY) tests/compat_xarray_sql/run.py
 
 clean:
 	rm -rf $(BUILD)

@@ -25,8 +25,8 @@ use crate::errors::to_py;
 use crate::runtime::runtime;
 
 /// A running Flight SQL server. Thread-safe. `shutdown()` (also when the
-/// object is collected) stops it: it stops accepting calls, lets the calls
-/// in flight finish, and releases the port.
+/// object is collected) stops it: it stops accepting calls, gives the calls
+/// in flight a grace period, and releases the port.
 #[pyclass(module = "qlink._qlink", name = "FlightSqlServer", frozen)]
 pub struct PyFlightSqlServer {
     bound: SocketAddr,
@@ -90,16 +90,33 @@ impl PyFlightSqlServer {
         self.task.lock().unwrap_or_else(|p| p.into_inner()).as_ref().is_some_and(|t| !t.is_finished())
     }
 
-    /// Stops the server and waits for the calls in flight (GIL released).
-    /// Idempotent. RuntimeError when the server had stopped on an error.
-    fn shutdown(&self, py: Python<'_>) -> PyResult<()> {
+    /// Stops the server: it accepts no new call, and the calls in flight
+    /// get `timeout` seconds (default 5) to finish before they are cut off
+    /// (a client that never reads its result cannot hold the server). Waits
+    /// with the GIL released. Idempotent. RuntimeError when the server had
+    /// stopped on an error.
+    #[pyo3(signature = (timeout=5.0))]
+    fn shutdown(&self, py: Python<'_>, timeout: f64) -> PyResult<()> {
         if let Some(tx) = self.stop.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = tx.send(());
         }
         let task = self.task.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let Some(task) = task else { return Ok(()) };
-        match py.detach(|| runtime().block_on(task)) {
+        let Some(mut task) = task else { return Ok(()) };
+        let grace = std::time::Duration::try_from_secs_f64(timeout.max(0.0)).unwrap_or(std::time::Duration::MAX);
+        let joined = py.detach(|| {
+            runtime().block_on(async {
+                match tokio::time::timeout(grace, &mut task).await {
+                    Ok(joined) => joined,
+                    Err(_) => {
+                        task.abort();
+                        task.await
+                    }
+                }
+            })
+        });
+        match joined {
             Ok(result) => result.map_err(to_py),
+            Err(e) if e.is_cancelled() => Ok(()),
             Err(e) => Err(PyRuntimeError::new_err(format!("the Flight SQL server's task failed: {e}"))),
         }
     }

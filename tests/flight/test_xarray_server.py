@@ -90,25 +90,28 @@ def test_each_dimension_group_is_a_table_with_the_datasets_values():
 def test_table_names_and_exact_mixed_case_names():
     ds = dataset()
     with xql.FlightSQLServer() as server:
-        server.register("Grid", ds, table_names={("lat",): "Stations", ("time", "lat"): "surface"})
-        assert xql.register(server, "Single", ds[["elev"]]) is server  # xarray-sql's dispatch
+        with pytest.warns(RuntimeWarning, match='quote these in queries: "Grid", "Stations"') as record:
+            server.register("Grid", ds, table_names={("lat",): "Stations", ("time", "lat"): "surface"})
+        assert record[0].filename == __file__  # the warning points at the caller
+        with pytest.warns(RuntimeWarning, match='quote these in queries: "Single"') as record:
+            assert xql.register(server, "Single", ds[["elev"]]) is server  # xarray-sql's dispatch
+        assert record[0].filename == __file__
         with pytest.raises(TypeError, match="takes chunks= and table_names= only"):
             xql.register(server, "x", ds, route="ndarray")
         server.serve()
         got = query(server, 'SELECT lat, elev FROM "Grid"."Stations" ORDER BY lat')
         pd.testing.assert_frame_equal(got, expected(ds, ["elev"]))
         assert query(server, 'SELECT sum(count) AS c FROM "Grid".surface').values.tolist() == [[21]]
-        # a table's name folds to lower case, as DataFusion registers it (and xarray-sql's server);
-        # a schema's keeps its case
-        pd.testing.assert_frame_equal(query(server, "SELECT * FROM Single ORDER BY lat"), expected(ds, ["elev"]))
+        # names are kept exactly, as xarray-sql's server keeps them: a mixed-case one is quoted
+        pd.testing.assert_frame_equal(query(server, 'SELECT * FROM "Single" ORDER BY lat'), expected(ds, ["elev"]))
         with pytest.raises(Exception, match="(?i)not found"):
-            query(server, 'SELECT * FROM "Single"')
+            query(server, "SELECT * FROM single")
         with pytest.raises(Exception, match="(?i)not found"):
             query(server, "SELECT * FROM grid.surface")
 
 
 def test_a_wrong_or_missing_secret_is_refused():
-    with xql.FlightSQLServer() as server:
+    with xql.FlightSQLServer(secret=True) as server:
         server.register("era5", dataset()).serve()
         assert len(server.secret) == 64 and server.headers == {"authorization": f"Bearer {server.secret}"}
         for secret, why in (("x" * 64, "a wrong secret"), (None, "no secret")):
@@ -216,6 +219,25 @@ def test_a_server_that_cannot_start_says_why():
         assert query(server, "SELECT count(*) AS n FROM era5.lat").values.tolist() == [[3]]
         with pytest.raises(RuntimeError, match="already serving"):
             server.serve()
+
+
+def test_without_a_secret_only_loopback_is_served():
+    with xql.FlightSQLServer() as server:
+        assert server.secret is None and server.headers == {} and server.db_kwargs == {}
+        server.register("era5", dataset())
+        with pytest.raises(ValueError, match="host 0.0.0.0 is not a loopback address: a server other machines can "
+                                             "reach needs a secret"):
+            server.serve("0.0.0.0")
+        assert not server.is_running
+        server.serve("localhost")
+        assert server.uri == f"grpc://127.0.0.1:{server.port}"
+        assert query(server, "SELECT count(*) AS n FROM era5.lat").values.tolist() == [[3]]
+    with xql.FlightSQLServer(secret="k" * 40) as server:
+        server.register("era5", dataset()).serve("0.0.0.0")
+        assert server.uri == f"grpc://localhost:{server.port}" and server.secret == "k" * 40
+        assert query(server, "SELECT count(*) AS n FROM era5.lat").values.tolist() == [[3]]
+    with pytest.raises(ValueError, match="secret must be None, True or a str, not int"):
+        xql.FlightSQLServer(secret=7)
 
 
 def test_session_serve_flight_sql_needs_a_secret_off_loopback():

@@ -18,7 +18,7 @@ def register(connection, name: str, ds, *, table_names: TableNames = None, chunk
     if isinstance(connection, FlightSQLServer):
         if plugin is not None or route != "auto" or nan_fill != "null" or kwargs:
             raise TypeError("a FlightSQLServer takes chunks= and table_names= only (FlightSQLServer.register)")
-        return connection.register(name, ds, chunks=chunks, table_names=table_names)
+        return connection.register(name, ds, chunks=chunks, table_names=table_names, _stacklevel=3)
     return _register_on(connection, name, ds, table_names=table_names, chunks=chunks, plugin=plugin, route=route,
                         nan_fill=nan_fill, **kwargs)
 

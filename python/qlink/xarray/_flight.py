@@ -14,30 +14,20 @@ released.
 from __future__ import annotations
 
 import importlib
-import re
 import secrets
 import threading
 import time
+import warnings
 
 from ._buffers import _check_dataset
-from ._naming import Chunks, TableNames, group_vars_by_dims
+from ._engines import _quote
+from ._naming import Chunks, TableNames, group_vars_by_dims, table_names_of
 from ._register import register as _register
 from ._register import unregister as _unregister
 
 __all__ = ["FlightSQLServer", "serve"]
 
 _WILDCARD_HOSTS = ("0.0.0.0", "::")
-_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _sql_name(name: str, *, table: bool) -> str:
-    """``name`` in SQL as the session registered it: a table's name as
-    DataFusion reads a name (a plain identifier folds to lower case, and
-    so does it unquoted here; anything else is taken whole), a schema's
-    exactly."""
-    if table and _PLAIN_NAME.fullmatch(name):
-        return name
-    return '"' + name.replace('"', '""') + '"'
 
 
 class FlightSQLServer:
@@ -46,14 +36,18 @@ class FlightSQLServer:
 
     Register Datasets with :meth:`register`, then start the server with
     :meth:`serve`; a Flight SQL client (ADBC's driver, JDBC, ODBC) then
-    queries them. Unlike xarray-sql's server, every call must carry the
-    server's random secret (:attr:`secret`; :attr:`headers`,
-    :attr:`db_kwargs` for ADBC), and the SQL is read-only (queries and
-    prepared statements; no DDL, DML or SET)::
+    queries them. The SQL is read-only (queries and prepared statements;
+    no DDL, DML or SET). As xarray-sql's, it serves without
+    authentication on a loopback address; with ``secret`` every call must
+    carry it (:attr:`headers`, :attr:`db_kwargs` for ADBC), and any other
+    address needs one (xarray-sql would serve it to the network
+    unauthenticated)::
 
         with xql.FlightSQLServer() as server:
             server.register("air", ds).serve()
             con = adbc_driver_flightsql.dbapi.connect(server.uri, db_kwargs=server.db_kwargs)
+
+        server = xql.FlightSQLServer(secret=True).register("air", ds).serve("0.0.0.0", 8815)
 
     Ownership: the server holds its session, and so the registered
     Datasets' arrays, until :meth:`shutdown` (also leaving a ``with``
@@ -62,40 +56,47 @@ class FlightSQLServer:
     so several threads may call them; queries run on the package's runtime.
     """
 
-    def __init__(self, memory_limit: int | None = None) -> None:
+    def __init__(self, memory_limit: int | None = None, *, secret: str | bool | None = None) -> None:
         """A server with no tables. ``memory_limit``: bytes that queries'
         sorts, joins and aggregations may hold at once; None (default) sets
-        no limit. ValueError for a limit below one byte."""
+        no limit. ``secret``: None (default) serves without authentication,
+        on a loopback address only; True makes a random one (64 hex
+        digits); a str (at least 32 printable bytes) is used as given.
+        ValueError for a limit below one byte or a secret of another type
+        (a short secret is refused by :meth:`serve`)."""
         if memory_limit is not None and (isinstance(memory_limit, bool) or not isinstance(memory_limit, int)
                                          or memory_limit < 1):
             raise ValueError(f"memory_limit must be a positive number of bytes or None, not {memory_limit!r}")
+        if secret is not None and not isinstance(secret, (str, bool)):
+            raise ValueError(f"secret must be None, True or a str, not {type(secret).__name__}")
         core = importlib.import_module("qlink._core")  # the native module: a ModuleNotFoundError names it
         self._session = core.Session(memory_limit=memory_limit)
         self._lock = threading.RLock()
         self._server = None
         self._closed = False
-        self._secret = secrets.token_hex(32)
+        self._secret = secrets.token_hex(32) if secret is True else (secret or None)
         # name -> (ds, chunks, table_names, a schema?): what register made, to replace or restore it
         self._entries: dict[str, tuple] = {}
 
     # ---- what a client needs
 
     @property
-    def secret(self) -> str:
-        """The random secret (64 hex digits) every call must carry as the
-        header ``authorization: Bearer SECRET``."""
+    def secret(self) -> str | None:
+        """The secret every call must carry as the header
+        ``authorization: Bearer SECRET``; None when there is none."""
         return self._secret
 
     @property
     def headers(self) -> dict[str, str]:
-        """The call header a Flight client sends: ``{"authorization": "Bearer SECRET"}``."""
-        return {"authorization": f"Bearer {self._secret}"}
+        """The call header a Flight client sends: ``{"authorization": "Bearer SECRET"}``
+        (``{}`` without a secret)."""
+        return {"authorization": f"Bearer {self._secret}"} if self._secret else {}
 
     @property
     def db_kwargs(self) -> dict[str, str]:
         """``adbc_driver_flightsql.dbapi.connect(server.uri, db_kwargs=server.db_kwargs)``'s
-        options: the authorization header."""
-        return {"adbc.flight.sql.authorization_header": f"Bearer {self._secret}"}
+        options: the authorization header (``{}`` without a secret)."""
+        return {"adbc.flight.sql.authorization_header": f"Bearer {self._secret}"} if self._secret else {}
 
     @property
     def port(self) -> int:
@@ -122,15 +123,17 @@ class FlightSQLServer:
 
     # ---- tables
 
-    def register(self, name: str, ds, *, chunks: Chunks = None, table_names: TableNames = None) -> FlightSQLServer:
+    def register(self, name: str, ds, *, chunks: Chunks = None, table_names: TableNames = None,
+                 _stacklevel: int = 2) -> FlightSQLServer:
         """Register ``ds`` as the table ``name``, or, when its data
         variables sit on several dimension groups, as the schema ``name``
         with one table per group (``name.time_lat``, renamed by
         ``table_names={("time", "lat"): "surface"}``), as xarray-sql and
         :func:`~qlink.xarray.register` name them (the same call on the
-        server's session): a table's name folds to lower case, as
-        DataFusion registers it; a schema's keeps its case (quote a
-        mixed-case one in queries). Registering ``name``
+        server's session). Names are registered exactly as given, as
+        xarray-sql registers them: SQL folds unquoted names to lower case,
+        so a mixed-case name warns (RuntimeWarning) and must be quoted in
+        queries. Registering ``name``
         again replaces it. ``chunks`` (``{"time": 24}``) sets the blocks a
         filter prunes. Returns the server.
 
@@ -144,29 +147,36 @@ class FlightSQLServer:
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty str, not {name!r}")
         _check_dataset(ds)
+        schema = len(group_vars_by_dims(ds)) > 1
+        folded = [n for n in ([name, *table_names_of(ds, table_names).values()] if schema else [name]) if n != n.lower()]
+        if folded:
+            warnings.warn(f"SQL folds unquoted names to lower case, so quote these in queries: "
+                          f"{', '.join(_quote(n) for n in folded)}", RuntimeWarning, stacklevel=_stacklevel)
         with self._lock:
             self._check_open()
             old = self._entries.pop(name, None)
             if old is not None:
                 self._drop(name, old[3])
             try:
-                _register(self._session, name, ds, chunks=chunks, table_names=table_names)
+                self._register(name, ds, chunks, table_names, schema)
             except BaseException:
                 if old is not None:  # a failed replacement leaves the old registration
-                    _register(self._session, name, old[0], chunks=old[1], table_names=old[2])
+                    self._register(name, old[0], old[1], old[2], old[3])
                     self._entries[name] = old
                 raise
-            self._entries[name] = (ds, chunks, table_names, len(group_vars_by_dims(ds)) > 1)
+            self._entries[name] = (ds, chunks, table_names, schema)
         return self
+
+    def _register(self, name: str, ds, chunks: Chunks, table_names: TableNames, schema: bool) -> None:
+        # a table's name quoted, so the session keeps it exactly (a schema's is kept as given)
+        _register(self._session, name if schema else _quote(name), ds, chunks=chunks, table_names=table_names)
 
     def _drop(self, name: str, schema: bool) -> None:
         """Removes what ``register(name, ...)`` made from the session: its
         table or schema, and its Datasets' registrations."""
-        if schema:
-            self._session.sql(f"DROP SCHEMA IF EXISTS {_sql_name(name, table=False)} CASCADE")
-        else:
-            self._session.sql(f"DROP TABLE IF EXISTS {_sql_name(name, table=True)}")
-        _unregister(self._session, name)
+        self._session.sql(f"DROP {'SCHEMA' if schema else 'TABLE'} IF EXISTS {_quote(name)}"
+                          + (" CASCADE" if schema else ""))
+        _unregister(self._session, name if schema else _quote(name))
 
     # ---- serving
 
@@ -195,19 +205,19 @@ class FlightSQLServer:
         self.shutdown()
 
     def shutdown(self, timeout: float = 5.0) -> None:
-        """Stop serving (calls in flight finish first) and release the
-        session and its Datasets. Idempotent; the server cannot serve
-        again. ``timeout`` is accepted for xarray-sql's signature; the
-        server stops when its calls in flight end. RuntimeError when the
-        server had stopped on an error of its own."""
-        del timeout
+        """Stop serving and release the session and its Datasets: no new
+        call is accepted, and calls in flight get ``timeout`` seconds to
+        finish before they are cut off (a client that never reads its
+        result cannot hold the server). Idempotent; the server cannot serve
+        again. RuntimeError when the server had stopped on an error of its
+        own."""
         with self._lock:
             server, self._server = self._server, None
             self._closed = True
             self._session = None
             self._entries.clear()
         if server is not None:
-            server.shutdown()
+            server.shutdown(timeout)
 
     def __enter__(self) -> FlightSQLServer:
         return self
@@ -225,18 +235,20 @@ class FlightSQLServer:
 
 
 def serve(datasets, host: str = "127.0.0.1", port: int = 0, *, chunks: Chunks = None,
-          table_names: TableNames = None, memory_limit: int | None = None) -> FlightSQLServer:
+          table_names: TableNames = None, memory_limit: int | None = None,
+          secret: str | bool | None = None) -> FlightSQLServer:
     """Serve ``datasets`` (table name to Dataset) over Arrow Flight SQL:
     a :class:`FlightSQLServer` with each registered under its key
     (``chunks`` and ``table_names`` applied to every one), started on
     ``host`` and ``port``; returns the running server (its :attr:`uri
     <FlightSQLServer.uri>`, :attr:`db_kwargs <FlightSQLServer.db_kwargs>`;
     :meth:`wait <FlightSQLServer.wait>` blocks in a script). A failure
-    after the server exists shuts it down before it propagates."""
-    server = FlightSQLServer(memory_limit)
+    after the server exists shuts it down before it propagates. ``secret``
+    as :class:`FlightSQLServer`'s (a host other than loopback needs one)."""
+    server = FlightSQLServer(memory_limit, secret=secret)
     try:
         for name, ds in datasets.items():
-            server.register(name, ds, chunks=chunks, table_names=table_names)
+            server.register(name, ds, chunks=chunks, table_names=table_names, _stacklevel=3)
         return server.serve(host, port)
     except BaseException:
         server.shutdown()

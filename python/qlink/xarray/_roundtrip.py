@@ -30,6 +30,8 @@ def _as_arrow(result):
         return pa.RecordBatchReader.from_stream(result).read_all()
     if hasattr(result, "read_all"):
         return result.read_all()
+    if hasattr(result, "fetch_arrow_table"):  # a DB-API cursor of ADBC (a Flight SQL client's, say)
+        return result.fetch_arrow_table()
     raise TypeError(f"cannot read an Arrow table from {type(result).__name__}")
 
 
@@ -37,7 +39,8 @@ def to_dataset(result, dims: list[str] | None = None, template=None, sparsity: s
                fill_value: Any = np.nan, chunks=None, coords: str = "discover", max_result_bytes: int | None = None,
                spill=False, *, scanned=None):
     """A labelled ``xarray.Dataset`` from a query result (a pyarrow Table or
-    RecordBatch, a DuckDB relation, a DataFrame of :meth:`Context.sql`, any
+    RecordBatch, a DuckDB relation, an ADBC cursor after ``execute`` (a
+    Flight SQL client's), a DataFrame of :meth:`Context.sql`, any
     ``__arrow_c_stream__``): ``dims`` (default: the ``template``'s
     dimensions present in the result) become dimensions, the other columns
     data variables; with a template, its attributes, the dtype of its

@@ -5,14 +5,15 @@
 use datafusion::error::DataFusionError;
 
 /// The one-line message of a DataFusion error, without its nesting: the
-/// root error's text, prefixed "resources exhausted: " or "not supported: "
-/// for those kinds, and a missing object store named by its URL.
+/// root error's text, prefixed "Resources exhausted: " (DataFusion's
+/// wording) or "not supported: " for those kinds, and a missing object
+/// store named by its URL.
 pub fn one_line(e: &DataFusionError) -> String {
     if let Some(msg) = unreachable_store(e) {
         return msg;
     }
     match e.find_root() {
-        DataFusionError::ResourcesExhausted(m) => format!("resources exhausted: {m}"),
+        DataFusionError::ResourcesExhausted(m) => format!("Resources exhausted: {m}"),
         DataFusionError::Execution(m) => m.clone(),
         DataFusionError::Plan(m) => m.clone(),
         DataFusionError::NotImplemented(m) => format!("not supported: {m}"),
@@ -39,7 +40,7 @@ mod tests {
     #[test]
     fn names_the_kind_and_the_missing_store() {
         let e = DataFusionError::Context("ctx".into(), Box::new(DataFusionError::ResourcesExhausted("pool full".into())));
-        assert_eq!(one_line(&e), "resources exhausted: pool full");
+        assert_eq!(one_line(&e), "Resources exhausted: pool full");
         assert_eq!(one_line(&DataFusionError::NotImplemented("x".into())), "not supported: x");
         let e = DataFusionError::Execution("No suitable object store found for ftp://h/p. See ...".into());
         assert_eq!(
