@@ -165,7 +165,7 @@ def main() -> int:
         "Written by `make compat-xarray-sql` (tests/compat_xarray_sql/run.py): the tests of the",
         f"xarray-sql {VERSION} sdist, with `xarray_sql` answered by `qlink.xarray`",
         "(tests/compat_xarray_sql/shim). What the run changes around them: compat_plugin.py.",
-        (f"qlink: the installed wheel alone (its own plugins and DuckDB and SQLite extensions; no source tree)."
+        ("qlink: the installed wheel alone (its own plugins and DuckDB and SQLite extensions; no source tree)."
          if have_wheel else "qlink: this tree's python/ and C build (no wheel installed: the DataFusion route "
                             "is not run).")
         + (f" Partial run: -k {args.k!r}." if args.k else ""),
