@@ -34,14 +34,12 @@ use datafusion::physical_expr::PhysicalExpr;
 use qlink_sys::*;
 
 use crate::error::{guard, guard_value, Error, Result};
-use crate::udf::{arg_fields, borrow_args, fixed_arg_types, volatility_of};
+use crate::udf::{arg_fields, borrow_args, DeclaredSignature};
 
 struct UdafState {
     udaf: Arc<AggregateUDF>,
     name: CString,
-    /// The declared argument formats (and the pointers to them).
-    _formats: Vec<CString>,
-    format_ptrs: Vec<*const std::os::raw::c_char>,
+    signature: DeclaredSignature,
 }
 
 /// The coerced argument fields and the return field of `udaf` for `fields`.
@@ -67,18 +65,12 @@ fn state_fields(udaf: &AggregateUDF, coerced: &[FieldRef], ret: &FieldRef) -> Re
 /// `udaf` as a `ql_aggregate_function` the caller owns, identified as
 /// (`library`, `uid`) and registered as `name`.
 pub fn export_udaf(udaf: Arc<AggregateUDF>, name: &str, library: &'static CStr, uid: u64) -> ql_aggregate_function {
-    let volatility = volatility_of(udaf.signature().volatility);
-    let fixed = fixed_arg_types(&udaf.signature().type_signature);
-    let formats: Vec<CString> = fixed.iter().flatten().map(|t| CString::new(qlink_convert::format_of(t)).unwrap_or_default()).collect();
-    let format_ptrs = formats.iter().map(|c| c.as_ptr()).collect();
-    let st = Box::new(UdafState { udaf, name: CString::new(name).unwrap_or_default(), _formats: formats, format_ptrs });
+    let st =
+        Box::new(UdafState { signature: DeclaredSignature::new(udaf.signature()), udaf, name: CString::new(name).unwrap_or_default() });
     let mut out: ql_aggregate_function = unsafe { std::mem::zeroed() };
     out.struct_size = std::mem::size_of::<ql_aggregate_function>() as u32;
     out.id = ql_function_id { origin: QL_ORIGIN_USER, kind: QL_FUNCTION_AGGREGATE, name: st.name.as_ptr(), library: library.as_ptr(), uid };
-    out.signature = match &fixed {
-        Some(types) => ql_signature { n_args: types.len() as i32, volatility, arg_formats: st.format_ptrs.as_ptr() },
-        None => ql_signature { n_args: -1, volatility, arg_formats: std::ptr::null() },
-    };
+    out.signature = st.signature.abi();
     out.return_type = Some(udaf_return_type);
     out.state_schema = Some(udaf_state_schema);
     out.accumulator_new = Some(udaf_accumulator_new);

@@ -18,17 +18,43 @@ use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field, FieldRef};
 use arrow::ffi::{from_ffi, FFI_ArrowArray, FFI_ArrowSchema};
 use datafusion::logical_expr::type_coercion::functions::fields_with_udf;
-use datafusion::logical_expr::{ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, TypeSignature, Volatility};
+use datafusion::logical_expr::{ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, Signature, TypeSignature, Volatility};
 use qlink_sys::*;
 
 use crate::error::{guard, guard_value, Error, Result};
 
+/// A DataFusion signature as the ABI declares it (`ql_signature`): the
+/// argument formats when the signature fixes them (see
+/// [`fixed_arg_types`]), else any number of any type. Owns the format
+/// strings the declared signature points at.
+pub struct DeclaredSignature {
+    formats: Vec<CString>,
+    ptrs: Vec<*const std::os::raw::c_char>,
+    fixed: bool,
+    volatility: i32,
+}
+
+impl DeclaredSignature {
+    pub fn new(sig: &Signature) -> DeclaredSignature {
+        let fixed = fixed_arg_types(&sig.type_signature);
+        let formats: Vec<CString> = fixed.iter().flatten().map(|t| CString::new(qlink_convert::format_of(t)).unwrap_or_default()).collect();
+        let ptrs = formats.iter().map(|c| c.as_ptr()).collect();
+        DeclaredSignature { formats, ptrs, fixed: fixed.is_some(), volatility: volatility_of(sig.volatility) }
+    }
+
+    /// The `ql_signature`, pointing into `self` (which must outlive it).
+    pub fn abi(&self) -> ql_signature {
+        match self.fixed {
+            true => ql_signature { n_args: self.formats.len() as i32, volatility: self.volatility, arg_formats: self.ptrs.as_ptr() },
+            false => ql_signature { n_args: -1, volatility: self.volatility, arg_formats: std::ptr::null() },
+        }
+    }
+}
+
 struct UdfState {
     udf: Arc<ScalarUDF>,
     name: CString,
-    /// The declared argument formats (and the pointers to them).
-    _formats: Vec<CString>,
-    format_ptrs: Vec<*const std::os::raw::c_char>,
+    signature: DeclaredSignature,
     library: &'static std::ffi::CStr,
     config: Arc<datafusion::config::ConfigOptions>,
     /// The coerced argument fields and return field per argument fields
@@ -95,14 +121,9 @@ fn fixed_types(sig: &TypeSignature) -> Option<Vec<DataType>> {
 /// `udf` as a `ql_scalar_function` the caller owns, identified as
 /// (`library`, `uid`) and registered as `name`.
 pub fn export_udf(udf: Arc<ScalarUDF>, name: &str, library: &'static std::ffi::CStr, uid: u64) -> ql_scalar_function {
-    let volatility = volatility_of(udf.signature().volatility);
-    let fixed = fixed_arg_types(&udf.signature().type_signature);
-    let formats: Vec<CString> = fixed.iter().flatten().map(|t| CString::new(qlink_convert::format_of(t)).unwrap_or_default()).collect();
-    let format_ptrs = formats.iter().map(|c| c.as_ptr()).collect();
     let st = Box::new(UdfState {
+        signature: DeclaredSignature::new(udf.signature()),
         udf,
-        _formats: formats,
-        format_ptrs,
         name: CString::new(name).unwrap_or_default(),
         library,
         config: Arc::new(datafusion::config::ConfigOptions::default()),
@@ -111,10 +132,7 @@ pub fn export_udf(udf: Arc<ScalarUDF>, name: &str, library: &'static std::ffi::C
     let mut out: ql_scalar_function = zeroed();
     out.struct_size = std::mem::size_of::<ql_scalar_function>() as u32;
     out.id = ql_function_id { origin: QL_ORIGIN_USER, kind: QL_FUNCTION_SCALAR, name: st.name.as_ptr(), library: st.library.as_ptr(), uid };
-    out.signature = match &fixed {
-        Some(types) => ql_signature { n_args: types.len() as i32, volatility, arg_formats: st.format_ptrs.as_ptr() },
-        None => ql_signature { n_args: -1, volatility, arg_formats: std::ptr::null() },
-    };
+    out.signature = st.signature.abi();
     out.return_type = Some(udf_return_type);
     out.invoke = Some(udf_invoke);
     out.release = Some(udf_release);
