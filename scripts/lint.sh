@@ -6,7 +6,12 @@
 #   A change is everything since LINT_BASE (default: where HEAD left the
 #   main branch, or HEAD), committed or not.
 # - Rust: cargo fmt --check (rustfmt.toml) over the workspace's packages,
-#   and over plugins/rust (a workspace of its own) whole.
+#   and over plugins/rust (a workspace of its own) whole; cargo clippy with
+#   warnings as errors over both workspaces, every target, in the release
+#   profile and features the build uses (so DataFusion is checked once, not
+#   rebuilt). One lint is allowed: not_unsafe_ptr_arg_deref, since
+#   functions over the C ABI take its raw pointers by contract (NULL or
+#   valid for the call, docs/abi.md) rather than as unsafe fns.
 # - Python: ruff check (ruff.toml; ruff pinned in scripts/requirements.txt).
 # - Every C, header, Rust, Python and shell source carries an SPDX line.
 # Exits non-zero naming each file that fails.
@@ -53,6 +58,9 @@ for p in $FMT_PACKAGES; do args+=(-p "$p"); done
 cargo fmt --check "${args[@]}" >/dev/null || fail "Rust is not formatted (cargo fmt ${args[*]})"
 # plugins/rust: a workspace of its own, every package checked.
 (cd plugins/rust && cargo fmt --check >/dev/null) || fail "plugins/rust is not formatted (cd plugins/rust && cargo fmt)"
+CLIPPY=(clippy --release --locked --all-targets --quiet -- -D warnings -A clippy::not_unsafe_ptr_arg_deref)
+cargo "${CLIPPY[0]}" --workspace --exclude qlink-python "${CLIPPY[@]:1}" || fail "cargo clippy found the problems above"
+(cd plugins/rust && cargo "${CLIPPY[@]}") || fail "cargo clippy found the problems above (plugins/rust)"
 
 # Python.
 "$RUFF" check --quiet . || fail "ruff check found the problems above"

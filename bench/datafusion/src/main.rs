@@ -17,6 +17,7 @@
 //! 3. The 22 TPC-H queries at SF1 (parquet from the tpchgen-cli package;
 //!    generated into DIR when absent): planning time with and without each
 //!    planner, and the time spent inside the planner hook itself.
+//!
 //! Ratios use medians of interleaved repetitions. TPC-H: 60 rounds, each
 //! planning every query in the three sessions back to back (order rotating);
 //! the planner's overhead is the sum over queries of the median paired

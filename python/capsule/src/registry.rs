@@ -173,9 +173,12 @@ pub fn decode_table(buf: &[u8]) -> Result<Arc<dyn TableProvider>> {
     })
 }
 
+/// Plans by handle, oldest first.
+type HeldPlans = Mutex<VecDeque<(u64, Arc<dyn ExecutionPlan>)>>;
+
 /// Strongly held plans between their encode and their decode.
-fn plans() -> &'static Mutex<VecDeque<(u64, Arc<dyn ExecutionPlan>)>> {
-    static P: OnceLock<Mutex<VecDeque<(u64, Arc<dyn ExecutionPlan>)>>> = OnceLock::new();
+fn plans() -> &'static HeldPlans {
+    static P: OnceLock<HeldPlans> = OnceLock::new();
     P.get_or_init(|| Mutex::new(VecDeque::new()))
 }
 

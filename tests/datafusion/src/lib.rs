@@ -185,7 +185,7 @@ pub fn assert_identical_rows(a: &[Vec<Val>], b: &[Vec<Val>], what: &str) {
 pub struct Rng(pub u64);
 
 impl Rng {
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -194,7 +194,7 @@ impl Rng {
     }
     /// Uniform in 0..n (n > 0).
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.next_u64() % n
     }
     /// Uniform in lo..=hi.
     pub fn range(&mut self, lo: i64, hi: i64) -> i64 {
@@ -202,7 +202,7 @@ impl Rng {
     }
     /// True with probability p.
     pub fn chance(&mut self, p: f64) -> bool {
-        ((self.next() >> 11) as f64 / (1u64 << 53) as f64) < p
+        ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64) < p
     }
     pub fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
         &xs[self.below(xs.len() as u64) as usize]

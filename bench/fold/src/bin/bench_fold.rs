@@ -54,7 +54,7 @@ struct Opts {
 
 impl Opts {
     fn wants(&self, group: &str, name: &str) -> bool {
-        self.only.as_ref().map_or(true, |o| format!("{group} {name}").contains(o.as_str()))
+        self.only.as_ref().is_none_or(|o| format!("{group} {name}").contains(o.as_str()))
     }
 }
 
@@ -417,10 +417,10 @@ async fn planner_cost(stock: &SessionContext, fold: &SessionContext, tpch_dir: &
         plan_ms(stock, q).await;
         plan_ms(fold, q).await;
     }
-    let mut hook_ns = vec![u64::MAX; 22];
+    let mut hook_ns = [u64::MAX; 22];
     // Of the hook: building the lazy plan view (skeletons; the planner's
     // expansions are in the hook's time, not here).
-    let mut view_ns = vec![u64::MAX; 22];
+    let mut view_ns = [u64::MAX; 22];
     // Each round plans a query in both sessions back to back, so load that
     // slows both cancels in their difference (the difference of minima,
     // each an extreme of its own, moves by 1-2 ms on this VM and is printed

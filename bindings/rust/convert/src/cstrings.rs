@@ -13,14 +13,9 @@ pub trait CStrings {
 /// arena of fixed chunks (a chunk never moves, so every pointer handed out
 /// stays valid), so a plan view's many names cost no allocation each.
 /// An interior NUL becomes a space.
+#[derive(Default)]
 pub struct Strings {
     chunks: Vec<Vec<u8>>,
-}
-
-impl Default for Strings {
-    fn default() -> Self {
-        Strings { chunks: Vec::new() }
-    }
 }
 
 const STRINGS_CHUNK: usize = 4096;

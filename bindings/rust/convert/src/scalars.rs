@@ -132,7 +132,7 @@ mod from_ql_test {
     use datafusion::common::ScalarValue;
 
     use super::scalar_from_ql;
-    use crate::ffi::*;
+    use qlink_sys::*;
 
     /// Durations (i64 in the type's unit) and binaries (bytes) cross, as a
     /// plugin's statistics give them (qlink_zarr: timedelta64 and "|S"

@@ -60,12 +60,18 @@ pub(crate) fn unit_char(u: &TimeUnit) -> char {
     }
 }
 
+/// An Arrow C format string as a DataType (through Arrow's own importer).
+pub fn data_type_of_format(f: &str) -> Option<DataType> {
+    let s = ArrowSchema::try_new(f, vec![], None).ok()?;
+    DataType::try_from(&s).ok()
+}
+
 #[cfg(test)]
 mod format_test {
     use arrow::datatypes::DataType;
 
     use super::format_of;
-    use crate::ffi::ArrowSchema;
+    use qlink_sys::ArrowSchema;
 
     /// The decimal shortcut writes Arrow's own format string.
     #[test]
@@ -74,10 +80,4 @@ mod format_test {
             assert_eq!(format_of(&dt), ArrowSchema::try_from(&dt).unwrap().format(), "{dt}");
         }
     }
-}
-
-/// An Arrow C format string as a DataType (through Arrow's own importer).
-pub fn data_type_of_format(f: &str) -> Option<DataType> {
-    let s = ArrowSchema::try_new(f, vec![], None).ok()?;
-    DataType::try_from(&s).ok()
 }

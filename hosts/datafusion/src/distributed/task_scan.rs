@@ -50,7 +50,7 @@ impl TaskScanExec {
             return Err(DataFusionError::Internal("TaskScanExec over 0 tasks".into()));
         }
         let partitions = scan.properties().partitioning.partition_count();
-        let per_task = (partitions + tasks - 1) / tasks;
+        let per_task = partitions.div_ceil(tasks);
         let props = scan.properties().as_ref().clone().with_partitioning(Partitioning::UnknownPartitioning(per_task.max(1)));
         Ok(TaskScanExec { inner: scan, tasks, partitions, props: Arc::new(props), workers: Vec::new() })
     }

@@ -220,13 +220,17 @@ struct ViewBuilder {
     /// borrows): expanding a node finds it directly, not by walking a path
     /// from the root (which allocates each node's input list on the way).
     plans: Vec<*const LogicalPlan>,
+    /// Boxed: the view points at each `Arc` (a stable address as the list grows).
+    #[allow(clippy::vec_box)]
     tables: Vec<Box<Arc<dyn TableProvider>>>,
     /// Schemas already in the builder, by the Arrow schema's address (a
     /// filter, sort or limit shares its input's schema; scans of one table
     /// share the table's): each is written once and shared by the builder.
     /// Linear search: a plan has few.
     schemas: Vec<(usize, SchemaRef, *const ArrowSchema)>,
-    /// Schemas with nested types, exported by Arrow for the builder to copy.
+    /// Schemas with nested types, exported by Arrow for the builder to copy
+    /// (boxed: the builder points at them as the list grows).
+    #[allow(clippy::vec_box)]
     exported: Vec<Box<ArrowSchema>>,
     /// Field qualifiers already written, by the DFSchema's address.
     qualifiers: Vec<(usize, *const *const c_char)>,
@@ -394,10 +398,8 @@ impl ViewBuilder {
                 n.fetch = lit(&l.fetch).unwrap_or(-1);
             }
             LogicalPlan::SubqueryAlias(sa) => n.name = self.low.b.add(&sa.alias.to_string()),
-            LogicalPlan::EmptyRelation(er) => {
-                if er.produce_one_row {
-                    n.flags |= QL_NODE_PRODUCE_ONE_ROW;
-                }
+            LogicalPlan::EmptyRelation(er) if er.produce_one_row => {
+                n.flags |= QL_NODE_PRODUCE_ONE_ROW;
             }
             LogicalPlan::Values(v) => n.n_rows = v.values.len() as i64,
             other if n.kind == QL_NODE_OTHER => n.name = self.low.b.add(&other.display().to_string()),

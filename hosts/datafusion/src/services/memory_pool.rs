@@ -84,10 +84,8 @@ pub(crate) unsafe extern "C" fn pool_reserved(self_: *const ql_memory_pool) -> i
 
 pub(crate) unsafe extern "C" fn pool_limit(self_: *const ql_memory_pool) -> i64 {
     guard_value(-1, || {
-        match {
-            let env = &*((*self_).private_data as *const EnvState);
-            env.runtime.memory_pool.memory_limit()
-        } {
+        let env = &*((*self_).private_data as *const EnvState);
+        match env.runtime.memory_pool.memory_limit() {
             MemoryLimit::Finite(n) => n as i64,
             _ => -1,
         }

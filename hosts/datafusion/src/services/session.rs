@@ -74,7 +74,9 @@ pub struct SessionView<'a> {
     env: Box<EnvState>,
     id: OnceLock<CString>,
     generation: OnceLock<u64>,
-    /// Tables handed out by table_lookup, kept alive as long as the view.
+    /// Tables handed out by table_lookup, kept alive as long as the view
+    /// (boxed: the plugin holds pointers to them as the list grows).
+    #[allow(clippy::vec_box)]
     tables: Mutex<Vec<Box<TableRefHolder>>>,
 }
 

@@ -195,7 +195,7 @@ fn columns(schema: &FFI_ArrowSchema, array: *const ArrowArray, want: &[FieldRef]
     if array.is_null() {
         return Err(Error::invalid(format!("{what}: no array")));
     }
-    let input: StructArray = borrow_args(schema as *const FFI_ArrowSchema as *const ArrowSchema, array)?;
+    let input: StructArray = borrow_args(schema as *const FFI_ArrowSchema, array)?;
     if input.num_columns() != want.len() {
         return Err(Error::invalid(format!("{what}: {} columns, expected {}", input.num_columns(), want.len())));
     }
@@ -247,7 +247,7 @@ unsafe extern "C" fn acc_state(a: *mut ql_accumulator, out: *mut ArrowArray, err
             cols.push(if col.data_type() == f.data_type() { col } else { cast(&col, f.data_type())? });
         }
         let array = StructArray::try_new(st.state_fields.clone(), cols, None)?;
-        std::ptr::write(out as *mut FFI_ArrowArray, FFI_ArrowArray::new(&array.to_data()));
+        std::ptr::write(out, FFI_ArrowArray::new(&array.to_data()));
         Ok(())
     })
 }
@@ -258,7 +258,7 @@ unsafe extern "C" fn acc_evaluate(a: *mut ql_accumulator, out: *mut ArrowArray, 
         let value = st.acc.evaluate()?;
         let col = value.to_array_of_size(1)?;
         let col = if col.data_type() == st.ret.data_type() { col } else { cast(&col, st.ret.data_type())? };
-        std::ptr::write(out as *mut FFI_ArrowArray, FFI_ArrowArray::new(&col.to_data()));
+        std::ptr::write(out, FFI_ArrowArray::new(&col.to_data()));
         Ok(())
     })
 }

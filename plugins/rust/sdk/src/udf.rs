@@ -146,7 +146,7 @@ pub fn arg_fields(args: *const ArrowSchema) -> Result<Vec<FieldRef>> {
         return Ok(Vec::new());
     }
     // SAFETY: borrowed for the call; arrow-rs reads it without taking it.
-    let dt = DataType::try_from(unsafe { &*(args as *const FFI_ArrowSchema) })?;
+    let dt = DataType::try_from(unsafe { &*args })?;
     match dt {
         DataType::Struct(fields) => Ok(fields.iter().cloned().collect()),
         other => Err(Error::invalid(format!("function arguments must be a struct schema, not {other}"))),
@@ -208,10 +208,10 @@ pub fn detach(result: ArrayRef, borrowed: &[(usize, usize)]) -> Result<ArrayRef>
 pub fn borrow_args(args_schema: *const ArrowSchema, args: *const ArrowArray) -> Result<StructArray> {
     // SAFETY: a bitwise copy whose release is cleared: arrow-rs reads the
     // buffers in place and never calls the host's release.
-    let mut shallow: FFI_ArrowArray = unsafe { std::ptr::read(args as *const FFI_ArrowArray) };
-    let shallow_ptr = &mut shallow as *mut FFI_ArrowArray as *mut ArrowArray;
+    let mut shallow: FFI_ArrowArray = unsafe { std::ptr::read(args) };
+    let shallow_ptr = &mut shallow as *mut FFI_ArrowArray;
     unsafe { (*shallow_ptr).release = None };
-    let data = unsafe { from_ffi(shallow, &*(args_schema as *const FFI_ArrowSchema)) }?;
+    let data = unsafe { from_ffi(shallow, &*args_schema) }?;
     Ok(StructArray::from(data))
 }
 
@@ -256,7 +256,7 @@ unsafe extern "C" fn udf_invoke(
             return Err(Error::new(QL_EINTERNAL, format!("{} returned {} rows for {rows}", st.udf.name(), array.len())));
         }
         let array = detach(array, &borrowed)?;
-        std::ptr::write(out as *mut FFI_ArrowArray, FFI_ArrowArray::new(&array.to_data()));
+        std::ptr::write(out, FFI_ArrowArray::new(&array.to_data()));
         Ok(())
     })
 }

@@ -95,7 +95,7 @@ fn open(p: &ql_plugin, name: &str, pairs: &[(&str, &str)]) -> Result<ql_table_pr
 fn refuses_other_abi_versions_naming_the_one_it_serves() {
     let mut p: ql_plugin = zeroed();
     let mut err = ql_error::new();
-    let rc = unsafe { qlink_plugin_init((0 << 16) | 9, &mut p, &mut err) };
+    let rc = unsafe { qlink_plugin_init(9, &mut p, &mut err) };
     assert_eq!(rc, QL_EVERSION);
     assert_eq!(message(&mut err), "this plugin serves qlink ABI 0.1 only, not 0.9");
 }
@@ -151,7 +151,7 @@ fn a_scan_projects_limits_and_streams_exact_rows() {
     let t = open(&p, "numbers", &[("count", "5")]).unwrap();
     let mut err = ql_error::new();
     let mut schema = FFI_ArrowSchema::empty();
-    assert_eq!(unsafe { t.get_schema.unwrap()(&t, &mut schema as *mut _ as *mut ArrowSchema, &mut err) }, QL_OK);
+    assert_eq!(unsafe { t.get_schema.unwrap()(&t, &mut schema as *mut _, &mut err) }, QL_OK);
     let s = Schema::try_from(&schema).unwrap();
     assert_eq!(s.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>(), ["n", "m"]);
 
@@ -170,7 +170,7 @@ fn a_scan_projects_limits_and_streams_exact_rows() {
     let mut values = Vec::new();
     for part in 0..props.partition_count {
         let mut stream = FFI_ArrowArrayStream::empty();
-        let out = &mut stream as *mut FFI_ArrowArrayStream as *mut ArrowArrayStream;
+        let out = &mut stream as *mut FFI_ArrowArrayStream;
         assert_eq!(unsafe { plan.execute.unwrap()(&plan, part, std::ptr::null(), out, &mut err) }, QL_OK);
         for batch in ArrowArrayStreamReader::try_new(stream).unwrap() {
             let b = batch.unwrap();
@@ -183,7 +183,7 @@ fn a_scan_projects_limits_and_streams_exact_rows() {
     // DataFusion defines it to be; hosts apply LIMIT themselves.
     assert_eq!(values, [-5, -4, -3, -2, -1]);
     let mut bad = FFI_ArrowArrayStream::empty();
-    let rc = unsafe { plan.execute.unwrap()(&plan, 99, std::ptr::null(), &mut bad as *mut _ as *mut ArrowArrayStream, &mut err) };
+    let rc = unsafe { plan.execute.unwrap()(&plan, 99, std::ptr::null(), &mut bad as *mut _, &mut err) };
     assert_eq!((rc, message(&mut err)), (QL_EINVAL, format!("partition 99 of a plan with {}", props.partition_count)));
     unsafe {
         plan.release.unwrap()(&mut plan);
@@ -211,12 +211,11 @@ fn a_scalar_function_coerces_and_never_returns_borrowed_buffers() {
     let args_schema = FFI_ArrowSchema::try_from(DataType::Struct(fields)).unwrap();
     let (args, _) = to_ffi(&input.to_data()).unwrap();
     let mut ret = FFI_ArrowSchema::empty();
-    let sp = &args_schema as *const FFI_ArrowSchema as *const ArrowSchema;
-    assert_eq!(unsafe { f.return_type.unwrap()(&f, sp, &mut ret as *mut _ as *mut ArrowSchema, &mut err) }, QL_OK);
+    let sp = &args_schema as *const FFI_ArrowSchema;
+    assert_eq!(unsafe { f.return_type.unwrap()(&f, sp, &mut ret as *mut _, &mut err) }, QL_OK);
     assert_eq!(DataType::try_from(&ret).unwrap(), DataType::Int64);
     let mut out = FFI_ArrowArray::empty();
-    let rc =
-        unsafe { f.invoke.unwrap()(&f, sp, &args as *const _ as *const ArrowArray, 3, &mut out as *mut _ as *mut ArrowArray, &mut err) };
+    let rc = unsafe { f.invoke.unwrap()(&f, sp, &args as *const _, 3, &mut out as *mut _, &mut err) };
     assert_eq!(rc, QL_OK);
     drop(args); // the host frees its arguments first: the result must not need them
     let data = unsafe { arrow::ffi::from_ffi(out, &ret) }.unwrap();
@@ -227,7 +226,7 @@ fn a_scalar_function_coerces_and_never_returns_borrowed_buffers() {
     let fields = Fields::from(vec![Field::new("a", DataType::Utf8, true)]);
     let s = FFI_ArrowSchema::try_from(DataType::Struct(fields)).unwrap();
     let mut ret2 = FFI_ArrowSchema::empty();
-    let rc = unsafe { f.return_type.unwrap()(&f, &s as *const _ as *const ArrowSchema, &mut ret2 as *mut _ as *mut ArrowSchema, &mut err) };
+    let rc = unsafe { f.return_type.unwrap()(&f, &s as *const _, &mut ret2 as *mut _, &mut err) };
     assert_eq!(rc, QL_EINVAL);
     let m = message(&mut err);
     assert!(m.starts_with("doubled: "), "{m}");
@@ -265,12 +264,12 @@ fn an_aggregate_coerces_merges_states_and_evaluates() {
     assert_eq!(unsafe { CStr::from_ptr(f.id.library) }.to_str().unwrap(), "qlink_sdk_test");
     let mut err = ql_error::new();
     let (schema, _) = int32_args(vec![]);
-    let sp = &schema as *const FFI_ArrowSchema as *const ArrowSchema;
+    let sp = &schema as *const FFI_ArrowSchema;
     let mut ret = FFI_ArrowSchema::empty();
-    ok(unsafe { f.return_type.unwrap()(&f, sp, &mut ret as *mut _ as *mut ArrowSchema, &mut err) }, &mut err);
+    ok(unsafe { f.return_type.unwrap()(&f, sp, &mut ret as *mut _, &mut err) }, &mut err);
     assert_eq!(DataType::try_from(&ret).unwrap(), DataType::Int64); // sum(Int32) is Int64
     let mut state_schema = FFI_ArrowSchema::empty();
-    ok(unsafe { f.state_schema.unwrap()(&f, sp, &mut state_schema as *mut _ as *mut ArrowSchema, &mut err) }, &mut err);
+    ok(unsafe { f.state_schema.unwrap()(&f, sp, &mut state_schema as *mut _, &mut err) }, &mut err);
     let DataType::Struct(state_fields) = DataType::try_from(&state_schema).unwrap() else { panic!("state is not a struct") };
     assert_eq!(state_fields.iter().map(|f| f.data_type().clone()).collect::<Vec<_>>(), [DataType::Int64]);
 
@@ -284,14 +283,14 @@ fn an_aggregate_coerces_merges_states_and_evaluates() {
     let (mut a, mut b) = (new_acc(), new_acc());
     for (acc, values) in [(&mut a, vec![Some(1), Some(2), None, Some(4)]), (&mut b, vec![Some(10)])] {
         let (_, array) = int32_args(values);
-        ok(unsafe { acc.update.unwrap()(acc, &array as *const _ as *const ArrowArray, &mut err) }, &mut err);
+        ok(unsafe { acc.update.unwrap()(acc, &array as *const _, &mut err) }, &mut err);
     }
     let mut state = FFI_ArrowArray::empty();
-    ok(unsafe { b.state.unwrap()(&mut b, &mut state as *mut _ as *mut ArrowArray, &mut err) }, &mut err);
-    ok(unsafe { a.merge.unwrap()(&mut a, &state as *const _ as *const ArrowArray, &mut err) }, &mut err);
+    ok(unsafe { b.state.unwrap()(&mut b, &mut state as *mut _, &mut err) }, &mut err);
+    ok(unsafe { a.merge.unwrap()(&mut a, &state as *const _, &mut err) }, &mut err);
     drop(state);
     let mut out = FFI_ArrowArray::empty();
-    ok(unsafe { a.evaluate.unwrap()(&mut a, &mut out as *mut _ as *mut ArrowArray, &mut err) }, &mut err);
+    ok(unsafe { a.evaluate.unwrap()(&mut a, &mut out as *mut _, &mut err) }, &mut err);
     let got = Int64Array::from(unsafe { arrow::ffi::from_ffi(out, &ret) }.unwrap());
     assert_eq!(got.iter().collect::<Vec<_>>(), [Some(17)]);
     assert!(unsafe { a.size.unwrap()(&a) } > 0);
@@ -304,7 +303,7 @@ fn an_aggregate_coerces_merges_states_and_evaluates() {
     let fields = Fields::from(vec![Field::new("a", DataType::Utf8, true)]);
     let s = FFI_ArrowSchema::try_from(DataType::Struct(fields)).unwrap();
     let mut a: ql_accumulator = zeroed();
-    let rc = unsafe { f.accumulator_new.unwrap()(&f, &s as *const _ as *const ArrowSchema, &mut a, &mut err) };
+    let rc = unsafe { f.accumulator_new.unwrap()(&f, &s as *const _, &mut a, &mut err) };
     assert_eq!(rc, QL_EINVAL);
     let m = message(&mut err);
     assert!(m.starts_with("sum: "), "{m}");
@@ -317,15 +316,15 @@ fn an_accumulator_keeps_no_host_buffer_after_the_call() {
     let mut f = open_aggregate(&p, "array_agg");
     let mut err = ql_error::new();
     let (schema, array) = int32_args(vec![Some(3), None, Some(5)]);
-    let sp = &schema as *const FFI_ArrowSchema as *const ArrowSchema;
+    let sp = &schema as *const FFI_ArrowSchema;
     let mut a: ql_accumulator = zeroed();
     ok(unsafe { f.accumulator_new.unwrap()(&f, sp, &mut a, &mut err) }, &mut err);
-    ok(unsafe { a.update.unwrap()(&mut a, &array as *const _ as *const ArrowArray, &mut err) }, &mut err);
+    ok(unsafe { a.update.unwrap()(&mut a, &array as *const _, &mut err) }, &mut err);
     drop(array); // the host frees its arguments after the call: array_agg kept a copy
     let mut ret = FFI_ArrowSchema::empty();
-    ok(unsafe { f.return_type.unwrap()(&f, sp, &mut ret as *mut _ as *mut ArrowSchema, &mut err) }, &mut err);
+    ok(unsafe { f.return_type.unwrap()(&f, sp, &mut ret as *mut _, &mut err) }, &mut err);
     let mut out = FFI_ArrowArray::empty();
-    ok(unsafe { a.evaluate.unwrap()(&mut a, &mut out as *mut _ as *mut ArrowArray, &mut err) }, &mut err);
+    ok(unsafe { a.evaluate.unwrap()(&mut a, &mut out as *mut _, &mut err) }, &mut err);
     let list = arrow::array::ListArray::from(unsafe { arrow::ffi::from_ffi(out, &ret) }.unwrap());
     let values = list.value(0);
     let values = values.as_any().downcast_ref::<arrow::array::Int32Array>().unwrap();

@@ -47,8 +47,8 @@ fn gen_side(rng: &mut Rng, key_type: &DataType, vt: ValType, key_range: i64) -> 
         s.g.push(opt(rng, g));
         let v = match vt {
             ValType::I32 | ValType::I64 => rng.range(-1000, 1000) as f64,
-            ValType::F32 => (((rng.next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * magnitude) as f32 as f64,
-            ValType::F64 => ((rng.next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * magnitude,
+            ValType::F32 => (((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * magnitude) as f32 as f64,
+            ValType::F64 => ((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * magnitude,
         };
         s.val.push(if rng.chance(null_p) { None } else { Some(v) });
     }

@@ -22,6 +22,7 @@ fn stderr(o: &Output) -> String {
 
 /// Runs qlink, counts its stdout lines as they arrive, and reaps it with
 /// wait4 to read that one child's peak resident set (KiB).
+#[allow(clippy::zombie_processes)] // reaped by wait4, which std's Child does not see
 fn count_lines_and_peak_rss(args: &[&str]) -> (usize, String, i32, i64) {
     let mut child = Command::new(QLINK).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let pid = child.id() as libc::pid_t;

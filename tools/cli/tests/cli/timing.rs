@@ -25,7 +25,7 @@ fn timing_prints_the_query_time_on_stderr_only() {
     let cpu = cpu.strip_suffix(" s").unwrap_or_else(|| panic!("{err:?}"));
     let (wall, cpu): (f64, f64) = (wall.parse().unwrap(), cpu.parse().unwrap());
     assert!(wall > 0.0 && wall < 60.0, "{wall}");
-    assert!(cpu >= 0.0 && cpu < 60.0, "{cpu}");
+    assert!((0.0..60.0).contains(&cpu), "{cpu}");
     let (ok, plain, err) = run(&["sql", "--format", "csv", sql]);
     assert!(ok);
     assert_eq!(plain, out, "--timing leaves stdout alone");
