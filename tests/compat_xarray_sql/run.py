@@ -62,9 +62,9 @@ NOTES: list[tuple[str, str]] = [
     (r"test_a_failed_mixed_dimension_registration_adds_nothing", "a different rule: registering a name again on "
      "qlink's FlightSQLServer replaces it (a failed replacement keeps the old one); xarray-sql adds the new "
      "groups and refuses names already taken"),
-    (r"test_a_malformed_descriptor_is_the_clients_error|test_plain_flight", "not built: qlink serve answers Flight "
-     "SQL commands; xarray-sql also serves plain Flight path descriptors (a table name or a query as the path, "
-     "what ClickHouse's arrowFlight sends), and answers any other descriptor as the client's error"),
+    (r"test_a_malformed_descriptor_is_the_clients_error|test_plain_flight_schema_of_a_path", "not built: "
+     "GetSchema is answered UNIMPLEMENTED for every descriptor by arrow-flight 59's Flight SQL service, which "
+     "qlink serve builds on (GetFlightInfo, which carries the schema, is served for paths and commands)"),
     (r"test_missing_partition_bound_removes_global_coordinate_statistics", "qlink gives statistics where "
      "xarray-sql gives none: the coordinate's NaN is NULL, so its min 0.0 and max 3.0 over the other cells "
      "are exact (xarray-sql drops them because one partition has no bound)"),

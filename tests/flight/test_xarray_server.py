@@ -260,3 +260,32 @@ def test_session_serve_flight_sql_needs_a_secret_off_loopback():
         server.shutdown()
     assert not server.is_running and refused(server.port)
     server.shutdown()
+
+
+def test_a_plain_flight_path_names_a_table_or_a_query():
+    # what clients without Flight SQL send (ClickHouse's arrowFlight, pyarrow's for_path)
+    pa_flight = pytest.importorskip("pyarrow.flight")
+    with xql.FlightSQLServer() as server:
+        with pytest.warns(RuntimeWarning, match="quote"):
+            server.register("Grid", dataset())
+        server.serve()
+        client = pa_flight.FlightClient(server.uri)
+
+        def read(*path):
+            info = client.get_flight_info(pa_flight.FlightDescriptor.for_path(*path))
+            return client.do_get(info.endpoints[0].ticket).read_all()
+
+        assert read("Grid.lat").column_names == ["lat", "elev", "label"]
+        assert read("Grid", "time_lat").num_rows == 6
+        assert read('SELECT count(*) AS n FROM "Grid".lat').to_pylist() == [{"n": 3}]
+        with pytest.raises(Exception, match="(?i)not found"):
+            read("nope")
+        with pytest.raises(Exception, match="names no table"):
+            read("a", "b", "c", "d")
+        with pytest.raises(Exception, match="(?i)single SQL statement|ddl|not supported|not allowed"):
+            read("WITH x AS (SELECT 1) SELECT * FROM x; DROP TABLE t")
+        with pytest.raises(Exception, match="(?i)invalid argument"):
+            client.get_flight_info(pa_flight.FlightDescriptor.for_command(b"not a command"))
+        url = b"type.googleapis.com/qlink.NotACommand"  # a well-formed protobuf Any of an unknown command
+        with pytest.raises(Exception, match=r"not a Flight SQL command \(type.googleapis.com/qlink.NotACommand\)"):
+            client.get_flight_info(pa_flight.FlightDescriptor.for_command(bytes([0x0A, len(url)]) + url))

@@ -8,8 +8,10 @@
 //! FlightInfo whose one ticket `DoGet` streams), prepared statements
 //! (create, bind one row of `$1`.. parameters, execute, close), the
 //! catalog, schema, table and table-type listings, and `GetSqlInfo`
-//! (server name, version, read-only). The rest of Flight SQL (updates,
-//! ingestion, Substrait, transactions) is refused as UNIMPLEMENTED.
+//! (server name, version, read-only); and plain Flight path descriptors
+//! (`table`, `schema.table`, or a query as the path), which clients
+//! without Flight SQL send. The rest of Flight SQL (updates, ingestion,
+//! Substrait, transactions) is refused as UNIMPLEMENTED.
 //!
 //! Its SQL is read-only: DDL (`CREATE EXTERNAL TABLE`, `DROP`), DML
 //! (`INSERT`, `COPY`) and statements (`SET`) are refused, so a client sends
@@ -388,6 +390,31 @@ fn like(pattern: &Option<String>) -> Option<String> {
 impl FlightSqlService for QlinkFlightSql {
     type FlightService = QlinkFlightSql;
 
+    /// A plain Flight descriptor (not a Flight SQL command), as clients
+    /// without Flight SQL send (ClickHouse's arrowFlight table engine,
+    /// pyarrow's `FlightDescriptor.for_path`): a path of one element that
+    /// is a query (`SELECT ...`, `WITH ...`) runs it; otherwise the path
+    /// names a table, as `table`, `schema.table` or the elements
+    /// [`schema`, `table`], each part taken exactly as written (quoted).
+    /// Anything else (an unknown command) is the client's error.
+    async fn get_flight_info_fallback(
+        &self,
+        cmd: arrow_flight::sql::Command,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let descriptor = request.into_inner();
+        if descriptor.r#type != arrow_flight::flight_descriptor::DescriptorType::Path as i32 || descriptor.path.is_empty() {
+            return Err(Status::invalid_argument(format!(
+                "qlink serve: not a Flight SQL command ({}) and not a path naming a table or a query",
+                cmd.type_url()
+            )));
+        }
+        let sql = path_sql(&descriptor.path)?;
+        let df = self.plan(&sql, None).await?;
+        let ticket = TicketStatementQuery { statement_handle: sql.into_bytes().into() };
+        Self::info(df.schema().as_arrow(), ticket.as_any(), descriptor)
+    }
+
     async fn get_flight_info_statement(
         &self,
         query: CommandStatementQuery,
@@ -484,7 +511,7 @@ impl FlightSqlService for QlinkFlightSql {
         query: CommandGetCatalogs,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        Self::info(&query.clone().into_builder().schema(), query.as_any(), request.into_inner())
+        Self::info(&query.into_builder().schema(), query.as_any(), request.into_inner())
     }
 
     async fn do_get_catalogs(
@@ -560,7 +587,7 @@ impl FlightSqlService for QlinkFlightSql {
         query: CommandGetTableTypes,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        Self::info(&query.clone().into_builder().schema(), query.as_any(), request.into_inner())
+        Self::info(&query.into_builder().schema(), query.as_any(), request.into_inner())
     }
 
     async fn do_get_table_types(
@@ -594,9 +621,42 @@ impl FlightSqlService for QlinkFlightSql {
     async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}
 }
 
+/// The SQL a plain Flight path stands for (see `get_flight_info_fallback`).
+fn path_sql(path: &[String]) -> Result<String, Status> {
+    if let [only] = path {
+        let first = only.split_whitespace().next().unwrap_or("").to_ascii_lowercase();
+        if first == "select" || first == "with" {
+            return Ok(only.clone());
+        }
+    }
+    let parts: Vec<&str> = match path {
+        [only] => only.split('.').collect(),
+        many => many.iter().map(String::as_str).collect(),
+    };
+    if parts.is_empty() || parts.len() > 3 || parts.iter().any(|p| p.is_empty()) {
+        return Err(Status::invalid_argument(format!(
+            "qlink serve: the path {path:?} names no table (table, schema.table or catalog.schema.table)"
+        )));
+    }
+    let quoted: Vec<String> = parts.iter().map(|p| format!("\"{}\"", p.replace('"', "\"\""))).collect();
+    Ok(format!("SELECT * FROM {}", quoted.join(".")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plain_path_is_a_table_or_a_query() {
+        let p = |v: &[&str]| path_sql(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(p(&["Weather"]).unwrap(), "SELECT * FROM \"Weather\"");
+        assert_eq!(p(&["era5.surface"]).unwrap(), "SELECT * FROM \"era5\".\"surface\"");
+        assert_eq!(p(&["era5", "a\"b"]).unwrap(), "SELECT * FROM \"era5\".\"a\"\"b\"");
+        assert_eq!(p(&["  select 1"]).unwrap(), "  select 1");
+        assert_eq!(p(&["WITH x AS (SELECT 1) SELECT * FROM x"]).unwrap(), "WITH x AS (SELECT 1) SELECT * FROM x");
+        assert_eq!(p(&["withdrawals"]).unwrap(), "SELECT * FROM \"withdrawals\"");
+        assert!(p(&["a..b"]).is_err() && p(&["a", "b", "c", "d"]).is_err());
+    }
     use datafusion::arrow::array::{Int64Array, StringArray};
 
     #[test]
