@@ -39,10 +39,10 @@
 //!   never unwinds into the host; async work runs on the plugin's own Tokio
 //!   runtime ([`runtime`]).
 //!
-//! Aggregate functions ([`udaf`]) cross as one accumulator per group.
-//! Not yet offered: window functions, schema providers and planners (a C
-//! plugin can offer them today; the catalogue lists only what the plugin
-//! has).
+//! Aggregate functions ([`udaf`]) cross as one accumulator per group,
+//! window functions ([`udwf`]) as one evaluator per partition. Not yet
+//! offered: schema providers and planners (a C plugin can offer them
+//! today; the catalogue lists only what the plugin has).
 
 pub mod error;
 pub mod filters;
@@ -57,6 +57,7 @@ pub mod table;
 pub mod udaf;
 pub mod udf;
 pub mod udtf;
+pub mod udwf;
 
 pub use error::{Error, Result};
 pub use plugin::{option, OptionSpec, Options, Plugin, Registered};

@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 
 use datafusion::catalog::{TableFunctionImpl, TableProvider};
 use datafusion::execution::context::SessionState;
-use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
+use datafusion::logical_expr::{AggregateUDF, ScalarUDF, WindowUDF};
 use datafusion::prelude::SessionContext;
 use qlink_sys::*;
 
@@ -87,9 +87,8 @@ pub struct Plugin {
     tables: Vec<TableItem>,
     scalars: Vec<Arc<ScalarUDF>>,
     aggregates: Vec<Arc<AggregateUDF>>,
+    windows: Vec<Arc<WindowUDF>>,
     table_functions: Vec<(String, String, Arc<dyn TableFunctionImpl>)>,
-    /// What `registered_by` found and cannot export yet.
-    skipped: Vec<String>,
     error: Option<Error>,
 }
 
@@ -105,7 +104,7 @@ impl Plugin {
             scalars: Vec::new(),
             aggregates: Vec::new(),
             table_functions: Vec::new(),
-            skipped: Vec::new(),
+            windows: Vec::new(),
             error: None,
         }
     }
@@ -152,11 +151,18 @@ impl Plugin {
         self
     }
 
+    /// A window function (UDWF), under its name and each of its aliases:
+    /// one `PartitionEvaluator` per window partition, evaluated whole (see
+    /// `udwf.rs` for what is refused).
+    pub fn window_udf(mut self, udwf: impl Into<Arc<WindowUDF>>) -> Self {
+        self.windows.push(udwf.into());
+        self
+    }
+
     /// Everything a crate's own registration function adds to a DataFusion
     /// `SessionContext` (its `register_all(ctx)`, say): each scalar,
-    /// aggregate and table function it registers beyond DataFusion's
-    /// defaults, so the plugin never lists them. Window functions it adds
-    /// are not exported yet; the plugin's description names them. An error
+    /// aggregate, window and table function it registers beyond
+    /// DataFusion's defaults, so the plugin never lists them. An error
     /// from `register` makes the plugin fail to load with its message.
     pub fn registered_by(mut self, register: impl FnOnce(&SessionContext) -> datafusion::error::Result<()>) -> Self {
         let ctx = SessionContext::new();
@@ -192,10 +198,16 @@ impl Plugin {
                 self.aggregates.push(f);
             }
         }
-        let mut windows: Vec<_> =
-            after.window_functions().keys().filter(|k| !before.window_functions().contains_key(*k)).cloned().collect();
-        windows.sort();
-        self.skipped.extend(windows.into_iter().map(|n| format!("window {n}")));
+        let mut seen: Vec<*const WindowUDF> = self.windows.iter().map(Arc::as_ptr).collect();
+        let mut names: Vec<_> = after.window_functions().keys().filter(|k| !before.window_functions().contains_key(*k)).cloned().collect();
+        names.sort();
+        for n in names {
+            let f = after.window_functions()[&n].clone();
+            if !seen.contains(&Arc::as_ptr(&f)) {
+                seen.push(Arc::as_ptr(&f));
+                self.windows.push(f);
+            }
+        }
         self
     }
 
@@ -223,6 +235,8 @@ pub struct Registered {
     scalars: Vec<(String, Arc<ScalarUDF>)>,
     /// Aggregate functions by registered name, likewise.
     aggregates: Vec<(String, Arc<AggregateUDF>)>,
+    /// Window functions by registered name, likewise.
+    windows: Vec<(String, Arc<WindowUDF>)>,
     table_functions: Vec<(String, Arc<dyn TableFunctionImpl>)>,
 }
 
@@ -248,9 +262,6 @@ impl Registered {
     fn new(mut p: Plugin) -> Result<Self> {
         if let Some(e) = p.error.take() {
             return Err(e);
-        }
-        if !p.skipped.is_empty() {
-            p.description = format!("{} (not exported yet: {})", p.description, p.skipped.join(", "));
         }
         let mut strings = Vec::new();
         let mut options = Vec::new();
@@ -316,6 +327,19 @@ impl Registered {
                 aggregates.push((n, udaf.clone()));
             }
         }
+        let mut windows = Vec::new();
+        for udwf in &p.windows {
+            let doc = udwf.documentation().map(|d| d.description.clone()).unwrap_or_default();
+            let doc = doc.lines().next().unwrap_or("").to_string();
+            for n in std::iter::once(udwf.name()).chain(udwf.aliases().iter().map(String::as_str)) {
+                let Ok(n) = item_name(n, "function") else { continue };
+                if windows.iter().any(|(s, _): &(String, _)| *s == n) {
+                    continue;
+                }
+                add(QL_ITEM_WINDOW_FUNCTION, &n, &doc, &[], &mut strings)?;
+                windows.push((n, udwf.clone()));
+            }
+        }
         let mut table_functions = Vec::new();
         for (name, description, f) in &p.table_functions {
             let n = item_name(name, "table function")?;
@@ -332,6 +356,7 @@ impl Registered {
             tables: p.tables,
             scalars,
             aggregates,
+            windows,
             table_functions,
         })
     }
@@ -415,6 +440,16 @@ unsafe extern "C" fn open_aggregate(
     })
 }
 
+unsafe extern "C" fn open_window(p: *const ql_plugin, name: *const c_char, out: *mut ql_window_function, error: *mut ql_error) -> c_int {
+    guard(error, "window_function_open", || {
+        let r = registered(p);
+        let n = name_of(name);
+        let (uid, udwf) = find_item(&r.windows, &n, "window function", r)?;
+        std::ptr::write(out, crate::udwf::export_udwf(udwf.clone(), &n, lib_name(r), uid));
+        Ok(())
+    })
+}
+
 unsafe extern "C" fn open_table_function(
     p: *const ql_plugin,
     name: *const c_char,
@@ -493,6 +528,7 @@ pub unsafe fn init(
         d.table_provider_open = if has(QL_ITEM_TABLE_PROVIDER) { Some(open_table) } else { None };
         d.scalar_function_open = if has(QL_ITEM_SCALAR_FUNCTION) { Some(open_scalar) } else { None };
         d.aggregate_function_open = if has(QL_ITEM_AGGREGATE_FUNCTION) { Some(open_aggregate) } else { None };
+        d.window_function_open = if has(QL_ITEM_WINDOW_FUNCTION) { Some(open_window) } else { None };
         d.table_function_open = if has(QL_ITEM_TABLE_FUNCTION) { Some(open_table_function) } else { None };
         d.release = Some(release_plugin);
         d.private_data = r as *const Registered as *mut _;

@@ -176,7 +176,7 @@ unsafe extern "C" fn udf_return_type(
 }
 
 /// Every buffer address range of an array and its children.
-fn ranges(data: &arrow::array::ArrayData, out: &mut Vec<(usize, usize)>) {
+pub fn ranges(data: &arrow::array::ArrayData, out: &mut Vec<(usize, usize)>) {
     for b in data.buffers() {
         out.push((b.as_ptr() as usize, b.as_ptr() as usize + b.len()));
     }

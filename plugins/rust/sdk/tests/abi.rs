@@ -51,6 +51,8 @@ fn plugin() -> Plugin {
         .scalar_udf(doubled)
         .aggregate_udf(datafusion::functions_aggregate::sum::sum_udaf())
         .aggregate_udf(datafusion::functions_aggregate::array_agg::array_agg_udaf())
+        .window_udf(datafusion::functions_window::lead_lag::lag_udwf())
+        .window_udf(datafusion::functions_window::rank::rank_udwf())
 }
 
 export_plugin!(plugin);
@@ -119,10 +121,12 @@ fn the_descriptor_lists_every_item() {
             (QL_ITEM_TABLE_PROVIDER, "explodes".into(), 0),
             (QL_ITEM_SCALAR_FUNCTION, "doubled".into(), 0),
             (QL_ITEM_AGGREGATE_FUNCTION, "sum".into(), 0),
-            (QL_ITEM_AGGREGATE_FUNCTION, "array_agg".into(), 0)
+            (QL_ITEM_AGGREGATE_FUNCTION, "array_agg".into(), 0),
+            (QL_ITEM_WINDOW_FUNCTION, "lag".into(), 0),
+            (QL_ITEM_WINDOW_FUNCTION, "rank".into(), 0)
         ]
     );
-    assert!(p.aggregate_function_open.is_some() && p.window_function_open.is_none() && p.planner_open.is_none());
+    assert!(p.aggregate_function_open.is_some() && p.window_function_open.is_some() && p.planner_open.is_none());
 }
 
 #[test]
@@ -333,4 +337,46 @@ fn an_accumulator_keeps_no_host_buffer_after_the_call() {
         a.release.unwrap()(&mut a);
         f.release.unwrap()(&mut f);
     }
+}
+
+fn open_window(p: &ql_plugin, name: &str) -> ql_window_function {
+    let name = CString::new(name).unwrap();
+    let mut f: ql_window_function = zeroed();
+    let mut err = ql_error::new();
+    ok(unsafe { p.window_function_open.unwrap()(p, name.as_ptr(), &mut f, &mut err) }, &mut err);
+    f
+}
+
+#[test]
+fn a_window_function_evaluates_a_whole_partition() {
+    let p = load();
+    let mut f = open_window(&p, "lag");
+    assert_eq!(f.id.kind, QL_FUNCTION_WINDOW);
+    let mut err = ql_error::new();
+    let (schema, array) = int32_args(vec![Some(5), None, Some(7), Some(8)]);
+    let sp = &schema as *const FFI_ArrowSchema;
+    let mut ret = FFI_ArrowSchema::empty();
+    ok(unsafe { f.return_type.unwrap()(&f, sp, &mut ret, &mut err) }, &mut err);
+    assert_eq!(DataType::try_from(&ret).unwrap(), DataType::Int32);
+    let mut e: ql_partition_evaluator = zeroed();
+    ok(unsafe { f.evaluator_new.unwrap()(&f, sp, &mut e, &mut err) }, &mut err);
+    let mut out = FFI_ArrowArray::empty();
+    ok(unsafe { e.evaluate_all.unwrap()(&mut e, &array, 4, &mut out, &mut err) }, &mut err);
+    drop(array); // the host frees its arguments first: lag's shifted result must not need them
+    let got = arrow::array::Int32Array::from(unsafe { arrow::ffi::from_ffi(out, &ret) }.unwrap());
+    assert_eq!(got.iter().collect::<Vec<_>>(), [None, Some(5), None, Some(7)]);
+    unsafe {
+        e.release.unwrap()(&mut e);
+        f.release.unwrap()(&mut f);
+    }
+
+    // RANK needs the ORDER BY peers, which a whole-partition call does not carry: refused, named
+    let mut f = open_window(&p, "rank");
+    let empty = FFI_ArrowSchema::try_from(DataType::Struct(Fields::empty())).unwrap();
+    let mut e: ql_partition_evaluator = zeroed();
+    let rc = unsafe { f.evaluator_new.unwrap()(&f, &empty, &mut e, &mut err) };
+    assert_eq!(rc, QL_ENOTSUP);
+    let m = message(&mut err);
+    assert!(m.starts_with("rank: it needs the window frame or the ORDER BY peers' ranks"), "{m}");
+    unsafe { f.release.unwrap()(&mut f) };
 }
