@@ -302,43 +302,19 @@ impl Registered {
             add(QL_ITEM_TABLE_PROVIDER, &n, &t.description, &t.options, &mut strings)?;
         }
         let mut scalars = Vec::new();
-        for udf in &p.scalars {
-            let doc = udf.documentation().map(|d| d.description.clone()).unwrap_or_default();
-            let doc = doc.lines().next().unwrap_or("").to_string();
-            for n in std::iter::once(udf.name()).chain(udf.aliases().iter().map(String::as_str)) {
-                let Ok(n) = item_name(n, "function") else { continue }; // an operator alias ("->"): no SQL name to register
-                if scalars.iter().any(|(s, _): &(String, _)| *s == n) {
-                    continue;
-                }
-                add(QL_ITEM_SCALAR_FUNCTION, &n, &doc, &[], &mut strings)?;
-                scalars.push((n, udf.clone()));
-            }
+        for (n, doc, f) in by_sql_name(&p.scalars) {
+            add(QL_ITEM_SCALAR_FUNCTION, &n, &doc, &[], &mut strings)?;
+            scalars.push((n, f));
         }
         let mut aggregates = Vec::new();
-        for udaf in &p.aggregates {
-            let doc = udaf.documentation().map(|d| d.description.clone()).unwrap_or_default();
-            let doc = doc.lines().next().unwrap_or("").to_string();
-            for n in std::iter::once(udaf.name()).chain(udaf.aliases().iter().map(String::as_str)) {
-                let Ok(n) = item_name(n, "function") else { continue };
-                if aggregates.iter().any(|(s, _): &(String, _)| *s == n) {
-                    continue;
-                }
-                add(QL_ITEM_AGGREGATE_FUNCTION, &n, &doc, &[], &mut strings)?;
-                aggregates.push((n, udaf.clone()));
-            }
+        for (n, doc, f) in by_sql_name(&p.aggregates) {
+            add(QL_ITEM_AGGREGATE_FUNCTION, &n, &doc, &[], &mut strings)?;
+            aggregates.push((n, f));
         }
         let mut windows = Vec::new();
-        for udwf in &p.windows {
-            let doc = udwf.documentation().map(|d| d.description.clone()).unwrap_or_default();
-            let doc = doc.lines().next().unwrap_or("").to_string();
-            for n in std::iter::once(udwf.name()).chain(udwf.aliases().iter().map(String::as_str)) {
-                let Ok(n) = item_name(n, "function") else { continue };
-                if windows.iter().any(|(s, _): &(String, _)| *s == n) {
-                    continue;
-                }
-                add(QL_ITEM_WINDOW_FUNCTION, &n, &doc, &[], &mut strings)?;
-                windows.push((n, udwf.clone()));
-            }
+        for (n, doc, f) in by_sql_name(&p.windows) {
+            add(QL_ITEM_WINDOW_FUNCTION, &n, &doc, &[], &mut strings)?;
+            windows.push((n, f));
         }
         let mut table_functions = Vec::new();
         for (name, description, f) in &p.table_functions {
@@ -360,6 +336,49 @@ impl Registered {
             table_functions,
         })
     }
+}
+
+/// What the catalogue needs of a scalar, aggregate or window function.
+trait Named {
+    fn sql_name(&self) -> &str;
+    fn sql_aliases(&self) -> &[String];
+    /// The first line of its documentation ("" without one).
+    fn summary(&self) -> String;
+}
+
+macro_rules! named {
+    ($t:ty) => {
+        impl Named for $t {
+            fn sql_name(&self) -> &str {
+                self.name()
+            }
+            fn sql_aliases(&self) -> &[String] {
+                self.aliases()
+            }
+            fn summary(&self) -> String {
+                self.documentation().and_then(|d| d.description.lines().next().map(str::to_string)).unwrap_or_default()
+            }
+        }
+    };
+}
+named!(ScalarUDF);
+named!(AggregateUDF);
+named!(WindowUDF);
+
+/// Each function under its name and each alias, as (SQL name, summary,
+/// function): names lowered; an alias that is an operator ("->") has no
+/// SQL name and is skipped; the first function of a name keeps it.
+fn by_sql_name<T: Named>(functions: &[Arc<T>]) -> Vec<(String, String, Arc<T>)> {
+    let mut out: Vec<(String, String, Arc<T>)> = Vec::new();
+    for f in functions {
+        for n in std::iter::once(f.sql_name()).chain(f.sql_aliases().iter().map(String::as_str)) {
+            let Ok(n) = item_name(n, "function") else { continue };
+            if !out.iter().any(|(s, _, _)| *s == n) {
+                out.push((n, f.summary(), f.clone()));
+            }
+        }
+    }
+    out
 }
 
 fn registered(p: *const ql_plugin) -> &'static Registered {
