@@ -44,6 +44,7 @@
 //! offered: schema providers and planners (a C plugin can offer them
 //! today; the catalogue lists only what the plugin has).
 
+pub mod args;
 pub mod error;
 pub mod filters;
 pub mod listing;

@@ -4,7 +4,7 @@
 //! own `Accumulator`.
 //!
 //! Types: the host's argument types are coerced by DataFusion's own rules
-//! for the UDF's signature (`fields_with_udf`) and the columns
+//! for the UDF's signature (`args::coerce`) and the columns
 //! cast to them; the return field (with its extension metadata) and the
 //! state fields are the UDF's for those types. A signature that fixes its
 //! argument types is declared to the host as argument formats.
@@ -22,19 +22,16 @@ use std::ffi::{CStr, CString};
 use std::os::raw::c_int;
 use std::sync::Arc;
 
-use arrow::array::{make_array, Array, ArrayRef, MutableArrayData, StructArray};
+use arrow::array::{Array, ArrayRef, StructArray};
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, Field, FieldRef, Fields, Schema};
+use arrow::datatypes::{DataType, FieldRef, Fields, Schema};
 use arrow::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::type_coercion::functions::fields_with_udf;
 use datafusion::logical_expr::{Accumulator, AggregateUDF};
-use datafusion::physical_expr::expressions::Column;
-use datafusion::physical_expr::PhysicalExpr;
 use qlink_sys::*;
 
+use crate::args::{arg_columns, arg_fields, coerce, column_exprs, detach, write_return_field, DeclaredSignature};
 use crate::error::{guard, guard_value, Error, Result};
-use crate::udf::{arg_fields, borrow_args, DeclaredSignature};
 
 struct UdafState {
     udaf: Arc<AggregateUDF>,
@@ -44,7 +41,7 @@ struct UdafState {
 
 /// The coerced argument fields and the return field of `udaf` for `fields`.
 fn plan_call(udaf: &AggregateUDF, fields: &[FieldRef]) -> Result<(Vec<FieldRef>, FieldRef)> {
-    let coerced = fields_with_udf(fields, udaf).map_err(|e| Error::invalid(format!("{}: {}", udaf.name(), Error::from(e).message)))?;
+    let coerced = coerce(fields, udaf)?;
     let ret = udaf.return_field(&coerced)?;
     Ok((coerced, ret))
 }
@@ -94,9 +91,7 @@ unsafe extern "C" fn udaf_return_type(
     guard(error, "return type", || {
         let udaf = &state(f).udaf;
         let (_, ret) = plan_call(udaf, &arg_fields(args)?)?;
-        let field = Field::new(udaf.name(), ret.data_type().clone(), true).with_metadata(ret.metadata().clone());
-        std::ptr::write(out, FFI_ArrowSchema::try_from(&field)?);
-        Ok(())
+        write_return_field(udaf.name(), &ret, out)
     })
 }
 
@@ -140,8 +135,7 @@ unsafe extern "C" fn udaf_accumulator_new(
         let (coerced, ret) = plan_call(udaf, &fields)?;
         let state_fields = state_fields(udaf, &coerced, &ret)?;
         let schema = Schema::new(coerced.clone());
-        let exprs: Vec<Arc<dyn PhysicalExpr>> =
-            coerced.iter().enumerate().map(|(i, c)| Arc::new(Column::new(c.name(), i)) as Arc<dyn PhysicalExpr>).collect();
+        let exprs = column_exprs(&coerced);
         let acc = udaf.accumulator(AccumulatorArgs {
             return_field: ret.clone(),
             schema: &schema,
@@ -182,34 +176,12 @@ fn acc(a: *mut ql_accumulator) -> &'static mut AccState {
     unsafe { &mut *((*a).private_data as *mut AccState) }
 }
 
-/// `array` with buffers of its own (the host's are borrowed for the call).
-fn owned(array: &ArrayRef) -> Result<ArrayRef> {
-    let data = array.to_data();
-    let mut m = MutableArrayData::new(vec![&data], false, data.len());
-    m.try_extend(0, 0, data.len())?;
-    Ok(make_array(m.freeze()))
-}
-
-/// The columns of the host's borrowed struct array, copied, each cast to `want`.
+/// The columns of the host's borrowed struct array, each cast to `want`,
+/// with buffers of their own: an accumulator may keep what it is given.
 fn columns(schema: &FFI_ArrowSchema, array: *const ArrowArray, want: &[FieldRef], what: &str) -> Result<Vec<ArrayRef>> {
-    if array.is_null() {
-        return Err(Error::invalid(format!("{what}: no array")));
-    }
-    let input: StructArray = borrow_args(schema as *const FFI_ArrowSchema, array)?;
-    if input.num_columns() != want.len() {
-        return Err(Error::invalid(format!("{what}: {} columns, expected {}", input.num_columns(), want.len())));
-    }
-    want.iter()
-        .enumerate()
-        .map(|(i, w)| {
-            let col = input.column(i);
-            if col.data_type() == w.data_type() {
-                owned(col)
-            } else {
-                Ok(cast(col, w.data_type())?)
-            }
-        })
-        .collect()
+    let mut borrowed = Vec::new();
+    let cols = arg_columns(what, schema, array, want, &mut borrowed)?;
+    cols.into_iter().map(|c| detach(c, &borrowed)).collect()
 }
 
 unsafe extern "C" fn acc_update(a: *mut ql_accumulator, args: *const ArrowArray, error: *mut ql_error) -> c_int {

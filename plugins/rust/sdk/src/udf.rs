@@ -13,43 +13,14 @@ use std::ffi::CString;
 use std::os::raw::c_int;
 use std::sync::Arc;
 
-use arrow::array::{make_array, Array, ArrayRef, MutableArrayData, StructArray};
-use arrow::compute::cast;
-use arrow::datatypes::{DataType, Field, FieldRef};
-use arrow::ffi::{from_ffi, FFI_ArrowArray, FFI_ArrowSchema};
-use datafusion::logical_expr::type_coercion::functions::fields_with_udf;
-use datafusion::logical_expr::{ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, Signature, TypeSignature, Volatility};
+use arrow::array::Array;
+use arrow::datatypes::FieldRef;
+use arrow::ffi::FFI_ArrowArray;
+use datafusion::logical_expr::{ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF};
 use qlink_sys::*;
 
+use crate::args::{arg_columns, arg_fields, coerce, detach, write_return_field, DeclaredSignature};
 use crate::error::{guard, guard_value, Error, Result};
-
-/// A DataFusion signature as the ABI declares it (`ql_signature`): the
-/// argument formats when the signature fixes them (see
-/// [`fixed_arg_types`]), else any number of any type. Owns the format
-/// strings the declared signature points at.
-pub struct DeclaredSignature {
-    formats: Vec<CString>,
-    ptrs: Vec<*const std::os::raw::c_char>,
-    fixed: bool,
-    volatility: i32,
-}
-
-impl DeclaredSignature {
-    pub fn new(sig: &Signature) -> DeclaredSignature {
-        let fixed = fixed_arg_types(&sig.type_signature);
-        let formats: Vec<CString> = fixed.iter().flatten().map(|t| CString::new(qlink_convert::format_of(t)).unwrap_or_default()).collect();
-        let ptrs = formats.iter().map(|c| c.as_ptr()).collect();
-        DeclaredSignature { formats, ptrs, fixed: fixed.is_some(), volatility: volatility_of(sig.volatility) }
-    }
-
-    /// The `ql_signature`, pointing into `self` (which must outlive it).
-    pub fn abi(&self) -> ql_signature {
-        match self.fixed {
-            true => ql_signature { n_args: self.formats.len() as i32, volatility: self.volatility, arg_formats: self.ptrs.as_ptr() },
-            false => ql_signature { n_args: -1, volatility: self.volatility, arg_formats: std::ptr::null() },
-        }
-    }
-}
 
 struct UdfState {
     udf: Arc<ScalarUDF>,
@@ -88,36 +59,6 @@ fn state(f: *const ql_scalar_function) -> &'static UdfState {
     unsafe { crate::private::borrow((*f).private_data) }
 }
 
-pub fn volatility_of(v: Volatility) -> i32 {
-    match v {
-        Volatility::Immutable => QL_IMMUTABLE,
-        Volatility::Stable => QL_STABLE,
-        Volatility::Volatile => QL_VOLATILE,
-    }
-}
-
-/// The argument types a DataFusion signature fixes, when it fixes one
-/// list: exact types, one type for every argument, or no arguments. A host
-/// whose API fixes parameter types at registration (DuckDB) needs them;
-/// None (any types, checked in return_type) otherwise.
-pub fn fixed_arg_types(sig: &TypeSignature) -> Option<Vec<DataType>> {
-    // A format string describes a flat type only: a union's or a list's
-    // children live in the schema, so a signature over them declares none.
-    let flat = |t: &DataType| !t.is_nested() && !matches!(t, DataType::Dictionary(..) | DataType::RunEndEncoded(..));
-    let types = fixed_types(sig)?;
-    types.iter().all(flat).then_some(types)
-}
-
-fn fixed_types(sig: &TypeSignature) -> Option<Vec<DataType>> {
-    match sig {
-        TypeSignature::Exact(types) => Some(types.clone()),
-        TypeSignature::Uniform(n, types) if types.len() == 1 => Some(vec![types[0].clone(); *n]),
-        TypeSignature::Nullary => Some(Vec::new()),
-        TypeSignature::OneOf(options) if options.len() == 1 => fixed_types(&options[0]),
-        _ => None,
-    }
-}
-
 /// `udf` as a `ql_scalar_function` the caller owns, identified as
 /// (`library`, `uid`) and registered as `name`.
 pub fn export_udf(udf: Arc<ScalarUDF>, name: &str, library: &'static std::ffi::CStr, uid: u64) -> ql_scalar_function {
@@ -140,22 +81,9 @@ pub fn export_udf(udf: Arc<ScalarUDF>, name: &str, library: &'static std::ffi::C
     out
 }
 
-/// The argument fields of a struct schema the host passed.
-pub fn arg_fields(args: *const ArrowSchema) -> Result<Vec<FieldRef>> {
-    if args.is_null() {
-        return Ok(Vec::new());
-    }
-    // SAFETY: borrowed for the call; arrow-rs reads it without taking it.
-    let dt = DataType::try_from(unsafe { &*args })?;
-    match dt {
-        DataType::Struct(fields) => Ok(fields.iter().cloned().collect()),
-        other => Err(Error::invalid(format!("function arguments must be a struct schema, not {other}"))),
-    }
-}
-
 /// The coerced argument fields and the return field of `udf` for `fields`.
 fn plan_call(udf: &ScalarUDF, fields: &[FieldRef]) -> Result<(Vec<FieldRef>, FieldRef)> {
-    let coerced = fields_with_udf(fields, udf).map_err(|e| Error::invalid(format!("{}: {}", udf.name(), Error::from(e).message)))?;
+    let coerced = coerce(fields, udf)?;
     let scalars = vec![None; coerced.len()];
     let ret = udf.return_field_from_args(ReturnFieldArgs { arg_fields: &coerced, scalar_arguments: &scalars })?;
     Ok((coerced, ret))
@@ -169,50 +97,8 @@ unsafe extern "C" fn udf_return_type(
 ) -> c_int {
     guard(error, "return type", || {
         let (_, ret) = plan_call(&state(f).udf, &arg_fields(args)?)?;
-        let field = Field::new(state(f).udf.name(), ret.data_type().clone(), true).with_metadata(ret.metadata().clone());
-        std::ptr::write(out, FFI_ArrowSchema::try_from(&field)?);
-        Ok(())
+        write_return_field(state(f).udf.name(), &ret, out)
     })
-}
-
-/// Every buffer address range of an array and its children.
-pub fn ranges(data: &arrow::array::ArrayData, out: &mut Vec<(usize, usize)>) {
-    for b in data.buffers() {
-        out.push((b.as_ptr() as usize, b.as_ptr() as usize + b.len()));
-    }
-    if let Some(n) = data.nulls() {
-        let b = n.buffer();
-        out.push((b.as_ptr() as usize, b.as_ptr() as usize + b.len()));
-    }
-    for c in data.child_data() {
-        ranges(c, out);
-    }
-}
-
-/// `result`, copied if any of its buffers lies in one of `borrowed`.
-pub fn detach(result: ArrayRef, borrowed: &[(usize, usize)]) -> Result<ArrayRef> {
-    let data = result.to_data();
-    let mut mine = Vec::new();
-    ranges(&data, &mut mine);
-    let shares = mine.iter().any(|(s, e)| s < e && borrowed.iter().any(|(bs, be)| s < be && bs < e));
-    if !shares {
-        return Ok(result);
-    }
-    let mut m = MutableArrayData::new(vec![&data], false, data.len());
-    m.try_extend(0, 0, data.len())?;
-    Ok(make_array(m.freeze()))
-}
-
-/// The host's borrowed struct array, read in place (it is not released
-/// here: the host still owns it).
-pub fn borrow_args(args_schema: *const ArrowSchema, args: *const ArrowArray) -> Result<StructArray> {
-    // SAFETY: a bitwise copy whose release is cleared: arrow-rs reads the
-    // buffers in place and never calls the host's release.
-    let mut shallow: FFI_ArrowArray = unsafe { std::ptr::read(args) };
-    let shallow_ptr = &mut shallow as *mut FFI_ArrowArray;
-    unsafe { (*shallow_ptr).release = None };
-    let data = unsafe { from_ffi(shallow, &*args_schema) }?;
-    Ok(StructArray::from(data))
 }
 
 unsafe extern "C" fn udf_invoke(
@@ -228,22 +114,10 @@ unsafe extern "C" fn udf_invoke(
         if out.is_null() {
             return Err(Error::invalid("invoke: out is NULL"));
         }
-        let fields = arg_fields(args_schema)?;
-        if !fields.is_empty() && args.is_null() {
-            return Err(Error::invalid(format!("{}: {} argument types but no arguments", st.udf.name(), fields.len())));
-        }
-        let (coerced, ret) = st.plan(&fields)?;
+        let (coerced, ret) = st.plan(&arg_fields(args_schema)?)?;
         let rows = num_rows.max(0) as usize;
-        let input = if fields.is_empty() { None } else { Some(borrow_args(args_schema, args)?) };
         let mut borrowed = Vec::new();
-        let mut cols = Vec::with_capacity(coerced.len());
-        if let Some(input) = &input {
-            ranges(&input.to_data(), &mut borrowed);
-            for (i, want) in coerced.iter().enumerate() {
-                let col = input.column(i);
-                cols.push(if col.data_type() == want.data_type() { col.clone() } else { cast(col, want.data_type())? });
-            }
-        }
+        let cols = arg_columns(st.udf.name(), args_schema, args, &coerced, &mut borrowed)?;
         let value = st.udf.invoke_with_args(ScalarFunctionArgs {
             args: cols.into_iter().map(ColumnarValue::Array).collect(),
             arg_fields: coerced,

@@ -21,17 +21,14 @@ use std::sync::Arc;
 
 use arrow::array::Array;
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, Field, FieldRef, Fields};
+use arrow::datatypes::{DataType, FieldRef, Fields};
 use arrow::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
-use datafusion::logical_expr::type_coercion::functions::fields_with_udf;
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
-use datafusion::physical_expr::expressions::Column;
-use datafusion::physical_expr::PhysicalExpr;
 use qlink_sys::*;
 
+use crate::args::{arg_columns, arg_fields, coerce, column_exprs, detach, write_return_field, DeclaredSignature};
 use crate::error::{guard, guard_value, Error, Result};
-use crate::udf::{arg_fields, borrow_args, detach, ranges, DeclaredSignature};
 
 struct UdwfState {
     udwf: Arc<WindowUDF>,
@@ -41,7 +38,7 @@ struct UdwfState {
 
 /// The coerced argument fields and the return field of `udwf` for `fields`.
 fn plan_call(udwf: &WindowUDF, fields: &[FieldRef]) -> Result<(Vec<FieldRef>, FieldRef)> {
-    let coerced = fields_with_udf(fields, udwf).map_err(|e| Error::invalid(format!("{}: {}", udwf.name(), Error::from(e).message)))?;
+    let coerced = coerce(fields, udwf)?;
     let ret = udwf.field(WindowUDFFieldArgs::new(&coerced, udwf.name()))?;
     Ok((coerced, ret))
 }
@@ -76,9 +73,7 @@ unsafe extern "C" fn udwf_return_type(
     guard(error, "return type", || {
         let udwf = &state(f).udwf;
         let (_, ret) = plan_call(udwf, &arg_fields(args)?)?;
-        let field = Field::new(udwf.name(), ret.data_type().clone(), true).with_metadata(ret.metadata().clone());
-        std::ptr::write(out, FFI_ArrowSchema::try_from(&field)?);
-        Ok(())
+        write_return_field(udwf.name(), &ret, out)
     })
 }
 
@@ -102,8 +97,7 @@ unsafe extern "C" fn udwf_evaluator_new(
         let udwf = &state(f).udwf;
         let fields = arg_fields(args)?;
         let (coerced, ret) = plan_call(udwf, &fields)?;
-        let exprs: Vec<Arc<dyn PhysicalExpr>> =
-            coerced.iter().enumerate().map(|(i, c)| Arc::new(Column::new(c.name(), i)) as Arc<dyn PhysicalExpr>).collect();
+        let exprs = column_exprs(&coerced);
         let ev = udwf.partition_evaluator_factory(PartitionEvaluatorArgs::new(&exprs, &coerced, false, false))?;
         if ev.uses_window_frame() || ev.include_rank() {
             return Err(Error::unsupported(format!(
@@ -142,18 +136,7 @@ unsafe extern "C" fn eval_all(
         let st = &mut *((*e).private_data as *mut EvalState);
         let rows = num_rows.max(0) as usize;
         let mut borrowed = Vec::new();
-        let mut cols = Vec::with_capacity(st.coerced.len());
-        if !st.coerced.is_empty() {
-            if args.is_null() {
-                return Err(Error::invalid(format!("{}: {} argument types but no arguments", st.name, st.coerced.len())));
-            }
-            let input = borrow_args(&st.args_schema, args)?;
-            ranges(&input.to_data(), &mut borrowed);
-            for (i, want) in st.coerced.iter().enumerate() {
-                let col = input.column(i);
-                cols.push(if col.data_type() == want.data_type() { col.clone() } else { cast(col, want.data_type())? });
-            }
-        }
+        let cols = arg_columns(&st.name, &st.args_schema, args, &st.coerced, &mut borrowed)?;
         let result = st.ev.evaluate_all(&cols, rows)?;
         if result.len() != rows {
             return Err(Error::new(QL_EINTERNAL, format!("{} returned {} rows for {rows}", st.name, result.len())));
