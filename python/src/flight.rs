@@ -45,12 +45,8 @@ pub fn start(py: Python<'_>, session: QlinkSession, host: &str, port: u16, secre
         h => h.parse().map_err(|_| PyValueError::new_err(format!("host {h:?} is not an IP address (e.g. 127.0.0.1, ::1, 0.0.0.0)")))?,
     };
     let secret = secret.map(|s| Secret::new(s, "secret")).transpose().map_err(PyValueError::new_err)?;
-    if secret.is_none() && !ip.is_loopback() {
-        return Err(PyValueError::new_err(format!(
-            "host {ip} is not a loopback address: a server other machines can reach needs a secret (secret=..., at least 32 \
-             printable bytes, e.g. secrets.token_hex(32))"
-        )));
-    }
+    flight_sql::check_bind_as(&ip, &secret, "host", "a secret (secret=..., at least 32 printable bytes, e.g. secrets.token_hex(32))")
+        .map_err(PyValueError::new_err)?;
     let opts = ServeOptions { host: ip, port, secret };
     let listener = py
         .detach(|| runtime().block_on(flight_sql::bind(&opts)))

@@ -408,6 +408,11 @@ _GEO_UNSUPPORTED = {
     **{e: "geodatafusion returns GeoArrow geometries (unions and structs with an Arrow extension type), "
           "which have no SQLite value: the SQLite host refuses the type by name" for e in ("sqlite-python", "sqlite-cli")},
 }
+def _view_value(i: int) -> str | None:
+    """Row i of qlink_memtable's views table: NULL, long (beyond a view's 12 inline bytes) or short."""
+    return None if i % 3 == 2 else (f"row {i}: longer than twelve bytes" if i % 2 else f"r{i}")
+
+
 QUERIES += [
     Query("rust_json_get",
           "SELECT id, json_get_str(doc, 'city') AS city, json_get_int(doc, 'n') AS n, "
@@ -437,9 +442,7 @@ QUERIES += [
     Query("rust_string_views", "SELECT id, s, CAST(length(s) AS BIGINT) AS n FROM {t} ORDER BY id",
           ("int64", "utf8", "int64"),
           tables={"t": "qlink_memtable/views"},
-          oracle=lambda: [(i, None if i % 3 == 2 else (f"row {i}: longer than twelve bytes" if i % 2 else f"r{i}"),
-                           None if i % 3 == 2 else len(f"row {i}: longer than twelve bytes" if i % 2 else f"r{i}"))
-                          for i in range(6)]),
+          oracle=lambda: [(i, s, None if s is None else len(s)) for i, s in enumerate(map(_view_value, range(6)))]),
     Query("rust_string_views_filter", "SELECT id FROM {t} WHERE s LIKE '%twelve%' ORDER BY id", ("int64",),
           tables={"t": "qlink_memtable/views"}, oracle=lambda: [(1,), (3,)]),
     # bytes in the view layout (BinaryView), read whole by each host's scan

@@ -133,9 +133,9 @@ class FlightSQLServer:
         server's session). Names are registered exactly as given, as
         xarray-sql registers them: SQL folds unquoted names to lower case,
         so a mixed-case name warns (RuntimeWarning) and must be quoted in
-        queries. Registering ``name``
-        again replaces it. ``chunks`` (``{"time": 24}``) sets the blocks a
-        filter prunes. Returns the server.
+        queries. Registering ``name`` again replaces it. ``chunks``
+        (``{"time": 24}``) sets the blocks a filter prunes. Returns the
+        server.
 
         The variables are read by reference: a query sees the Dataset's
         arrays as they are when it runs. A running server serves a new
@@ -167,16 +167,21 @@ class FlightSQLServer:
             self._entries[name] = (ds, chunks, table_names, schema)
         return self
 
+    @staticmethod
+    def _session_name(name: str, schema: bool) -> str:
+        """``name`` as the session is given it: a table's quoted, so the
+        session keeps it exactly (a schema's is kept as given)."""
+        return name if schema else _quote(name)
+
     def _register(self, name: str, ds, chunks: Chunks, table_names: TableNames, schema: bool) -> None:
-        # a table's name quoted, so the session keeps it exactly (a schema's is kept as given)
-        _register(self._session, name if schema else _quote(name), ds, chunks=chunks, table_names=table_names)
+        _register(self._session, self._session_name(name, schema), ds, chunks=chunks, table_names=table_names)
 
     def _drop(self, name: str, schema: bool) -> None:
         """Removes what ``register(name, ...)`` made from the session: its
         table or schema, and its Datasets' registrations."""
         self._session.sql(f"DROP {'SCHEMA' if schema else 'TABLE'} IF EXISTS {_quote(name)}"
                           + (" CASCADE" if schema else ""))
-        _unregister(self._session, name if schema else _quote(name))
+        _unregister(self._session, self._session_name(name, schema))
 
     # ---- serving
 

@@ -83,11 +83,20 @@ pub struct ServeOptions {
 
 /// The refusal of a non-loopback address without a secret (a usage error).
 pub fn check_bind(host: &IpAddr, secret: &Option<Secret>) -> Result<(), String> {
+    check_bind_as(
+        host,
+        secret,
+        "serve --host",
+        &format!("the clients' secret (--secret-file FILE or {SECRET_ENV}; e.g. `openssl rand -hex 32 > FILE`)"),
+    )
+}
+
+/// [`check_bind`] in the caller's terms: the error reads "`option` HOST is
+/// not a loopback address: a server other machines can reach needs
+/// `remedy`" (the Python package names its `secret=` argument).
+pub fn check_bind_as(host: &IpAddr, secret: &Option<Secret>, option: &str, remedy: &str) -> Result<(), String> {
     if secret.is_none() && !host.is_loopback() {
-        return Err(format!(
-            "serve --host {host} is not a loopback address: a server other machines can reach needs the clients' \
-             secret (--secret-file FILE or {SECRET_ENV}; e.g. `openssl rand -hex 32 > FILE`)"
-        ));
+        return Err(format!("{option} {host} is not a loopback address: a server other machines can reach needs {remedy}"));
     }
     Ok(())
 }
