@@ -49,6 +49,14 @@ int ncf_file_open(struct ncf_input *input, const char *group, struct ncf_file *f
    * variable an open table reads again are decompressed once, not on every
    * scan. Cells read only once are unaffected. */
   nc_set_chunk_cache(NCF_CHUNK_CACHE_BYTES, NCF_CHUNK_CACHE_SLOTS, 0.75f);
+  /* a classic header's counts checked against the file before libnetcdf
+   * allocates them */
+  int rc = ncf_header_check(input->fd, input->mem, input->mem_len, file->label, error);
+  if (rc != QL_OK) {
+    if (input->fd >= 0) close(input->fd);
+    input->fd = -1;
+    return rc;
+  }
   if (input->fd >= 0) {
     /* the descriptor the gate allowed, by its /proc name: libnetcdf and
      * HDF5 open that very file */

@@ -34,6 +34,22 @@ int ncf_exiting(void);
  * are read whole into memory for nc_open_mem): 1 GiB. */
 #define NCF_MAX_MEMORY_BYTES ((int64_t)1 << 30)
 
+/* A classic header declaring more dimensions, attributes and variables
+ * than this in all is refused (libnetcdf holds each in memory): 2^22. */
+#define NCF_MAX_HEADER_ITEMS ((int64_t)1 << 22)
+
+/* Check a classic (CDF-1, CDF-2, CDF-5) header before libnetcdf parses
+ * it (header.c): every count it declares must fit in the bytes the file
+ * holds (libnetcdf 4.9 allocates declared counts up front and crashes when
+ * that fails), names are non-empty, types exist in the version, ranks are
+ * at most NC_MAX_VAR_DIMS and dimension ids name a dimension. The bytes
+ * are `mem[0, size)`, or the file open at `fd` (>= 0: read with pread,
+ * its size from fstat). Anything not starting "CDF" is QL_OK (HDF5's and
+ * libnetcdf's own checks apply). QL_EDATA naming `label` and the byte
+ * offset; QL_ENOTSUP over NCF_MAX_HEADER_ITEMS; QL_EIO if `fd` fails.
+ * Thread-safe (no libnetcdf call). */
+int ncf_header_check(int fd, const uint8_t *mem, uint64_t size, const char *label, struct ql_error *error);
+
 /* HDF5's chunk cache of every netCDF-4 variable (nc_set_chunk_cache before
  * each open): netCDF-C 4.10's defaults, 64 MiB and 1000 slots per open
  * variable, filled only by chunks that are read. */
@@ -65,23 +81,23 @@ void ncf_inputs_free(struct ncf_input *inputs, int32_t n);
 
 /* One open file of a dataset. */
 struct ncf_file {
-  char *label;     /* owned */
-  int ncid;        /* the open file, or -1 */
-  int gid;         /* the group served (ncid itself for the root group) */
-  uint8_t *mem;    /* nc_open_mem's bytes (owned; outlive the open file) */
+  char *label;       /* owned */
+  int ncid;          /* the open file, or -1 */
+  int gid;           /* the group served (ncid itself for the root group) */
+  uint8_t *mem;      /* nc_open_mem's bytes (owned; outlive the open file) */
   int64_t rec_start; /* first record of this file along the record dimension */
   int64_t rec_len;   /* its records */
 };
 
 /* What the source keeps per group array (same index). */
 struct ncf_var {
-  int32_t nc_type;   /* NC_BYTE ... NC_STRING */
-  int32_t nc_ndim;   /* the variable's rank in the file (one more than the array's for folded chars) */
-  int32_t rec_axis;  /* the array axis along the record dimension, or -1 */
-  int *varids;       /* per file (owned) */
-  int64_t *rebase;   /* NULL, or per file {multiplier, offset}: numbers of a "<unit> since <date>" variable
+  int32_t nc_type;  /* NC_BYTE ... NC_STRING */
+  int32_t nc_ndim;  /* the variable's rank in the file (one more than the array's for folded chars) */
+  int32_t rec_axis; /* the array axis along the record dimension, or -1 */
+  int *varids;      /* per file (owned) */
+  int64_t *rebase;  /* NULL, or per file {multiplier, offset}: numbers of a "<unit> since <date>" variable
                         rebased onto the first file's units (rebase.c) */
-  int32_t n_keep;      /* fill values the rebase leaves alone (_FillValue, missing_value) */
+  int32_t n_keep;   /* fill values the rebase leaves alone (_FillValue, missing_value) */
   int64_t keep_i[2];
   double keep_f[2];
 };
