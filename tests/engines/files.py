@@ -50,7 +50,9 @@ def unavailable() -> str | None:
 
 def paths() -> dict:
     """{"parquet": file, "folder": dir/, "glob": dir/*.parquet, "csv": file,
-    "txt": the CSV file named .txt, "orc": file}, written once per process; {} when pyarrow is missing."""
+    "txt": the CSV file named .txt, "orc": file, "lake": a folder holding trips.parquet (every row) and
+    parts/ (two files), "csv_lake": a folder holding trips.csv}, written once per process; {} when
+    pyarrow is missing."""
     if _paths or unavailable():
         return _paths
     import pyarrow as pa
@@ -71,8 +73,16 @@ def paths() -> dict:
     # a file named by its path is read whatever its extension
     (folder / "trips.txt").write_bytes((folder / "trips.csv").read_bytes())
     pyarrow.orc.write_table(table, folder / "trips.orc")
+    # folders served as schemas: every entry a table
+    lake = folder / "lake"
+    (lake / "parts").mkdir(parents=True)
+    pq.write_table(table, lake / "trips.parquet", row_group_size=100)
+    pq.write_table(table.slice(0, 500), lake / "parts" / "a.parquet")
+    pq.write_table(table.slice(500), lake / "parts" / "b.parquet")
+    (folder / "csv_lake").mkdir()
+    (folder / "csv_lake" / "trips.csv").write_bytes((folder / "trips.csv").read_bytes())
     _paths.update(parquet=str(folder / "trips.parquet"), folder=str(folder / "parts") + "/",
                   glob=str(folder / "parts" / "*.parquet"), csv=str(folder / "trips.csv"),
                   txt=str(folder / "trips.txt"),
-                  orc=str(folder / "trips.orc"))
+                  orc=str(folder / "trips.orc"), lake=str(lake), csv_lake=str(folder / "csv_lake"))
     return _paths

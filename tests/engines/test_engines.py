@@ -352,7 +352,7 @@ for _kind, _path in datasets.netcdf_paths().items():
 # built unmodified: DataFusion's listing table (Parquet, CSV), datafusion-orc
 # and datafusion-functions-json, plus the SDK's template. Files: files.py.
 _F_SKIP = files.unavailable()
-_F = files.paths() if not _F_SKIP else {k: f"/files-unavailable.{k}" for k in ("parquet", "folder", "glob", "csv", "txt", "orc")}
+_F = files.paths() if not _F_SKIP else {k: f"/files-unavailable.{k}" for k in ("parquet", "folder", "glob", "csv", "txt", "orc", "lake", "csv_lake")}
 _F_UNSUPPORTED = {e.name: _F_SKIP for e in ENGINES} if _F_SKIP else {}
 
 
@@ -391,6 +391,18 @@ for _id, _spec in (("parquet", f"qlink_listing/parquet?path={_F['parquet']}"),
         Query(f"rust_{_id}_span", _TRIPS_SPAN, ("int64", "int64", "int64", "float64"), tables={"t": _spec},
               unsupported=_F_UNSUPPORTED, oracle=lambda: _SPAN),
     ]
+# qlink_listing's `folder` schema (DataFusion's ListingSchemaProvider): a
+# folder's files and subfolders as tables, the same rows as each one alone.
+_LAKE = f"qlink_listing/folder?path={_F['lake']}"
+QUERIES += [
+    Query("rust_schema_file", _TRIPS_SPAN.replace("{t}", "{lake}.trips"), ("int64", "int64", "int64", "float64"),
+          schemas={"lake": _LAKE}, unsupported=_F_UNSUPPORTED, oracle=lambda: _SPAN),
+    Query("rust_schema_subfolder", _TRIPS_GROUP.replace("{t}", "{lake}.parts"), ("utf8", "int64", "float64"),
+          schemas={"lake": _LAKE}, unsupported=_F_UNSUPPORTED, oracle=trips_group),
+    Query("rust_schema_csv", _TRIPS_FILTER.replace("{t}", "{c}.trips"), ("int64", "utf8", "float64"),
+          schemas={"c": f"qlink_listing/folder?path={_F['csv_lake']}&format=csv"},
+          unsupported=_F_UNSUPPORTED, oracle=trips_filter),
+]
 # datafusion-functions-json's functions take any number of arguments of any
 # type (Signature::variadic_any); DuckDB's C API fixes a function's
 # parameter and return types when it registers it, so the DuckDB host's

@@ -23,7 +23,7 @@ def specs() -> dict:
         "qlink_geo": [],
         "qlink_orc": [f"orc?path={f.get('orc', '')}"],
         "qlink_listing": [f"parquet?path={f.get('parquet', '')}", f"parquet?path={f.get('folder', '')}",
-                          f"csv?path={f.get('csv', '')}"],
+                          f"csv?path={f.get('csv', '')}", f"folder?path={f.get('lake', '')}"],
     }
 
 

@@ -2,19 +2,22 @@
 //! qlink_listing: DataFusion's own listing table as a qlink plugin: Parquet
 //! and CSV files (one file or a folder) as tables in every host, with
 //! DataFusion's Parquet reader (row-group and page pruning from pushed
-//! filters, projection, limit), read through the host's object stores.
+//! filters, projection, limit), read through the host's object stores; and
+//! a folder of them as a schema (DataFusion's `ListingSchemaProvider`).
 //!
 //! ```sql
 //! -- SQLite
 //! SELECT qlink_load('.../qlink_listing.so');
 //! CREATE VIRTUAL TABLE t USING qlink(qlink_listing, parquet, 'path=/data/t.parquet');
+//! SELECT qlink_attach('lake', 'qlink_listing/folder?path=/data/lake');
+//! SELECT count(*) FROM lake.trips;  -- /data/lake/trips.parquet
 //! ```
 
 use std::sync::Arc;
 
 use datafusion::datasource::file_format::csv::CsvFormat;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
-use qlink_plugin::listing::listing_table;
+use qlink_plugin::listing::{listing_schema, listing_table};
 use qlink_plugin::{export_plugin, option, Error, Plugin};
 
 fn plugin() -> Plugin {
@@ -47,6 +50,15 @@ fn plugin() -> Plugin {
                 let format = CsvFormat::default().with_has_header(header).with_delimiter(delimiter);
                 listing_table(s, o.require("path")?, Arc::new(format), ".csv")
             },
+        )
+        .schema_with_options(
+            "folder",
+            "a folder whose files and subfolders are tables, each named by its name up to the first '.'",
+            vec![
+                option("path", "a local path or URL (file://, s3://...) of a folder").required(),
+                option("format", "the format of every table in it: parquet or csv").default_value("parquet"),
+            ],
+            |o, s| listing_schema(s, o.require("path")?, o.get("format").unwrap_or("parquet")),
         )
 }
 

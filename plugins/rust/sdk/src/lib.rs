@@ -28,6 +28,11 @@
 //! - **Scalar functions**: any `ScalarUDF`, under its name and aliases, with
 //!   DataFusion's own type coercion; Arrow extension types (GeoArrow, say)
 //!   cross in field metadata.
+//! - **Schemas**: any `Arc<dyn SchemaProvider>` (DataFusion's
+//!   `ListingSchemaProvider` over a folder, a `MemorySchemaProvider`), fixed
+//!   or made per attach from options ([`Plugin::schema_with_options`]): its
+//!   tables are listed when a host attaches it and each is served as a table
+//!   above.
 //! - **Table functions**: any `TableFunctionImpl`.
 //!
 //! What the SDK does for every object:
@@ -41,8 +46,8 @@
 //!
 //! Aggregate functions ([`udaf`]) cross as one accumulator per group,
 //! window functions ([`udwf`]) as one evaluator per partition. Not yet
-//! offered: schema providers and planners (a C plugin can offer them
-//! today; the catalogue lists only what the plugin has).
+//! offered: planners (a C plugin can offer them today; the catalogue lists
+//! only what the plugin has).
 
 pub mod args;
 pub mod error;
@@ -52,6 +57,7 @@ pub mod plan;
 pub mod plugin;
 mod private;
 pub mod runtime;
+pub mod schema;
 pub mod services;
 pub mod session;
 pub mod table;

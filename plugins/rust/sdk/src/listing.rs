@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Files as tables: DataFusion's `ListingTable` over a path or URL, read
 //! through the host's object stores, for any DataFusion `FileFormat`
-//! (Parquet, CSV, ORC, ...).
+//! (Parquet, CSV, ORC, ...); and a folder as a schema of such tables
+//! (DataFusion's `ListingSchemaProvider`).
 //!
 //! DataFusion's own path parsing probes the local file system directly
 //! (`Path::exists`) to tell a directory from a file; here the path becomes
@@ -11,9 +12,11 @@
 
 use std::sync::Arc;
 
-use datafusion::catalog::TableProvider;
+use datafusion::catalog::listing_schema::ListingSchemaProvider;
+use datafusion::catalog::{SchemaProvider, TableProvider};
 use datafusion::datasource::file_format::FileFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
+use datafusion::datasource::listing_table_factory::ListingTableFactory;
 use datafusion::execution::context::SessionState;
 use datafusion::execution::object_store::ObjectStoreUrl;
 use glob::Pattern;
@@ -97,4 +100,38 @@ pub fn listing_table(state: &SessionState, path: &str, format: Arc<dyn FileForma
         let table: Arc<dyn TableProvider> = Arc::new(ListingTable::try_new(config)?);
         Ok::<_, Error>(table)
     })
+}
+
+/// DataFusion's `ListingSchemaProvider` over the folder at `path` (a local
+/// path or a URL; no glob), refreshed once, here: each file or subfolder
+/// directly in it is a table named by its name up to the first '.'
+/// (`trips.parquet` is `trips`, `parts/` is `parts`), read in `format`
+/// ("parquet", "csv", or another format the session registers) by
+/// DataFusion's `ListingTableFactory`. The folder is listed, and every
+/// table's schema inferred, through the host's stores. Errors: QL_EINVAL
+/// for a glob or an unknown format; QL_ENOTFOUND for a folder with nothing
+/// in it (or none there); the store's error for a folder it refuses; DataFusion's for a file the format cannot read (every entry of
+/// the folder must be one: DataFusion's rule).
+pub fn listing_schema(state: &SessionState, path: &str, format: &str) -> Result<Arc<dyn SchemaProvider>> {
+    let (mut url, glob) = url_of(path)?;
+    if glob.is_some() {
+        return Err(Error::invalid(format!("path {path:?}: a schema is a folder, not a pattern")));
+    }
+    if state.get_file_format_factory(format).is_none() {
+        return Err(Error::invalid(format!("format {format:?} is not one DataFusion reads here (parquet, csv, json, arrow, avro)")));
+    }
+    if !url.path().ends_with('/') {
+        url.set_path(&format!("{}/", url.path()));
+    }
+    let authority = url[..url::Position::BeforePath].to_string();
+    let store = state.runtime_env().object_store(ObjectStoreUrl::parse(&authority)?)?;
+    let root = Path::from_url_path(url.path()).map_err(|e| Error::invalid(format!("{url}: {e}")))?;
+    let schema = ListingSchemaProvider::new(authority, root, Arc::new(ListingTableFactory::new()), store, format.to_lowercase());
+    crate::runtime::block_on(schema.refresh(state))?;
+    // An object store cannot tell an empty folder from a missing one: a
+    // schema with no table is refused rather than attached empty.
+    if schema.table_names().is_empty() {
+        return Err(Error::not_found(format!("{url}: no file or folder in it to serve as a table")));
+    }
+    Ok(Arc::new(schema))
 }

@@ -12,7 +12,7 @@ use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int};
 use std::sync::{Arc, OnceLock};
 
-use datafusion::catalog::{TableFunctionImpl, TableProvider};
+use datafusion::catalog::{SchemaProvider, TableFunctionImpl, TableProvider};
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::{AggregateUDF, ScalarUDF, WindowUDF};
 use datafusion::prelude::SessionContext;
@@ -69,13 +69,23 @@ impl OptionSpec {
 /// Makes a table from its options, in the plugin's DataFusion session for
 /// the host session that opens it. Called on a host thread with the
 /// plugin's runtime entered: use [`crate::block_on`] for async work.
-pub type TableFactory = dyn Fn(&Options, &SessionState) -> Result<Arc<dyn TableProvider>> + Send + Sync;
+pub type TableFactory = Factory<dyn TableProvider>;
 
-struct TableItem {
+/// Makes a provider of kind `P` (a table or a schema) from its options.
+pub type Factory<P> = dyn Fn(&Options, &SessionState) -> Result<Arc<P>> + Send + Sync;
+
+/// Makes a schema (a set of tables found at once) from its options, as a
+/// [`TableFactory`] makes a table: called when a host attaches it, in the
+/// plugin's DataFusion session for that host session, with the host's
+/// object stores.
+pub type SchemaFactory = Factory<dyn SchemaProvider>;
+
+/// A table or schema the plugin offers: its catalogue entry and factory.
+struct Item<F: ?Sized> {
     name: String,
     description: String,
     options: Vec<OptionSpec>,
-    factory: Box<TableFactory>,
+    factory: Box<F>,
 }
 
 /// What a plugin offers, built once by the function given to
@@ -84,7 +94,8 @@ pub struct Plugin {
     name: String,
     version: String,
     description: String,
-    tables: Vec<TableItem>,
+    tables: Vec<Item<TableFactory>>,
+    schemas: Vec<Item<SchemaFactory>>,
     scalars: Vec<Arc<ScalarUDF>>,
     aggregates: Vec<Arc<AggregateUDF>>,
     windows: Vec<Arc<WindowUDF>>,
@@ -101,6 +112,7 @@ impl Plugin {
             version: version.into(),
             description: String::new(),
             tables: Vec::new(),
+            schemas: Vec::new(),
             scalars: Vec::new(),
             aggregates: Vec::new(),
             table_functions: Vec::new(),
@@ -128,7 +140,28 @@ impl Plugin {
         options: Vec<OptionSpec>,
         factory: impl Fn(&Options, &SessionState) -> Result<Arc<dyn TableProvider>> + Send + Sync + 'static,
     ) -> Self {
-        self.tables.push(TableItem { name: name.into(), description: description.into(), options, factory: Box::new(factory) });
+        self.tables.push(Item { name: name.into(), description: description.into(), options, factory: Box::new(factory) });
+        self
+    }
+
+    /// A schema provider that takes no options: the same provider (its
+    /// tables as they are when a host attaches it) for every attach.
+    pub fn schema(self, name: &str, description: &str, provider: Arc<dyn SchemaProvider>) -> Self {
+        self.schema_with_options(name, description, Vec::new(), move |_, _| Ok(provider.clone()))
+    }
+
+    /// A schema provider made per attach from its options (`path=...`):
+    /// DataFusion's `ListingSchemaProvider` over a folder, say, refreshed in
+    /// the factory. Hosts list its tables when they attach it and open each
+    /// by name (`SELECT * FROM schema.table`).
+    pub fn schema_with_options(
+        mut self,
+        name: &str,
+        description: &str,
+        options: Vec<OptionSpec>,
+        factory: impl Fn(&Options, &SessionState) -> Result<Arc<dyn SchemaProvider>> + Send + Sync + 'static,
+    ) -> Self {
+        self.schemas.push(Item { name: name.into(), description: description.into(), options, factory: Box::new(factory) });
         self
     }
 
@@ -229,7 +262,8 @@ pub struct Registered {
     items: Vec<ql_item_info>,
     _strings: Vec<CString>,
     _options: Vec<Vec<ql_option_info>>,
-    tables: Vec<TableItem>,
+    tables: Vec<Item<TableFactory>>,
+    schemas: Vec<Item<SchemaFactory>>,
     /// Scalar functions by registered name (aliases included), in
     /// catalogue order; the uid of entry i is i + 1.
     scalars: Vec<(String, Arc<ScalarUDF>)>,
@@ -301,6 +335,10 @@ impl Registered {
             let n = item_name(&t.name, "table")?;
             add(QL_ITEM_TABLE_PROVIDER, &n, &t.description, &t.options, &mut strings)?;
         }
+        for t in &p.schemas {
+            let n = item_name(&t.name, "schema")?;
+            add(QL_ITEM_SCHEMA_PROVIDER, &n, &t.description, &t.options, &mut strings)?;
+        }
         let mut scalars = Vec::new();
         for (n, doc, f) in by_sql_name(&p.scalars) {
             add(QL_ITEM_SCALAR_FUNCTION, &n, &doc, &[], &mut strings)?;
@@ -330,6 +368,7 @@ impl Registered {
             _strings: strings,
             _options: options,
             tables: p.tables,
+            schemas: p.schemas,
             scalars,
             aggregates,
             windows,
@@ -390,25 +429,25 @@ fn name_of(p: *const c_char) -> String {
     qlink_convert::cstr(p)
 }
 
-fn options_of(o: *const ql_options, declared: &[OptionSpec], table: &str) -> Result<Options> {
+fn options_of(o: *const ql_options, declared: &[OptionSpec], kind: &str, table: &str) -> Result<Options> {
     let mut map = HashMap::new();
     if !o.is_null() {
         // SAFETY: borrowed for the call: count keys and values.
         let o = unsafe { &*o };
         if o.count > 0 && (o.keys.is_null() || o.values.is_null()) {
-            return Err(Error::invalid(format!("table '{table}': {} options but no keys or values", o.count)));
+            return Err(Error::invalid(format!("{kind} '{table}': {} options but no keys or values", o.count)));
         }
         for i in 0..o.count.max(0) as usize {
             let (k, v) = unsafe { (name_of(*o.keys.add(i)), name_of(*o.values.add(i))) };
             if !declared.iter().any(|d| d.name == k) {
                 let known: Vec<_> = declared.iter().map(|d| d.name.as_str()).collect();
-                return Err(Error::invalid(format!("table '{table}' has no option '{k}' (it takes: {})", known.join(", "))));
+                return Err(Error::invalid(format!("{kind} '{table}' has no option '{k}' (it takes: {})", known.join(", "))));
             }
             map.insert(k, v);
         }
     }
     if let Some(d) = declared.iter().find(|d| d.required && !map.contains_key(&d.name)) {
-        return Err(Error::invalid(format!("table '{table}' needs option '{}'", d.name)));
+        return Err(Error::invalid(format!("{kind} '{table}' needs option '{}'", d.name)));
     }
     Ok(Options(map))
 }
@@ -423,15 +462,45 @@ unsafe extern "C" fn open_table(
 ) -> c_int {
     guard(error, "table_provider_open", || {
         let r = registered(p);
-        let n = name_of(name);
-        let t =
-            r.tables.iter().find(|t| t.name == n).ok_or_else(|| Error::not_found(format!("no table '{n}' in {}", r.library.label())))?;
-        let opts = options_of(options, &t.options, &n)?;
-        let ps = r.library.session(session)?;
-        let provider = with_registry(host_stores(session), || (t.factory)(&opts, &ps.state))?;
+        let (n, provider) = made(r, &r.tables, "table", name, options, session)?;
         std::ptr::write(out, crate::table::export_table(provider, &r.library, format!("{}.{n}", r.library.label())));
         Ok(())
     })
+}
+
+unsafe extern "C" fn open_schema(
+    p: *const ql_plugin,
+    name: *const c_char,
+    options: *const ql_options,
+    session: *const ql_session,
+    out: *mut ql_schema_provider,
+    error: *mut ql_error,
+) -> c_int {
+    guard(error, "schema_provider_open", || {
+        let r = registered(p);
+        let (n, provider) = made(r, &r.schemas, "schema", name, options, session)?;
+        std::ptr::write(out, crate::schema::export_schema_provider(provider, &r.library, format!("{}.{n}", r.library.label())));
+        Ok(())
+    })
+}
+
+/// The table or schema `name` of `items` made from `options` (checked
+/// against what it declares first) in the plugin's session for `session`,
+/// with the host's object stores; its name and the provider.
+fn made<P: ?Sized>(
+    r: &Registered,
+    items: &[Item<Factory<P>>],
+    kind: &str,
+    name: *const c_char,
+    options: *const ql_options,
+    session: *const ql_session,
+) -> Result<(String, Arc<P>)> {
+    let n = name_of(name);
+    let t = items.iter().find(|t| t.name == n).ok_or_else(|| Error::not_found(format!("no {kind} '{n}' in {}", r.library.label())))?;
+    let opts = options_of(options, &t.options, kind, &n)?;
+    let ps = r.library.session(session)?;
+    let provider = with_registry(host_stores(session), || (t.factory)(&opts, &ps.state))?;
+    Ok((n, provider))
 }
 
 unsafe extern "C" fn open_scalar(p: *const ql_plugin, name: *const c_char, out: *mut ql_scalar_function, error: *mut ql_error) -> c_int {
@@ -545,6 +614,7 @@ pub unsafe fn init(
         d.description = r.description.as_ptr();
         d.items = if r.items.is_empty() { std::ptr::null() } else { r.items.as_ptr() };
         d.table_provider_open = if has(QL_ITEM_TABLE_PROVIDER) { Some(open_table) } else { None };
+        d.schema_provider_open = if has(QL_ITEM_SCHEMA_PROVIDER) { Some(open_schema) } else { None };
         d.scalar_function_open = if has(QL_ITEM_SCALAR_FUNCTION) { Some(open_scalar) } else { None };
         d.aggregate_function_open = if has(QL_ITEM_AGGREGATE_FUNCTION) { Some(open_aggregate) } else { None };
         d.window_function_open = if has(QL_ITEM_WINDOW_FUNCTION) { Some(open_window) } else { None };

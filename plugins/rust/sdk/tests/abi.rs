@@ -12,7 +12,7 @@ use arrow::datatypes::{DataType, Field, Fields, Schema};
 use arrow::ffi::{to_ffi, FFI_ArrowArray, FFI_ArrowSchema};
 use arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
 use arrow::record_batch::RecordBatch;
-use datafusion::catalog::{MemTable, TableProvider};
+use datafusion::catalog::{MemTable, MemorySchemaProvider, SchemaProvider, TableProvider};
 use datafusion::common::cast::as_int64_array;
 use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
 use qlink_plugin::sys::*;
@@ -48,6 +48,14 @@ fn plugin() -> Plugin {
             Ok(numbers(n))
         })
         .table_with_options("explodes", "panics when opened", vec![], |_, _| panic!("boom"))
+        .schema_with_options("pair", "two tables, the second of `count` rows", vec![option("count", "rows").required()], |o, _| {
+            let v = o.require("count")?;
+            let n: i64 = v.parse().map_err(|_| Error::invalid(format!("count {v:?} is not an integer")))?;
+            let schema = MemorySchemaProvider::new();
+            schema.register_table("two".into(), numbers(2))?;
+            schema.register_table("many".into(), numbers(n))?;
+            Ok(Arc::new(schema))
+        })
         .scalar_udf(doubled)
         .aggregate_udf(datafusion::functions_aggregate::sum::sum_udaf())
         .aggregate_udf(datafusion::functions_aggregate::array_agg::array_agg_udaf())
@@ -119,6 +127,7 @@ fn the_descriptor_lists_every_item() {
         vec![
             (QL_ITEM_TABLE_PROVIDER, "numbers".into(), 1),
             (QL_ITEM_TABLE_PROVIDER, "explodes".into(), 0),
+            (QL_ITEM_SCHEMA_PROVIDER, "pair".into(), 1),
             (QL_ITEM_SCALAR_FUNCTION, "doubled".into(), 0),
             (QL_ITEM_AGGREGATE_FUNCTION, "sum".into(), 0),
             (QL_ITEM_AGGREGATE_FUNCTION, "array_agg".into(), 0),
@@ -127,6 +136,7 @@ fn the_descriptor_lists_every_item() {
         ]
     );
     assert!(p.aggregate_function_open.is_some() && p.window_function_open.is_some() && p.planner_open.is_none());
+    assert!(p.schema_provider_open.is_some());
 }
 
 #[test]
@@ -379,4 +389,64 @@ fn a_window_function_evaluates_a_whole_partition() {
     let m = message(&mut err);
     assert!(m.starts_with("rank: it needs the window frame or the ORDER BY peers' ranks"), "{m}");
     unsafe { f.release.unwrap()(&mut f) };
+}
+
+/// Every value of column `n` of `t`, over all partitions, sorted.
+fn column_n(t: &ql_table_provider) -> Vec<i64> {
+    let mut err = ql_error::new();
+    let mut args: ql_scan_args = zeroed();
+    args.struct_size = std::mem::size_of::<ql_scan_args>() as u32;
+    args.n_projection = -1;
+    args.limit = -1;
+    let mut plan: ql_execution_plan = zeroed();
+    ok(unsafe { t.scan.unwrap()(t, std::ptr::null(), &args, &mut plan, &mut err) }, &mut err);
+    let mut props: ql_plan_properties = zeroed();
+    ok(unsafe { plan.get_properties.unwrap()(&plan, &mut props, &mut err) }, &mut err);
+    let mut values = Vec::new();
+    for part in 0..props.partition_count {
+        let mut stream = FFI_ArrowArrayStream::empty();
+        ok(unsafe { plan.execute.unwrap()(&plan, part, std::ptr::null(), &mut stream as *mut _, &mut err) }, &mut err);
+        for batch in ArrowArrayStreamReader::try_new(stream).unwrap() {
+            values.extend(as_int64_array(batch.unwrap().column(0)).unwrap().values().iter().copied());
+        }
+    }
+    unsafe { plan.release.unwrap()(&mut plan) };
+    values.sort();
+    values
+}
+
+#[test]
+fn a_schema_lists_its_tables_and_opens_each_by_name() {
+    let p = load();
+    let (_k, _v, kp, vp) = options(&[("count", "4")]);
+    let o = ql_options { count: 1, keys: kp.as_ptr(), values: vp.as_ptr() };
+    let name = CString::new("pair").unwrap();
+    let mut s: ql_schema_provider = zeroed();
+    let mut err = ql_error::new();
+    ok(unsafe { p.schema_provider_open.unwrap()(&p, name.as_ptr(), &o, std::ptr::null(), &mut s, &mut err) }, &mut err);
+    let n = unsafe { s.table_count.unwrap()(&s) };
+    let names: Vec<String> =
+        (0..n).map(|i| unsafe { CStr::from_ptr(s.table_name.unwrap()(&s, i)) }.to_string_lossy().into_owned()).collect();
+    assert_eq!(names, ["many", "two"]);
+    assert!(unsafe { s.table_name.unwrap()(&s, 2) }.is_null() && unsafe { s.table_name.unwrap()(&s, -1) }.is_null());
+    for (table, want) in [("two", vec![1, 2]), ("many", vec![1, 2, 3, 4])] {
+        let c = CString::new(table).unwrap();
+        let mut t: ql_table_provider = zeroed();
+        ok(unsafe { s.table.unwrap()(&s, c.as_ptr(), &mut t, &mut err) }, &mut err);
+        assert_eq!(column_n(&t), want);
+        unsafe { t.release.unwrap()(&mut t) };
+    }
+    let c = CString::new("three").unwrap();
+    let mut t: ql_table_provider = zeroed();
+    let rc = unsafe { s.table.unwrap()(&s, c.as_ptr(), &mut t, &mut err) };
+    assert_eq!((rc, message(&mut err)), (QL_ENOTFOUND, "no table 'three' in schema qlink_sdk_test.pair".into()));
+    unsafe { s.release.unwrap()(&mut s) };
+    // options are checked as a table's are, naming the schema
+    let mut s: ql_schema_provider = zeroed();
+    let empty = ql_options { count: 0, keys: std::ptr::null(), values: std::ptr::null() };
+    let rc = unsafe { p.schema_provider_open.unwrap()(&p, name.as_ptr(), &empty, std::ptr::null(), &mut s, &mut err) };
+    assert_eq!((rc, message(&mut err)), (QL_EINVAL, "schema 'pair' needs option 'count'".into()));
+    let other = CString::new("numbers").unwrap();
+    let rc = unsafe { p.schema_provider_open.unwrap()(&p, other.as_ptr(), &o, std::ptr::null(), &mut s, &mut err) };
+    assert_eq!((rc, message(&mut err)), (QL_ENOTFOUND, "no schema 'numbers' in qlink_sdk_test".into()));
 }
