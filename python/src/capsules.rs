@@ -109,7 +109,7 @@ pub fn _consumer_function_lookups() -> u64 {
 /// config or look up functions); its runtime environment (DataFusion's
 /// defaults, unbounded memory, plus HTTP(S) object stores made on first use)
 /// is the one capsule tables scan with.
-fn open_session() -> &'static SessionContext {
+pub fn open_session() -> &'static SessionContext {
     static CTX: OnceLock<SessionContext> = OnceLock::new();
     CTX.get_or_init(|| {
         // DataFusion's defaults, plus HTTP(S) stores made on first use.
@@ -136,6 +136,11 @@ pub struct PyTable {
 }
 
 impl PyTable {
+    /// A table already open (a schema's), labelled `label` ("plugin/schema.table").
+    pub fn from_provider(table: QlinkTableProvider, label: String) -> PyTable {
+        PyTable { table: Arc::new(table), label }
+    }
+
     pub fn open(py: Python<'_>, plugin: &Arc<Plugin>, provider: &str, options: &[(String, String)]) -> PyResult<PyTable> {
         let state = open_session().state();
         let table = py.detach(|| QlinkTableProvider::open(plugin, provider, options, &state)).map_err(plugin_err)?;

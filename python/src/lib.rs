@@ -22,6 +22,7 @@ mod errors;
 mod flight;
 mod plugin;
 mod runtime;
+mod schema;
 mod session;
 
 /// The DataFusion version this module's embedded host is built on.
@@ -35,6 +36,7 @@ fn _qlink(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<plugin::PyPlugin>()?;
     m.add_class::<arrow_io::ArrowStream>()?;
     m.add_class::<capsules::PyTable>()?;
+    m.add_class::<schema::PySchema>()?;
     m.add_class::<capsules::PyFunction>()?;
     m.add_class::<capsules::PyPlanner>()?;
     m.add_class::<codecs::PyLogicalCodec>()?;

@@ -12,6 +12,7 @@ use qlink_datafusion::Plugin;
 
 use crate::capsules::{FunctionKind, PyFunction, PyPlanner, PyTable};
 use crate::errors::plugin_err;
+use crate::schema::PySchema;
 
 /// Keyword options as the (key, value) strings the ABI passes: values go
 /// through str(), booleans as "true"/"false"; None values are left out.
@@ -123,6 +124,18 @@ impl PyPlugin {
     fn table(&self, py: Python<'_>, provider: &str, options: Option<Bound<'_, PyDict>>) -> PyResult<PyTable> {
         let opts = options_of(options.as_ref())?;
         PyTable::open(py, &self.inner, provider, &opts)
+    }
+
+    /// Schema provider `provider` of this plugin, opened with `options`, for
+    /// datafusion-python 55: `ctx.catalog().register_schema(name,
+    /// plugin.schema(...))`, then `SELECT ... FROM name.table`. Its tables
+    /// are listed once, here; each is opened on first use and scans as
+    /// `plugin.table(...)`'s do. Raises PluginError/PlanError with the
+    /// plugin's message if it refuses the options.
+    #[pyo3(signature = (provider, **options))]
+    fn schema(&self, py: Python<'_>, provider: &str, options: Option<Bound<'_, PyDict>>) -> PyResult<PySchema> {
+        let opts = options_of(options.as_ref())?;
+        PySchema::open(py, &self.inner, provider, &opts)
     }
 
     /// Scalar function `name` for datafusion-python: `datafusion.udf(plugin.udf(name))`.

@@ -221,6 +221,35 @@ def test_zarr_tables_in_datafusion_python(store):
         z.provider("nope")
 
 
+def test_plugin_schema_in_datafusion_python(store):
+    """Plugin.schema: a plugin's schema provider (qlink_zarr's `store`) in a
+    datafusion-python catalog, its tables taking the capsule route."""
+    _, path = store
+    zarr = qlink.Plugin(qlink.plugin_path("qlink_zarr"))
+    s = zarr.schema("store", path=str(path))
+    assert s.table_names() == {"lat", "time_lat"}
+    assert s.table_exist("lat") and not s.table_exist("nope")
+    assert s.table("nope") is None
+    assert s.table("lat") is s.table("lat")  # opened once, kept
+    assert s.table("lat").schema.names == ["lat", "elev"]
+    ctx = datafusion.SessionContext()
+    ctx.catalog().register_schema("w", s)
+    assert ctx.sql("SELECT lat, elev FROM w.lat ORDER BY lat").to_pydict() == {
+        "lat": [-1.5, 0.0, 1.5, 3.0],
+        "elev": [10, 20, 30, 40],
+    }
+    assert ctx.sql("SELECT count(*) AS n, sum(temp) AS t FROM w.time_lat WHERE time >= 3").to_pydict() == {
+        "n": [8],
+        "t": [sum(range(12, 20)) / 4],
+    }
+    with pytest.raises(qlink.NotSupportedError, match="qlink_zarr/store: a plugin's schema is read-only"):
+        s.register_table("x", s.table("lat"))
+    with pytest.raises(qlink.QlinkError, match="nowhere"):
+        zarr.schema("store", path=str(path.parent / "nowhere.zarr"))
+    with pytest.raises(qlink.QlinkError, match="schema"):
+        qlink.Plugin(qlink.plugin_path("qlink_sample")).schema("nope")
+
+
 def test_zarr_read_error_carries_the_plugins_message(store, tmp_path):
     import shutil
 

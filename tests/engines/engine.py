@@ -190,11 +190,6 @@ GAPS: dict[str, dict[str, str]] = {
         "schemas": "qlink.polars.scan takes one table's spec: a plugin's schema (every table of a store) is "
                    "registered table by table there, which these queries' schema specs do not name",
     },
-    # a datafusion-python SessionContext takes qlink tables and functions
-    # (capsules); its catalog API takes no schema provider of a plugin
-    "datafusion-context": {
-        "schemas": "plugin schema providers are registered by qlink.Session (datafusion-session)",
-    },
 }
 
 

@@ -177,6 +177,9 @@ class DataFusionContext(_InProcess):
         for name, spec in query.tables.items():
             path, provider, options = split_spec(spec)
             ctx.register_table(name, qlink.Plugin(path).table(provider, **options))
+        for name, spec in query.schemas.items():
+            path, provider, options = split_spec(spec)
+            ctx.catalog().register_schema(name, qlink.Plugin(path).schema(provider, **options))
         for name, (key, route) in query.datasets.items():
             datasets.register(ctx, name, key, route)
         table = ctx.sql(sql).to_arrow_table()

@@ -70,6 +70,11 @@ impl OpenSchema {
     }
 }
 
+// SAFETY: the ABI makes a schema provider thread-safe (qlink/table.h);
+// the rest is owned values.
+unsafe impl Send for OpenSchema {}
+unsafe impl Sync for OpenSchema {}
+
 impl Drop for OpenSchema {
     fn drop(&mut self) {
         if let Some(r) = self.raw.release {
