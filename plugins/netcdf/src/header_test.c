@@ -46,6 +46,41 @@ static void contains(const struct ql_error *err, const char *needle) {
   QL_CHECK(strstr(m, needle) != NULL);
 }
 
+/* A one-character name: its count, then the character padded to 4 bytes. */
+static void name1(struct bytes *b, char c) {
+  put(b, 1, 4);
+  put(b, (uint64_t)(uint8_t)c << 24, 4);
+}
+
+/* CDF-1 with no dimensions and one global attribute "a" of nc_type `type`
+ * declaring `n` values (the values are the caller's to write). */
+static struct bytes one_attribute(uint64_t type, uint64_t n) {
+  struct bytes b = start(1);
+  zeros(&b, 8);
+  put(&b, 0x0C, 4);
+  put(&b, 1, 4);
+  name1(&b, 'a');
+  put(&b, type, 4);
+  put(&b, n, 4);
+  return b;
+}
+
+/* CDF-1 with dimension x(3), no global attributes, and one variable "v"
+ * of rank `rank` (its dimension ids and the rest are the caller's). */
+static struct bytes one_variable(uint64_t rank) {
+  struct bytes b = start(1);
+  put(&b, 0x0A, 4);
+  put(&b, 1, 4);
+  name1(&b, 'x');
+  put(&b, 3, 4);
+  zeros(&b, 8);
+  put(&b, 0x0B, 4);
+  put(&b, 1, 4);
+  name1(&b, 'v');
+  put(&b, rank, 4);
+  return b;
+}
+
 /* The check over memory and over a descriptor of the same bytes: both
  * give `code`, and an error message holding `needle`. */
 static void expect(struct bytes *b, int code, const char *needle) {
@@ -123,39 +158,14 @@ static void test_hostile(void) {
   put(&b, 0, 4);
   expect(&b, QL_EDATA, "expected the dimensions tag, found 0xb");
   /* an attribute of NC_STRING (12): not a classic type */
-  b = start(1);
-  zeros(&b, 8);
-  put(&b, 0x0C, 4);
-  put(&b, 1, 4);
-  put(&b, 1, 4);
-  put(&b, 0x61000000, 4);
-  put(&b, 12, 4);
-  put(&b, 0, 4);
+  b = one_attribute(12, 0);
   expect(&b, QL_EDATA, "attribute type 12 is not a CDF-1 type");
   /* attribute values past the end: 3 doubles in 16 bytes */
-  b = start(1);
-  zeros(&b, 8);
-  put(&b, 0x0C, 4);
-  put(&b, 1, 4);
-  put(&b, 1, 4);
-  put(&b, 0x61000000, 4);
-  put(&b, 6, 4);
-  put(&b, 3, 4);
+  b = one_attribute(6, 3);
   zeros(&b, 16);
   expect(&b, QL_EDATA, "3 attribute values declared, more than the 16 bytes left");
   /* a variable over dimension 1 of 1 */
-  b = start(1);
-  put(&b, 0x0A, 4);
-  put(&b, 1, 4);
-  put(&b, 1, 4);
-  put(&b, 0x78000000, 4);
-  put(&b, 3, 4);
-  zeros(&b, 8);
-  put(&b, 0x0B, 4);
-  put(&b, 1, 4);
-  put(&b, 1, 4);
-  put(&b, 0x76000000, 4);
-  put(&b, 1, 4);
+  b = one_variable(1);
   put(&b, 1, 4);
   zeros(&b, 8);
   put(&b, 5, 4);
@@ -163,18 +173,7 @@ static void test_hostile(void) {
   put(&b, 100, 4);
   expect(&b, QL_EDATA, "dimension id 1 of 1 dimensions");
   /* a variable of rank 1025 */
-  b = start(1);
-  put(&b, 0x0A, 4);
-  put(&b, 1, 4);
-  put(&b, 1, 4);
-  put(&b, 0x78000000, 4);
-  put(&b, 3, 4);
-  zeros(&b, 8);
-  put(&b, 0x0B, 4);
-  put(&b, 1, 4);
-  put(&b, 1, 4);
-  put(&b, 0x76000000, 4);
-  put(&b, 1025, 4);
+  b = one_variable(1025);
   zeros(&b, 4 * (1025 + 8));
   expect(&b, QL_EDATA, "a variable of 1025 dimensions (at most 1024)");
   /* truncated inside a fixed field */
