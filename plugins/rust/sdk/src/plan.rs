@@ -195,7 +195,16 @@ impl PartitionReader {
         }
         let stream = self.stream.as_mut()?;
         let _rt = crate::runtime::get().enter();
-        let next = with_registry(self.registry, || crate::runtime::block_on(stream.next()));
+        let next = with_registry(self.registry, || {
+            // A batch that is ready (in memory, decoded) is taken without
+            // Tokio's block_on, which parks and wakes this thread; only a
+            // stream still waiting on I/O is driven to its next batch.
+            let mut cx = std::task::Context::from_waker(futures::task::noop_waker_ref());
+            match stream.poll_next_unpin(&mut cx) {
+                std::task::Poll::Ready(v) => v,
+                std::task::Poll::Pending => crate::runtime::block_on(stream.next()),
+            }
+        });
         match next {
             None => {
                 self.stream = None;

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The DataFusion session a plugin's objects plan and run in, one per host
 //! session (`ql_session`): built on first use and reused for every scan of
-//! that session until its generation changes, never per scan.
+//! that session while the two settings it takes (batch size, target
+//! partitions) stay the same, never per scan. It is not keyed on the host
+//! session's generation: nothing else of the host session goes into it, and
+//! a host may compute a generation by walking every function and option.
 //!
 //! It takes the host session's batch size and target partitions
 //! (QL_CONFIG_BATCH_SIZE, QL_CONFIG_TARGET_PARTITIONS), reads Parquet
@@ -67,10 +70,14 @@ pub struct PluginSession {
 /// plugin; the oldest is dropped first (a later call rebuilds it).
 const KEPT: usize = 32;
 
-/// The sessions of one plugin, by host session id and generation.
+/// The host settings a plugin session is built with: batch size and target
+/// partitions, when the host gives them.
+type Settings = (Option<usize>, Option<usize>);
+
+/// The sessions of one plugin, by host session id and settings.
 #[derive(Default)]
 pub struct Sessions {
-    kept: Mutex<VecDeque<(String, u64, Arc<PluginSession>)>>,
+    kept: Mutex<VecDeque<(String, Settings, Arc<PluginSession>)>>,
     default: std::sync::OnceLock<Arc<PluginSession>>,
 }
 
@@ -87,7 +94,16 @@ fn config_get(host: &ql_session, key: &str) -> Option<String> {
     std::str::from_utf8(&buf[..len]).ok().map(str::to_string)
 }
 
-fn build(host: Option<&ql_session>, functions: &[Arc<ScalarUDF>]) -> Result<PluginSession> {
+/// A positive integer setting of the host session.
+fn config_count(host: &ql_session, key: &str) -> Option<usize> {
+    config_get(host, key).and_then(|v| v.parse::<usize>().ok()).filter(|n| *n > 0)
+}
+
+fn settings(host: &ql_session) -> Settings {
+    (config_count(host, "qlink.execution.batch_size"), config_count(host, "qlink.execution.target_partitions"))
+}
+
+fn build(settings: Settings, functions: &[Arc<ScalarUDF>]) -> Result<PluginSession> {
     let mut config = SessionConfig::new();
     // Strings and binaries cross as Utf8 and Binary, which every host reads
     // (hosts before view support refuse view types): DataFusion 55's
@@ -97,13 +113,11 @@ fn build(host: Option<&ql_session>, functions: &[Arc<ScalarUDF>]) -> Result<Plug
     // plan in different processes (datafusion-distributed's tasks), so file
     // streams must not steal files from their siblings' groups.
     config.options_mut().execution.enable_file_stream_work_stealing = false;
-    if let Some(h) = host {
-        if let Some(n) = config_get(h, "qlink.execution.batch_size").and_then(|v| v.parse::<usize>().ok()).filter(|n| *n > 0) {
-            config = config.with_batch_size(n);
-        }
-        if let Some(n) = config_get(h, "qlink.execution.target_partitions").and_then(|v| v.parse::<usize>().ok()).filter(|n| *n > 0) {
-            config = config.with_target_partitions(n);
-        }
+    if let Some(n) = settings.0 {
+        config = config.with_batch_size(n);
+    }
+    if let Some(n) = settings.1 {
+        config = config.with_target_partitions(n);
     }
     let stores = Arc::new(HostStores::default());
     let runtime = RuntimeEnvBuilder::new().with_object_store_registry(stores.clone()).build_arc()?;
@@ -122,23 +136,23 @@ impl Sessions {
             if let Some(s) = self.default.get() {
                 return Ok(s.clone());
             }
-            let s = Arc::new(build(None, functions)?);
+            let s = Arc::new(build((None, None), functions)?);
             return Ok(self.default.get_or_init(|| s).clone());
         }
         // SAFETY: borrowed for the call that received it.
         let h = unsafe { &*host };
         let id = h.id.map(|f| qlink_convert::cstr(unsafe { f(h) })).unwrap_or_default();
-        let generation = h.generation.map_or(0, |f| unsafe { f(h) });
+        let settings = settings(h);
         let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((_, _, s)) = kept.iter().find(|(i, g, _)| *i == id && *g == generation) {
+        if let Some((_, _, s)) = kept.iter().find(|(i, g, _)| *i == id && *g == settings) {
             return Ok(s.clone());
         }
-        let s = Arc::new(build(Some(h), functions)?);
+        let s = Arc::new(build(settings, functions)?);
         kept.retain(|(i, _, _)| *i != id);
         if kept.len() >= KEPT {
             kept.pop_front();
         }
-        kept.push_back((id, generation, s.clone()));
+        kept.push_back((id, settings, s.clone()));
         Ok(s)
     }
 }
