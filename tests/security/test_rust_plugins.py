@@ -63,6 +63,38 @@ def test_refused_parquet_paths_are_never_opened(open_ext, build, tmp_path):
 
 
 @pytest.mark.parametrize("build", BUILDS)
+def test_refused_folders_are_never_attached_as_schemas(open_ext, build, tmp_path):
+    """qlink_listing's `folder` schema (DataFusion's ListingSchemaProvider)
+    lists and reads through the same gate: a folder outside the allowed
+    ones is refused before it is listed, a FIFO in it is never opened, and
+    an allowed folder holding a link out of it is refused as a whole."""
+    parquet(tmp_path / "inside" / "lake" / "trips.parquet", [1.0, 2.0])
+    parquet(tmp_path / "inside" / "lake" / "parts" / "a.parquet", [3.0])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    fifo = outside / "secret.parquet"
+    os.mkfifo(fifo)
+    secret = parquet(tmp_path / "elsewhere" / "s.parquet", [100.0])
+    (tmp_path / "inside" / "linked").mkdir()
+    (tmp_path / "inside" / "linked" / "s.parquet").symlink_to(secret)
+    con = open_ext(build)
+    allow(con, plugins_with(tmp_path / "plugins", "qlink_listing"))
+    attach = f"{STMT[build]} qlink_attach('{{}}', 'qlink_listing/folder?path={{}}')"
+    con.execute(attach.format("first", tmp_path / "inside" / "lake")).fetchall()  # loads the plugin
+    con.execute(f"SET allowed_directories = ['{tmp_path / 'inside'}']")
+    con.execute("SET enable_external_access = false")
+    con.execute(attach.format("lake", tmp_path / "inside" / "lake")).fetchall()
+    assert con.execute("SELECT sum(v) FROM lake.trips").fetchall() == [(3.0,)]
+    assert con.execute("SELECT sum(v) FROM lake.parts").fetchall() == [(3.0,)]
+    with Watcher(fifo) as w:
+        refused(con, attach.format("o1", outside), WORDS)
+        refused(con, attach.format("o2", f"{tmp_path}/inside/../outside"), WORDS)
+        refused(con, attach.format("o3", f"file://{outside}/"), WORDS)
+    assert not w.seen
+    refused(con, attach.format("o4", tmp_path / "inside" / "linked"), WORDS)
+
+
+@pytest.mark.parametrize("build", BUILDS)
 def test_untyped_functions_are_refused_by_name(open_ext, build, tmp_path):
     con = open_ext(build)
     allow(con, plugins_with(tmp_path / "plugins", "qlink_json"))
