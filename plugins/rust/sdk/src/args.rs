@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use arrow::array::{make_array, Array, ArrayRef, MutableArrayData, StructArray};
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, Field, FieldRef};
-use arrow::ffi::{from_ffi, FFI_ArrowArray, FFI_ArrowSchema};
+use arrow::datatypes::{DataType, Field, FieldRef, Fields};
+use arrow::ffi::{from_ffi_and_data_type, FFI_ArrowArray, FFI_ArrowSchema};
 use datafusion::logical_expr::type_coercion::functions::{fields_with_udf, UDFCoercionExt};
 use datafusion::logical_expr::{Signature, TypeSignature, Volatility};
 use datafusion::physical_expr::expressions::Column;
@@ -78,17 +78,31 @@ fn fixed_types(sig: &TypeSignature) -> Option<Vec<DataType>> {
     }
 }
 
-/// The argument fields of a struct schema the host passed.
-pub fn arg_fields(args: *const ArrowSchema) -> Result<Vec<FieldRef>> {
+/// The struct type of the arguments the host passed (`args`, a struct
+/// schema; NULL is no arguments), parsed once per call: [`arg_columns`]
+/// reads the arrays with it.
+pub fn arg_type(args: *const ArrowSchema) -> Result<DataType> {
     if args.is_null() {
-        return Ok(Vec::new());
+        return Ok(DataType::Struct(Fields::empty()));
     }
     // SAFETY: borrowed for the call; arrow-rs reads it without taking it.
-    let dt = DataType::try_from(unsafe { &*args })?;
-    match dt {
-        DataType::Struct(fields) => Ok(fields.iter().cloned().collect()),
+    match DataType::try_from(unsafe { &*args })? {
+        dt @ DataType::Struct(_) => Ok(dt),
         other => Err(Error::invalid(format!("function arguments must be a struct schema, not {other}"))),
     }
+}
+
+/// The fields of an argument struct type from [`arg_type`].
+pub fn fields_of(args: &DataType) -> &[FieldRef] {
+    match args {
+        DataType::Struct(fields) => fields,
+        _ => &[],
+    }
+}
+
+/// The argument fields of a struct schema the host passed.
+pub fn arg_fields(args: *const ArrowSchema) -> Result<Vec<FieldRef>> {
+    Ok(fields_of(&arg_type(args)?).to_vec())
 }
 
 /// `fields` coerced to the types `f`'s signature takes (DataFusion's own
@@ -142,26 +156,26 @@ pub fn detach(result: ArrayRef, borrowed: &[(usize, usize)]) -> Result<ArrayRef>
     Ok(make_array(m.freeze()))
 }
 
-/// The host's borrowed struct array, read in place (it is not released
-/// here: the host still owns it).
-pub fn borrow_args(args_schema: *const ArrowSchema, args: *const ArrowArray) -> Result<StructArray> {
+/// The host's borrowed struct array of type `input` (from [`arg_type`]),
+/// read in place (it is not released here: the host still owns it).
+pub fn borrow_args(input: &DataType, args: *const ArrowArray) -> Result<StructArray> {
     // SAFETY: a bitwise copy whose release is cleared: arrow-rs reads the
     // buffers in place and never calls the host's release.
     let mut shallow: FFI_ArrowArray = unsafe { std::ptr::read(args) };
     let shallow_ptr = &mut shallow as *mut FFI_ArrowArray;
     unsafe { (*shallow_ptr).release = None };
-    let data = unsafe { from_ffi(shallow, &*args_schema) }?;
+    let data = unsafe { from_ffi_and_data_type(shallow, input.clone()) }?;
     Ok(StructArray::from(data))
 }
 
 /// The columns of the host's borrowed struct array `args` (of type
-/// `schema`), each cast to its field in `want`, read in place: the ranges
+/// `input`, from [`arg_type`]), each cast to its field in `want`, read in place: the ranges
 /// of the buffers they borrow are appended to `borrowed` (see [`detach`]).
 /// No columns wanted reads nothing. QL_EINVAL naming `what` when `args` is
 /// NULL or has another number of columns.
 pub fn arg_columns(
     what: &str,
-    schema: *const ArrowSchema,
+    input: &DataType,
     args: *const ArrowArray,
     want: &[FieldRef],
     borrowed: &mut Vec<(usize, usize)>,
@@ -172,7 +186,7 @@ pub fn arg_columns(
     if args.is_null() {
         return Err(Error::invalid(format!("{what}: {} columns expected, but no array was passed", want.len())));
     }
-    let input = borrow_args(schema, args)?;
+    let input = borrow_args(input, args)?;
     if input.num_columns() != want.len() {
         return Err(Error::invalid(format!("{what}: {} columns, expected {}", input.num_columns(), want.len())));
     }

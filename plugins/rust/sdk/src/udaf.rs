@@ -115,11 +115,11 @@ struct AccState {
     acc: Box<dyn Accumulator>,
     name: String,
     /// The host's argument types (as it passes them) and the coerced ones.
-    args_schema: FFI_ArrowSchema,
+    args_type: DataType,
     coerced: Vec<FieldRef>,
     /// The state's struct type, as `state` writes it and `merge` reads it.
     state_fields: Fields,
-    state_schema: FFI_ArrowSchema,
+    state_type: DataType,
     ret: FieldRef,
 }
 
@@ -150,9 +150,9 @@ unsafe extern "C" fn udaf_accumulator_new(
         let st = Box::new(AccState {
             acc,
             name: udaf.name().to_string(),
-            args_schema: FFI_ArrowSchema::try_from(&DataType::Struct(Fields::from(fields)))?,
+            args_type: DataType::Struct(Fields::from(fields)),
             coerced,
-            state_schema: FFI_ArrowSchema::try_from(&DataType::Struct(state_fields.clone()))?,
+            state_type: DataType::Struct(state_fields.clone()),
             state_fields,
             ret,
         });
@@ -178,16 +178,16 @@ fn acc(a: *mut ql_accumulator) -> &'static mut AccState {
 
 /// The columns of the host's borrowed struct array, each cast to `want`,
 /// with buffers of their own: an accumulator may keep what it is given.
-fn columns(schema: &FFI_ArrowSchema, array: *const ArrowArray, want: &[FieldRef], what: &str) -> Result<Vec<ArrayRef>> {
+fn columns(input: &DataType, array: *const ArrowArray, want: &[FieldRef], what: &str) -> Result<Vec<ArrayRef>> {
     let mut borrowed = Vec::new();
-    let cols = arg_columns(what, schema, array, want, &mut borrowed)?;
+    let cols = arg_columns(what, input, array, want, &mut borrowed)?;
     cols.into_iter().map(|c| detach(c, &borrowed)).collect()
 }
 
 unsafe extern "C" fn acc_update(a: *mut ql_accumulator, args: *const ArrowArray, error: *mut ql_error) -> c_int {
     guard(error, "update", || {
         let st = acc(a);
-        let cols = columns(&st.args_schema, args, &st.coerced, &st.name)?;
+        let cols = columns(&st.args_type, args, &st.coerced, &st.name)?;
         st.acc.update_batch(&cols)?;
         Ok(())
     })
@@ -197,7 +197,7 @@ unsafe extern "C" fn acc_merge(a: *mut ql_accumulator, states: *const ArrowArray
     guard(error, "merge", || {
         let st = acc(a);
         let fields: Vec<FieldRef> = st.state_fields.iter().cloned().collect();
-        let cols = columns(&st.state_schema, states, &fields, &st.name)?;
+        let cols = columns(&st.state_type, states, &fields, &st.name)?;
         st.acc.merge_batch(&cols)?;
         Ok(())
     })

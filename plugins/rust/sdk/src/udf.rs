@@ -19,7 +19,7 @@ use arrow::ffi::FFI_ArrowArray;
 use datafusion::logical_expr::{ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF};
 use qlink_sys::*;
 
-use crate::args::{arg_columns, arg_fields, coerce, detach, write_return_field, DeclaredSignature};
+use crate::args::{arg_columns, arg_fields, arg_type, coerce, detach, fields_of, write_return_field, DeclaredSignature};
 use crate::error::{guard, guard_value, Error, Result};
 
 struct UdfState {
@@ -114,10 +114,11 @@ unsafe extern "C" fn udf_invoke(
         if out.is_null() {
             return Err(Error::invalid("invoke: out is NULL"));
         }
-        let (coerced, ret) = st.plan(&arg_fields(args_schema)?)?;
+        let input = arg_type(args_schema)?;
+        let (coerced, ret) = st.plan(fields_of(&input))?;
         let rows = num_rows.max(0) as usize;
         let mut borrowed = Vec::new();
-        let cols = arg_columns(st.udf.name(), args_schema, args, &coerced, &mut borrowed)?;
+        let cols = arg_columns(st.udf.name(), &input, args, &coerced, &mut borrowed)?;
         let value = st.udf.invoke_with_args(ScalarFunctionArgs {
             args: cols.into_iter().map(ColumnarValue::Array).collect(),
             arg_fields: coerced,

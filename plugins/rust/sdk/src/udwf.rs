@@ -22,7 +22,7 @@ use std::sync::Arc;
 use arrow::array::Array;
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, FieldRef, Fields};
-use arrow::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
+use arrow::ffi::FFI_ArrowArray;
 use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 use qlink_sys::*;
@@ -82,7 +82,7 @@ struct EvalState {
     ev: Box<dyn PartitionEvaluator>,
     name: String,
     /// The host's argument types (as it passes them) and the coerced ones.
-    args_schema: FFI_ArrowSchema,
+    args_type: DataType,
     coerced: Vec<FieldRef>,
     ret: FieldRef,
 }
@@ -106,13 +106,7 @@ unsafe extern "C" fn udwf_evaluator_new(
                 udwf.name()
             )));
         }
-        let st = Box::new(EvalState {
-            ev,
-            name: udwf.name().to_string(),
-            args_schema: FFI_ArrowSchema::try_from(&DataType::Struct(Fields::from(fields)))?,
-            coerced,
-            ret,
-        });
+        let st = Box::new(EvalState { ev, name: udwf.name().to_string(), args_type: DataType::Struct(Fields::from(fields)), coerced, ret });
         let mut e: ql_partition_evaluator = std::mem::zeroed();
         e.struct_size = std::mem::size_of::<ql_partition_evaluator>() as u32;
         e.evaluate_all = Some(eval_all);
@@ -136,7 +130,7 @@ unsafe extern "C" fn eval_all(
         let st = &mut *((*e).private_data as *mut EvalState);
         let rows = num_rows.max(0) as usize;
         let mut borrowed = Vec::new();
-        let cols = arg_columns(&st.name, &st.args_schema, args, &st.coerced, &mut borrowed)?;
+        let cols = arg_columns(&st.name, &st.args_type, args, &st.coerced, &mut borrowed)?;
         let result = st.ev.evaluate_all(&cols, rows)?;
         if result.len() != rows {
             return Err(Error::new(QL_EINTERNAL, format!("{} returned {} rows for {rows}", st.name, result.len())));
