@@ -93,8 +93,8 @@ static int skip(struct cursor *c, uint64_t n, const char *what, struct ql_error 
 }
 
 /* A declared count of elements each at least `min_bytes` long: refused
- * unless that many fit in what is left of the file, and unless the
- * header's items in all stay within NCF_MAX_HEADER_ITEMS. */
+ * unless that many fit in what is left of the file. (A list's elements
+ * also count towards NCF_MAX_HEADER_ITEMS: add_items.) */
 static int count(struct cursor *c, const char *what, uint64_t min_bytes, uint64_t *n, struct ql_error *error) {
   QL_RETURN_NOT_OK(non_neg(c, what, n, error));
   uint64_t left = c->size - c->pos;

@@ -30,7 +30,7 @@ use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{Accumulator, AggregateUDF};
 use qlink_sys::*;
 
-use crate::args::{arg_columns, arg_fields, coerce, column_exprs, detach, write_return_field, DeclaredSignature};
+use crate::args::{arg_columns, arg_fields, arg_type, coerce, column_exprs, detach, fields_of, write_return_field, DeclaredSignature};
 use crate::error::{guard, guard_value, Error, Result};
 
 struct UdafState {
@@ -131,8 +131,8 @@ unsafe extern "C" fn udaf_accumulator_new(
 ) -> c_int {
     guard(error, "accumulator", || {
         let udaf = &state(f).udaf;
-        let fields = arg_fields(args)?;
-        let (coerced, ret) = plan_call(udaf, &fields)?;
+        let args_type = arg_type(args)?;
+        let (coerced, ret) = plan_call(udaf, fields_of(&args_type))?;
         let state_fields = state_fields(udaf, &coerced, &ret)?;
         let schema = Schema::new(coerced.clone());
         let exprs = column_exprs(&coerced);
@@ -150,7 +150,7 @@ unsafe extern "C" fn udaf_accumulator_new(
         let st = Box::new(AccState {
             acc,
             name: udaf.name().to_string(),
-            args_type: DataType::Struct(Fields::from(fields)),
+            args_type,
             coerced,
             state_type: DataType::Struct(state_fields.clone()),
             state_fields,
@@ -196,8 +196,7 @@ unsafe extern "C" fn acc_update(a: *mut ql_accumulator, args: *const ArrowArray,
 unsafe extern "C" fn acc_merge(a: *mut ql_accumulator, states: *const ArrowArray, error: *mut ql_error) -> c_int {
     guard(error, "merge", || {
         let st = acc(a);
-        let fields: Vec<FieldRef> = st.state_fields.iter().cloned().collect();
-        let cols = columns(&st.state_type, states, &fields, &st.name)?;
+        let cols = columns(&st.state_type, states, &st.state_fields, &st.name)?;
         st.acc.merge_batch(&cols)?;
         Ok(())
     })

@@ -21,13 +21,13 @@ use std::sync::Arc;
 
 use arrow::array::Array;
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, FieldRef, Fields};
+use arrow::datatypes::{DataType, FieldRef};
 use arrow::ffi::FFI_ArrowArray;
 use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 use qlink_sys::*;
 
-use crate::args::{arg_columns, arg_fields, coerce, column_exprs, detach, write_return_field, DeclaredSignature};
+use crate::args::{arg_columns, arg_fields, arg_type, coerce, column_exprs, detach, fields_of, write_return_field, DeclaredSignature};
 use crate::error::{guard, guard_value, Error, Result};
 
 struct UdwfState {
@@ -95,8 +95,8 @@ unsafe extern "C" fn udwf_evaluator_new(
 ) -> c_int {
     guard(error, "evaluator", || {
         let udwf = &state(f).udwf;
-        let fields = arg_fields(args)?;
-        let (coerced, ret) = plan_call(udwf, &fields)?;
+        let args_type = arg_type(args)?;
+        let (coerced, ret) = plan_call(udwf, fields_of(&args_type))?;
         let exprs = column_exprs(&coerced);
         let ev = udwf.partition_evaluator_factory(PartitionEvaluatorArgs::new(&exprs, &coerced, false, false))?;
         if ev.uses_window_frame() || ev.include_rank() {
@@ -106,7 +106,7 @@ unsafe extern "C" fn udwf_evaluator_new(
                 udwf.name()
             )));
         }
-        let st = Box::new(EvalState { ev, name: udwf.name().to_string(), args_type: DataType::Struct(Fields::from(fields)), coerced, ret });
+        let st = Box::new(EvalState { ev, name: udwf.name().to_string(), args_type, coerced, ret });
         let mut e: ql_partition_evaluator = std::mem::zeroed();
         e.struct_size = std::mem::size_of::<ql_partition_evaluator>() as u32;
         e.evaluate_all = Some(eval_all);
