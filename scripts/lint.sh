@@ -17,6 +17,8 @@
 # Exits non-zero naming each file that fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The build's one target directory (Makefile), so clippy reuses its DataFusion.
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/qlink-target}
 
 CLANG_FORMAT=${CLANG_FORMAT:-clang-format-14}
 RUFF=${RUFF:-.venv/bin/ruff}
