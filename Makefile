@@ -222,6 +222,7 @@ bench-ffi:
 
 # A Rust-exported plugin vs the same objects native, in every engine (bench/rust).
 bench-rust: build-rust-plugins build-cli install-python
+	bench/ffi/build_ref.sh release
 	cargo build $(CARGO_WS) --bin bench_rust
 	$(CARGO_TARGET_DIR)/release/bench_rust $(BUILD)/release/plugins $(BUILD)/bench-rust-datafusion.json
 	QLINK_BUILD_DIR=$(CURDIR)/$(BUILD)/release $(PY) bench/rust/bench_rust.py $(CURDIR)/$(BUILD)/release/plugins \

@@ -13,8 +13,8 @@
 #     its datafusion-python 54.0.0 (pins in bench/zarr/requirements.txt);
 #  3. python/build.sh: the qlink wheel (release unless QLINK_PY_PROFILE=dev)
 #     with its plugins, installed into .venv;
-#  4. the reference crate bench/ffi/ref_provider (same profile) built with
-#     maturin in the shared $CARGO_TARGET_DIR, installed into .venv.
+#  4. bench/ffi/build_ref.sh: the reference crate bench/ffi/ref_provider
+#     (same profile), installed into .venv.
 # BENCH_FFI_SKIP_BUILD=1 skips steps 3-4 (use what .venv has).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,14 +26,7 @@ scripts/setup.sh
 bench/zarr/setup.sh
 if [[ ${BENCH_FFI_SKIP_BUILD:-0} != 1 ]]; then
   QLINK_PY_PROFILE=$profile python/build.sh
-  prof_args=(--release)
-  [[ $profile == release ]] || prof_args=(--profile "$profile")
-  out=build/bench-ffi/wheels
-  rm -rf "$out"
-  .venv/bin/maturin build "${prof_args[@]}" --locked -j "${JOBS:-2}" --quiet \
-    -m bench/ffi/ref_provider/Cargo.toml --interpreter "$PY" --out "$out"
-  "$PY" -m pip install --quiet --no-deps --force-reinstall "$out"/qlink_ffi_ref-*.whl
-  echo "bench/ffi/run.sh: installed the reference provider ($profile)"
+  bench/ffi/build_ref.sh "$profile"
 else
   profile="as installed (BENCH_FFI_SKIP_BUILD=1)"
 fi
