@@ -33,6 +33,10 @@ struct HostPlan {
     display: CString,
     ordering: Vec<ql_sort_key>,
     children: Vec<ql_execution_plan>,
+    /// The Tokio runtime the plan was exported from (the host's), entered
+    /// when a plugin executes it from a thread of its own: operators that
+    /// spawn (RepartitionExec, CoalescePartitionsExec) need one.
+    rt: Option<tokio::runtime::Handle>,
 }
 
 unsafe fn host(p: *const ql_execution_plan) -> &'static HostPlan {
@@ -124,7 +128,9 @@ pub fn unwrap(p: *const ql_execution_plan) -> Option<Arc<dyn ExecutionPlan>> {
 
 /// Execute a host plan's partition with the caller's task context when it is
 /// one of ours (the DataFusion TaskContext it wraps), else the context
-/// captured when the plan was exported.
+/// captured when the plan was exported; inside the caller's Tokio runtime,
+/// or the one the plan was exported from when the caller is a plugin's
+/// thread.
 unsafe extern "C" fn hp_execute(
     p: *const ql_execution_plan,
     partition: i64,
@@ -135,7 +141,8 @@ unsafe extern "C" fn hp_execute(
     guard_status(error, "host plan execute", || {
         let h = host(p);
         let task = crate::services::task_context_of(ctx).or_else(|| h.task.clone()).unwrap_or_else(|| Arc::new(TaskContext::default()));
-        let rt = tokio::runtime::Handle::try_current().ok();
+        let rt = tokio::runtime::Handle::try_current().ok().or_else(|| h.rt.clone());
+        let _e = rt.as_ref().map(|h| h.enter());
         let stream = match h.plan.execute(partition.max(0) as usize, task) {
             Ok(s) => s,
             Err(e) => return set_df_error(error, &e),
@@ -227,6 +234,7 @@ pub fn export(plan: Arc<dyn ExecutionPlan>, task: Option<Arc<TaskContext>>, impo
         import,
         ordering,
         children,
+        rt: tokio::runtime::Handle::try_current().ok(),
     });
     ql_execution_plan {
         struct_size: std::mem::size_of::<ql_execution_plan>() as u32,
