@@ -34,6 +34,9 @@
 //!   tables are listed when a host attaches it and each is served as a table
 //!   above.
 //! - **Table functions**: any `TableFunctionImpl`.
+//! - **Planners** ([`planner`]): a [`planner::Planner`] reads each
+//!   query's plan view and may answer a subtree with a DataFusion
+//!   `ExecutionPlan` over subtrees the host planned ([`host_exec`]).
 //!
 //! What the SDK does for every object:
 //! - A DataFusion session per host session, built once (not per scan),
@@ -45,15 +48,15 @@
 //!   runtime ([`runtime`]).
 //!
 //! Aggregate functions ([`udaf`]) cross as one accumulator per group,
-//! window functions ([`udwf`]) as one evaluator per partition. Not yet
-//! offered: planners (a C plugin can offer them today; the catalogue lists
-//! only what the plugin has).
+//! window functions ([`udwf`]) as one evaluator per partition.
 
 pub mod args;
 pub mod error;
 pub mod filters;
+pub mod host_exec;
 pub mod listing;
 pub mod plan;
+pub mod planner;
 pub mod plugin;
 mod private;
 pub mod runtime;

@@ -4,10 +4,12 @@
 //! partition on the plugin's runtime, its record batches handed to the host
 //! as Arrow C streams without copies.
 //!
-//! The plan is a leaf to the host (its inner nodes are the plugin's own
-//! business, as a C plugin's are). Each `execute` gets a TaskContext over
-//! the host's memory pool and object stores; the stream keeps the plan,
-//! the session and that context alive, so it may outlive the plan object.
+//! The plugin's own nodes are its business, as a C plugin's are: the host
+//! sees as children only the host plans a planner's answer runs over
+//! ([`HostExec`] leaves), and may replace them (`with_new_children`). Each
+//! `execute` gets a TaskContext over the host's memory pool and object
+//! stores; the stream keeps the plan, the session and that context alive,
+//! so it may outlive the plan object.
 
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int};
@@ -18,6 +20,7 @@ use arrow::datatypes::SchemaRef;
 use arrow::error::ArrowError;
 use arrow::ffi::FFI_ArrowSchema;
 use arrow::ffi_stream::FFI_ArrowArrayStream;
+use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::execution_plan::Boundedness;
 use datafusion::physical_plan::{displayable, ExecutionPlan, ExecutionPlanProperties};
@@ -25,6 +28,7 @@ use futures::StreamExt;
 use qlink_sys::*;
 
 use crate::error::{guard, guard_value, Error, Result};
+use crate::host_exec::HostExec;
 use crate::services::memory_pool::HostPool;
 use crate::services::object_store::with_registry;
 use crate::session::{task_context, PluginSession};
@@ -35,6 +39,9 @@ struct PlanState {
     consumer: String,
     name: CString,
     display: CString,
+    /// The host plans among the plan's leaves, in pre-order (borrowed from
+    /// the [`HostExec`]s the plan holds).
+    children: Vec<*const ql_execution_plan>,
 }
 
 fn state(p: *const ql_execution_plan) -> &'static PlanState {
@@ -54,9 +61,9 @@ pub fn export_schema(schema: &arrow::datatypes::Schema, out: *mut ArrowSchema) -
 /// plugin's memory reservations ("<plugin>.<table>").
 pub fn export_plan(plan: Arc<dyn ExecutionPlan>, session: Arc<PluginSession>, consumer: String) -> ql_execution_plan {
     let name = CString::new(plan.name().replace('\0', " ")).unwrap_or_default();
-    let line = displayable(plan.as_ref()).one_line().to_string();
-    let display = CString::new(line.trim_end().replace('\0', " ")).unwrap_or_default();
-    let st = Box::new(PlanState { plan, session, consumer, name, display });
+    let display = CString::new(display_of(&plan).replace('\0', " ")).unwrap_or_default();
+    let children = host_leaves(&plan).iter().map(|h| h.raw()).collect();
+    let st = Box::new(PlanState { plan, session, consumer, name, display, children });
     let mut out: ql_execution_plan = zeroed();
     out.struct_size = std::mem::size_of::<ql_execution_plan>() as u32;
     out.name = Some(plan_name);
@@ -98,29 +105,88 @@ unsafe extern "C" fn plan_properties(p: *const ql_execution_plan, out: *mut ql_p
     })
 }
 
-unsafe extern "C" fn plan_child_count(_: *const ql_execution_plan) -> i64 {
-    0
+/// One line for EXPLAIN: the root's detail (hosts print its name before
+/// it), then the plugin's own nodes beneath it down to the host's plans,
+/// which the host shows as children.
+fn display_of(plan: &Arc<dyn ExecutionPlan>) -> String {
+    let line = |p: &Arc<dyn ExecutionPlan>| displayable(p.as_ref()).one_line().to_string().trim_end().to_string();
+    let top = line(plan);
+    // DataFusion's line starts with the operator's name, which hosts print.
+    let mut out = match top.split_once(": ") {
+        Some((name, rest)) if !name.contains(' ') => rest.to_string(),
+        _ => top.clone(),
+    };
+    let mut stack: Vec<&Arc<dyn ExecutionPlan>> = plan.children().into_iter().rev().collect();
+    while let Some(p) = stack.pop() {
+        if p.is::<HostExec>() {
+            continue;
+        }
+        out.push_str(" <- ");
+        out.push_str(&line(p));
+        stack.extend(p.children().into_iter().rev());
+    }
+    out
 }
 
-unsafe extern "C" fn plan_child(_: *const ql_execution_plan, _: i64) -> *const ql_execution_plan {
-    std::ptr::null()
+/// The host plans among `plan`'s nodes, in pre-order.
+fn host_leaves(plan: &Arc<dyn ExecutionPlan>) -> Vec<&HostExec> {
+    let mut out = Vec::new();
+    let mut stack = vec![plan];
+    while let Some(p) = stack.pop() {
+        if let Some(h) = p.downcast_ref::<HostExec>() {
+            out.push(h);
+        }
+        stack.extend(p.children().into_iter().rev());
+    }
+    out
+}
+
+unsafe extern "C" fn plan_child_count(p: *const ql_execution_plan) -> i64 {
+    guard_value(0, || state(p).children.len() as i64)
+}
+
+unsafe extern "C" fn plan_child(p: *const ql_execution_plan, i: i64) -> *const ql_execution_plan {
+    guard_value(None, || state(p).children.get(usize::try_from(i).ok()?).copied()).unwrap_or(std::ptr::null())
 }
 
 unsafe extern "C" fn plan_with_new_children(
-    _: *const ql_execution_plan,
+    p: *const ql_execution_plan,
     children: *mut ql_execution_plan,
     n: i64,
-    _: *mut ql_execution_plan,
+    out: *mut ql_execution_plan,
     error: *mut ql_error,
 ) -> c_int {
-    // The children are moved in: release them.
+    // The children are moved in: each is owned by a HostExec (released on
+    // drop) before anything can fail.
+    let mut imported = Vec::new();
+    let mut failed = None;
     for i in 0..n.max(0) as usize {
-        let c = &mut *children.add(i);
-        if let Some(r) = c.release {
-            r(c);
+        let c = std::ptr::read(children.add(i));
+        match HostExec::import(c) {
+            Ok(h) => imported.push(Arc::new(h) as Arc<dyn ExecutionPlan>),
+            Err(e) => failed = failed.or(Some(e)),
         }
     }
-    crate::error::fill(error, &Error::unsupported("a Rust plugin's scan has no children to replace"))
+    guard(error, "with_new_children", || {
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        let st = state(p);
+        if imported.len() != st.children.len() {
+            return Err(Error::invalid(format!("{} new children for a plan with {}", imported.len(), st.children.len())));
+        }
+        let mut next = imported.into_iter();
+        let plan = Arc::clone(&st.plan)
+            .transform_down(|node| {
+                Ok(match node.is::<HostExec>() {
+                    true => Transformed::yes(next.next().expect("counted above")),
+                    false => Transformed::no(node),
+                })
+            })?
+            .data;
+        std::ptr::write(out, export_plan(plan, st.session.clone(), st.consumer.clone()));
+        Ok(())
+    })
 }
 
 unsafe extern "C" fn plan_statistics(p: *const ql_execution_plan, partition: i64, out: *mut ql_statistics, error: *mut ql_error) -> c_int {

@@ -19,6 +19,7 @@ use datafusion::prelude::SessionContext;
 use qlink_sys::*;
 
 use crate::error::{fill, guard, Error, Result};
+use crate::planner::Planner;
 use crate::services::object_store::with_registry;
 use crate::session::{host_stores, Library};
 
@@ -80,6 +81,9 @@ pub type Factory<P> = dyn Fn(&Options, &SessionState) -> Result<Arc<P>> + Send +
 /// object stores.
 pub type SchemaFactory = Factory<dyn SchemaProvider>;
 
+/// Makes a planner from its options, when a host installs it.
+pub type PlannerFactory = dyn Fn(&Options) -> Result<Arc<dyn Planner>> + Send + Sync;
+
 /// A table or schema the plugin offers: its catalogue entry and factory.
 struct Item<F: ?Sized> {
     name: String,
@@ -96,6 +100,7 @@ pub struct Plugin {
     description: String,
     tables: Vec<Item<TableFactory>>,
     schemas: Vec<Item<SchemaFactory>>,
+    planners: Vec<Item<PlannerFactory>>,
     scalars: Vec<Arc<ScalarUDF>>,
     aggregates: Vec<Arc<AggregateUDF>>,
     windows: Vec<Arc<WindowUDF>>,
@@ -113,6 +118,7 @@ impl Plugin {
             description: String::new(),
             tables: Vec::new(),
             schemas: Vec::new(),
+            planners: Vec::new(),
             scalars: Vec::new(),
             aggregates: Vec::new(),
             table_functions: Vec::new(),
@@ -162,6 +168,26 @@ impl Plugin {
         factory: impl Fn(&Options, &SessionState) -> Result<Arc<dyn SchemaProvider>> + Send + Sync + 'static,
     ) -> Self {
         self.schemas.push(Item { name: name.into(), description: description.into(), options, factory: Box::new(factory) });
+        self
+    }
+
+    /// A planner that takes no options: the same planner for every install.
+    pub fn planner(self, name: &str, description: &str, planner: Arc<dyn Planner>) -> Self {
+        self.planner_with_options(name, description, Vec::new(), move |_| Ok(planner.clone()))
+    }
+
+    /// A planner made per install from its options. Hosts that plan
+    /// (DataFusion, datafusion-python, the `qlink` CLI) install it
+    /// (`--planner plugin/name`, `plugin.planner(name)`); it is then asked
+    /// about every query's plan ([`crate::planner`]).
+    pub fn planner_with_options(
+        mut self,
+        name: &str,
+        description: &str,
+        options: Vec<OptionSpec>,
+        factory: impl Fn(&Options) -> Result<Arc<dyn Planner>> + Send + Sync + 'static,
+    ) -> Self {
+        self.planners.push(Item { name: name.into(), description: description.into(), options, factory: Box::new(factory) });
         self
     }
 
@@ -264,6 +290,7 @@ pub struct Registered {
     _options: Vec<Vec<ql_option_info>>,
     tables: Vec<Item<TableFactory>>,
     schemas: Vec<Item<SchemaFactory>>,
+    planners: Vec<Item<PlannerFactory>>,
     /// Scalar functions by registered name (aliases included), in
     /// catalogue order; the uid of entry i is i + 1.
     scalars: Vec<(String, Arc<ScalarUDF>)>,
@@ -339,6 +366,10 @@ impl Registered {
             let n = item_name(&t.name, "schema")?;
             add(QL_ITEM_SCHEMA_PROVIDER, &n, &t.description, &t.options, &mut strings)?;
         }
+        for t in &p.planners {
+            let n = item_name(&t.name, "planner")?;
+            add(QL_ITEM_PLANNER, &n, &t.description, &t.options, &mut strings)?;
+        }
         let mut scalars = Vec::new();
         for (n, doc, f) in by_sql_name(&p.scalars) {
             add(QL_ITEM_SCALAR_FUNCTION, &n, &doc, &[], &mut strings)?;
@@ -369,6 +400,7 @@ impl Registered {
             _options: options,
             tables: p.tables,
             schemas: p.schemas,
+            planners: p.planners,
             scalars,
             aggregates,
             windows,
@@ -480,6 +512,28 @@ unsafe extern "C" fn open_schema(
         let r = registered(p);
         let (n, provider) = made(r, &r.schemas, "schema", name, options, session)?;
         std::ptr::write(out, crate::schema::export_schema_provider(provider, &r.library, format!("{}.{n}", r.library.label())));
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn open_planner(
+    p: *const ql_plugin,
+    name: *const c_char,
+    options: *const ql_options,
+    out: *mut ql_planner,
+    error: *mut ql_error,
+) -> c_int {
+    guard(error, "planner_open", || {
+        let r = registered(p);
+        let n = name_of(name);
+        let t = r
+            .planners
+            .iter()
+            .find(|t| t.name == n)
+            .ok_or_else(|| Error::not_found(format!("no planner '{n}' in {}", r.library.label())))?;
+        let opts = options_of(options, &t.options, "planner", &n)?;
+        let planner = (t.factory)(&opts)?;
+        std::ptr::write(out, crate::planner::export_planner(planner, &r.library, format!("{}.{n}", r.library.label())));
         Ok(())
     })
 }
@@ -619,6 +673,7 @@ pub unsafe fn init(
         d.aggregate_function_open = if has(QL_ITEM_AGGREGATE_FUNCTION) { Some(open_aggregate) } else { None };
         d.window_function_open = if has(QL_ITEM_WINDOW_FUNCTION) { Some(open_window) } else { None };
         d.table_function_open = if has(QL_ITEM_TABLE_FUNCTION) { Some(open_table_function) } else { None };
+        d.planner_open = if has(QL_ITEM_PLANNER) { Some(open_planner) } else { None };
         d.release = Some(release_plugin);
         d.private_data = r as *const Registered as *mut _;
         std::ptr::write(out, d);

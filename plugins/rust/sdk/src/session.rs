@@ -204,6 +204,8 @@ pub fn task_context(session: &PluginSession, ctx: *const ql_task_context, name: 
     if batch > 0 {
         config = config.with_batch_size(batch as usize);
     }
+    // The host's task, for the host plans a planner's answer runs over.
+    config = config.with_extension(Arc::new(crate::host_exec::HostTask(ctx)));
     // A physical plan holds its functions itself: the task's registries stay
     // empty rather than copying the session's hundreds of entries per call.
     let task = TaskContext::new(

@@ -15,6 +15,10 @@ use arrow::record_batch::RecordBatch;
 use datafusion::catalog::{MemTable, MemorySchemaProvider, SchemaProvider, TableProvider};
 use datafusion::common::cast::as_int64_array;
 use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
+use datafusion::physical_expr::LexOrdering;
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::sorts::sort::SortExec;
+use qlink_plugin::planner::{Answer, PlanContext, Planner};
 use qlink_plugin::sys::*;
 use qlink_plugin::{export_plugin, option, Error, Plugin};
 
@@ -26,6 +30,27 @@ fn numbers(count: i64) -> Arc<dyn TableProvider> {
     )
     .unwrap();
     Arc::new(MemTable::try_new(schema, vec![vec![batch]]).unwrap())
+}
+
+/// A SORT with a limit at the root, planned as one DataFusion SortExec over
+/// the host's plan of its input.
+struct FirstRows;
+
+impl Planner for FirstRows {
+    fn interest(&self) -> Vec<i32> {
+        vec![QL_NODE_SORT]
+    }
+    fn plan(&self, ctx: &PlanContext<'_>) -> qlink_plugin::Result<Answer> {
+        let node = ctx.node(ctx.root())?;
+        let (QL_NODE_SORT, Some(k), &[input]) = (node.kind(), node.fetch(), node.inputs()) else {
+            return Ok(Answer::Decline);
+        };
+        let keys =
+            node.exprs().iter().map(|&e| ctx.physical_sort_expr(&node, &ctx.sort_expr(e)?)).collect::<qlink_plugin::Result<Vec<_>>>()?;
+        let child = ctx.plan_physical(input)?;
+        let sort = SortExec::new(LexOrdering::new(keys).unwrap(), Arc::new(CoalescePartitionsExec::new(child))).with_fetch(Some(k));
+        Ok(Answer::Physical { node: node.id, plan: Arc::new(sort) })
+    }
 }
 
 fn plugin() -> Plugin {
@@ -56,6 +81,7 @@ fn plugin() -> Plugin {
             schema.register_table("many".into(), numbers(n))?;
             Ok(Arc::new(schema))
         })
+        .planner("first_rows", "ORDER BY ... LIMIT k as one SortExec", Arc::new(FirstRows))
         .scalar_udf(doubled)
         .aggregate_udf(datafusion::functions_aggregate::sum::sum_udaf())
         .aggregate_udf(datafusion::functions_aggregate::array_agg::array_agg_udaf())
@@ -128,6 +154,7 @@ fn the_descriptor_lists_every_item() {
             (QL_ITEM_TABLE_PROVIDER, "numbers".into(), 1),
             (QL_ITEM_TABLE_PROVIDER, "explodes".into(), 0),
             (QL_ITEM_SCHEMA_PROVIDER, "pair".into(), 1),
+            (QL_ITEM_PLANNER, "first_rows".into(), 0),
             (QL_ITEM_SCALAR_FUNCTION, "doubled".into(), 0),
             (QL_ITEM_AGGREGATE_FUNCTION, "sum".into(), 0),
             (QL_ITEM_AGGREGATE_FUNCTION, "array_agg".into(), 0),
@@ -135,7 +162,7 @@ fn the_descriptor_lists_every_item() {
             (QL_ITEM_WINDOW_FUNCTION, "rank".into(), 0)
         ]
     );
-    assert!(p.aggregate_function_open.is_some() && p.window_function_open.is_some() && p.planner_open.is_none());
+    assert!(p.aggregate_function_open.is_some() && p.window_function_open.is_some() && p.planner_open.is_some());
     assert!(p.schema_provider_open.is_some());
 }
 
@@ -449,4 +476,206 @@ fn a_schema_lists_its_tables_and_opens_each_by_name() {
     let other = CString::new("numbers").unwrap();
     let rc = unsafe { p.schema_provider_open.unwrap()(&p, other.as_ptr(), &o, std::ptr::null(), &mut s, &mut err) };
     assert_eq!((rc, message(&mut err)), (QL_ENOTFOUND, "no schema 'numbers' in qlink_sdk_test".into()));
+}
+
+/// A host's plan view of `SELECT * FROM numbers ORDER BY n DESC LIMIT 2`:
+/// node 0 SORT (fetch 2) over node 1 TABLE_SCAN, both of schema (n, m).
+struct View {
+    _schema: Box<FFI_ArrowSchema>,
+    _names: Vec<CString>,
+    _ids: Vec<Box<[i32]>>,
+    _nodes: Vec<ql_plan_node>,
+    _exprs: Vec<ql_expr>,
+    view: ql_plan_view,
+}
+
+fn sort_view(root: i32) -> View {
+    let fields = vec![Field::new("n", DataType::Int64, false), Field::new("m", DataType::Int64, false)];
+    let schema = Box::new(FFI_ArrowSchema::try_from(&Schema::new(fields)).unwrap());
+    let names = vec![CString::new("n").unwrap(), CString::new("numbers").unwrap()];
+    let ids: Vec<Box<[i32]>> = vec![Box::new([0]), Box::new([1]), Box::new([1])];
+    let mut column: ql_expr = zeroed();
+    column.kind = QL_EXPR_COLUMN;
+    column.name = names[0].as_ptr();
+    column.column_index = 0;
+    column.filter = -1;
+    let mut sort: ql_expr = zeroed();
+    sort.kind = QL_EXPR_SORT;
+    sort.flags = QL_SORT_DESC;
+    sort.n_args = 1;
+    sort.args = ids[0].as_ptr();
+    sort.filter = -1;
+    let exprs = vec![column, sort];
+    let node = |kind: i32, fetch: i64| {
+        let mut n: ql_plan_node = zeroed();
+        n.kind = kind;
+        n.schema = &*schema;
+        n.condition = -1;
+        n.n_projection = -1;
+        n.fetch = fetch;
+        n
+    };
+    let mut sort_node = node(QL_NODE_SORT, 2);
+    sort_node.n_inputs = 1;
+    sort_node.inputs = ids[1].as_ptr();
+    sort_node.n_exprs = 1;
+    sort_node.exprs = ids[2].as_ptr();
+    let mut scan = node(QL_NODE_TABLE_SCAN, -1);
+    scan.name = names[1].as_ptr();
+    let nodes = vec![sort_node, scan];
+    let mut view: ql_plan_view = zeroed();
+    view.struct_size = std::mem::size_of::<ql_plan_view>() as u32;
+    view.n_nodes = 2;
+    view.n_exprs = 2;
+    view.root = root;
+    view.nodes = nodes.as_ptr();
+    view.exprs = exprs.as_ptr();
+    View { _schema: schema, _names: names, _ids: ids, _nodes: nodes, _exprs: exprs, view }
+}
+
+/// The host's physical planner: node 1 is a scan of `numbers` (the
+/// ql_table_provider in private_data, NULL: it fails).
+unsafe extern "C" fn fake_plan_physical(
+    ctx: *const ql_planner_context,
+    node: ql_node_id,
+    out: *mut ql_execution_plan,
+    err: *mut ql_error,
+) -> i32 {
+    let t = (*ctx).private_data as *const ql_table_provider;
+    if t.is_null() || node != 1 {
+        let m = CString::new(format!("the host cannot plan node {node}")).unwrap();
+        (*err).status = QL_ENOTSUP;
+        (*err).message = m.into_raw();
+        (*err).release = Some(release_message);
+        return QL_ENOTSUP;
+    }
+    scan_all(&*t, out)
+}
+
+unsafe extern "C" fn release_message(e: *mut ql_error) {
+    drop(CString::from_raw((*e).message));
+    (*e).release = None;
+}
+
+fn scan_all(t: &ql_table_provider, out: *mut ql_execution_plan) -> i32 {
+    let mut args: ql_scan_args = zeroed();
+    args.struct_size = std::mem::size_of::<ql_scan_args>() as u32;
+    args.n_projection = -1;
+    args.limit = -1;
+    let mut err = ql_error::new();
+    unsafe { t.scan.unwrap()(t, std::ptr::null(), &args, out, &mut err) }
+}
+
+/// Every row of partition 0 of `plan`, as (n, m).
+fn rows_of(plan: &ql_execution_plan) -> Vec<(i64, i64)> {
+    let mut err = ql_error::new();
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_eq!(unsafe { plan.execute.unwrap()(plan, 0, std::ptr::null(), &mut stream as *mut _, &mut err) }, QL_OK);
+    let mut out = Vec::new();
+    for b in ArrowArrayStreamReader::try_new(stream).unwrap() {
+        let b = b.unwrap();
+        let (n, m) = (as_int64_array(b.column(0)).unwrap(), as_int64_array(b.column(1)).unwrap());
+        out.extend(n.values().iter().copied().zip(m.values().iter().copied()));
+    }
+    out
+}
+
+fn open_planner(p: &ql_plugin) -> ql_planner {
+    let mut pl: ql_planner = zeroed();
+    let mut err = ql_error::new();
+    let n = CString::new("first_rows").unwrap();
+    ok(unsafe { p.planner_open.unwrap()(p, n.as_ptr(), std::ptr::null(), &mut pl, &mut err) }, &mut err);
+    pl
+}
+
+fn ask(pl: &ql_planner, view: &View, table: *const ql_table_provider) -> Result<ql_planner_result, (i32, String)> {
+    let ctx = ql_planner_context {
+        struct_size: std::mem::size_of::<ql_planner_context>() as u32,
+        reserved_: 0,
+        session: std::ptr::null(),
+        plan: &view.view,
+        plan_physical: Some(fake_plan_physical),
+        private_data: table as *mut _,
+    };
+    let mut out: ql_planner_result = zeroed();
+    let mut err = ql_error::new();
+    let rc = unsafe { pl.plan.unwrap()(pl, &ctx, &mut out, &mut err) };
+    if rc == QL_OK {
+        Ok(out)
+    } else {
+        Err((rc, message(&mut err)))
+    }
+}
+
+#[test]
+fn a_planner_answers_with_its_plan_over_the_hosts_subtree() {
+    let p = load();
+    let mut pl = open_planner(&p);
+    assert_eq!(pl.interest, 1u32 << QL_NODE_SORT);
+    assert_eq!(pl.flags, QL_PLANNER_LAZY_VIEW);
+    let t = open(&p, "numbers", &[("count", "5")]).unwrap();
+    let view = sort_view(0);
+    let mut answer = ask(&pl, &view, &t).unwrap();
+    assert_eq!((answer.action, answer.node), (QL_PLANNER_PHYSICAL, 0));
+    let plan = &mut answer.physical;
+    assert_eq!(unsafe { CStr::from_ptr(plan.name.unwrap()(plan)) }.to_str().unwrap(), "SortExec(TopK)");
+    let display = unsafe { CStr::from_ptr(plan.display.unwrap()(plan)) }.to_str().unwrap().to_string();
+    assert!(
+        display.starts_with("TopK(fetch=2), expr=[n@0 DESC NULLS LAST]") && display.contains(" <- CoalescePartitionsExec"),
+        "{display}"
+    );
+    // The host's scan is the plan's one child, shown to the host.
+    assert_eq!(unsafe { plan.child_count.unwrap()(plan) }, 1);
+    let child = unsafe { plan.child.unwrap()(plan, 0) };
+    assert_eq!(unsafe { CStr::from_ptr((*child).name.unwrap()(child)) }.to_str().unwrap(), "DataSourceExec");
+    assert!(unsafe { plan.child.unwrap()(plan, 1) }.is_null());
+    assert_eq!(rows_of(plan), [(5, -5), (4, -4)]);
+
+    // New children from the host's optimizer (before it runs the plan: a
+    // TopK's dynamic filter is the plan's own state): the plan runs over them.
+    let mut again = ask(&pl, &view, &t).unwrap();
+    let mut err = ql_error::new();
+    let mut fresh: ql_execution_plan = zeroed();
+    assert_eq!(scan_all(&t, &mut fresh), QL_OK);
+    let mut replaced: ql_execution_plan = zeroed();
+    let first = &again.physical;
+    ok(unsafe { first.with_new_children.unwrap()(first, &mut fresh, 1, &mut replaced, &mut err) }, &mut err);
+    assert_eq!(rows_of(&replaced), [(5, -5), (4, -4)]);
+    unsafe { again.physical.release.unwrap()(&mut again.physical) };
+    let mut two: [ql_execution_plan; 2] = [zeroed(), zeroed()];
+    assert_eq!(scan_all(&t, &mut two[0]), QL_OK);
+    assert_eq!(scan_all(&t, &mut two[1]), QL_OK);
+    let mut none: ql_execution_plan = zeroed();
+    let rc = unsafe { plan.with_new_children.unwrap()(plan, two.as_mut_ptr(), 2, &mut none, &mut err) };
+    assert_eq!((rc, message(&mut err)), (QL_EINVAL, "2 new children for a plan with 1".to_string()));
+    unsafe {
+        replaced.release.unwrap()(&mut replaced);
+        plan.release.unwrap()(plan);
+        pl.release.unwrap()(&mut pl);
+        let mut t = t;
+        t.release.unwrap()(&mut t);
+    }
+}
+
+#[test]
+fn a_planner_declines_and_refuses_with_clear_errors() {
+    let p = load();
+    let mut pl = open_planner(&p);
+    let t = open(&p, "numbers", &[("count", "5")]).unwrap();
+    // A plan whose root is the scan: nothing to do.
+    assert_eq!(ask(&pl, &sort_view(1), &t).unwrap().action, QL_PLANNER_DECLINE);
+    // A root outside the view is an error, not a read out of bounds.
+    assert_eq!(ask(&pl, &sort_view(7), &t).err(), Some((QL_EINVAL, "plan node 7 of a view with 2 nodes".to_string())));
+    // The host's refusal to plan a subtree reaches the host as its error.
+    assert_eq!(ask(&pl, &sort_view(0), std::ptr::null()).err(), Some((QL_ENOTSUP, "the host cannot plan node 1".to_string())));
+    let n = CString::new("nope").unwrap();
+    let mut err = ql_error::new();
+    let mut other: ql_planner = zeroed();
+    let rc = unsafe { p.planner_open.unwrap()(&p, n.as_ptr(), std::ptr::null(), &mut other, &mut err) };
+    assert_eq!((rc, message(&mut err)), (QL_ENOTFOUND, "no planner 'nope' in qlink_sdk_test".to_string()));
+    unsafe {
+        pl.release.unwrap()(&mut pl);
+        let mut t = t;
+        t.release.unwrap()(&mut t);
+    }
 }
