@@ -11,6 +11,8 @@
 //!   Arrow's view layout (Utf8View, BinaryView), short (inline) and long
 //!   values and NULLs, over two batches: what the hosts read when a plugin
 //!   sends view arrays (tests/engines).
+//! - planner `topk` ([`topk`]): `ORDER BY ... LIMIT k` planned by the
+//!   plugin over the input the host planned (tests/engines).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -22,6 +24,8 @@ use datafusion::catalog::{MemTable, TableProvider};
 use datafusion::common::cast::as_float64_array;
 use datafusion::logical_expr::{create_udf, ColumnarValue, ScalarUDF, Volatility};
 use qlink_plugin::{export_plugin, option, Error, Options, Plugin, Result};
+
+mod topk;
 
 const BATCH: i64 = 8192;
 const MAX_ROWS: i64 = 100_000_000;
@@ -121,6 +125,7 @@ fn plugin() -> Plugin {
         .table_with_options("rows", "n rows of (id, x, label)", vec![option("n", "how many rows").default_value("1040")], |o, _| rows(o))
         .table_with_options("views", "strings and bytes as Arrow view arrays", vec![], |_, _| views())
         .scalar_udf(scale())
+        .planner("topk", "ORDER BY ... LIMIT k planned in the plugin, over the host's input", Arc::new(topk::TopK))
 }
 
 export_plugin!(plugin);
