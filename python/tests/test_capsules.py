@@ -161,6 +161,31 @@ def test_planner_with_set_query_planner(sample, capfd, monkeypatch):
     assert "qlink_fold: plan rooted at node" in capfd.readouterr().err
 
 
+def test_a_planner_runs_queries_over_datafusion_pythons_own_tables(sample, capfd, monkeypatch):
+    """With a qlink planner installed, tables qlink did not make
+    (datafusion-python's in-memory batches, a qlink table beside them) cross
+    the plan serialization by reference: every query runs, exactly, and the
+    planner is asked about it."""
+    import pyarrow as pa
+
+    batch = pa.record_batch({"k": ["a", "b", "a", "c"], "v": [1, 2, 3, 4]})
+    agg = "SELECT n.k, sum(n.v) AS s, count(t.value) AS m FROM n LEFT JOIN t ON n.v = t.value GROUP BY n.k ORDER BY n.k"
+    want = {"k": ["a", "b", "c"], "s": [4, 2, 4], "m": [1, 1, 0]}
+    plain = datafusion.SessionContext()
+    plain.register_record_batches("n", [[batch]])
+    plain.register_table("t", sample.table("series", start=2, stop=4))
+    assert plain.sql(agg).to_pydict() == want
+    ctx = datafusion.SessionContext().with_extensions(qlink.Plugin(qlink.plugin_path("qlink_fold")).planner("fold"))
+    ctx.register_record_batches("n", [[batch]])
+    ctx.register_table("t", sample.table("series", start=2, stop=4))
+    monkeypatch.setenv("QLINK_FOLD_TRACE", "1")
+    capfd.readouterr()
+    for _ in range(3):  # each query's tables are encoded afresh
+        assert ctx.sql(agg).to_pydict() == want
+    assert ctx.sql("SELECT sum(v) AS s FROM n WHERE k = 'a'").to_pydict() == {"s": [4]}
+    assert "qlink_fold: plan rooted at node" in capfd.readouterr().err
+
+
 def test_plugin_errors_are_python_exceptions(sample):
     with pytest.raises(qlink.PluginError, match="missing required option 'stop' for qlink_sample/series"):
         sample.table("series", start=1)

@@ -138,6 +138,26 @@ def test_rust_planner_in_datafusion_python(sql, want):
     assert list(zip(*(c.to_pylist() for c in t.columns))) == want
 
 
+def test_rust_planner_over_datafusion_pythons_own_table():
+    """The planner answers over a table datafusion-python holds itself (its
+    in-memory batches cross to the plugin by reference) joined with the
+    plugin's table."""
+    need_wheel()
+    import datafusion
+    import pyarrow as pa
+    import qlink
+
+    p = qlink.Plugin(MEMTABLE)
+    ctx = datafusion.SessionContext().with_extensions(p.planner("topk"))
+    ctx.register_table("t", p.table("rows", n=str(N)))
+    ctx.register_record_batches("w", [[pa.record_batch({"id": [5, 17, 19998, 12], "w": [0.5, 1.5, 2.5, 3.5]})]])
+    sql = "SELECT t.id, t.label, w.w FROM t JOIN w ON t.id = w.id ORDER BY w.w DESC LIMIT 3"
+    assert ctx.sql(sql).to_pydict() == {"id": [12, 19998, 17], "label": ["r12", "r98", "r17"], "w": [3.5, 2.5, 1.5]}
+    plan = "\n".join(str(r) for r in ctx.sql(f"EXPLAIN {sql}").to_pydict()["plan"])
+    assert "TopK(fetch=3)" in plan, plan
+    assert ctx.sql("SELECT id FROM w ORDER BY w LIMIT 2").to_pydict() == {"id": [5, 17]}
+
+
 def test_rust_planner_refuses_unknown_names_and_options():
     need_wheel()
     import qlink

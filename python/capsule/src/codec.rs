@@ -8,13 +8,17 @@
 //! They encode by reference within the process (`registry`):
 //! - logical: a qlink table (one this library exported as a capsule, or a
 //!   native qlink table a codec of ours decoded earlier). Decoding gives the
-//!   native table back, so a qlink planner plans qlink scans natively;
+//!   native table back, so a qlink planner plans qlink scans natively. Any
+//!   other table (datafusion-python's own, as datafusion-ffi's
+//!   ForeignTableProvider) is held by reference until decoded, and scanned
+//!   through its provider;
 //! - physical: the whole plan a qlink planner made, which crosses back to the
 //!   consumer as one leaf (`exec::CapsuleScanExec`) however deep it is, and
 //!   runs in this library with the task context it was planned with.
 //!
-//! Anything else is refused with an error, so a consumer that composes
-//! codecs offers it to the next one.
+//! Anything else (logical extension nodes, other libraries' plan nodes) is
+//! refused with an error, so a consumer that composes codecs offers it to
+//! the next one.
 
 use std::sync::Arc;
 
@@ -84,8 +88,13 @@ impl LogicalExtensionCodec for QlinkLogicalCodec {
     }
 
     fn try_encode_table_provider(&self, table_ref: &TableReference, node: Arc<dyn TableProvider>, buf: &mut Vec<u8>) -> Result<()> {
-        let table = qlink_table(&node).ok_or_else(|| not_ours(&format!("table {table_ref}")))?;
-        registry::encode_table(&table, &table_ref.to_string(), buf);
+        match qlink_table(&node) {
+            Some(table) => registry::encode_table(&table, &table_ref.to_string(), buf),
+            // Any other table (datafusion-python's in-memory batches, its
+            // Parquet) crosses by reference too, so a session with a qlink
+            // planner runs every query, not only those over qlink tables.
+            None => registry::hold_table(node, &table_ref.to_string(), buf),
+        }
         Ok(())
     }
 }

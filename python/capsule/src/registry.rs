@@ -21,9 +21,11 @@
 //! Decoding a payload from another process (a plan sent to a worker, a file)
 //! or whose object is gone is an error naming the object, never a crash.
 //!
-//! Tables are held weakly (the consumer's catalog owns them); a plan is held
-//! strongly from encode to its one decode (the planner drops its own
-//! reference in between), and at most [`PLAN_SLOTS`] undecoded plans are kept.
+//! qlink tables are held weakly (the consumer's catalog owns them); a plan,
+//! and a table that is not qlink's (made for the one call that encodes it),
+//! is held strongly from encode to its one decode (the planner drops its own
+//! reference in between), and at most [`PLAN_SLOTS`] undecoded ones of each
+//! are kept.
 //! Thread-safety: every function may be called from any thread.
 
 use std::collections::hash_map::RandomState;
@@ -165,7 +167,7 @@ pub fn encode_table(table: &Arc<dyn TableProvider>, label: &str, buf: &mut Vec<u
 pub fn decode_table(buf: &[u8]) -> Result<Arc<dyn TableProvider>> {
     let p = decode(Kind::Table, buf)?;
     let found = lock(tables()).by_handle.get(&p.handle).and_then(Weak::upgrade);
-    found.ok_or_else(|| {
+    found.or_else(|| FOREIGN.take(p.handle)).ok_or_else(|| {
         DataFusionError::Plan(format!(
             "qlink table `{}` is no longer registered in this process: the plan that refers to it outlived it",
             p.label
@@ -173,33 +175,60 @@ pub fn decode_table(buf: &[u8]) -> Result<Arc<dyn TableProvider>> {
     })
 }
 
-/// Plans by handle, oldest first.
-type HeldPlans = Mutex<VecDeque<(u64, Arc<dyn ExecutionPlan>)>>;
+/// Objects held strongly from their encode to their one decode, oldest
+/// first; at most [`PLAN_SLOTS`] are kept (one never decoded must not pin
+/// what it holds).
+struct Held<T>(Mutex<VecDeque<(u64, T)>>);
+
+impl<T> Held<T> {
+    const fn new() -> Self {
+        Held(Mutex::new(VecDeque::new()))
+    }
+
+    fn hold(&self, value: T) -> u64 {
+        let handle = NEXT.fetch_add(1, Ordering::Relaxed);
+        let mut q = lock(&self.0);
+        while q.len() >= PLAN_SLOTS {
+            q.pop_front();
+        }
+        q.push_back((handle, value));
+        handle
+    }
+
+    fn take(&self, handle: u64) -> Option<T> {
+        let mut q = lock(&self.0);
+        let at = q.iter().position(|(h, _)| *h == handle)?;
+        q.remove(at).map(|(_, v)| v)
+    }
+}
 
 /// Strongly held plans between their encode and their decode.
-fn plans() -> &'static HeldPlans {
-    static P: OnceLock<HeldPlans> = OnceLock::new();
-    P.get_or_init(|| Mutex::new(VecDeque::new()))
+static PLANS: Held<Arc<dyn ExecutionPlan>> = Held::new();
+
+/// Tables that are not qlink's (datafusion-python's own, which reach the
+/// codec as datafusion-ffi's ForeignTableProvider made for the call), held
+/// strongly from their encode to their decode.
+static FOREIGN: Held<Arc<dyn TableProvider>> = Held::new();
+
+/// Encode a table that is not qlink's by reference into `buf`, held until
+/// decoded once: a qlink planner then plans its scan like any other, read
+/// through its own provider (datafusion-ffi's, for datafusion-python's
+/// tables).
+pub fn hold_table(table: Arc<dyn TableProvider>, label: &str, buf: &mut Vec<u8>) {
+    let handle = FOREIGN.hold(table);
+    encode(Kind::Table, handle, label, buf);
 }
 
 /// Encode `plan` by reference into `buf` (held until decoded).
 pub fn encode_plan(plan: Arc<dyn ExecutionPlan>, label: &str, buf: &mut Vec<u8>) {
-    let handle = NEXT.fetch_add(1, Ordering::Relaxed);
-    let mut p = lock(plans());
-    while p.len() >= PLAN_SLOTS {
-        p.pop_front();
-    }
-    p.push_back((handle, plan));
-    drop(p);
+    let handle = PLANS.hold(plan);
     encode(Kind::Plan, handle, label, buf);
 }
 
 /// Take the plan a payload refers to (a plan is decoded once).
 pub fn decode_plan(buf: &[u8]) -> Result<Arc<dyn ExecutionPlan>> {
     let payload = decode(Kind::Plan, buf)?;
-    let mut p = lock(plans());
-    let at = p.iter().position(|(h, _)| *h == payload.handle);
-    at.and_then(|i| p.remove(i)).map(|(_, plan)| plan).ok_or_else(|| {
+    PLANS.take(payload.handle).ok_or_else(|| {
         DataFusionError::Plan(format!(
             "qlink plan `{}` was already decoded or has expired: a plan made by a qlink planner is passed by \
              reference and decoded once, right after planning",
@@ -210,5 +239,5 @@ pub fn decode_plan(buf: &[u8]) -> Result<Arc<dyn ExecutionPlan>> {
 
 /// Undecoded plans held (for tests).
 pub fn plans_held() -> usize {
-    lock(plans()).len()
+    lock(&PLANS.0).len()
 }
