@@ -15,6 +15,11 @@
 //! Queries, each pair interleaved (medians of N repetitions):
 //! `SELECT * FROM t` over 1,040 rows; `SELECT sum(x) FROM t` over 10 M rows;
 //! `SELECT sum(scale(x, 2.0)) FROM native` over 10 M rows (the UDF alone).
+//! And the plugin's planner (`topk`, written with the SDK) installed, against
+//! the same session without it, over the native tables: `ORDER BY x` over
+//! 1,040 rows (the planner is asked and declines: what an installed planner
+//! costs a query) and `ORDER BY x DESC LIMIT 10` over 10 M rows (it answers:
+//! its TopK over the host's scan).
 //! Writes the `datafusion` section of bench/results/rust.json; the Python
 //! half (bench_rust.py) adds DuckDB, SQLite and datafusion-python.
 
@@ -25,8 +30,10 @@ use datafusion::arrow::array::Float64Array;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::cast::as_float64_array;
 use datafusion::datasource::MemTable;
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::{create_udf, ColumnarValue, ScalarUDF, Volatility};
 use datafusion::prelude::SessionContext;
+use qlink_datafusion::planner::{InstalledPlanner, QlinkQueryPlanner};
 use qlink_datafusion::QlinkSession;
 
 /// The memtable plugin's `scale(x, k) = x * k` (plugins/rust/memtable), the
@@ -57,14 +64,24 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Medians (ms) of `a` and `b`, interleaved, after `reps / 5 + 3` warm-ups.
 async fn pair(ctx: &SessionContext, a: &str, b: &str, reps: usize) -> (f64, f64) {
+    pair_in([(ctx, a), (ctx, b)], reps).await
+}
+
+/// Medians (ms) of `q` in `a` and in `b`, likewise.
+async fn pair2(a: &SessionContext, b: &SessionContext, q: &str, reps: usize) -> (f64, f64) {
+    pair_in([(a, q), (b, q)], reps).await
+}
+
+async fn pair_in(sides: [(&SessionContext, &str); 2], reps: usize) -> (f64, f64) {
     for _ in 0..reps / 5 + 3 {
-        run(ctx, a).await;
-        run(ctx, b).await;
+        for (ctx, q) in sides {
+            run(ctx, q).await;
+        }
     }
     let (mut ta, mut tb) = (Vec::new(), Vec::new());
     for i in 0..reps {
-        let order = if i % 2 == 0 { [(a, 0), (b, 1)] } else { [(b, 1), (a, 0)] };
-        for (q, side) in order {
+        let order = if i % 2 == 0 { [(sides[0], 0), (sides[1], 1)] } else { [(sides[1], 1), (sides[0], 0)] };
+        for ((ctx, q), side) in order {
             let t = Instant::now();
             run(ctx, q).await;
             let ms = t.elapsed().as_secs_f64() * 1e3;
@@ -115,6 +132,29 @@ async fn main() {
     let mut json = Vec::new();
     for (name, native, plugin, n) in rows {
         let (a, b) = pair(&s.ctx, native, plugin, n).await;
+        println!("{name:<16} {a:>12.3} {b:>12.3} {:>8.3}", b / a);
+        json.push(format!("\"{name}\": {{\"native_ms\": {a:.4}, \"qlink_ms\": {b:.4}, \"ratio\": {:.4}}}", b / a));
+    }
+
+    // The same native tables in a session with the plugin's planner.
+    let planner = InstalledPlanner::open(&plugin, "topk", &[]).unwrap();
+    let state =
+        SessionStateBuilder::new().with_default_features().with_query_planner(Arc::new(QlinkQueryPlanner::new(vec![planner]))).build();
+    let planned = SessionContext::new_with_state(state);
+    for n in ["native_1040", "native_10000000"] {
+        planned.register_table(n, s.ctx.table_provider(n).await.unwrap()).unwrap();
+    }
+    let sort = "SELECT * FROM native_1040 ORDER BY x";
+    let topk = "SELECT id FROM native_10000000 ORDER BY x DESC LIMIT 10";
+    for q in [sort, topk] {
+        let a = s.ctx.sql(q).await.unwrap().collect().await.unwrap();
+        let b = planned.sql(q).await.unwrap().collect().await.unwrap();
+        assert_eq!(a, b, "{q}: the planner changed the answer");
+    }
+    let explain = planned.sql(&format!("EXPLAIN {topk}")).await.unwrap().collect().await.unwrap();
+    assert!(datafusion::arrow::util::pretty::pretty_format_batches(&explain).unwrap().to_string().contains("TopK(fetch=10)"));
+    for (name, q, n) in [("planner_declines_sort_1040", sort, reps * 5), ("planner_topk_10m", topk, reps)] {
+        let (a, b) = pair2(&s.ctx, &planned, q, n).await;
         println!("{name:<16} {a:>12.3} {b:>12.3} {:>8.3}", b / a);
         json.push(format!("\"{name}\": {{\"native_ms\": {a:.4}, \"qlink_ms\": {b:.4}, \"ratio\": {:.4}}}", b / a));
     }
