@@ -109,7 +109,9 @@ struct ql_aggregate_function {
   /* A new accumulator for arguments of types `args`. Thread-safe. */
   int (*accumulator_new)(const struct ql_aggregate_function *self, const struct ArrowSchema *args,
                          struct ql_accumulator *out, struct ql_error *error);
-  /* Optional (NULL if not offered). */
+  /* Optional (NULL if not offered). QL_ENOTSUP for argument types it has no
+   * groups accumulator for: the host then uses accumulator_new, one per
+   * group. Thread-safe. */
   int (*groups_accumulator_new)(const struct ql_aggregate_function *self, const struct ArrowSchema *args,
                                 struct ql_groups_accumulator *out, struct ql_error *error);
   void (*release)(struct ql_aggregate_function *self);
