@@ -47,8 +47,9 @@
 //!   never unwinds into the host; async work runs on the plugin's own Tokio
 //!   runtime ([`runtime`]).
 //!
-//! Aggregate functions ([`udaf`]) cross as one accumulator per group,
-//! window functions ([`udwf`]) as one evaluator per partition.
+//! Aggregate functions ([`udaf`]) cross as the UDF's groups accumulator
+//! where it has one (else one accumulator per group), window functions
+//! ([`udwf`]) as one evaluator per partition.
 
 pub mod args;
 pub mod error;

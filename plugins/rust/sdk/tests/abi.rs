@@ -352,6 +352,49 @@ fn an_aggregate_coerces_merges_states_and_evaluates() {
 }
 
 #[test]
+fn a_groups_accumulator_takes_every_group_at_once() {
+    let p = load();
+    let mut f = open_aggregate(&p, "sum");
+    let mut err = ql_error::new();
+    let (schema, _) = int32_args(vec![]);
+    let sp = &schema as *const FFI_ArrowSchema;
+    let new_groups = || {
+        let mut g: ql_groups_accumulator = zeroed();
+        let mut err = ql_error::new();
+        ok(unsafe { f.groups_accumulator_new.unwrap()(&f, sp, &mut g, &mut err) }, &mut err);
+        g
+    };
+    // Rows [1, 2, NULL, 4, 10] in groups [0, 2, 0, 2, 1] of 3; a second
+    // accumulator's groups [5] and [7] merged into groups 1 and 0.
+    let (mut a, mut b) = (new_groups(), new_groups());
+    let (_, rows) = int32_args(vec![Some(1), Some(2), None, Some(4), Some(10)]);
+    let idx = [0u32, 2, 0, 2, 1];
+    ok(unsafe { a.update.unwrap()(&mut a, &rows, idx.as_ptr(), 3, &mut err) }, &mut err);
+    let (_, rows) = int32_args(vec![Some(5), Some(7)]);
+    ok(unsafe { b.update.unwrap()(&mut b, &rows, [0u32, 1].as_ptr(), 2, &mut err) }, &mut err);
+    let mut state = FFI_ArrowArray::empty();
+    ok(unsafe { b.state.unwrap()(&mut b, &mut state as *mut _, &mut err) }, &mut err);
+    assert_eq!(state.len(), 2);
+    ok(unsafe { a.merge.unwrap()(&mut a, &state as *const _, [1u32, 0].as_ptr(), 3, &mut err) }, &mut err);
+    drop(state);
+    assert!(unsafe { a.size.unwrap()(&a) } > 0);
+    let mut out = FFI_ArrowArray::empty();
+    ok(unsafe { a.evaluate.unwrap()(&mut a, &mut out as *mut _, &mut err) }, &mut err);
+    let ret = FFI_ArrowSchema::try_from(DataType::Int64).unwrap();
+    let got = Int64Array::from(unsafe { arrow::ffi::from_ffi(out, &ret) }.unwrap());
+    assert_eq!(got.iter().collect::<Vec<_>>(), [Some(8), Some(15), Some(6)]);
+    // A group index beyond the groups named is refused, not read.
+    let (_, rows) = int32_args(vec![Some(1)]);
+    let rc = unsafe { b.update.unwrap()(&mut b, &rows, [3u32].as_ptr(), 3, &mut err) };
+    assert_eq!((rc, message(&mut err)), (QL_EINVAL, "sum: group index 3 of row 0 >= total_groups 3".to_string()));
+    unsafe {
+        a.release.unwrap()(&mut a);
+        b.release.unwrap()(&mut b);
+        f.release.unwrap()(&mut f);
+    }
+}
+
+#[test]
 fn an_accumulator_keeps_no_host_buffer_after_the_call() {
     let p = load();
     let mut f = open_aggregate(&p, "array_agg");
