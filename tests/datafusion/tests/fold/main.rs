@@ -5,4 +5,5 @@
 mod declines;
 mod explain;
 mod generated;
+mod groups;
 mod memory;
