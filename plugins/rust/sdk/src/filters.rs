@@ -34,16 +34,21 @@ impl Resolver for TableResolver<'_> {
     }
 
     fn scalar_function(&self, e: &ql_expr, args: Vec<Expr>) -> Result<Expr> {
-        let name = cstr(e.function.name);
-        let name = if name.is_empty() { cstr(e.name) } else { name };
-        let udf = self
-            .state
-            .scalar_functions()
-            .get(&name.to_lowercase())
-            .cloned()
-            .ok_or_else(|| DataFusionError::Plan(format!("no function {name} in the plugin's session")))?;
-        Ok(Expr::ScalarFunction(ScalarFunction::new_udf(udf, args)))
+        session_function(self.state, e, args)
     }
+}
+
+/// A QL_EXPR_SCALAR_FUNCTION as a call of the function of that name in the
+/// plugin's session (DataFusion's built-ins and the plugin's own).
+pub(crate) fn session_function(state: &SessionState, e: &ql_expr, args: Vec<Expr>) -> Result<Expr> {
+    let name = cstr(e.function.name);
+    let name = if name.is_empty() { cstr(e.name) } else { name };
+    let udf = state
+        .scalar_functions()
+        .get(&name.to_lowercase())
+        .cloned()
+        .ok_or_else(|| DataFusionError::Plan(format!("no function {name} in the plugin's session")))?;
+    Ok(Expr::ScalarFunction(ScalarFunction::new_udf(udf, args)))
 }
 
 /// Each expression of `list` as a DataFusion expression over `schema`

@@ -27,9 +27,8 @@ use std::sync::Arc;
 
 use arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::common::{Column, DFSchema, TableReference};
-use datafusion::error::DataFusionError;
 use datafusion::execution::context::SessionState;
-use datafusion::logical_expr::expr::{ScalarFunction, Sort};
+use datafusion::logical_expr::expr::Sort;
 use datafusion::logical_expr::Expr;
 use datafusion::physical_expr::{PhysicalExpr, PhysicalSortExpr};
 use datafusion::physical_plan::ExecutionPlan;
@@ -181,15 +180,7 @@ impl Resolver for InputResolver<'_> {
     }
 
     fn scalar_function(&self, e: &ql_expr, args: Vec<Expr>) -> datafusion::error::Result<Expr> {
-        let name = cstr(e.function.name);
-        let name = if name.is_empty() { cstr(e.name) } else { name };
-        let udf = self
-            .state
-            .scalar_functions()
-            .get(&name.to_lowercase())
-            .cloned()
-            .ok_or_else(|| DataFusionError::Plan(format!("no function {name} in the plugin's session")))?;
-        Ok(Expr::ScalarFunction(ScalarFunction::new_udf(udf, args)))
+        crate::filters::session_function(self.state, e, args)
     }
 }
 
