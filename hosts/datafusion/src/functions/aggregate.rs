@@ -15,7 +15,7 @@ use arrow::datatypes::{DataType, Field, FieldRef, Fields};
 use datafusion::common::ScalarValue;
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::function::AccumulatorArgs;
-use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, Signature, Volatility};
+use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, Signature};
 
 use super::args::{args_array, args_schema, import_array, plugin_arg_fields, return_field_via, return_type_via};
 use super::signature::signature_of;
@@ -306,18 +306,8 @@ impl Drop for QlinkGroupsAccumulator {
 
 impl QlinkAggregateUdf {
     fn new_groups_accumulator(&self, args: Vec<FieldRef>, ret: DataType) -> Result<QlinkGroupsAccumulator> {
-        let new =
-            self.raw.raw.groups_accumulator_new.ok_or_else(|| DataFusionError::Plan(format!("{}: no groups accumulator", self.name)))?;
-        let schema = args_schema(&args)?;
-        let mut acc: ql_groups_accumulator = zeroed();
-        let mut err = ErrorSlot::new();
-        let st = {
-            let _g = self.raw.plugin.enter();
-            unsafe { new(&*self.raw.raw, &schema, &mut acc, err.ptr()) }
-        };
-        err.check_with(st, || format!("{}: groups_accumulator_new", self.name))?;
         let state = self.state_struct(&args)?;
-        Ok(QlinkGroupsAccumulator { acc, owner: Arc::clone(&self.raw), args, state, ret, name: self.name.clone(), groups: 0 })
+        QlinkGroupsAccumulator::new(&self.raw, &self.name, args, state, ret)
     }
 }
 
@@ -334,11 +324,31 @@ struct Rows<'a> {
 }
 
 impl QlinkGroupsAccumulator {
+    /// The plugin's groups accumulator for argument fields `args`, whose
+    /// state has `state`'s fields.
+    fn new(owner: &Arc<RawAggregate>, name: &str, args: Vec<FieldRef>, state: Fields, ret: DataType) -> Result<QlinkGroupsAccumulator> {
+        let new = owner.raw.groups_accumulator_new.ok_or_else(|| DataFusionError::Plan(format!("{name}: no groups accumulator")))?;
+        let schema = args_schema(&args)?;
+        let mut acc: ql_groups_accumulator = zeroed();
+        let mut err = ErrorSlot::new();
+        let st = {
+            let _g = owner.plugin.enter();
+            unsafe { new(&*owner.raw, &schema, &mut acc, err.ptr()) }
+        };
+        err.check_with(st, || format!("{name}: groups_accumulator_new"))?;
+        Ok(QlinkGroupsAccumulator { acc, owner: Arc::clone(owner), args, state, ret, name: name.to_string(), groups: 0 })
+    }
+
     fn call_in(&mut self, what: &str, f: GroupsIn, fields: Vec<FieldRef>, rows: Rows<'_>) -> Result<()> {
         let Rows { values, groups: group_indices, filter, total } = rows;
         let f = f.ok_or_else(|| DataFusionError::Execution(format!("{}: {what} is NULL", self.name)))?;
-        let too_many = || DataFusionError::Execution(format!("{}: {total} groups is more than the ABI's 2^32", self.name));
-        let total32 = u32::try_from(total).map_err(|_| too_many())?;
+        if u32::try_from(total).is_err() {
+            return Err(DataFusionError::Execution(format!("{}: {total} groups is more than the ABI's 2^32", self.name)));
+        }
+        if group_indices.iter().any(|&g| g >= total) {
+            return Err(DataFusionError::Internal(format!("{}: a group index beyond total_num_groups {total}", self.name)));
+        }
+        // Each index is below total, so fits in u32.
         let (values, indices): (Vec<ArrayRef>, Vec<u32>) = match filter {
             None => (values.to_vec(), group_indices.iter().map(|&g| g as u32).collect()),
             Some(keep) => {
@@ -347,9 +357,6 @@ impl QlinkGroupsAccumulator {
                 (values, idx)
             }
         };
-        if indices.iter().any(|&g| g >= total32) {
-            return Err(DataFusionError::Internal(format!("{}: a group index beyond total_num_groups {total}", self.name)));
-        }
         let array = args_array(&fields, values, indices.len())?;
         let mut err = ErrorSlot::new();
         let st = {
@@ -389,14 +396,14 @@ impl QlinkGroupsAccumulator {
             .ok_or_else(|| DataFusionError::Execution(format!("{}: state is not a struct", self.name)))
     }
 
+    /// A new, empty accumulator like this one.
+    fn fresh(&self) -> Result<QlinkGroupsAccumulator> {
+        QlinkGroupsAccumulator::new(&self.owner, &self.name, self.args.clone(), self.state.clone(), self.ret.clone())
+    }
+
     /// A fresh accumulator holding `state`'s rows as groups 0.. (in order).
     fn fresh_with(&self, state: &StructArray) -> Result<QlinkGroupsAccumulator> {
-        let mut fresh = QlinkAggregateUdf {
-            raw: Arc::clone(&self.owner),
-            name: self.name.clone(),
-            signature: Signature::any(0, Volatility::Immutable),
-        }
-        .new_groups_accumulator(self.args.clone(), self.ret.clone())?;
+        let mut fresh = self.fresh()?;
         if state.is_empty() {
             return Ok(fresh);
         }
@@ -435,11 +442,10 @@ impl GroupsAccumulator for QlinkGroupsAccumulator {
     /// group i for row i; rows the filter drops stay empty groups).
     fn convert_to_state(&self, values: &[ArrayRef], filter: Option<&BooleanArray>) -> Result<Vec<ArrayRef>> {
         let n = values.first().map_or(0, |v| v.len());
-        let mut one = self.fresh_with(&StructArray::new_empty_fields(0, None))?;
+        let mut one = self.fresh()?;
         let idx: Vec<usize> = (0..n).collect();
         let fields = self.args.clone();
         one.call_in("update", one.acc.update, fields, Rows { values, groups: &idx, filter, total: n })?;
-        one.groups = n;
         Ok(one.take_state()?.columns().to_vec())
     }
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
