@@ -178,10 +178,7 @@ unsafe extern "C" fn plan_with_new_children(
         let mut next = imported.into_iter();
         let plan = Arc::clone(&st.plan)
             .transform_down(|node| {
-                Ok(match node.is::<HostExec>() {
-                    true => Transformed::yes(next.next().expect("counted above")),
-                    false => Transformed::no(node),
-                })
+                Ok(if node.is::<HostExec>() { Transformed::yes(next.next().expect("counted above")) } else { Transformed::no(node) })
             })?
             .data;
         std::ptr::write(out, export_plan(plan, st.session.clone(), st.consumer.clone()));

@@ -196,17 +196,24 @@ impl<'a> PlanContext<'a> {
         self.view().root
     }
 
-    /// Node `id`, expanded. QL_EINVAL for an id out of range; the host's
-    /// error if it cannot expand it.
-    pub fn node(&self, id: NodeId) -> Result<Node<'a>> {
+    /// Node `id` as it stands (its skeleton is always set); QL_EINVAL for
+    /// an id out of range.
+    fn skeleton(&self, id: NodeId) -> Result<&'a ql_plan_node> {
         let v = self.view();
         if id < 0 || id >= v.n_nodes || v.nodes.is_null() {
             return Err(Error::invalid(format!("plan node {id} of a view with {} nodes", v.n_nodes)));
         }
         // SAFETY: in range; nodes never move.
-        let raw = unsafe { &*v.nodes.add(id as usize) };
+        Ok(unsafe { &*v.nodes.add(id as usize) })
+    }
+
+    /// Node `id`, expanded. QL_EINVAL for an id out of range; the host's
+    /// error if it cannot expand it.
+    pub fn node(&self, id: NodeId) -> Result<Node<'a>> {
+        let raw = self.skeleton(id)?;
         if raw.flags & QL_NODE_UNEXPANDED != 0 {
-            let expand = v.expand.ok_or_else(|| Error::invalid(format!("plan node {id} is unexpanded and the view cannot expand it")))?;
+            let expand =
+                self.view().expand.ok_or_else(|| Error::invalid(format!("plan node {id} is unexpanded and the view cannot expand it")))?;
             let mut err: ql_error = zeroed();
             // SAFETY: on the thread the view was handed to, during the call.
             let rc = unsafe { expand(self.view, id, &mut err) };
@@ -217,21 +224,14 @@ impl<'a> PlanContext<'a> {
         Ok(Node { id, raw })
     }
 
-    /// The kind of node `id` without expanding it (its skeleton is always set).
+    /// The kind of node `id` without expanding it.
     pub fn kind(&self, id: NodeId) -> Result<i32> {
-        let v = self.view();
-        if id < 0 || id >= v.n_nodes || v.nodes.is_null() {
-            return Err(Error::invalid(format!("plan node {id} of a view with {} nodes", v.n_nodes)));
-        }
-        // SAFETY: in range.
-        Ok(unsafe { (*v.nodes.add(id as usize)).kind })
+        Ok(self.skeleton(id)?.kind)
     }
 
     /// The inputs of node `id` without expanding it.
     pub fn inputs(&self, id: NodeId) -> Result<&'a [NodeId]> {
-        self.kind(id)?;
-        // SAFETY: in range (checked above).
-        let raw = unsafe { &*self.view().nodes.add(id as usize) };
+        let raw = self.skeleton(id)?;
         Ok(ids(raw.inputs, raw.n_inputs))
     }
 
