@@ -3,11 +3,11 @@
 //! schema, argument columns as one struct array (zero-copy), results
 //! imported with the plugin kept loaded.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow::array::{Array, ArrayRef, StructArray};
 use arrow::datatypes::{DataType, Field, FieldRef, Fields};
-use arrow::ffi::{from_ffi, to_ffi};
+use arrow::ffi::{from_ffi_and_data_type, to_ffi};
 use datafusion::error::DataFusionError;
 
 use crate::error::{ErrorSlot, Result};
@@ -36,12 +36,46 @@ pub(super) fn args_array(fields: &[FieldRef], arrays: Vec<ArrayRef>, num_rows: u
 
 /// Import an array `plugin` filled (it keeps the plugin loaded while alive).
 pub(super) fn import_array(mut out: ArrowArray, dt: &DataType, plugin: &Arc<Plugin>) -> Result<ArrayRef> {
-    let schema = ArrowSchema::try_from(dt).map_err(arrow_err)?;
     crate::plugin::keep_loaded(&mut out, plugin);
     let out = std::mem::replace(&mut out, ArrowArray::empty());
     // SAFETY: the callee filled `out` with an array of type `dt`.
-    let data = unsafe { from_ffi(out, &schema) }.map_err(arrow_err)?;
+    let data = unsafe { from_ffi_and_data_type(out, dt.clone()) }.map_err(arrow_err)?;
     Ok(arrow::array::make_array(data))
+}
+
+/// A call site's argument schema, exported once: the plugin's argument
+/// fields (see [`plugin_arg_fields`]) and their struct schema for the
+/// argument fields DataFusion passed.
+pub(super) struct ExportedArgs {
+    arg_fields: Vec<FieldRef>,
+    pub fields: Vec<FieldRef>,
+    pub schema: ArrowSchema,
+}
+
+// SAFETY: never written after it is made; plugins only read the schema
+// during a call (function.h: inputs are borrowed).
+unsafe impl Sync for ExportedArgs {}
+
+/// The argument schema of a function's last call, kept so that a function
+/// called batch after batch with the same argument fields exports it once,
+/// not per batch. Thread-safe.
+#[derive(Default)]
+pub(super) struct ArgsSchemaCache(Mutex<Option<Arc<ExportedArgs>>>);
+
+impl ArgsSchemaCache {
+    /// The exported schema for `arg_fields`, made when they differ from the
+    /// last call's.
+    pub(super) fn get(&self, arg_fields: &[FieldRef]) -> Result<Arc<ExportedArgs>> {
+        let mut last = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = last.as_ref().filter(|e| e.arg_fields.as_slice() == arg_fields) {
+            return Ok(Arc::clone(e));
+        }
+        let fields = plugin_arg_fields(arg_fields);
+        let schema = args_schema(&fields)?;
+        let e = Arc::new(ExportedArgs { arg_fields: arg_fields.to_vec(), fields, schema });
+        *last = Some(Arc::clone(&e));
+        Ok(e)
+    }
 }
 
 pub(super) fn return_type_via(

@@ -9,7 +9,7 @@ use arrow::datatypes::{DataType, FieldRef};
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::{ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature};
 
-use super::args::{args_array, args_schema, import_array, plugin_arg_fields, return_field_via, return_type_via};
+use super::args::{args_array, import_array, return_field_via, return_type_via, ArgsSchemaCache};
 use super::signature::signature_of;
 use crate::error::{ErrorSlot, Result};
 use crate::ffi::*;
@@ -22,6 +22,8 @@ pub struct QlinkScalarUdf {
     name: String,
     signature: Signature,
     uid: u64,
+    /// The argument schema of the last call.
+    args: ArgsSchemaCache,
 }
 
 // SAFETY: function members are thread-safe (function.h).
@@ -72,7 +74,14 @@ impl QlinkScalarUdf {
         err.check_with(st, || format!("opening function {}/{name}", plugin.name()))?;
         let signature = signature_of(&raw.signature);
         let uid = raw.id.uid;
-        let q = QlinkScalarUdf { raw: Box::new(raw), plugin: Arc::clone(plugin), name: name.to_string(), signature, uid };
+        let q = QlinkScalarUdf {
+            raw: Box::new(raw),
+            plugin: Arc::clone(plugin),
+            name: name.to_string(),
+            signature,
+            uid,
+            args: ArgsSchemaCache::default(),
+        };
         let id = q.identity(name);
         let f = ScalarUDF::new_from_impl(q);
         identity::remember(f.inner(), id);
@@ -108,14 +117,13 @@ impl ScalarUDFImpl for QlinkScalarUdf {
         let invoke = self.raw.invoke.ok_or_else(|| DataFusionError::Execution(format!("{}: invoke is NULL", self.name)))?;
         let n = args.number_rows;
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        let fields = plugin_arg_fields(&args.arg_fields);
-        let schema = args_schema(&fields)?;
-        let array = args_array(&fields, arrays, n)?;
+        let exported = self.args.get(&args.arg_fields)?;
+        let array = args_array(&exported.fields, arrays, n)?;
         let mut out = ArrowArray::empty();
         let mut err = ErrorSlot::new();
         let st = {
             let _g = self.plugin.enter();
-            unsafe { invoke(&*self.raw, &schema, &array, n as i64, &mut out, err.ptr()) }
+            unsafe { invoke(&*self.raw, &exported.schema, &array, n as i64, &mut out, err.ptr()) }
         };
         err.check_with(st, || format!("{}: invoke", self.name))?;
         Ok(ColumnarValue::Array(import_array(out, args.return_field.data_type(), &self.plugin)?))
