@@ -615,6 +615,20 @@ async fn sample_statistics_answer_count_star_without_a_scan() {
     assert_eq!(i64_at(&b, "n"), 1000);
 }
 
+/// One plugin UDF at two call sites whose argument fields differ (a column,
+/// and a cast the host coerces), called batch after batch: the host keeps
+/// the last argument schema it exported, and each call gets its own.
+#[tokio::test]
+async fn one_udf_at_two_call_sites_with_different_argument_fields() {
+    let mut s = QlinkSession::new(SessionContext::new());
+    let p = s.load_plugin(SAMPLE).unwrap();
+    s.register_functions(&p).unwrap();
+    s.register_table("q", "qlink_sample/series?stop=100000").unwrap();
+    let b = rows_of(&s.ctx, "SELECT sum(add_one(value)) AS a, sum(add_one(CAST(value % 7 AS INT))) AS b FROM q").await;
+    assert_eq!(i64_at(&b, "a"), (1..=100_000).sum::<i64>());
+    assert_eq!(i64_at(&b, "b"), (0..100_000i64).map(|v| v % 7 + 1).sum::<i64>());
+}
+
 #[tokio::test]
 async fn sample_functions_and_explain_analyze_metrics() {
     let mut s = QlinkSession::new(SessionContext::new());

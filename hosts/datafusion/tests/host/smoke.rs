@@ -36,6 +36,37 @@ async fn grid_equals_memtable_multi_thread() {
     assert_eq!(b.iter().map(|b| b.num_rows()).sum::<usize>(), 5, "a stream dropped early is released");
 }
 
+/// From a runtime task (not the thread blocked on the runtime, as in the
+/// test above), a stream is read in block_in_place: every row arrives once
+/// and in order, and an error after a batch arrives after that batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_read_from_a_runtime_task_keeps_order_then_the_error() {
+    use datafusion::arrow::array::AsArray;
+    use datafusion::arrow::datatypes::Float64Type;
+    use futures::StreamExt;
+    let task = tokio::spawn(async {
+        let mut s = QlinkSession::new(SessionContext::new());
+        s.register_table("g", &format!("{DFTEST}/grid?rows=100000&cols=2&batch_rows=1000")).unwrap();
+        let mut stream = s.ctx.sql("SELECT c0 FROM g").await.unwrap().execute_stream().await.unwrap();
+        let (mut next, mut batches) = (0.0, 0);
+        while let Some(b) = stream.next().await {
+            for v in b.unwrap().column(0).as_primitive::<Float64Type>().values() {
+                assert_eq!(*v, next);
+                next += 2.0;
+            }
+            batches += 1;
+        }
+        assert_eq!((next, batches), (200_000.0, 100));
+        s.register_table("p", &format!("{DFTEST}/probe?fail=1")).unwrap();
+        let mut stream = s.ctx.sql("SELECT * FROM p").await.unwrap().execute_stream().await.unwrap();
+        assert_eq!(stream.next().await.unwrap().unwrap().num_rows(), 1);
+        let err = stream.next().await.unwrap().unwrap_err();
+        assert!(err.to_string().contains("probe: injected failure after the first batch"), "{err}");
+        assert!(stream.next().await.is_none());
+    });
+    task.await.unwrap();
+}
+
 async fn grid_equals_memtable_body() {
     let mut s = QlinkSession::new(SessionContext::new());
     s.register_table("t", &format!("{DFTEST}/grid?rows=65&cols=16")).unwrap();
