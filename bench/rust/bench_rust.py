@@ -158,6 +158,8 @@ def main() -> None:
     plugin_dir, df_json, out = sys.argv[1], sys.argv[2], sys.argv[3]
     reps = int(sys.argv[sys.argv.index("--reps") + 1]) if "--reps" in sys.argv else 40
     result = {"datafusion": json.loads(Path(df_json).read_text())}
+    # The crossing's own cost per batch, apart from any plugin (bench_rust).
+    result["datafusion_crossing"] = result["datafusion"].pop("crossing", None)
     sections = {"duckdb": duckdb_rows(plugin_dir, reps), "sqlite": sqlite_rows(plugin_dir, reps)}
     dfp, ffi, why = datafusion_python_rows(plugin_dir, reps)
     sections["datafusion_python"] = dfp
@@ -183,6 +185,8 @@ def main() -> None:
                                        - result["datafusion_python"]["planner_declines_sort_1040"]["native_ms"], 4),
         },
         "rust_vs_datafusion_ffi_note": why,
+        "rust_scan_ratio_floor_10m": (result["datafusion_crossing"] or {}).get("sum_10m_ratio_floor"),
+        "rust_udf_ratio_floor": (result["datafusion_crossing"] or {}).get("udf_10m_ratio_floor"),
         "target_ratio_max": 1.10,
     }
     print(f"{'engine / query':<34} {'native ms':>11} {'qlink ms':>11} {'ratio':>7}")

@@ -20,6 +20,8 @@
 //! 1,040 rows (the planner is asked and declines: what an installed planner
 //! costs a query) and `ORDER BY x DESC LIMIT 10` over 10 M rows (it answers:
 //! its TopK over the host's scan).
+//! Then the crossing alone (no plugin), per batch: what the Arrow C
+//! interfaces cost the scan and the UDF, and the ratios that leaves.
 //! Writes the `datafusion` section of bench/results/rust.json; the Python
 //! half (bench_rust.py) adds DuckDB, SQLite and datafusion-python.
 
@@ -104,6 +106,67 @@ async fn tables(s: &mut QlinkSession, dir: &str, n: usize) {
     s.ctx.register_table(format!("native_{n}"), Arc::new(MemTable::try_new(schema, parts).unwrap())).unwrap();
 }
 
+/// What a batch's crossing costs apart from any plugin, over the 10 M-row
+/// table's batches (single thread, medians of 9 passes):
+/// - the scan's: each batch exported and imported through the Arrow C
+///   Stream Interface (arrow-rs on both sides, as the SDK and the host);
+/// - the UDF's: the arguments (x and the constant k, as the host expands it)
+///   as a struct through the C Data Interface, with their schema, and the
+///   result back;
+/// - Tokio's `block_in_place`, per call, from a worker task.
+///
+/// Returns (scan µs per batch, UDF µs per batch, block_in_place µs, batches).
+async fn crossing(ctx: &SessionContext) -> (f64, f64, f64, usize) {
+    use datafusion::arrow::array::{Array, ArrayRef, RecordBatchIterator, StructArray};
+    use datafusion::arrow::datatypes::{Field, Fields};
+    use datafusion::arrow::ffi::{from_ffi, from_ffi_and_data_type, to_ffi, FFI_ArrowSchema};
+    use datafusion::arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
+    let batches = ctx.table("native_10000000").await.unwrap().collect().await.unwrap();
+    let (n, schema) = (batches.len(), batches[0].schema());
+    let per_batch = |f: &mut dyn FnMut()| {
+        median(
+            (0..9)
+                .map(|_| {
+                    let t = Instant::now();
+                    f();
+                    t.elapsed().as_secs_f64() * 1e6 / n as f64
+                })
+                .collect(),
+        )
+    };
+    let scan = per_batch(&mut || {
+        let it = RecordBatchIterator::new(batches.clone().into_iter().map(Ok), schema.clone());
+        let reader = ArrowArrayStreamReader::try_new(FFI_ArrowArrayStream::new(Box::new(it))).unwrap();
+        assert_eq!(reader.map(|b| b.unwrap().num_rows()).sum::<usize>(), 10_000_000);
+    });
+    let fields = Fields::from(vec![Field::new("arg0", DataType::Float64, true), Field::new("arg1", DataType::Float64, true)]);
+    let udf = per_batch(&mut || {
+        for b in &batches {
+            let x = Arc::clone(b.column_by_name("x").unwrap());
+            let k: ArrayRef = Arc::new(Float64Array::from(vec![2.0; x.len()]));
+            let args = StructArray::try_new(fields.clone(), vec![Arc::clone(&x), k], None).unwrap();
+            let arg_schema = FFI_ArrowSchema::try_from(DataType::Struct(fields.clone())).unwrap();
+            let (a, _) = to_ffi(&args.to_data()).unwrap();
+            let dt = DataType::try_from(&arg_schema).unwrap();
+            let imported = unsafe { from_ffi_and_data_type(a, dt) }.unwrap();
+            let result = StructArray::from(imported).column(0).to_data();
+            let (r, rs) = to_ffi(&result).unwrap();
+            assert_eq!(unsafe { from_ffi(r, &rs) }.unwrap().len(), x.len());
+        }
+    });
+    let bip = tokio::spawn(async {
+        const CALLS: u32 = 20_000;
+        let t = Instant::now();
+        for _ in 0..CALLS {
+            tokio::task::block_in_place(|| std::hint::black_box(0));
+        }
+        t.elapsed().as_secs_f64() * 1e6 / CALLS as f64
+    })
+    .await
+    .unwrap();
+    (scan, udf, bip, n)
+}
+
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -130,11 +193,47 @@ async fn main() {
     ];
     println!("{:<16} {:>12} {:>12} {:>8}", "DataFusion", "native ms", "qlink ms", "ratio");
     let mut json = Vec::new();
+    let mut measured = std::collections::HashMap::new();
     for (name, native, plugin, n) in rows {
         let (a, b) = pair(&s.ctx, native, plugin, n).await;
+        measured.insert(name, (a, b));
         println!("{name:<16} {a:>12.3} {b:>12.3} {:>8.3}", b / a);
         json.push(format!("\"{name}\": {{\"native_ms\": {a:.4}, \"qlink_ms\": {b:.4}, \"ratio\": {:.4}}}", b / a));
     }
+
+    // The crossing alone, per batch: how far below the measured overhead a
+    // plugin scan or UDF could go with the Arrow C interfaces.
+    let (scan_us, udf_us, bip_us, n) = crossing(&s.ctx).await;
+    let parts = s.ctx.table("native_10000000").await.unwrap().collect_partitioned().await.unwrap().len().max(1);
+    let per = |ms: f64| ms * 1e3 * parts as f64 / n as f64;
+    let (sum, udf) = (measured["sum_10m_rows"], measured["udf_10m_rows"]);
+    let floor = |(native, _): (f64, f64), us: f64| (native + us * n as f64 / parts as f64 / 1e3) / native;
+    println!("\nper batch of 8,192 rows, each partition's thread ({n} batches, {parts} partitions), microseconds:");
+    println!("{:<16} {:>10} {:>10} {:>10} {:>14} {:>12}", "", "native", "qlink", "crossing", "ratio floor", "ratio");
+    println!(
+        "{:<16} {:>10.2} {:>10.2} {:>10.2} {:>14.3} {:>12.3}",
+        "sum_10m_rows",
+        per(sum.0),
+        per(sum.1),
+        scan_us,
+        floor(sum, scan_us),
+        sum.1 / sum.0
+    );
+    println!(
+        "{:<16} {:>10.2} {:>10.2} {:>10.2} {:>14.3} {:>12.3}",
+        "udf_10m_rows",
+        per(udf.0),
+        per(udf.1),
+        udf_us,
+        floor(udf, udf_us),
+        udf.1 / udf.0
+    );
+    println!("block_in_place, per call: {bip_us:.2} us");
+    let crossing_json = format!(
+        "\"crossing\": {{\"batches\": {n}, \"partitions\": {parts}, \"scan_c_stream_us_per_batch\": {scan_us:.3}, \"udf_c_data_us_per_batch\": {udf_us:.3}, \"block_in_place_us\": {bip_us:.3}, \"sum_10m_ratio_floor\": {:.4}, \"udf_10m_ratio_floor\": {:.4}}}",
+        floor(sum, scan_us),
+        floor(udf, udf_us)
+    );
 
     // The same native tables in a session with the plugin's planner.
     let planner = InstalledPlanner::open(&plugin, "topk", &[]).unwrap();
@@ -158,5 +257,6 @@ async fn main() {
         println!("{name:<16} {a:>12.3} {b:>12.3} {:>8.3}", b / a);
         json.push(format!("\"{name}\": {{\"native_ms\": {a:.4}, \"qlink_ms\": {b:.4}, \"ratio\": {:.4}}}", b / a));
     }
+    json.push(crossing_json);
     std::fs::write(&out, format!("{{{}}}\n", json.join(", "))).unwrap();
 }
